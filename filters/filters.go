@@ -1,0 +1,227 @@
+package filters
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Builder makes the read filters of one table's schema. Everything that does
+// not depend on the read time (family regexes, sequence branches, the
+// branch for unmanaged families) is built once by New; a read only fills in
+// the age families' timestamp bounds, and reads in the same millisecond
+// share one filter.
+type Builder struct {
+	branches  []branch
+	hasAge    bool
+	static    bigtable.Filter // the whole TTL filter when no branch depends on time
+	unmanaged bigtable.Filter // passes every family the schema does not manage
+	cache     atomic.Pointer[cachedFilter]
+}
+
+type branch struct {
+	family   bigtable.Filter
+	policy   strategy.Policy
+	perCol   bigtable.Filter // cells-per-column limit, nil when none
+	constant bigtable.Filter // the whole branch, for sequence families
+}
+
+type cachedFilter struct {
+	milli int64
+	f     bigtable.Filter
+}
+
+// New validates schema and prepares its filters. A schema with an
+// intersection rule cannot be expressed: schemas here are built from
+// strategy policies, which never produce one.
+func New(schema strategy.Schema) (*Builder, error) {
+	if err := schema.Validate(); err != nil {
+		return nil, err
+	}
+	var managed []string
+	for fam, p := range schema {
+		if p.Managed() {
+			managed = append(managed, fam)
+		}
+	}
+	sort.Strings(managed)
+	b := &Builder{}
+	for _, fam := range managed {
+		p := schema[fam]
+		br := branch{family: bigtable.FamilyFilter(FamilyRegex(fam)), policy: p}
+		if p.Versions() > 0 {
+			br.perCol = bigtable.LatestNFilter(p.Versions())
+		}
+		if p.Kind() == strategy.KindSequence {
+			br.constant = bigtable.ChainFilters(br.family, br.perCol)
+		} else {
+			b.hasAge = true
+		}
+		b.branches = append(b.branches, br)
+	}
+	if len(managed) > 0 {
+		b.unmanaged = bigtable.FamilyFilter(ComplementRegex(managed))
+		if !b.hasAge {
+			b.static = b.build(0)
+		}
+	}
+	return b, nil
+}
+
+// Managed reports whether any family of the schema gets a TTL filter.
+func (b *Builder) Managed() bool { return len(b.branches) > 0 }
+
+// TTL is the filter that keeps exactly the cells live at read time now
+// (microseconds): per managed family its own bound, unmanaged families
+// untouched. It is nil when the schema manages no family.
+func (b *Builder) TTL(now bigtable.Timestamp) bigtable.Filter {
+	if b.static != nil || len(b.branches) == 0 {
+		return b.static
+	}
+	milli := int64(strategy.Millis(now)) / 1000
+	if c := b.cache.Load(); c != nil && c.milli == milli {
+		return c.f
+	}
+	f := b.build(now)
+	b.cache.Store(&cachedFilter{milli: milli, f: f})
+	return f
+}
+
+// Compose returns the filter a read at now must send: the TTL filter first,
+// then the caller's (Chain(ttl, user)), so the caller's filter never sees a
+// cell a complete GC would have removed. Either may be nil; never builds a
+// chain of one element, which servers refuse.
+func (b *Builder) Compose(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter {
+	ttl := b.TTL(now)
+	switch {
+	case ttl == nil:
+		return user
+	case user == nil:
+		return ttl
+	}
+	return bigtable.ChainFilters(ttl, user)
+}
+
+func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
+	subs := make([]bigtable.Filter, 0, len(b.branches)+1)
+	for _, br := range b.branches {
+		if br.constant != nil {
+			subs = append(subs, br.constant)
+			continue
+		}
+		rng := bigtable.TimestampRangeFilterMicros(br.policy.LiveFrom(now), 0)
+		if br.perCol != nil {
+			subs = append(subs, bigtable.ChainFilters(br.family, rng, br.perCol))
+		} else {
+			subs = append(subs, bigtable.ChainFilters(br.family, rng))
+		}
+	}
+	subs = append(subs, b.unmanaged)
+	return bigtable.InterleaveFilters(subs...)
+}
+
+// Expired is the inverse of TTL for the age families: only cells that are
+// expired at now but still stored, values stripped. It is nil when no family
+// expires by age. Used to measure data that GC has not collected yet.
+func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
+	var subs []bigtable.Filter
+	for _, br := range b.branches {
+		if br.constant != nil {
+			continue
+		}
+		lo := br.policy.LiveFrom(now)
+		if lo <= 0 {
+			continue
+		}
+		subs = append(subs, bigtable.ChainFilters(br.family, bigtable.TimestampRangeFilterMicros(0, lo)))
+	}
+	switch len(subs) {
+	case 0:
+		return nil
+	case 1:
+		return bigtable.ChainFilters(subs[0], bigtable.StripValueFilter())
+	}
+	return bigtable.ChainFilters(bigtable.InterleaveFilters(subs...), bigtable.StripValueFilter())
+}
+
+// FamilyRegex is an RE2 pattern matching exactly the family name fam.
+func FamilyRegex(fam string) string {
+	return "^" + regexp.QuoteMeta(fam) + "$"
+}
+
+// ComplementRegex is an RE2 pattern matching every family name except the
+// given ones. RE2 has no negative lookahead, so the pattern spells out the
+// complement of the names' trie: a name is outside the set iff it leaves the
+// trie at some byte, stops at a node that ends no name, or runs past a leaf.
+func ComplementRegex(names []string) string {
+	root := &trieNode{}
+	for _, n := range names {
+		root.insert(n)
+	}
+	return "^(?s:" + root.complement() + ")$"
+}
+
+type trieNode struct {
+	children map[byte]*trieNode
+	terminal bool
+}
+
+func (n *trieNode) insert(s string) {
+	for i := 0; i < len(s); i++ {
+		if n.children == nil {
+			n.children = map[byte]*trieNode{}
+		}
+		c, ok := n.children[s[i]]
+		if !ok {
+			c = &trieNode{}
+			n.children[s[i]] = c
+		}
+		n = c
+	}
+	n.terminal = true
+}
+
+// complement matches the suffixes, after the prefix leading to n, of names
+// that are not in the set.
+func (n *trieNode) complement() string {
+	var alts []string
+	if len(n.children) == 0 {
+		alts = append(alts, ".+")
+	} else {
+		keys := make([]byte, 0, len(n.children))
+		for k := range n.children {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		var class strings.Builder
+		for _, k := range keys {
+			class.WriteString(escapeByte(k))
+		}
+		alts = append(alts, "[^"+class.String()+"].*")
+		for _, k := range keys {
+			alts = append(alts, escapeByte(k)+"(?:"+n.children[k].complement()+")")
+		}
+	}
+	s := strings.Join(alts, "|")
+	if !n.terminal {
+		// Stopping here is a name outside the set too.
+		return "(?:" + s + ")?"
+	}
+	return s
+}
+
+func escapeByte(b byte) string {
+	if ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z') || ('0' <= b && b <= '9') || b == '_' {
+		return string(b)
+	}
+	if b < 0x20 || b >= 0x7f {
+		return fmt.Sprintf(`\x%02x`, b)
+	}
+	return `\` + string(b)
+}

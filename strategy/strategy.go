@@ -1,0 +1,377 @@
+package strategy
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+)
+
+// Kind names a strategy.
+type Kind uint8
+
+const (
+	// KindUnmanaged is a family the library does not rewrite or filter.
+	KindUnmanaged Kind = iota
+	// KindOneSecond is one-second expiry: the timestamp is the expiry instant.
+	KindOneSecond
+	// KindDefaultExpiry is default expiry: the timestamp is offset by ttl-D.
+	KindDefaultExpiry
+	// KindSequence is sequence numbers: the timestamp is a version number.
+	KindSequence
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindUnmanaged:
+		return "unmanaged"
+	case KindOneSecond:
+		return "one-second"
+	case KindDefaultExpiry:
+		return "default-expiry"
+	case KindSequence:
+		return "sequence"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// OneSecondMaxAge is the GC max age a one-second-expiry family must carry.
+const OneSecondMaxAge = time.Second
+
+// MaxTimestamp is the largest timestamp Bigtable accepts at millisecond
+// granularity.
+const MaxTimestamp = bigtable.Timestamp(math.MaxInt64 - math.MaxInt64%1000)
+
+// Policy is the TTL policy of one column family: its strategy and parameters.
+// The zero value is an unmanaged family. Build one with OneSecond,
+// DefaultExpiry, Sequence or Unmanaged.
+type Policy struct {
+	kind        Kind
+	defaultTTL  time.Duration // D for default expiry; optional default for one-second
+	versions    int           // N for sequence; a union max-versions rule for the age strategies
+	singleValue bool
+}
+
+// Option adjusts a Policy.
+type Option func(*Policy)
+
+// WithMaxVersions adds a max-versions rule in union with the age rule of an
+// age strategy: the family keeps at most n live cells per column.
+func WithMaxVersions(n int) Option { return func(p *Policy) { p.versions = n } }
+
+// WithDefaultTTL gives a one-second family the TTL used for cells written
+// without one.
+func WithDefaultTTL(d time.Duration) Option { return func(p *Policy) { p.defaultTTL = d } }
+
+// SingleValue makes a write replace the column's older cells in the same
+// atomic row mutation, so the last write wins whatever the TTLs.
+func SingleValue() Option { return func(p *Policy) { p.singleValue = true } }
+
+// OneSecond is one-second expiry: GC max age 1s, each cell's timestamp is the
+// moment it expires. It cannot be adopted on a family that holds real
+// timestamps: they would all expire.
+func OneSecond(opts ...Option) Policy {
+	return apply(Policy{kind: KindOneSecond}, opts)
+}
+
+// DefaultExpiry is default expiry with default TTL d: GC max age d, a cell
+// that must live ttl is written at ms(now+ttl-d). Safe on an existing table.
+func DefaultExpiry(d time.Duration, opts ...Option) Policy {
+	return apply(Policy{kind: KindDefaultExpiry, defaultTTL: d}, opts)
+}
+
+// Sequence is sequence numbers keeping the n highest versions of a column:
+// GC max versions n, timestamp seq*1000.
+func Sequence(n int, opts ...Option) Policy {
+	return apply(Policy{kind: KindSequence, versions: n}, opts)
+}
+
+// Unmanaged declares a family the library passes through untouched: no
+// rewrite, no read filter.
+func Unmanaged() Policy { return Policy{} }
+
+func apply(p Policy, opts []Option) Policy {
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+// Kind reports the policy's strategy.
+func (p Policy) Kind() Kind { return p.kind }
+
+// Managed reports whether the library rewrites and filters the family.
+func (p Policy) Managed() bool { return p.kind != KindUnmanaged }
+
+// DefaultTTL is the TTL given to a cell written without one (D for default
+// expiry; zero when there is none).
+func (p Policy) DefaultTTL() time.Duration { return p.defaultTTL }
+
+// Versions is N for a sequence family, or the union max-versions limit of an
+// age family (zero when there is none).
+func (p Policy) Versions() int { return p.versions }
+
+// IsSingleValue reports whether writes replace the column's older cells.
+func (p Policy) IsSingleValue() bool { return p.singleValue }
+
+// MaxAge is the GC max age the family must carry (zero for sequence and
+// unmanaged families).
+func (p Policy) MaxAge() time.Duration {
+	switch p.kind {
+	case KindOneSecond:
+		return OneSecondMaxAge
+	case KindDefaultExpiry:
+		return p.defaultTTL
+	}
+	return 0
+}
+
+func (p Policy) String() string {
+	s := p.kind.String()
+	switch p.kind {
+	case KindDefaultExpiry:
+		s += fmt.Sprintf("(D=%s)", p.defaultTTL)
+	case KindSequence:
+		s += fmt.Sprintf("(N=%d)", p.versions)
+	}
+	if p.kind != KindSequence && p.versions > 0 {
+		s += fmt.Sprintf("+maxversions(%d)", p.versions)
+	}
+	if p.singleValue {
+		s += "+single-value"
+	}
+	return s
+}
+
+// Validate reports a policy that cannot work, with ErrInvalidPolicy.
+func (p Policy) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidPolicy, p, fmt.Sprintf(format, a...))
+	}
+	switch p.kind {
+	case KindUnmanaged:
+		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue {
+			return bad("an unmanaged family takes no options")
+		}
+		return nil
+	case KindOneSecond:
+		if p.defaultTTL < 0 || (p.defaultTTL > 0 && p.defaultTTL < time.Millisecond) {
+			return bad("default TTL %s must be at least 1ms", p.defaultTTL)
+		}
+	case KindDefaultExpiry:
+		if p.defaultTTL < time.Millisecond || p.defaultTTL%time.Millisecond != 0 {
+			return bad("default TTL %s must be a positive whole number of milliseconds", p.defaultTTL)
+		}
+	case KindSequence:
+		if p.versions < 1 || p.versions > math.MaxInt32 {
+			return bad("must keep at least 1 version")
+		}
+		if p.defaultTTL != 0 {
+			return bad("a sequence family has no TTL")
+		}
+		if p.singleValue {
+			return bad("single-value mode would keep 1 version, not %d", p.versions)
+		}
+		return nil
+	default:
+		return bad("unknown kind")
+	}
+	if p.versions < 0 || p.versions > math.MaxInt32 {
+		return bad("max versions %d out of range", p.versions)
+	}
+	return nil
+}
+
+// GCPolicy is the GC rule the family must carry: max age for the age
+// strategies (in union with max versions when set), max versions for
+// sequence families, none for unmanaged ones.
+func (p Policy) GCPolicy() bigtable.GCPolicy {
+	switch p.kind {
+	case KindOneSecond, KindDefaultExpiry:
+		age := bigtable.MaxAgePolicy(p.MaxAge())
+		if p.versions > 0 {
+			return bigtable.UnionPolicy(age, bigtable.MaxVersionsPolicy(p.versions))
+		}
+		return age
+	case KindSequence:
+		return bigtable.MaxVersionsPolicy(p.versions)
+	}
+	return bigtable.NoGcPolicy()
+}
+
+// Millis rounds ts down to the millisecond (toward minus infinity).
+func Millis(ts bigtable.Timestamp) bigtable.Timestamp {
+	r := ts % 1000
+	if r < 0 {
+		r += 1000
+	}
+	return ts - r
+}
+
+// firstMilliAfter is the smallest multiple of 1000 strictly greater than ts.
+func firstMilliAfter(ts bigtable.Timestamp) bigtable.Timestamp {
+	return Millis(ts) + 1000
+}
+
+// WriteTimestamp is the timestamp to write, at now, for a cell that must live
+// ttl. ttl must be at least 1ms (the timestamp precision), and the result must
+// lie in [0, MaxTimestamp].
+func (p Policy) WriteTimestamp(now bigtable.Timestamp, ttl time.Duration) (bigtable.Timestamp, error) {
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("%w: %s is below 1ms, the timestamp precision", ErrInvalidTTL, ttl)
+	}
+	ttlMicros := bigtable.Timestamp(ttl / time.Microsecond)
+	var offset bigtable.Timestamp
+	switch p.kind {
+	case KindOneSecond:
+		offset = ttlMicros
+	case KindDefaultExpiry:
+		offset = ttlMicros - bigtable.Timestamp(p.defaultTTL/time.Microsecond)
+	default:
+		return 0, fmt.Errorf("%w: a %s family takes no TTL", ErrWrongCellOption, p.kind)
+	}
+	ts, ok := addTimestamp(now, offset)
+	if !ok || Millis(ts) > MaxTimestamp {
+		return 0, fmt.Errorf("%w: now %d + %s", ErrTimestampOverflow, now, ttl)
+	}
+	ts = Millis(ts)
+	if ts < 0 {
+		return 0, fmt.Errorf("%w: now %d + %s - D lands at %d", ErrBeforeEpoch, now, ttl, ts)
+	}
+	return ts, nil
+}
+
+// DefaultTimestamp is the timestamp to write, at now, for a cell written
+// without a TTL: the policy's default TTL. A one-second family without a
+// default TTL has none to give: ErrServerTimestamp.
+func (p Policy) DefaultTimestamp(now bigtable.Timestamp) (bigtable.Timestamp, error) {
+	switch p.kind {
+	case KindOneSecond, KindDefaultExpiry:
+		if p.defaultTTL == 0 {
+			return 0, fmt.Errorf("%w: a one-second family without a default TTL needs a TTL per cell", ErrServerTimestamp)
+		}
+		return p.WriteTimestamp(now, p.defaultTTL)
+	case KindSequence:
+		return 0, fmt.Errorf("%w: a sequence family needs a sequence number per cell", ErrServerTimestamp)
+	}
+	return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)
+}
+
+// SequenceTimestamp is the timestamp of version seq: seq*1000, seq >= 1.
+func (p Policy) SequenceTimestamp(seq int64) (bigtable.Timestamp, error) {
+	if p.kind != KindSequence {
+		return 0, fmt.Errorf("%w: a %s family takes no sequence number", ErrWrongCellOption, p.kind)
+	}
+	if seq < 1 {
+		return 0, fmt.Errorf("%w: %d is below 1", ErrInvalidSequence, seq)
+	}
+	if seq > int64(MaxTimestamp)/1000 {
+		return 0, fmt.Errorf("%w: %d * 1000 overflows int64", ErrInvalidSequence, seq)
+	}
+	return bigtable.Timestamp(seq * 1000), nil
+}
+
+// CheckExplicit validates a timestamp the caller gave for a cell of a managed
+// family and returns what to write. On a one-second family it is the expiry
+// instant and must be after now; on a default-expiry family it is a real
+// write time whose cell must still be live at now; on a sequence family it is
+// seq*1000 and must be an exact, positive multiple of 1000 (truncating could
+// merge two versions).
+func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, error) {
+	if ts == bigtable.ServerTime {
+		return p.DefaultTimestamp(now)
+	}
+	if ts < 0 {
+		return 0, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, ts)
+	}
+	switch p.kind {
+	case KindSequence:
+		if ts < 1000 || ts%1000 != 0 {
+			return 0, fmt.Errorf("%w: timestamp %d is not seq*1000 with seq >= 1", ErrInvalidSequence, ts)
+		}
+		return ts, nil
+	case KindOneSecond, KindDefaultExpiry:
+		ms := Millis(ts)
+		if !p.IsLive(ms, now) {
+			return 0, fmt.Errorf("%w: timestamp %d has expired at now %d", ErrAlreadyExpired, ts, now)
+		}
+		return ms, nil
+	}
+	return Millis(ts), nil
+}
+
+// LiveFrom is the smallest timestamp of a live cell at read time t (age
+// strategies): the start of the read filter's timestamp range.
+func (p Policy) LiveFrom(t bigtable.Timestamp) bigtable.Timestamp {
+	switch p.kind {
+	case KindOneSecond:
+		return firstMilliAfter(t)
+	case KindDefaultExpiry:
+		lo, ok := addTimestamp(t, -bigtable.Timestamp(p.defaultTTL/time.Microsecond))
+		if !ok || lo < 0 {
+			return 0
+		}
+		return firstMilliAfter(lo)
+	}
+	return 0
+}
+
+// IsLive reports whether an age-strategy cell with timestamp ts is live at
+// t, by its age alone (a sequence cell's liveness depends on its column).
+func (p Policy) IsLive(ts, t bigtable.Timestamp) bool {
+	switch p.kind {
+	case KindOneSecond, KindDefaultExpiry:
+		return ts >= p.LiveFrom(t)
+	}
+	return true
+}
+
+// Expiry is the instant a cell with timestamp ts stops being live (age
+// strategies); zero for families whose cells do not expire by age.
+func (p Policy) Expiry(ts bigtable.Timestamp) bigtable.Timestamp {
+	switch p.kind {
+	case KindOneSecond:
+		return ts
+	case KindDefaultExpiry:
+		e, ok := addTimestamp(ts, bigtable.Timestamp(p.defaultTTL/time.Microsecond))
+		if !ok {
+			return MaxTimestamp
+		}
+		return e
+	}
+	return 0
+}
+
+func addTimestamp(a, b bigtable.Timestamp) (bigtable.Timestamp, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// Schema maps column family names to their policies. A family that is not
+// named is read untouched, but the client refuses writes to it: name it
+// with Unmanaged to write it without a TTL.
+type Schema map[string]Policy
+
+// familyName is Bigtable's rule for column family names.
+var familyName = regexp.MustCompile(`^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
+
+// Validate checks every family name and policy.
+func (s Schema) Validate() error {
+	for fam, p := range s {
+		if !familyName.MatchString(fam) || len(fam) > 64 {
+			return fmt.Errorf("%w: family name %q", ErrInvalidPolicy, fam)
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("family %q: %w", fam, err)
+		}
+	}
+	return nil
+}
+
+// With returns p with opts applied.
+func (p Policy) With(opts ...Option) Policy { return apply(p, opts) }

@@ -1,0 +1,27 @@
+// Package ttlclient is a drop-in wrapper around cloud.google.com/go/bigtable
+// that gives column families per-cell TTLs.
+//
+// Switching from the raw client changes a constructor and the mutation type:
+//
+//	client, err := ttlclient.NewClient(ctx, project, instance)          // was bigtable.NewClient
+//	tbl, err := client.Open("events", ttlclient.Schema{
+//		"clicks": strategy.DefaultExpiry(48 * time.Hour),
+//		"meta":   strategy.Unmanaged(),
+//	})
+//	m := ttlclient.NewMutation()                                        // was bigtable.NewMutation
+//	m.Set("clicks", "home", ttlclient.Auto, value, ttlclient.WithTTL(time.Hour))
+//	err = tbl.Apply(ctx, "user#1", m)
+//	row, err := tbl.ReadRow(ctx, "user#1", bigtable.RowFilter(bigtable.LatestNFilter(1)))
+//
+// Writes: managed-family timestamps are computed from each cell's TTL (or
+// sequence number) and the table's clock, truncated to the millisecond, and
+// checked before any RPC. A write that would lose data silently (a server
+// timestamp on a one-second family, a cell expired on arrival, a TTL or
+// sequence number out of range, ReadModifyWrite on a managed family, an
+// unknown family) is refused with a *CellError wrapping a sentinel error;
+// nothing of that row is sent.
+//
+// Reads: every ReadRow, ReadRows and check-and-mutate predicate carries the
+// schema's TTL filter before the caller's own, so an expired cell is never
+// returned nor matched, whatever Bigtable's asynchronous GC has done.
+package ttlclient

@@ -1,0 +1,108 @@
+package ttlclient
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Sentinel errors. Every refusal wraps one of them in a *CellError, so
+// callers test with errors.Is and read the details with errors.As. A refused
+// call sends nothing.
+var (
+	// The timestamp math refusals, shared with package strategy.
+	ErrInvalidPolicy     = strategy.ErrInvalidPolicy
+	ErrUnsupportedGCRule = strategy.ErrUnsupportedGCRule
+	ErrInvalidTTL        = strategy.ErrInvalidTTL
+	ErrTimestampOverflow = strategy.ErrTimestampOverflow
+	ErrBeforeEpoch       = strategy.ErrBeforeEpoch
+	ErrInvalidSequence   = strategy.ErrInvalidSequence
+	ErrServerTimestamp   = strategy.ErrServerTimestamp
+	ErrAlreadyExpired    = strategy.ErrAlreadyExpired
+	ErrWrongCellOption   = strategy.ErrWrongCellOption
+
+	// ErrUnknownFamily: a write to a family the schema does not name.
+	ErrUnknownFamily = errors.New("bttl: family not in the table's schema")
+	// ErrServerAssignedTimestamp: ReadModifyWrite, AddToCell or MergeToCell
+	// on a managed family, where the server picks the timestamp.
+	ErrServerAssignedTimestamp = errors.New("bttl: operation lets the server pick the timestamp of a managed family")
+	// ErrNilMutation: a nil mutation.
+	ErrNilMutation = errors.New("bttl: nil mutation")
+	// ErrEmptyMutation: a mutation with no operations.
+	ErrEmptyMutation = errors.New("bttl: mutation has no operations")
+	// ErrNestedCondition: a conditional mutation inside a conditional one.
+	ErrNestedCondition = errors.New("bttl: conditional mutations cannot be nested")
+	// ErrConditionalInBulk: a conditional mutation given to ApplyBulk.
+	ErrConditionalInBulk = errors.New("bttl: conditional mutations cannot be applied in bulk")
+	// ErrEmptyRowKey: an empty row key.
+	ErrEmptyRowKey = errors.New("bttl: empty row key")
+	// ErrRowKeyTooLong: a row key over 4 KiB.
+	ErrRowKeyTooLong = errors.New("bttl: row key over 4 KiB")
+	// ErrValueTooLarge: a cell value over 100 MiB.
+	ErrValueTooLarge = errors.New("bttl: cell value over 100 MiB")
+	// ErrInvalidTimestampRange: a delete range with a negative bound or an
+	// end not after its start.
+	ErrInvalidTimestampRange = errors.New("bttl: invalid timestamp range")
+	// ErrUnsupportedReadOption: a read option whose filter the library cannot
+	// see, so it could not put the TTL filter first.
+	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
+)
+
+// Limits Bigtable enforces, checked before any RPC.
+const (
+	MaxRowKeyBytes = 4 << 10
+	MaxValueBytes  = 100 << 20
+)
+
+// CellError is a refused operation: which table, row, family and column,
+// and the offending timestamp, TTL or sequence number.
+type CellError struct {
+	Table     string
+	Row       string
+	Family    string
+	Column    string
+	Timestamp bigtable.Timestamp // the caller's timestamp, when one was given
+	TTL       time.Duration      // the cell's TTL, when one was given
+	Sequence  int64              // the cell's sequence number, when one was given
+	Err       error              // wraps a sentinel
+}
+
+func (e *CellError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	fmt.Fprintf(&b, " (table %q", e.Table)
+	if e.Row != "" {
+		fmt.Fprintf(&b, ", row %q", truncate(e.Row, 64))
+	}
+	if e.Family != "" {
+		fmt.Fprintf(&b, ", family %q", e.Family)
+	}
+	if e.Column != "" {
+		fmt.Fprintf(&b, ", column %q", truncate(e.Column, 64))
+	}
+	if e.Timestamp != 0 {
+		fmt.Fprintf(&b, ", timestamp %d", e.Timestamp)
+	}
+	if e.TTL != 0 {
+		fmt.Fprintf(&b, ", ttl %s", e.TTL)
+	}
+	if e.Sequence != 0 {
+		fmt.Fprintf(&b, ", sequence %d", e.Sequence)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func (e *CellError) Unwrap() error { return e.Err }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,160 @@
+package ttlclient
+
+import (
+	"time"
+
+	"cloud.google.com/go/bigtable"
+)
+
+// Auto asks the library to assign a cell's timestamp: from its TTL, its
+// sequence number or the family's default. It is bigtable.ServerTime, so code
+// that wrote server timestamps keeps compiling; on a managed family the
+// library, not the server, picks the value.
+const Auto = bigtable.ServerTime
+
+type opKind uint8
+
+const (
+	opSet opKind = iota
+	opDeleteColumn
+	opDeleteRange
+	opDeleteFamily
+	opDeleteRow
+	opAddInt
+	opMergeBytes
+)
+
+type cellOptKind uint8
+
+const (
+	cellOptNone cellOptKind = iota
+	cellOptTTL
+	cellOptSeq
+)
+
+// CellOption sets a cell's TTL or sequence number. It is a small value so
+// passing one allocates nothing.
+type CellOption struct {
+	kind cellOptKind
+	ttl  time.Duration
+	seq  int64
+}
+
+// WithTTL gives the cell its own TTL (age families). Cells without one get
+// the family's default TTL.
+func WithTTL(d time.Duration) CellOption { return CellOption{kind: cellOptTTL, ttl: d} }
+
+// WithSequence gives the cell its version number on a sequence family; the
+// timestamp written is seq*1000.
+func WithSequence(seq int64) CellOption { return CellOption{kind: cellOptSeq, seq: seq} }
+
+type op struct {
+	kind     opKind
+	cellOpt  cellOptKind
+	family   string
+	column   string
+	ts, end  bigtable.Timestamp
+	value    []byte
+	ttl      time.Duration
+	seq      int64
+	intValue int64
+}
+
+// Mutation is a set of changes for one row, like bigtable.Mutation, whose
+// managed-family timestamps the Table assigns when it is applied.
+type Mutation struct {
+	ops []op
+
+	isConditional bool
+	cond          bigtable.Filter
+	mtrue, mfalse *Mutation
+}
+
+// NewMutation returns a new mutation.
+func NewMutation() *Mutation { return new(Mutation) }
+
+// NewCondMutation returns a conditional mutation, like
+// bigtable.NewCondMutation. The table puts its TTL filter before cond, so an
+// expired cell never satisfies the condition. Either branch may be nil.
+func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
+	return &Mutation{isConditional: true, cond: cond, mtrue: mtrue, mfalse: mfalse}
+}
+
+// Set sets a value in family:column. On an unmanaged family ts is written
+// as given, truncated to the millisecond. On a managed family:
+//   - with WithTTL or WithSequence, or ts == Auto, the library assigns the
+//     timestamp (the family's default TTL when no option is given);
+//   - otherwise ts is taken as the family's convention defines it: the expiry
+//     instant (one-second), a real write time (default expiry) or seq*1000
+//     (sequence), and refused if the cell would be expired on arrival.
+//
+// A TTL and an explicit ts together are refused: say one or the other.
+func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
+	o := op{kind: opSet, family: family, column: column, ts: ts, value: value}
+	for _, co := range opts {
+		o.cellOpt = co.kind
+		o.ttl, o.seq = co.ttl, co.seq
+	}
+	m.ops = append(m.ops, o)
+}
+
+// DeleteCellsInColumn deletes all the cells of family:column.
+func (m *Mutation) DeleteCellsInColumn(family, column string) {
+	m.ops = append(m.ops, op{kind: opDeleteColumn, family: family, column: column})
+}
+
+// DeleteTimestampRange deletes the cells of family:column whose stored
+// timestamps are in [start, end); end 0 means infinity. On a managed family
+// the stored timestamp is the strategy's, not the write time.
+func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
+	m.ops = append(m.ops, op{kind: opDeleteRange, family: family, column: column, ts: start, end: end})
+}
+
+// DeleteCellsInFamily deletes all the cells of family.
+func (m *Mutation) DeleteCellsInFamily(family string) {
+	m.ops = append(m.ops, op{kind: opDeleteFamily, family: family})
+}
+
+// DeleteRow deletes the entire row.
+func (m *Mutation) DeleteRow() {
+	m.ops = append(m.ops, op{kind: opDeleteRow})
+}
+
+// AddIntToCell adds to an aggregate cell. Refused on a managed family: the
+// server merges into a cell whose timestamp no strategy controls.
+func (m *Mutation) AddIntToCell(family, column string, ts bigtable.Timestamp, value int64) {
+	m.ops = append(m.ops, op{kind: opAddInt, family: family, column: column, ts: ts, intValue: value})
+}
+
+// MergeBytesToCell merges into an aggregate cell. Refused on a managed
+// family, like AddIntToCell.
+func (m *Mutation) MergeBytesToCell(family, column string, ts bigtable.Timestamp, value []byte) {
+	m.ops = append(m.ops, op{kind: opMergeBytes, family: family, column: column, ts: ts, value: value})
+}
+
+// ReadModifyWrite mirrors bigtable.ReadModifyWrite. The server picks the
+// timestamps it writes, so it is allowed only on unmanaged families.
+type ReadModifyWrite struct {
+	ops []rmwOp
+}
+
+type rmwOp struct {
+	family, column string
+	appendValue    []byte
+	delta          int64
+	isAppend       bool
+}
+
+// NewReadModifyWrite returns a new ReadModifyWrite.
+func NewReadModifyWrite() *ReadModifyWrite { return new(ReadModifyWrite) }
+
+// AppendValue appends v to the latest value of family:column.
+func (m *ReadModifyWrite) AppendValue(family, column string, v []byte) {
+	m.ops = append(m.ops, rmwOp{family: family, column: column, appendValue: v, isAppend: true})
+}
+
+// Increment adds delta to the latest value of family:column, a 64-bit
+// big-endian integer.
+func (m *ReadModifyWrite) Increment(family, column string, delta int64) {
+	m.ops = append(m.ops, rmwOp{family: family, column: column, delta: delta})
+}

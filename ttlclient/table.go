@@ -1,0 +1,330 @@
+package ttlclient
+
+import (
+	"context"
+	"fmt"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
+)
+
+// Table mirrors *bigtable.Table: writes get their managed-family timestamps
+// rewritten by strategy and checked by the guardrails before any RPC, and
+// reads get the TTL filter in front of the caller's.
+type Table struct {
+	name    string
+	raw     *bigtable.Table
+	schema  Schema
+	filters *filters.Builder
+	clock   Clock
+}
+
+// Name is the table's name.
+func (t *Table) Name() string { return t.name }
+
+// Raw is the underlying table. Writes and reads through it bypass the
+// library: no rewrite, no guardrail, no TTL filter.
+func (t *Table) Raw() *bigtable.Table { return t.raw }
+
+// Policy is the policy of family, and whether the schema names it.
+func (t *Table) Policy(family string) (strategy.Policy, bool) {
+	p, ok := t.schema[family]
+	return p, ok
+}
+
+// now is the clock in microseconds. UnixMicro, unlike bigtable.Time, stays
+// exact past the year 2262.
+func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now().UnixMicro()) }
+
+// Apply mutates a row atomically, like bigtable.Table.Apply. A conditional
+// mutation's predicate gets the TTL filter first, so an expired cell never
+// satisfies it; both branches are rewritten and checked.
+func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
+	now := t.now()
+	bm, err := t.build(row, m, now, false)
+	if err != nil {
+		return err
+	}
+	return t.raw.Apply(ctx, row, bm, opts...)
+}
+
+// ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
+// the guardrails refuse does not stop the others: its error is at its index
+// in the returned slice, as a failed row's is, and it is never sent. The
+// slice is nil when every row succeeded.
+func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
+	if len(rowKeys) != len(muts) {
+		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
+	}
+	now := t.now()
+	bms := make([]*bigtable.Mutation, len(muts))
+	var refused []error
+	for i, m := range muts {
+		bm, err := t.build(rowKeys[i], m, now, true)
+		if err != nil {
+			if refused == nil {
+				refused = make([]error, len(muts))
+			}
+			refused[i] = err
+			continue
+		}
+		bms[i] = bm
+	}
+	if refused == nil {
+		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
+	}
+	// Send only the rows that passed, then put their results back in place.
+	keys := make([]string, 0, len(rowKeys))
+	sent := make([]*bigtable.Mutation, 0, len(rowKeys))
+	index := make([]int, 0, len(rowKeys))
+	for i, bm := range bms {
+		if bm != nil {
+			keys = append(keys, rowKeys[i])
+			sent = append(sent, bm)
+			index = append(index, i)
+		}
+	}
+	if len(sent) == 0 {
+		return refused, nil
+	}
+	errs, err := t.raw.ApplyBulk(ctx, keys, sent, opts...)
+	for j, e := range errs {
+		refused[index[j]] = e
+	}
+	return refused, err
+}
+
+// ReadRow reads one row, like bigtable.Table.ReadRow, returning only its
+// live cells. A bigtable.RowFilter among opts is applied after the TTL
+// filter.
+func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
+	opts, err := t.readOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return t.raw.ReadRow(ctx, row, opts...)
+}
+
+// ReadRows reads rows, like bigtable.Table.ReadRows, returning only live
+// cells. A bigtable.RowFilter among opts is applied after the TTL filter.
+func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtable.Row) bool, opts ...bigtable.ReadOption) error {
+	opts, err := t.readOptions(opts)
+	if err != nil {
+		return err
+	}
+	return t.raw.ReadRows(ctx, arg, f, opts...)
+}
+
+// SampleRowKeys returns a sample of row keys, like
+// bigtable.Table.SampleRowKeys.
+func (t *Table) SampleRowKeys(ctx context.Context) ([]string, error) {
+	return t.raw.SampleRowKeys(ctx)
+}
+
+// ApplyReadModifyWrite applies m, like bigtable.Table.ApplyReadModifyWrite.
+// The server picks the timestamps it writes, so every family m touches must
+// be unmanaged.
+func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadModifyWrite) (bigtable.Row, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, t.refuse(row, "", "", ErrNilMutation)
+	}
+	if len(m.ops) == 0 {
+		return nil, t.refuse(row, "", "", ErrEmptyMutation)
+	}
+	rmw := bigtable.NewReadModifyWrite()
+	for _, o := range m.ops {
+		p, ok := t.schema[o.family]
+		if !ok {
+			return nil, t.refuse(row, o.family, o.column, ErrUnknownFamily)
+		}
+		if p.Managed() {
+			return nil, t.refuse(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+		}
+		if o.isAppend {
+			rmw.AppendValue(o.family, o.column, o.appendValue)
+		} else {
+			rmw.Increment(o.family, o.column, o.delta)
+		}
+	}
+	return t.raw.ApplyReadModifyWrite(ctx, row, rmw)
+}
+
+// readOptions replaces the caller's RowFilter (the last one wins, as in the
+// client) with Chain(ttl, caller's).
+func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, error) {
+	if !t.filters.Managed() {
+		return opts, nil
+	}
+	var user bigtable.Filter
+	n := 0
+	for _, o := range opts {
+		if isRowFilter(o) {
+			f, ok := rowFilterOf(o)
+			if !ok {
+				return nil, fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)
+			}
+			user = f
+			continue
+		}
+		n++
+	}
+	out := make([]bigtable.ReadOption, 0, n+1)
+	for _, o := range opts {
+		if !isRowFilter(o) {
+			out = append(out, o)
+		}
+	}
+	return append(out, bigtable.RowFilter(t.filters.Compose(t.now(), user))), nil
+}
+
+func (t *Table) refuse(row, family, column string, err error) *CellError {
+	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
+}
+
+func (t *Table) checkRowKey(row string) error {
+	if row == "" {
+		return t.refuse(row, "", "", ErrEmptyRowKey)
+	}
+	if len(row) > MaxRowKeyBytes {
+		return t.refuse(row, "", "", fmt.Errorf("%w: %d bytes", ErrRowKeyTooLong, len(row)))
+	}
+	return nil
+}
+
+// build turns m into the mutation to send at now, or the first refusal.
+func (t *Table) build(row string, m *Mutation, now bigtable.Timestamp, bulk bool) (*bigtable.Mutation, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, t.refuse(row, "", "", ErrNilMutation)
+	}
+	if !m.isConditional {
+		if len(m.ops) == 0 {
+			return nil, t.refuse(row, "", "", ErrEmptyMutation)
+		}
+		bm := bigtable.NewMutation()
+		if err := t.convert(row, m, now, bm); err != nil {
+			return nil, err
+		}
+		return bm, nil
+	}
+	if bulk {
+		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
+	}
+	branch := func(b *Mutation) (*bigtable.Mutation, error) {
+		if b == nil {
+			return nil, nil
+		}
+		if b.isConditional {
+			return nil, t.refuse(row, "", "", ErrNestedCondition)
+		}
+		bm := bigtable.NewMutation()
+		return bm, t.convert(row, b, now, bm)
+	}
+	mtrue, err := branch(m.mtrue)
+	if err != nil {
+		return nil, err
+	}
+	mfalse, err := branch(m.mfalse)
+	if err != nil {
+		return nil, err
+	}
+	return bigtable.NewCondMutation(t.filters.Compose(now, m.cond), mtrue, mfalse), nil
+}
+
+// convert appends m's operations to bm, rewriting managed timestamps.
+func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *bigtable.Mutation) error {
+	for i := range m.ops {
+		o := &m.ops[i]
+		if o.kind == opDeleteRow {
+			bm.DeleteRow()
+			continue
+		}
+		p, ok := t.schema[o.family]
+		if !ok {
+			return t.opError(row, o, ErrUnknownFamily)
+		}
+		switch o.kind {
+		case opSet:
+			if len(o.value) > MaxValueBytes {
+				return t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
+			}
+			ts, err := cellTimestamp(p, o, now)
+			if err != nil {
+				return t.opError(row, o, err)
+			}
+			if p.IsSingleValue() {
+				bm.DeleteCellsInColumn(o.family, o.column)
+			}
+			bm.Set(o.family, o.column, ts, o.value)
+		case opDeleteColumn:
+			bm.DeleteCellsInColumn(o.family, o.column)
+		case opDeleteRange:
+			if o.ts < 0 || o.end < 0 || (o.end != 0 && strategy.Millis(o.end) <= strategy.Millis(o.ts)) {
+				return t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, o.end))
+			}
+			bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end)
+		case opDeleteFamily:
+			bm.DeleteCellsInFamily(o.family)
+		case opAddInt, opMergeBytes:
+			if p.Managed() {
+				return t.opError(row, o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+			}
+			if o.ts < 0 {
+				return t.opError(row, o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
+			}
+			if o.kind == opAddInt {
+				bm.AddIntToCell(o.family, o.column, o.ts, o.intValue)
+			} else {
+				bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+			}
+		}
+	}
+	return nil
+}
+
+// cellTimestamp is the timestamp to write for a Set under policy p.
+func cellTimestamp(p strategy.Policy, o *op, now bigtable.Timestamp) (bigtable.Timestamp, error) {
+	if !p.Managed() {
+		if o.cellOpt != cellOptNone {
+			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)
+		}
+		if o.ts == bigtable.ServerTime {
+			return o.ts, nil
+		}
+		if o.ts < 0 {
+			return 0, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts)
+		}
+		return strategy.Millis(o.ts), nil
+	}
+	if o.cellOpt != cellOptNone && o.ts != Auto {
+		return 0, fmt.Errorf("%w: give a TTL or sequence option with ttlclient.Auto, not with timestamp %d", ErrWrongCellOption, o.ts)
+	}
+	switch o.cellOpt {
+	case cellOptTTL:
+		return p.WriteTimestamp(now, o.ttl)
+	case cellOptSeq:
+		return p.SequenceTimestamp(o.seq)
+	}
+	return p.CheckExplicit(now, o.ts)
+}
+
+func (t *Table) opError(row string, o *op, err error) *CellError {
+	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err}
+	switch {
+	case o.cellOpt == cellOptTTL:
+		e.TTL = o.ttl
+	case o.cellOpt == cellOptSeq:
+		e.Sequence = o.seq
+	}
+	if o.kind == opSet || o.kind == opDeleteRange || o.kind == opAddInt || o.kind == opMergeBytes {
+		e.Timestamp = o.ts
+	}
+	return e
+}
