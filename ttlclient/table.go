@@ -93,6 +93,12 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	for j, e := range errs {
 		refused[index[j]] = e
 	}
+	if err != nil && errs == nil {
+		// The whole call failed: a nil slot would read as "written".
+		for _, i := range index {
+			refused[i] = err
+		}
+	}
 	return refused, err
 }
 
