@@ -63,21 +63,21 @@ type Clock interface {
 // families, rows, columns) because bttest compiles each family regex of the
 // read filter once per cell: every family and cell costs on every read.
 const (
-	FamOne    = "one"   // one-second expiry, default TTL 2s, + max versions 2
-	FamDef    = "def"   // default expiry D = 3s
-	FamDefSV  = "defsv" // default expiry D = 4s, single-value
+	FamOne    = "one"   // one-second expiry, default TTL 1.5s, + max versions 2
+	FamDef    = "def"   // default expiry D = 1.5s
+	FamDefSV  = "defsv" // default expiry D = 2s, single-value
 	FamSeq    = "seq"   // sequence numbers, keep 3
 	FamPlain  = "plain" // unmanaged
-	numRows   = 8       // row keys r0..r7
+	numRows   = 10      // row keys r0..r9
 	columnSet = "abcd"  // column qualifiers
 )
 
 // Schema is the suite's table schema.
 func Schema() strategy.Schema {
 	return strategy.Schema{
-		FamOne:   strategy.OneSecond(strategy.WithDefaultTTL(2*time.Second), strategy.WithMaxVersions(2)),
-		FamDef:   strategy.DefaultExpiry(3 * time.Second),
-		FamDefSV: strategy.DefaultExpiry(4*time.Second, strategy.SingleValue()),
+		FamOne:   strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2)),
+		FamDef:   strategy.DefaultExpiry(1500 * time.Millisecond),
+		FamDefSV: strategy.DefaultExpiry(2*time.Second, strategy.SingleValue()),
 		FamSeq:   strategy.Sequence(3),
 		FamPlain: strategy.Unmanaged(),
 	}
@@ -104,19 +104,21 @@ type Config struct {
 // Stats counts what a run did and saw.
 type Stats struct {
 	Steps, Writes, Bulk, Cond, Refused, ClockMoves int
-	Reads, CellsCompared                          int
+	Reads, CellsCompared                           int
 	// StoredExpired: cells the server still stored although the model's view
 	// excluded them (expired or beyond N, not collected yet), summed over
 	// full checks. Collected: cells the server's GC had removed.
 	StoredExpired, Collected int
+	// MaxStored: the most cells the model held at a full check.
+	MaxStored int
 	// ServerDuplicates: cells an unfiltered raw read returned twice (an
 	// emulator bug, see fullCheck).
 	ServerDuplicates int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads)",
-		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.StoredExpired, s.Collected, s.ServerDuplicates)
+	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored",
+		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.StoredExpired, s.Collected, s.ServerDuplicates, s.MaxStored)
 }
 
 // MismatchError is a read that differs from the model.
@@ -132,8 +134,6 @@ func (e *MismatchError) Error() string {
 	return fmt.Sprintf("conformance mismatch: seed %d (replay with BTTL_SEED=%d), step %d: %s\n%s\nlast steps:\n  %s",
 		e.Seed, e.Seed, e.Step, e.What, e.Detail, strings.Join(e.History, "\n  "))
 }
-
-var traceRow string
 
 type runner struct {
 	cfg     Config
@@ -163,9 +163,6 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 			return r.stats, err
 		}
 		r.stats.Steps++
-		if traceRow != "" {
-			r.trace()
-		}
 		if r.step%cfg.FullCheckEvery == 0 || r.step == cfg.Ops {
 			if err := r.fullCheck(); err != nil {
 				return r.stats, err
@@ -205,7 +202,7 @@ func (r *runner) now() int64 {
 }
 
 func (r *runner) record(s string) {
-	const keep = 400
+	const keep = 20
 	r.history = append(r.history, fmt.Sprintf("step %d: %s", r.step, s))
 	if len(r.history) > keep {
 		r.history = r.history[len(r.history)-keep:]
@@ -271,12 +268,13 @@ func (r *runner) ttl() time.Duration {
 	case k < 30:
 		d = time.Duration(1000+r.u(49_000)) * time.Microsecond
 	case k < 65:
-		d = time.Duration(50_000+r.u(2_950_000)) * time.Microsecond
-	case k < 85:
-		d = time.Duration(2_500_000+r.u(3_000_000)) * time.Microsecond // around D
-	case k < 95:
-		d = time.Duration(5+r.u(55)) * time.Second
+		d = time.Duration(50_000+r.u(950_000)) * time.Microsecond
+	case k < 92:
+		d = time.Duration(1_000_000+r.u(2_000_000)) * time.Microsecond // around D
+	case k < 97:
+		d = time.Duration(3+r.u(7)) * time.Second
 	case k < 99:
+		// Long: these pile up (distinct timestamps), so only a few.
 		d = time.Duration(1+r.u(48)) * time.Hour
 	default:
 		d = -time.Duration(r.u(2)) * time.Millisecond // 0 or -1ms: refused
@@ -307,7 +305,7 @@ func (r *runner) set(fam string, now int64) model.Op {
 		case k < 80:
 			// An explicit expiry instant; under a millisecond ahead it
 			// rounds to <= now and must be refused.
-			o.Kind, o.TS = model.SetExplicit, now+int64(r.u(3_000_000))
+			o.Kind, o.TS = model.SetExplicit, now+int64(r.u(2_000_000))
 		default:
 			o.Kind = model.SetAuto
 		}
@@ -319,10 +317,10 @@ func (r *runner) set(fam string, now int64) model.Op {
 			o.Kind = model.SetAuto
 		default:
 			// An explicit real write time, sometimes already expired.
-			o.Kind, o.TS = model.SetExplicit, now-int64(r.u(6_000_000))
+			o.Kind, o.TS = model.SetExplicit, now-int64(r.u(3_000_000))
 		}
 	case FamSeq:
-		seq := int64(1 + r.u(8))
+		seq := int64(1 + r.u(6))
 		switch {
 		case k < 80:
 			o.Kind, o.Seq = model.SetSeq, seq
@@ -332,7 +330,7 @@ func (r *runner) set(fam string, now int64) model.Op {
 			o.Kind, o.TS = model.SetExplicit, seq*1000+500 // not seq*1000: refused
 		}
 	default:
-		o.Kind, o.TS = model.SetExplicit, int64(1+r.u(6))*1000+int64(r.u(2))*int64(r.u(1000))
+		o.Kind, o.TS = model.SetExplicit, int64(1+r.u(3))*1000+int64(r.u(2))*int64(r.u(1000))
 	}
 	return o
 }
@@ -373,13 +371,13 @@ func (r *runner) mutation(row string, now int64) []model.Op {
 		fam := families[r.u(len(families))]
 		col := r.column()
 		switch k := r.u(100); {
-		case k < 72:
+		case k < 70:
 			ops = append(ops, r.set(fam, now))
-		case k < 80:
+		case k < 78:
 			ops = append(ops, model.Op{Kind: model.DeleteColumn, Family: fam, Column: col})
-		case k < 93:
+		case k < 91:
 			ops = append(ops, r.deleteRange(row, fam, col, now))
-		case k < 98:
+		case k < 97:
 			ops = append(ops, model.Op{Kind: model.DeleteFamily, Family: fam})
 		default:
 			ops = append(ops, model.Op{Kind: model.DeleteRow})
@@ -641,14 +639,15 @@ func (r *runner) readRows() error {
 	var rs bigtable.RowSet
 	var keys []string
 	var desc string
-	switch r.u(8) {
+	switch r.u(16) {
 	case 0:
 		rs, desc = bigtable.InfiniteRange(""), "all rows"
 		keys = r.m.RowKeys()
 	case 1, 2:
-		a, b := r.u(numRows), r.u(numRows+1)
+		a, b := r.u(numRows), r.u(4)
 		start, end := rowKey(a), ""
-		if b > a && b < numRows {
+		if b > 0 && a+b < numRows {
+			b += a
 			end = rowKey(b)
 			rs = bigtable.NewRange(start, end)
 		} else {
@@ -662,7 +661,7 @@ func (r *runner) readRows() error {
 		}
 	default:
 		set := map[string]bool{}
-		for range 1 + r.u(3) {
+		for range 1 + r.u(2) {
 			set[rowKey(r.u(numRows))] = true
 		}
 		var list bigtable.RowList
@@ -823,6 +822,8 @@ func (r *runner) fullCheck() error {
 			held[c] = true
 		}
 	}
+	r.stats.MaxStored = max(r.stats.MaxStored, len(held))
+
 	view := map[model.Cell]bool{}
 	for _, c := range want {
 		view[c] = true
