@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 				return r.stats, err
 			}
 		}
-		if cfg.Logf != nil && r.step%100000 == 0 {
+		if cfg.Logf != nil && r.step%10000 == 0 {
 			cfg.Logf("step %d of %d, %s elapsed", r.step, cfg.Ops, time.Since(start).Round(time.Second))
 		}
 	}
