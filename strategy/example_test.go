@@ -157,7 +157,7 @@ func ExamplePolicy_WriteTimestamp() {
 }
 
 func ExamplePolicy_DefaultTimestamp() {
-	ts, _ := strategy.DefaultExpiry(48*time.Hour).DefaultTimestamp(exNow)
+	ts, _ := strategy.DefaultExpiry(48 * time.Hour).DefaultTimestamp(exNow)
 	fmt.Println(rel(ts))
 	_, err := strategy.Sequence(3).DefaultTimestamp(exNow)
 	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))

@@ -196,10 +196,10 @@ func ExampleTable_Apply() {
 	defer h.Close()
 
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))                                      // 48h, the default
-	m.Set("clicks", "promo", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))       // 1h
+	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))                                     // 48h, the default
+	m.Set("clicks", "promo", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))      // 1h
 	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute)) // 1m
-	m.Set("meta", "owner", bigtable.Now(), []byte("ada"))                                     // untouched
+	m.Set("meta", "owner", bigtable.Now(), []byte("ada"))                                    // untouched
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)
 	}
