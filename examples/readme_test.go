@@ -312,3 +312,20 @@ func TestReadmeBlockWrapping(t *testing.T) {
 	assert.Equal(t, "a\n\nc\nd", diffSide([]string{" a", "-b", "+c", "d"}, '-'))
 	assert.Equal(t, "a\nb\n\nd", diffSide([]string{" a", "-b", "+c", "d"}, '+'))
 }
+
+// TestReadmeLinksExist checks the README's links to files of the repository
+// (the examples, above all): a renamed file must not leave a dead link.
+func TestReadmeLinksExist(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	links := regexp.MustCompile(`\]\(([^)#\s]+)(?:#[^)]*)?\)`).FindAllStringSubmatch(string(data), -1)
+	require.NotEmpty(t, links)
+	for _, l := range links {
+		target := l[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		_, err := os.Stat(filepath.Join("..", filepath.FromSlash(target)))
+		assert.NoError(t, err, "README links to %s", target)
+	}
+}
