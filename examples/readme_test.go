@@ -46,6 +46,7 @@ func TestReadmeGoBlocksCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the README's code blocks")
 	}
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
 	blocks := readmeBlocks(t, filepath.Join(root, "README.md"))
