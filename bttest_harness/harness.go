@@ -104,7 +104,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Close()
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock))
+	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance))
 	return h, nil
 }
 
