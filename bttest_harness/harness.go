@@ -104,7 +104,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Close()
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock))
+	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance))
 	return h, nil
 }
 
@@ -123,16 +123,21 @@ func New(tb testing.TB) *Harness {
 func (h *Harness) Close() error {
 	h.closeOnce.Do(func() {
 		var errs []error
-		if h.Admin != nil {
-			errs = append(errs, h.Admin.Close())
-		}
-		if h.Raw != nil {
-			errs = append(errs, h.Raw.Close())
-		}
-		if h.conn != nil {
-			if err := h.conn.Close(); err != nil && status.Code(err) != codes.Canceled {
+		// The clients share one connection: the first to close it makes the
+		// others report Canceled, which is not a failure.
+		keep := func(err error) {
+			if err != nil && status.Code(err) != codes.Canceled {
 				errs = append(errs, err)
 			}
+		}
+		if h.Admin != nil {
+			keep(h.Admin.Close())
+		}
+		if h.Raw != nil {
+			keep(h.Raw.Close())
+		}
+		if h.conn != nil {
+			keep(h.conn.Close())
 		}
 		if h.Server != nil {
 			h.Server.Close()
