@@ -188,6 +188,10 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 		// Kill the server as soon as the first MutateRows stream has
 		// finished: ApplyBulk sends 10,000 rows of 12 cells as two
 		// streams (the client caps one at 100,000 mutations).
+		// A generous deadline: on a loaded machine the first stream alone
+		// can take seconds. The kill cancels the call 2s later.
+		bulkCtx, cancelBulk := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancelBulk()
 		var streams atomic.Int64
 		var killOnce sync.Once
 		intercept := grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -196,7 +200,14 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 				return cs, err
 			}
 			streams.Add(1)
-			return &onEOF{ClientStream: cs, fn: func() { killOnce.Do(emu.Kill) }}, nil
+			return &onEOF{ClientStream: cs, fn: func() {
+				killOnce.Do(func() {
+					emu.Kill()
+					// Let the client retry against the dead server for a
+					// while, then give up.
+					time.AfterFunc(2*time.Second, cancelBulk)
+				})
+			}}, nil
 		})
 		h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: emu.Addr, DialOptions: []grpc.DialOption{intercept}})
 		require.NoError(t, err)
@@ -215,9 +226,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 			}
 			muts[i] = m
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs, err := tbl.ApplyBulk(ctx, keys, muts)
-		cancel()
+		errs, err := tbl.ApplyBulk(bulkCtx, keys, muts)
 		written, failed := 0, 0
 		for i := range rows {
 			switch {
@@ -249,7 +258,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "admin client reconnects")
 		m := ttlclient.NewMutation()
 		m.Set("def", "c", ttlclient.Auto, []byte("again"))
-		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, tbl.Apply(ctx, "row", m))
 		r, err := tbl.ReadRow(ctx, "row")
