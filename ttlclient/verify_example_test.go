@@ -15,7 +15,7 @@ import (
 
 // Open verifies the table's GC rules: an age rule on a sequence family
 // would delete its versions, so the table does not open.
-func ExampleClient_Verify() {
+func ExampleClient_Verify_sequence() {
 	ctx := context.Background()
 	h, err := bttestharness.Start(ctx) // its client verifies with h.Admin
 	if err != nil {
