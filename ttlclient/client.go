@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -31,7 +32,11 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Option func(*config)
 
 type config struct {
-	clock Clock
+	clock       Clock
+	recorder    Recorder
+	sampling    float64
+	shadowLimit int
+	rand        func() float64
 }
 
 // WithClock sets the clock (default: the system clock).
@@ -45,9 +50,10 @@ func WithClock(c Clock) Option {
 
 // Client is a Bigtable data client whose tables apply per-cell TTLs.
 type Client struct {
-	raw   *bigtable.Client
-	owned bool
-	opts  []Option
+	raw     *bigtable.Client
+	owned   bool
+	opts    []Option
+	shadows shadowPool // shadow reads of tables with a Recorder
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient.
@@ -78,8 +84,10 @@ func Wrap(raw *bigtable.Client, opts ...Option) *Client {
 // through it bypass every guardrail.
 func (c *Client) Raw() *bigtable.Client { return c.raw }
 
-// Close closes the underlying client if NewClient created it.
+// Close stops the shadow reads in flight and waits for them, then closes
+// the underlying client if NewClient created it.
 func (c *Client) Close() error {
+	c.shadows.close()
 	if c.owned {
 		return c.raw.Close()
 	}
@@ -90,7 +98,7 @@ func (c *Client) Close() error {
 // schema does not name are read untouched, and writes to them are refused:
 // name them with strategy.Unmanaged to write them.
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
-	cfg := config{clock: systemClock{}}
+	cfg := config{clock: systemClock{}, sampling: DefaultShadowSampling, shadowLimit: DefaultShadowConcurrency, rand: rand.Float64}
 	for _, o := range c.opts {
 		o(&cfg)
 	}
@@ -99,17 +107,22 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 	}
 	fb, err := filters.New(schema)
 	if err != nil {
+		if cfg.recorder != nil {
+			cfg.recorder.Table(table, schema).Refused("", RefusalReason(err))
+		}
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
 	own := make(Schema, len(schema))
 	for fam, p := range schema {
 		own[fam] = p
 	}
-	return &Table{
+	t := &Table{
 		name:    table,
 		raw:     c.raw.Open(table),
 		schema:  own,
 		filters: fb,
 		clock:   cfg.clock,
-	}, nil
+	}
+	t.obs = newObserver(&cfg, t, &c.shadows)
+	return t, nil
 }
