@@ -2,11 +2,14 @@ package metrics_test
 
 import (
 	"context"
+	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigtable"
 	"cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -199,3 +202,7 @@ func promValue(t *testing.T, c prometheus.Collector, name string, pairs ...strin
 	}
 	return m.GetCounter().GetValue()
 }
+
+func itoaTS(ts bigtable.Timestamp) string { return strconv.FormatInt(int64(ts), 10) }
+
+func sortStrings(s []string) { sort.Strings(s) }
