@@ -14,5 +14,12 @@
 // match a version beyond the N kept.
 //
 // A Builder prepares everything that does not depend on the read time once
-// per table; reads in the same millisecond share one filter value.
+// per table; reads in the same millisecond share one filter value. Family
+// names are regex-quoted (FamilyRegex), and the unmanaged branch matches the
+// exact complement of the managed names (ComplementRegex), since RE2 has no
+// negative lookahead. Builder.Expired is the inverse filter: only the cells
+// expired but not yet collected, values stripped, for measuring GC lag.
+//
+// Package ttlclient applies these filters to every read; use this package
+// directly only to filter reads made some other way.
 package filters

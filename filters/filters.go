@@ -18,14 +18,16 @@ import (
 // the age families' timestamp bounds, and reads in the same millisecond
 // share one filter.
 type Builder struct {
-	branches  []branch
-	hasAge    bool
-	static    bigtable.Filter // the whole TTL filter when no branch depends on time
-	unmanaged bigtable.Filter // passes every family the schema does not manage
-	cache     atomic.Pointer[cachedFilter]
+	branches       []branch
+	hasAge         bool
+	static         bigtable.Filter // the whole TTL filter when no branch depends on time
+	unmanaged      bigtable.Filter // passes every family the schema does not manage
+	unmanagedRegex string          // its pattern, for TTLProto
+	cache          atomic.Pointer[cachedFilter]
 }
 
 type branch struct {
+	name     string // the family's name, for TTLProto
 	family   bigtable.Filter
 	policy   strategy.Policy
 	perCol   bigtable.Filter // cells-per-column limit, nil when none
@@ -54,7 +56,7 @@ func New(schema strategy.Schema) (*Builder, error) {
 	b := &Builder{}
 	for _, fam := range managed {
 		p := schema[fam]
-		br := branch{family: bigtable.FamilyFilter(FamilyRegex(fam)), policy: p}
+		br := branch{name: fam, family: bigtable.FamilyFilter(FamilyRegex(fam)), policy: p}
 		if p.Versions() > 0 {
 			br.perCol = bigtable.LatestNFilter(p.Versions())
 		}
@@ -66,7 +68,8 @@ func New(schema strategy.Schema) (*Builder, error) {
 		b.branches = append(b.branches, br)
 	}
 	if len(managed) > 0 {
-		b.unmanaged = bigtable.FamilyFilter(ComplementRegex(managed))
+		b.unmanagedRegex = ComplementRegex(managed)
+		b.unmanaged = bigtable.FamilyFilter(b.unmanagedRegex)
 		if !b.hasAge {
 			b.static = b.build(0)
 		}

@@ -27,6 +27,7 @@ func ExampleNew() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(rec)
 	client := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec),
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
 		ttlclient.WithShadowSampling(1)) // every read, for the example; the default is 0.01
 	defer client.Close()
 

@@ -126,7 +126,7 @@ func newEnv(t *testing.T, fault *shadowFault, opts ...ttlclient.Option) *env {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	rec := metrics.New(metrics.WithMeterProvider(mp))
 
-	all := append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec)}, opts...)
+	all := append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
 	client := ttlclient.Wrap(h.Raw, all...)
 	t.Cleanup(func() { _ = client.Close() })
 	tbl, err := client.Open(table, schema())

@@ -32,6 +32,7 @@ const (
 	ShadowReadsTotal         = "bttl_shadow_reads_total"
 	ShadowReadsFailedTotal   = "bttl_shadow_reads_failed_total"
 	ShadowReadsDroppedTotal  = "bttl_shadow_reads_dropped_total"
+	VerifySkippedTotal       = "bttl_verify_skipped_total"
 )
 
 // Label names. Their values are bounded: table names, the schema's family
@@ -92,12 +93,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Recorder struct {
 	ctx context.Context
 
-	reads, writes, cells, refusals, expired, shadows, failed, dropped *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                             *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                      *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                         metric.Float64Histogram
-	oHidden                                                                   metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                   metric.Float64Histogram
+	oHidden                                                                             metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -141,6 +142,7 @@ func New(opts ...Option) *Recorder {
 		hShadows  = "Shadow reads completed."
 		hFailed   = "Shadow reads that failed (the caller's read is unaffected)."
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
+		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)
 	r.writes = counter(WritesTotal, hWrites, LabelTable)
@@ -150,6 +152,7 @@ func New(opts ...Option) *Recorder {
 	r.shadows = counter(ShadowReadsTotal, hShadows, LabelTable)
 	r.failed = counter(ShadowReadsFailedTotal, hFailed, LabelTable)
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
+	r.skipped = counter(VerifySkippedTotal, hSkipped, LabelTable)
 	r.ttl = histogram(WriteTTLSeconds, hTTL, TTLBuckets, tfs...)
 	r.gcLag = histogram(GCLagSeconds, hGCLag, GCLagBuckets, tfs...)
 	r.hidden = histogram(ReadHiddenCells, hHidden, HiddenCellsBuckets, LabelTable)
@@ -185,6 +188,7 @@ func New(opts ...Option) *Recorder {
 	r.oShadows = ocounter(ShadowReadsTotal, hShadows, "{read}")
 	r.oFailed = ocounter(ShadowReadsFailedTotal, hFailed, "{read}")
 	r.oDropped = ocounter(ShadowReadsDroppedTotal, hDropped, "{read}")
+	r.oSkipped = ocounter(VerifySkippedTotal, hSkipped, "{open}")
 	r.oTTL = ohistogram(WriteTTLSeconds, hTTL, TTLBuckets)
 	r.oGCLag = ohistogram(GCLagSeconds, hGCLag, GCLagBuckets)
 	r.oReadLat = ohistogram(ReadAddedLatencySeconds, hReadLat, LatencyBuckets)
@@ -208,7 +212,7 @@ func trimTotal(name string) string {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -365,4 +369,9 @@ func (t *tableRecorder) ShadowRead(expired int, err error) {
 func (t *tableRecorder) ShadowDropped() {
 	t.dropped.Inc()
 	t.r.oDropped.Add(t.r.ctx, 1, t.add...)
+}
+
+func (t *tableRecorder) VerifySkipped() {
+	t.r.skipped.WithLabelValues(t.table).Inc()
+	t.r.oSkipped.Add(t.r.ctx, 1, t.add...)
 }

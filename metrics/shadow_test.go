@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/metrics"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -51,7 +52,7 @@ func TestShadowReadCannotAlterResultOrError(t *testing.T) {
 	fault := &shadowFault{entered: make(chan struct{}, 16)}
 	e := newEnv(t, fault, ttlclient.WithShadowSampling(1))
 	plant(t, e)
-	plain, err := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock)).Open(table, schema())
+	plain, err := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock), ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance)).Open(table, schema())
 	require.NoError(t, err)
 
 	wantResults, wantErrs := reads(t, e, plain)

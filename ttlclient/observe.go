@@ -49,6 +49,8 @@ type TableRecorder interface {
 	// ShadowDropped: a sampled read got no shadow read because as many as
 	// the concurrency limit were running, or the client was closed.
 	ShadowDropped()
+	// VerifySkipped: Open skipped the GC-rule check (WithoutVerify).
+	VerifySkipped()
 }
 
 // DefaultShadowSampling is the fraction of reads followed by a shadow read
@@ -137,6 +139,8 @@ var refusalReasons = []struct {
 	{ErrRowKeyTooLong, "row_key_too_long"},
 	{ErrValueTooLarge, "value_too_large"},
 	{ErrInvalidTimestampRange, "invalid_timestamp_range"},
+	{ErrGCRuleMismatch, "gc_rule_mismatch"},
+	{ErrNoAdminClient, "no_admin_client"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
 }
 
@@ -167,12 +171,21 @@ type observer struct {
 	rand     func() float64
 }
 
-func newObserver(cfg *config, t *Table, pool *shadowPool) *observer {
-	if cfg.recorder == nil {
+// recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
+// do not match it, no admin client to check them. A failed admin call is not
+// a refusal.
+func recordOpenRefusal(rec TableRecorder, err error) {
+	if reason := RefusalReason(err); rec != nil && reason != "other" {
+		rec.Refused("", reason)
+	}
+}
+
+func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *observer {
+	if rec == nil {
 		return nil
 	}
 	o := &observer{
-		rec:      cfg.recorder.Table(t.name, t.schema),
+		rec:      rec,
 		schema:   t.schema,
 		raw:      t.raw,
 		filters:  t.filters,

@@ -65,7 +65,8 @@ func TestEveryGuardrailIncrementsRefusals(t *testing.T) {
 	ctx := context.Background()
 	h := bttestharness.New(t)
 	rec := metrics.New()
-	client := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec))
+	client := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec),
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
 	defer client.Close()
 	schema := mixedSchema()
 	schema["onedef"] = strategy.OneSecond(strategy.WithDefaultTTL(time.Minute))

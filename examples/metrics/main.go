@@ -65,6 +65,7 @@ func run(ctx context.Context, out io.Writer) error {
 	defer srv.Close()
 
 	client := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec),
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
 		ttlclient.WithShadowSampling(1), ttlclient.WithShadowConcurrency(8))
 	defer client.Close()
 	schema := ttlclient.Schema{
