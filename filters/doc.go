@@ -4,15 +4,20 @@
 // For a schema (family -> strategy.Policy) and a read time, the TTL filter is
 //
 //	Interleave(
-//	    Chain(FamilyFilter(^fam1$), TimestampRange[liveFrom(t), inf)),   // age families
-//	    Chain(FamilyFilter(^fam2$), CellsPerColumnLimit(N)),             // sequence families
-//	    FamilyFilter(<every family but the managed ones>),               // unmanaged, untouched
+//	    Chain(Family(fam1), TimestampRange[liveFrom(t), inf)),     // age families
+//	    Chain(Family(fam2), CellsPerColumnLimit(N)),               // sequence families
+//	    FamilyFilter(<every family but the managed ones>),         // unmanaged, untouched
 //	)
+//
+// where Family(f) selects family f by name: a ColumnRangeFilter(f, "", "")
+// with no bounds, equivalent to FamilyFilter(^f$) but compared, not matched
+// by a regex (emulators compile a regex for every cell they test).
 //
 // and a caller's filter is applied after it: Chain(ttl, user). The order
 // matters: on a sequence family a caller's ValueFilter placed first could
 // match a version beyond the N kept.
 //
 // A Builder prepares everything that does not depend on the read time once
-// per table; reads in the same millisecond share one filter value.
+// per table; reads in the same millisecond share one filter value, and a
+// new millisecond rebuilds only the age families' time bounds.
 package filters
