@@ -533,3 +533,105 @@ func reportPerCell(b *testing.B, cells int, p *peakHeap) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(cells), "ns/cell")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 }
+
+// BenchmarkInterleaved measures the end-to-end ratios under load from other
+// processes: each iteration runs the operation once through the raw table
+// and once through the library (alternating which goes first), timing each,
+// so both sides see the same machine within a millisecond. It reports
+// raw-ns/op, ttl-ns/op and their ratio ttl/raw over the whole run.
+func BenchmarkInterleaved(b *testing.B) {
+	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
+		e := newBenchEnv(b, s)
+		e.load(b, "read", 1, benchCells)
+		const scanRows = 1000
+		e.load(b, "scan", scanRows, benchCells)
+		const bulkRows = 100
+		bulkKeys := make([]string, bulkRows)
+		for i := range bulkKeys {
+			bulkKeys[i] = rowKey("bulk", i)
+		}
+		must := func(err error) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		mustBulk := func(errs []error, err error) {
+			if err != nil || errs != nil {
+				b.Fatal(err, errs)
+			}
+		}
+		mustRow := func(r bigtable.Row, err error) {
+			if err != nil || len(r[benchFam]) != benchCells {
+				b.Fatalf("read %d cells, err %v", len(r[benchFam]), err)
+			}
+		}
+		count := func(n *int) func(bigtable.Row) bool {
+			return func(r bigtable.Row) bool { *n += len(r[benchFam]); return true }
+		}
+		mustScan := func(n int, err error) {
+			if err != nil || n != scanRows*benchCells {
+				b.Fatalf("scanned %d cells, err %v", n, err)
+			}
+		}
+		ops := []struct {
+			name     string
+			raw, ttl func(i int)
+		}{
+			{"Apply",
+				func(i int) { must(e.raw.Apply(e.ctx, rowKey("apply", i%1000), e.rawMutation())) },
+				func(i int) { must(e.ttl.Apply(e.ctx, rowKey("apply", i%1000), e.ttlMutation())) }},
+			{"ApplyBulk",
+				func(int) {
+					muts := make([]*bigtable.Mutation, bulkRows)
+					for i := range muts {
+						muts[i] = e.rawMutation()
+					}
+					mustBulk(e.raw.ApplyBulk(e.ctx, bulkKeys, muts))
+				},
+				func(int) {
+					muts := make([]*ttlclient.Mutation, bulkRows)
+					for i := range muts {
+						muts[i] = e.ttlMutation()
+					}
+					mustBulk(e.ttl.ApplyBulk(e.ctx, bulkKeys, muts))
+				}},
+			{"ReadRow",
+				func(int) { mustRow(e.raw.ReadRow(e.ctx, rowKey("read", 0))) },
+				func(int) { mustRow(e.ttl.ReadRow(e.ctx, rowKey("read", 0))) }},
+			{"ReadRows",
+				func(int) {
+					n := 0
+					mustScan(n, e.raw.ReadRows(e.ctx, bigtable.PrefixRange("scan"), count(&n)))
+				},
+				func(int) {
+					n := 0
+					mustScan(n, e.ttl.ReadRows(e.ctx, bigtable.PrefixRange("scan"), count(&n)))
+				}},
+		}
+		for _, op := range ops {
+			b.Run("op="+op.name, func(b *testing.B) {
+				var rawD, ttlD time.Duration
+				n := 0
+				for i := 0; b.Loop(); i++ {
+					if i%2 == 0 {
+						t0 := time.Now()
+						op.raw(i)
+						t1 := time.Now()
+						op.ttl(i)
+						rawD, ttlD = rawD+t1.Sub(t0), ttlD+time.Since(t1)
+					} else {
+						t0 := time.Now()
+						op.ttl(i)
+						t1 := time.Now()
+						op.raw(i)
+						ttlD, rawD = ttlD+t1.Sub(t0), rawD+time.Since(t1)
+					}
+					n++
+				}
+				b.ReportMetric(float64(rawD.Nanoseconds())/float64(n), "raw-ns/op")
+				b.ReportMetric(float64(ttlD.Nanoseconds())/float64(n), "ttl-ns/op")
+				b.ReportMetric(float64(ttlD)/float64(rawD), "ttl/raw")
+			})
+		}
+	})
+}

@@ -105,3 +105,24 @@ func TestReadOptionsKeepsCallerFilterLast(t *testing.T) {
 	want := bigtable.RowFilter(bigtable.ChainFilters(tbl.Filters().TTL(tbl.Now()), user))
 	assert.Equal(t, want, opts[1])
 }
+
+// The managed families' branches select a family by exact name (a column
+// range, not a regex): a family whose name a regex would confuse with a
+// managed one ("a.b" against "axb") is left untouched, and the managed one
+// is still filtered.
+func TestFamilySelectionIsExactName(t *testing.T) {
+	e := newEnv(t, strategy.Schema{
+		"a.b": strategy.OneSecond(),
+		"axb": strategy.Unmanaged(),
+	})
+	m := ttlclient.NewMutation()
+	m.Set("a.b", "short", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Minute))
+	m.Set("a.b", "long", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))
+	m.Set("axb", "old", 1000, []byte("3")) // a timestamp far in the past
+	e.apply(t, "row", m)
+	e.h.Clock.Advance(2 * time.Minute)
+	got := e.read(t, "row")
+	require.Len(t, got, 2, "got %v", got)
+	assert.Contains(t, got[0]+got[1], "a.b:long@")
+	assert.Contains(t, got[0]+got[1], "axb:old@1000=3")
+}
