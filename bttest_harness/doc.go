@@ -4,6 +4,22 @@
 // driven by a manual clock, and a raw client to see what is physically
 // stored, expired-but-not-collected cells included.
 //
-// When BIGTABLE_EMULATOR_HOST is set, the harness talks to that emulator
-// instead of starting one.
+// In a test, New starts a harness that is closed when the test ends, and
+// MustTable creates and opens a table:
+//
+//	h := bttestharness.New(t)
+//	tbl := h.MustTable(t, "events", strategy.Schema{"s": strategy.OneSecond()})
+//	h.Clock.Advance(time.Hour) // expire cells without sleeping
+//	stored, _ := h.Stored(ctx, "events", "row") // what GC has not collected yet
+//
+// In a program (the examples), Start and Close do the same by hand.
+//
+// The manual clock moves only the library's time: the server's own GC runs
+// on real time, so a cell the clock has expired stays stored, which is what
+// lets tests and examples show the filtered and the stored views side by
+// side.
+//
+// When BIGTABLE_EMULATOR_HOST is set (for example to a gcloud
+// cbtemulator), the harness talks to that emulator instead of starting one;
+// CreateTable deletes a table of the same name first, so runs start clean.
 package bttestharness

@@ -59,6 +59,9 @@ type Config struct {
 	// Addr, when set, is an emulator to use instead of starting one or
 	// reading BIGTABLE_EMULATOR_HOST.
 	Addr string
+	// DialOptions are added to the clients' connection (client
+	// interceptors, say).
+	DialOptions []grpc.DialOption
 }
 
 // Start starts an in-process bttest server, or connects to the emulator that
@@ -82,7 +85,8 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		}
 		h.Server, h.Addr = srv, srv.Addr
 	}
-	conn, err := grpc.NewClient(h.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, cfg.DialOptions...)
+	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
 		h.Close()
 		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
@@ -100,7 +104,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Close()
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock))
+	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance))
 	return h, nil
 }
 
@@ -119,16 +123,21 @@ func New(tb testing.TB) *Harness {
 func (h *Harness) Close() error {
 	h.closeOnce.Do(func() {
 		var errs []error
-		if h.Admin != nil {
-			errs = append(errs, h.Admin.Close())
-		}
-		if h.Raw != nil {
-			errs = append(errs, h.Raw.Close())
-		}
-		if h.conn != nil {
-			if err := h.conn.Close(); err != nil && status.Code(err) != codes.Canceled {
+		// The clients share one connection: the first to close it makes the
+		// others report Canceled, which is not a failure.
+		keep := func(err error) {
+			if err != nil && status.Code(err) != codes.Canceled {
 				errs = append(errs, err)
 			}
+		}
+		if h.Admin != nil {
+			keep(h.Admin.Close())
+		}
+		if h.Raw != nil {
+			keep(h.Raw.Close())
+		}
+		if h.conn != nil {
+			keep(h.conn.Close())
 		}
 		if h.Server != nil {
 			h.Server.Close()

@@ -19,5 +19,13 @@
 //
 // A Builder prepares everything that does not depend on the read time once
 // per table; reads in the same millisecond share one filter value, and a
-// new millisecond rebuilds only the age families' time bounds.
+// new millisecond rebuilds only the age families' time bounds. The
+// unmanaged branch matches the exact complement of the managed names
+// (ComplementRegex), since RE2 has no negative lookahead; FamilyRegex quotes
+// a name for callers that want a regex. Builder.Expired is the inverse
+// filter: only the cells expired but not yet collected, values stripped,
+// for measuring GC lag.
+//
+// Package ttlclient applies these filters to every read; use this package
+// directly only to filter reads made some other way.
 package filters

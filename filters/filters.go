@@ -18,15 +18,17 @@ import (
 // the age families' timestamp bounds, and reads in the same millisecond
 // share one filter.
 type Builder struct {
-	branches  []branch
-	hasAge    bool
-	slots     int             // filters one time bound needs: the interleave's and every age chain's
-	static    bigtable.Filter // the whole TTL filter when no branch depends on time
-	unmanaged bigtable.Filter // passes every family the schema does not manage
-	cache     atomic.Pointer[cachedFilter]
+	branches       []branch
+	hasAge         bool
+	slots          int             // filters one time bound needs: the interleave's and every age chain's
+	static         bigtable.Filter // the whole TTL filter when no branch depends on time
+	unmanaged      bigtable.Filter // passes every family the schema does not manage
+	unmanagedRegex string          // its pattern, for TTLProto
+	cache          atomic.Pointer[cachedFilter]
 }
 
 type branch struct {
+	name     string // the family's name, for TTLProto
 	family   bigtable.Filter
 	policy   strategy.Policy
 	perCol   bigtable.Filter // cells-per-column limit, nil when none
@@ -59,7 +61,7 @@ func New(schema strategy.Schema) (*Builder, error) {
 		// name, with no regex: the emulators compile a family regex again
 		// for every cell they test, which made filtered reads several times
 		// slower than unfiltered ones.
-		br := branch{family: FamilyOnly(fam), policy: p}
+		br := branch{name: fam, family: FamilyOnly(fam), policy: p}
 		if p.Versions() > 0 {
 			br.perCol = bigtable.LatestNFilter(p.Versions())
 		}
@@ -78,7 +80,8 @@ func New(schema strategy.Schema) (*Builder, error) {
 	}
 	b.slots += len(b.branches) + 1
 	if len(managed) > 0 {
-		b.unmanaged = bigtable.FamilyFilter(ComplementRegex(managed))
+		b.unmanagedRegex = ComplementRegex(managed)
+		b.unmanaged = bigtable.FamilyFilter(b.unmanagedRegex)
 		if !b.hasAge {
 			b.static = b.build(0)
 		}

@@ -2,13 +2,16 @@ package ttlclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/api/option"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -31,7 +34,58 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Option func(*config)
 
 type config struct {
-	clock Clock
+	clock         Clock
+	logger        *slog.Logger
+	admin         *gcrule.Admin
+	skipVerify    bool
+	verifyTimeout time.Duration
+}
+
+// DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
+const DefaultVerifyTimeout = 10 * time.Second
+
+// WithLogger sets the logger (default: slog.Default()). Open logs there
+// when it skips verification.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) {
+		if l != nil {
+			cfg.logger = l
+		}
+	}
+}
+
+// WithAdminClient gives the admin client Open uses to verify each table's GC
+// rules, and the project and instance it was created for (needed to read the
+// exact rule protos). NewClient and NewClientWithConfig create one
+// themselves; Wrap needs this option or WithoutVerify.
+func WithAdminClient(ac *bigtable.AdminClient, project, instance string) Option {
+	return func(cfg *config) {
+		if ac != nil {
+			cfg.admin = gcrule.NewAdmin(ac, project, instance)
+		}
+	}
+}
+
+// WithoutVerify makes Open skip the GC-rule check, for callers without
+// admin permission. Open logs that it skipped: a family whose rule does not
+// match its strategy loses data or serves cells the rule keeps.
+func WithoutVerify() Option { return func(cfg *config) { cfg.skipVerify = true } }
+
+// WithVerifyTimeout bounds the admin call Open makes (default
+// DefaultVerifyTimeout).
+func WithVerifyTimeout(d time.Duration) Option {
+	return func(cfg *config) {
+		if d > 0 {
+			cfg.verifyTimeout = d
+		}
+	}
+}
+
+// recordVerifySkipped is the one place a skipped verification is reported.
+// Metrics hook: the metrics work counts bttl_verify_skipped_total here.
+func (cfg *config) recordVerifySkipped(table string) {
+	cfg.logger.Warn("bttl: GC rules not verified (WithoutVerify): a family whose rule does not match its strategy loses data or serves stale cells",
+		slog.String("table", table))
 }
 
 // WithClock sets the clock (default: the system clock).
@@ -46,27 +100,32 @@ func WithClock(c Clock) Option {
 // Client is a Bigtable data client whose tables apply per-cell TTLs.
 type Client struct {
 	raw   *bigtable.Client
+	admin *bigtable.AdminClient // created by NewClient; closed by Close
 	owned bool
 	opts  []Option
 }
 
-// NewClient creates a client, exactly like bigtable.NewClient.
+// NewClient creates a client, exactly like bigtable.NewClient, and an admin
+// client with the same project, instance and options, which Open uses to
+// verify GC rules. With a custom endpoint that serves only the data API,
+// use Wrap and WithAdminClient instead.
 func NewClient(ctx context.Context, project, instance string, opts ...option.ClientOption) (*Client, error) {
-	raw, err := bigtable.NewClient(ctx, project, instance, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &Client{raw: raw, owned: true}, nil
+	return NewClientWithConfig(ctx, project, instance, bigtable.ClientConfig{}, opts...)
 }
 
 // NewClientWithConfig creates a client, exactly like
-// bigtable.NewClientWithConfig.
+// bigtable.NewClientWithConfig, and an admin client as NewClient does.
 func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigtable.ClientConfig, opts ...option.ClientOption) (*Client, error) {
 	raw, err := bigtable.NewClientWithConfig(ctx, project, instance, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{raw: raw, owned: true}, nil
+	admin, err := bigtable.NewAdminClient(ctx, project, instance, opts...)
+	if err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("bttl: admin client: %w", err)
+	}
+	return &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}, nil
 }
 
 // Wrap uses an existing client. Close leaves it open: its owner closes it.
@@ -78,28 +137,66 @@ func Wrap(raw *bigtable.Client, opts ...Option) *Client {
 // through it bypass every guardrail.
 func (c *Client) Raw() *bigtable.Client { return c.raw }
 
-// Close closes the underlying client if NewClient created it.
+// Close closes the underlying clients if NewClient created them.
 func (c *Client) Close() error {
-	if c.owned {
-		return c.raw.Close()
+	if !c.owned {
+		return nil
 	}
-	return nil
+	return errors.Join(c.raw.Close(), c.admin.Close())
 }
 
-// Open returns a handle on table whose families follow schema. Families the
-// schema does not name are read untouched, and writes to them are refused:
-// name them with strategy.Unmanaged to write them.
-func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
-	cfg := config{clock: systemClock{}}
+func (c *Client) config(opts []Option) config {
+	cfg := config{clock: systemClock{}, logger: slog.Default(), verifyTimeout: DefaultVerifyTimeout}
 	for _, o := range c.opts {
 		o(&cfg)
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return cfg
+}
+
+// Verify compares the table's actual column families and GC rules with the
+// rules schema's strategies need. It returns nil, an error wrapping
+// ErrGCRuleMismatch (a gcrule.Mismatches holding one *GCRuleError per
+// family), ErrNoAdminClient, or the admin call's error.
+func (c *Client) Verify(ctx context.Context, table string, schema Schema) error {
+	return c.verify(ctx, table, schema, c.config(nil))
+}
+
+func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg config) error {
+	if err := schema.Validate(); err != nil {
+		return fmt.Errorf("verify table %q: %w", table, err)
+	}
+	if cfg.admin == nil {
+		return &NoAdminError{Table: table}
+	}
+	return cfg.admin.Verify(ctx, table, schema)
+}
+
+// Open returns a handle on table whose families follow schema. Families the
+// schema does not name are read untouched, and writes to them are refused:
+// name them with strategy.Unmanaged to write them.
+//
+// Open first verifies, with the admin client, that the table has every
+// family of the schema with the GC rule its strategy needs (see Verify),
+// within the verify timeout. Without an admin client it fails with
+// ErrNoAdminClient; WithoutVerify skips the check and logs that it did.
+func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
+	cfg := c.config(opts)
 	fb, err := filters.New(schema)
 	if err != nil {
 		return nil, fmt.Errorf("open table %q: %w", table, err)
+	}
+	if cfg.skipVerify {
+		cfg.recordVerifySkipped(table)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.verifyTimeout)
+		err := c.verify(ctx, table, schema, cfg)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("open table %q: %w", table, err)
+		}
 	}
 	own := make(Schema, len(schema))
 	for fam, p := range schema {

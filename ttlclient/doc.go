@@ -24,4 +24,15 @@
 // Reads: every ReadRow, ReadRows and check-and-mutate predicate carries the
 // schema's TTL filter before the caller's own, so an expired cell is never
 // returned nor matched, whatever Bigtable's asynchronous GC has done.
+//
+// Time: every timestamp written and every filter bound comes from the
+// table's Clock (WithClock; the system clock by default), in whole
+// milliseconds. The server's GC runs on its own clock: skew between the two
+// shifts when a cell disappears from reads relative to when GC may collect
+// it, so keep TTLs well above the clock error.
+//
+// What is not guarded: writes through Client.Raw, Table.Raw or any other
+// plain *bigtable.Client. The examples directory has runnable programs for
+// each strategy (go run ./examples/clickevents, onesecond, sequence,
+// migrate).
 package ttlclient

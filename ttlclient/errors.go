@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -48,6 +49,12 @@ var (
 	// ErrInvalidTimestampRange: a delete range with a negative bound or an
 	// end not after its start.
 	ErrInvalidTimestampRange = errors.New("bttl: invalid timestamp range")
+	// ErrGCRuleMismatch: Open or Verify found a family missing or carrying a
+	// GC rule other than its strategy needs; see *GCRuleError.
+	ErrGCRuleMismatch = gcrule.ErrMismatch
+	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
+	// see *NoAdminError.
+	ErrNoAdminClient = errors.New("bttl: no admin client to verify GC rules")
 	// ErrUnsupportedReadOption: a read option whose filter the library cannot
 	// see, so it could not put the TTL filter first.
 	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
@@ -106,3 +113,20 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// GCRuleError is one family whose GC rule does not match its policy: table,
+// family, kind of mismatch, expected and actual rule. A failed Open or
+// Verify returns a gcrule.Mismatches of them (errors.As finds the first).
+type GCRuleError = gcrule.MismatchError
+
+// NoAdminError: Open was asked to verify GC rules without an admin client.
+type NoAdminError struct {
+	Table string
+}
+
+func (e *NoAdminError) Error() string {
+	return fmt.Sprintf("%v for table %q: pass ttlclient.WithAdminClient(adminClient, project, instance) to Wrap or Open, "+
+		"or ttlclient.WithoutVerify() to skip the check (callers without admin permission)", ErrNoAdminClient, e.Table)
+}
+
+func (e *NoAdminError) Unwrap() error { return ErrNoAdminClient }

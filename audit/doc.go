@@ -1,0 +1,11 @@
+// Package audit scans a table and reports, per column family, what a
+// schema's strategies make of the cells actually stored: live cells,
+// expired cells GC has not collected yet (count, bytes, oldest expiry),
+// cells at or before now in a one-second family (real or server
+// timestamps: a one-second adoption would delete them), sequence cells
+// beyond the N versions kept, and rows over 100 MB.
+//
+// Memory stays bounded whatever the table size: rows are streamed and only
+// per-family counters are kept (plus the row being read, which the client
+// holds whole).
+package audit

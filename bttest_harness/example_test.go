@@ -1,0 +1,181 @@
+package bttestharness_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"google.golang.org/grpc"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+var schema = strategy.Schema{
+	"session": strategy.OneSecond(),
+	"meta":    strategy.Unmanaged(),
+}
+
+func cells(r bigtable.Row) string {
+	var out []string
+	for _, items := range r {
+		for _, it := range items {
+			out = append(out, it.Column+"="+string(it.Value))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, " ")
+}
+
+func ExampleStart() {
+	ctx := context.Background()
+	// An in-process emulator, or the one BIGTABLE_EMULATOR_HOST names.
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	tbl, err := h.Table(ctx, "events", schema)
+	if err != nil {
+		panic(err)
+	}
+	m := ttlclient.NewMutation()
+	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	fmt.Println(tbl.Apply(ctx, "user#1", m))
+	// Output: <nil>
+}
+
+func ExampleStartWithConfig() {
+	ctx := context.Background()
+	calls := 0
+	count := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if strings.HasSuffix(info.FullMethod, "/MutateRow") {
+			calls++
+		}
+		return handler(ctx, req)
+	})
+	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{ServerOptions: []grpc.ServerOption{count}})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	tbl, _ := h.Table(ctx, "events", schema)
+
+	bad := ttlclient.NewMutation()
+	bad.Set("session", "token", bigtable.ServerTime, []byte("oops")) // refused before any RPC
+	good := ttlclient.NewMutation()
+	good.Set("meta", "owner", 0, []byte("ada"))
+	_ = tbl.Apply(ctx, "user#1", bad)
+	_ = tbl.Apply(ctx, "user#1", good)
+	fmt.Println("MutateRow calls the server saw:", calls)
+	// Output: MutateRow calls the server saw: 1
+}
+
+// A test gets a harness that is closed when the test ends.
+func ExampleNew() {
+	_ = func(t *testing.T) {
+		h := bttestharness.New(t)
+		tbl := h.MustTable(t, "events", schema)
+		_ = tbl
+	}
+}
+
+func ExampleHarness_MustTable() {
+	_ = func(t *testing.T) {
+		h := bttestharness.New(t)
+		tbl := h.MustTable(t, "events", schema) // fails t on error
+		m := ttlclient.NewMutation()
+		m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+		if err := tbl.Apply(context.Background(), "user#1", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ExampleHarness_Close() {
+	h, _ := bttestharness.Start(context.Background())
+	fmt.Println(h.Close(), h.Close()) // idempotent
+	// Output: <nil> <nil>
+}
+
+func ExampleHarness_CreateTable() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	// Each family gets exactly the GC rule its policy needs.
+	_ = h.CreateTable(ctx, "events", strategy.Schema{
+		"clicks": strategy.DefaultExpiry(48 * time.Hour),
+		"doc":    strategy.Sequence(3),
+	})
+	info, _ := h.Admin.TableInfo(ctx, "events")
+	sort.Slice(info.FamilyInfos, func(i, j int) bool { return info.FamilyInfos[i].Name < info.FamilyInfos[j].Name })
+	for _, f := range info.FamilyInfos {
+		fmt.Println(f.Name, f.GCPolicy)
+	}
+	// Output:
+	// clicks age() > 2d
+	// doc versions() > 3
+}
+
+func ExampleHarness_Table() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	// Table creates the table and opens it through bttl on h.Clock.
+	tbl, err := h.Table(ctx, "events", schema)
+	fmt.Println(tbl.Name(), err)
+	// Output: events <nil>
+}
+
+func ExampleHarness_Stored() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	tbl, _ := h.Table(ctx, "events", schema)
+	m := ttlclient.NewMutation()
+	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	_ = tbl.Apply(ctx, "user#1", m)
+
+	h.Clock.Advance(time.Hour)
+	read, _ := tbl.ReadRow(ctx, "user#1")
+	stored, _ := h.Stored(ctx, "events", "user#1") // expired, not yet collected
+	fmt.Println("read:  ", cells(read))
+	fmt.Println("stored:", cells(stored))
+	// Output:
+	// read:   (none)
+	// stored: session:token=abc
+}
+
+func ExampleNewManualClock() {
+	c := bttestharness.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fmt.Println(c.Now())
+	// Output: 2030-01-01 00:00:00 +0000 UTC
+}
+
+func ExampleManualClock_Now() {
+	c := bttestharness.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fmt.Println(c.Now().Equal(c.Now())) // it does not move on its own
+	// Output: true
+}
+
+func ExampleManualClock_Advance() {
+	c := bttestharness.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.Advance(36 * time.Hour)
+	fmt.Println(c.Now())
+	// Output: 2030-01-02 12:00:00 +0000 UTC
+}
+
+func ExampleManualClock_Set() {
+	c := bttestharness.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.Set(time.Date(2031, 6, 1, 0, 0, 0, 0, time.UTC))
+	fmt.Println(c.Now())
+	// Output: 2031-06-01 00:00:00 +0000 UTC
+}

@@ -1,0 +1,69 @@
+package filters_test
+
+import (
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
+)
+
+// readAt is a fixed read time so the outputs below are stable.
+var readAt = bigtable.Time(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+
+func ExampleNew() {
+	b, err := filters.New(strategy.Schema{
+		"clicks": strategy.DefaultExpiry(48 * time.Hour),
+		"doc":    strategy.Sequence(3),
+		"meta":   strategy.Unmanaged(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	// One branch per managed family (a column range with no bounds selects
+	// the family by name), one for every other family.
+	fmt.Println(b.TTL(readAt))
+	// Output: ((columnRangeFilter(clicks,,) | timestamp_range(1893326400001000,0)) + (columnRangeFilter(doc,,) | col(*,3)) + col(^(?s:(?:[^cd].*|c(?:(?:[^l].*|l(?:(?:[^i].*|i(?:(?:[^c].*|c(?:(?:[^k].*|k(?:(?:[^s].*|s(?:.+))?))?))?))?))?)|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:))
+}
+
+func ExampleBuilder_Managed() {
+	plain, _ := filters.New(strategy.Schema{"meta": strategy.Unmanaged()})
+	ttl, _ := filters.New(strategy.Schema{"s": strategy.OneSecond()})
+	fmt.Println(plain.Managed(), ttl.Managed())
+	// Output: false true
+}
+
+func ExampleBuilder_TTL() {
+	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond(), "meta": strategy.Unmanaged()})
+	// Live cells of a one-second family have timestamps after the read time.
+	fmt.Println(b.TTL(readAt))
+	// Output: ((columnRangeFilter(s,,) | timestamp_range(1893499200001000,0)) + col(^(?s:(?:[^s].*|s(?:.+))?)$:))
+}
+
+func ExampleBuilder_Compose() {
+	b, _ := filters.New(strategy.Schema{"doc": strategy.Sequence(2), "meta": strategy.Unmanaged()})
+	// The TTL filter first, the caller's after it: the caller's value filter
+	// cannot match a version beyond the 2 kept.
+	fmt.Println(b.Compose(readAt, bigtable.ValueFilter("draft")))
+	// Output: (((columnRangeFilter(doc,,) | col(*,2)) + col(^(?s:(?:[^d].*|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:)) | value_match(draft))
+}
+
+func ExampleBuilder_Expired() {
+	b, _ := filters.New(strategy.Schema{"clicks": strategy.DefaultExpiry(time.Hour)})
+	// Only the cells expired at readAt, values stripped: what GC still owes.
+	fmt.Println(b.Expired(readAt))
+	// Output: ((columnRangeFilter(clicks,,) | timestamp_range(0,1893495600001000)) | strip_value())
+}
+
+func ExampleFamilyRegex() {
+	fmt.Println(filters.FamilyRegex("events.v2"))
+	// Output: ^events\.v2$
+}
+
+func ExampleComplementRegex() {
+	// Matches every family name except "a" and "ab".
+	fmt.Println(filters.ComplementRegex([]string{"a", "ab"}))
+	// Output: ^(?s:(?:[^a].*|a(?:[^b].*|b(?:.+)))?)$
+}

@@ -1,0 +1,93 @@
+package conformance_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/conformance"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// wrongReads writes through the library but reads with its own, wrong,
+// composition of the TTL filter and the caller's.
+type wrongReads struct {
+	tbl     *ttlclient.Table
+	compose func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter
+	clock   conformance.Clock
+}
+
+func (w wrongReads) Apply(ctx context.Context, row string, m *ttlclient.Mutation) error {
+	return w.tbl.Apply(ctx, row, m)
+}
+
+func (w wrongReads) ApplyBulk(ctx context.Context, rows []string, muts []*ttlclient.Mutation) ([]error, error) {
+	return w.tbl.ApplyBulk(ctx, rows, muts)
+}
+
+func (w wrongReads) filter(user bigtable.Filter) bigtable.ReadOption {
+	return bigtable.RowFilter(w.compose(bigtable.Timestamp(w.clock.Now().UnixMicro()), user))
+}
+
+func (w wrongReads) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
+	return w.tbl.Raw().ReadRow(ctx, row, w.filter(f))
+}
+
+func (w wrongReads) ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error {
+	return w.tbl.Raw().ReadRows(ctx, rs, fn, w.filter(f))
+}
+
+// expectCaught runs the suite against a wrong implementation and requires
+// the checker to report a mismatch.
+func expectCaught(t *testing.T, name string, compose func(fb *filters.Builder) func(bigtable.Timestamp, bigtable.Filter) bigtable.Filter) {
+	t.Helper()
+	h := bttestharness.New(t)
+	tbl := h.MustTable(t, "wrong", conformance.Schema())
+	fb, err := filters.New(conformance.Schema())
+	require.NoError(t, err)
+	const seed, ops = 4, 3000
+	stats, err := conformance.Run(context.Background(), conformance.Config{
+		Seed:   seed,
+		Ops:    ops,
+		Target: wrongReads{tbl: tbl, compose: compose(fb), clock: h.Clock},
+		Clock:  h.Clock,
+	})
+	var mismatch *conformance.MismatchError
+	require.ErrorAs(t, err, &mismatch, "%s: the checker did not notice in %d steps", name, stats.Steps)
+	require.Less(t, stats.Steps, ops)
+	t.Logf("%s caught at step %d:\n%s", name, mismatch.Step, err)
+}
+
+// Acceptance 2: the caller's filter placed before the TTL filter. On a
+// sequence family a caller's timestamp or value range then picks cells
+// beyond the N kept, and on an age family with max versions LatestN counts
+// expired cells.
+func TestCheckerCatchesCallerFilterBeforeTTL(t *testing.T) {
+	expectCaught(t, "Chain(caller, ttl)", func(fb *filters.Builder) func(bigtable.Timestamp, bigtable.Filter) bigtable.Filter {
+		return func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter {
+			if user == nil {
+				return fb.TTL(now)
+			}
+			return bigtable.ChainFilters(user, fb.TTL(now))
+		}
+	})
+}
+
+// A TTL filter built at a stale time (as a filter cached too long would
+// be) shows cells that expired in between.
+func TestCheckerCatchesStaleTTLFilter(t *testing.T) {
+	expectCaught(t, "TTL(now - 300ms)", func(fb *filters.Builder) func(bigtable.Timestamp, bigtable.Filter) bigtable.Filter {
+		return func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter {
+			stale := now - bigtable.Timestamp(300*time.Millisecond/time.Microsecond)
+			if user == nil {
+				return fb.TTL(stale)
+			}
+			return bigtable.ChainFilters(fb.TTL(stale), user)
+		}
+	})
+}

@@ -1,0 +1,71 @@
+package conformance_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/conformance"
+)
+
+func TestMain(m *testing.M) {
+	// bttest logs every GC pass; thousands of lines would bury the report.
+	log.SetOutput(io.Discard)
+	os.Exit(m.Run())
+}
+
+const defaultOps = 10_000
+
+// settings reads BTTL_SEED (replay) and BTTL_OPS (length).
+func settings(t *testing.T) (seed uint64, ops int) {
+	t.Helper()
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv("BTTL_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "BTTL_SEED")
+		seed = v
+	}
+	ops = defaultOps
+	if s := os.Getenv("BTTL_OPS"); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err, "BTTL_OPS")
+		ops = v
+	}
+	return seed, ops
+}
+
+func runSuite(t *testing.T, h *bttestharness.Harness) {
+	seed, ops := settings(t)
+	t.Logf("conformance: seed %d, %d operations (replay with BTTL_SEED=%d BTTL_OPS=%d)", seed, ops, seed, ops)
+	tbl := h.MustTable(t, "conformance", conformance.Schema())
+	start := time.Now()
+	stats, err := conformance.Run(context.Background(), conformance.Config{
+		Seed:   seed,
+		Ops:    ops,
+		Target: conformance.TableTarget(tbl),
+		Clock:  h.Clock,
+		Raw:    tbl.Raw(),
+		Logf:   t.Logf,
+	})
+	t.Logf("conformance: seed %d: %s in %s", seed, stats, time.Since(start).Round(time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, ops, stats.Steps)
+}
+
+// Acceptance 1, in-process server.
+func TestConformanceBttest(t *testing.T) {
+	runSuite(t, bttestharness.New(t))
+}
+
+// Acceptance 1, the gcloud emulator as a second real server.
+func TestConformanceEmulator(t *testing.T) {
+	h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+	runSuite(t, h)
+}

@@ -1,0 +1,11 @@
+// Package model is the reference model of bttl's core property (DESIGN.md
+// section 2): given every write, delete and GC rule, and a read time t, the
+// exact cells a complete GC at t keeps, in Bigtable's order (row, family,
+// column, timestamp descending), with a caller's filter applied after that
+// view.
+//
+// It is written from the design's formulas, in plain Go, and shares no code
+// with packages strategy, filters or ttlclient: it only reads a schema's
+// parameters (kind, D, N, single-value). The conformance suite compares the
+// library's reads with it.
+package model

@@ -1,0 +1,505 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Cell is one cell of a read, with its stored timestamp in microseconds.
+type Cell struct {
+	Row, Family, Column string
+	TS                  int64
+	Value               string
+}
+
+func (c Cell) String() string {
+	return fmt.Sprintf("%s/%s:%s@%d=%q", c.Row, c.Family, c.Column, c.TS, c.Value)
+}
+
+// OpKind is the kind of one operation of a mutation.
+type OpKind uint8
+
+// The operations the model knows, mirroring ttlclient.Mutation.
+const (
+	SetTTL       OpKind = iota // Set with WithTTL
+	SetSeq                     // Set with WithSequence
+	SetAuto                    // Set with ttlclient.Auto and no option
+	SetExplicit                // Set with an explicit timestamp
+	DeleteColumn               // DeleteCellsInColumn
+	DeleteRange                // DeleteTimestampRange [TS, End), End 0 = infinity
+	DeleteFamily               // DeleteCellsInFamily
+	DeleteRow                  // DeleteRow
+)
+
+// Op is one operation of a mutation.
+type Op struct {
+	Kind           OpKind
+	Family, Column string
+	TTL            time.Duration
+	Seq            int64
+	TS, End        int64
+	Value          string
+}
+
+func (o Op) String() string {
+	switch o.Kind {
+	case SetTTL:
+		return fmt.Sprintf("set %s:%s ttl=%s %q", o.Family, o.Column, o.TTL, o.Value)
+	case SetSeq:
+		return fmt.Sprintf("set %s:%s seq=%d %q", o.Family, o.Column, o.Seq, o.Value)
+	case SetAuto:
+		return fmt.Sprintf("set %s:%s auto %q", o.Family, o.Column, o.Value)
+	case SetExplicit:
+		return fmt.Sprintf("set %s:%s ts=%d %q", o.Family, o.Column, o.TS, o.Value)
+	case DeleteColumn:
+		return fmt.Sprintf("delete %s:%s", o.Family, o.Column)
+	case DeleteRange:
+		return fmt.Sprintf("delete %s:%s [%d,%d)", o.Family, o.Column, o.TS, o.End)
+	case DeleteFamily:
+		return fmt.Sprintf("delete family %s", o.Family)
+	case DeleteRow:
+		return "delete row"
+	}
+	return fmt.Sprintf("op(%d)", o.Kind)
+}
+
+// ErrRefused is what Apply returns for a mutation the library must refuse
+// (before any RPC, so nothing of it is written).
+var ErrRefused = errors.New("model: refused")
+
+// family is one column family's parameters, read from its policy.
+type family struct {
+	kind        strategy.Kind
+	d           int64 // max age in microseconds (age kinds)
+	defaultTTL  time.Duration
+	versions    int
+	singleValue bool
+}
+
+type cell struct {
+	ts    int64
+	value string
+	// shadowed: the cell was once beyond the N newest stored cells of its
+	// column, so the server's max-versions GC may have removed it already.
+	shadowed bool
+}
+
+// row: family -> column -> cells, timestamp descending.
+type row map[string]map[string][]cell
+
+// Model holds every cell written and not deleted (what a server that never
+// ran GC would store) and computes views from it.
+type Model struct {
+	fams map[string]family
+	rows map[string]row
+}
+
+// New returns an empty model of a table with schema.
+func New(schema strategy.Schema) *Model {
+	m := &Model{fams: map[string]family{}, rows: map[string]row{}}
+	for name, p := range schema {
+		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue()}
+		switch p.Kind() {
+		case strategy.KindOneSecond:
+			f.d = int64(time.Second / time.Microsecond)
+		case strategy.KindDefaultExpiry:
+			f.d = int64(p.DefaultTTL() / time.Microsecond)
+		}
+		m.fams[name] = f
+	}
+	return m
+}
+
+// ms rounds down to the millisecond.
+func ms(ts int64) int64 {
+	r := ts % 1000
+	if r < 0 {
+		r += 1000
+	}
+	return ts - r
+}
+
+// live is the age test of DESIGN.md section 2: one-second `ts > t`, default
+// expiry `ts + D > t`; other kinds never expire by age.
+func (f family) live(ts, t int64) bool {
+	switch f.kind {
+	case strategy.KindOneSecond:
+		return ts > t
+	case strategy.KindDefaultExpiry:
+		return ts > t-f.d
+	}
+	return true
+}
+
+func refused(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
+}
+
+const maxSeq = math.MaxInt64 / 1000
+
+// timestamp is the stored timestamp of a Set at now, or a refusal.
+func (f family) timestamp(o Op, now int64) (int64, error) {
+	managed := f.kind != strategy.KindUnmanaged
+	switch o.Kind {
+	case SetTTL:
+		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
+			return 0, refused("TTL on a %s family", f.kind)
+		}
+		if o.TTL < time.Millisecond {
+			return 0, refused("TTL %s", o.TTL)
+		}
+		ttl := int64(o.TTL / time.Microsecond)
+		if ttl > math.MaxInt64-now {
+			return 0, refused("overflow")
+		}
+		ts := ms(now + ttl)
+		if f.kind == strategy.KindDefaultExpiry {
+			ts = ms(now + ttl - f.d)
+		}
+		if ts < 0 {
+			return 0, refused("before the epoch")
+		}
+		return ts, nil
+	case SetSeq:
+		if f.kind != strategy.KindSequence {
+			return 0, refused("sequence on a %s family", f.kind)
+		}
+		if o.Seq < 1 || o.Seq > maxSeq {
+			return 0, refused("sequence %d", o.Seq)
+		}
+		return o.Seq * 1000, nil
+	case SetAuto:
+		switch {
+		case f.kind == strategy.KindDefaultExpiry:
+			return ms(now), nil
+		case f.kind == strategy.KindOneSecond && f.defaultTTL > 0:
+			return ms(now + int64(f.defaultTTL/time.Microsecond)), nil
+		}
+		return 0, refused("no timestamp to assign on a %s family", f.kind)
+	case SetExplicit:
+		if o.TS < 0 {
+			return 0, refused("negative timestamp")
+		}
+		ts := ms(o.TS)
+		switch {
+		case f.kind == strategy.KindSequence && (o.TS < 1000 || o.TS%1000 != 0):
+			return 0, refused("sequence timestamp %d", o.TS)
+		case managed && !f.live(ts, now):
+			return 0, refused("expired on arrival")
+		}
+		return ts, nil
+	}
+	return 0, refused("not a set")
+}
+
+// Apply applies a mutation of row at read-and-write time now
+// (microseconds), atomically: either every op or, on a refusal, none.
+func (m *Model) Apply(rowKey string, now int64, ops []Op) error {
+	if rowKey == "" {
+		return refused("empty row key")
+	}
+	if len(ops) == 0 {
+		return refused("no operations")
+	}
+	// Check everything first: a refused mutation writes nothing.
+	tss := make([]int64, len(ops))
+	for i, o := range ops {
+		if o.Kind == DeleteRow {
+			continue
+		}
+		f, ok := m.fams[o.Family]
+		if !ok {
+			return refused("unknown family %q", o.Family)
+		}
+		switch o.Kind {
+		case SetTTL, SetSeq, SetAuto, SetExplicit:
+			ts, err := f.timestamp(o, now)
+			if err != nil {
+				return err
+			}
+			tss[i] = ts
+		case DeleteRange:
+			if o.TS < 0 || o.End < 0 || (o.End != 0 && ms(o.End) <= ms(o.TS)) {
+				return refused("range [%d,%d)", o.TS, o.End)
+			}
+		}
+	}
+	r := m.rows[rowKey]
+	if r == nil {
+		r = row{}
+	}
+	for i, o := range ops {
+		switch o.Kind {
+		case SetTTL, SetSeq, SetAuto, SetExplicit:
+			if m.fams[o.Family].singleValue {
+				r.deleteColumn(o.Family, o.Column, 0, 0)
+			}
+			r.set(o.Family, o.Column, cell{ts: tss[i], value: o.Value})
+		case DeleteColumn:
+			r.deleteColumn(o.Family, o.Column, 0, 0)
+		case DeleteRange:
+			r.deleteColumn(o.Family, o.Column, ms(o.TS), ms(o.End))
+		case DeleteFamily:
+			delete(r, o.Family)
+		case DeleteRow:
+			r = row{}
+		}
+	}
+	m.markShadowed(r)
+	if len(r) == 0 {
+		delete(m.rows, rowKey)
+	} else {
+		m.rows[rowKey] = r
+	}
+	return nil
+}
+
+func (r row) set(fam, col string, c cell) {
+	cols := r[fam]
+	if cols == nil {
+		cols = map[string][]cell{}
+		r[fam] = cols
+	}
+	cs := cols[col]
+	i := sort.Search(len(cs), func(i int) bool { return cs[i].ts <= c.ts })
+	if i < len(cs) && cs[i].ts == c.ts {
+		cs[i] = c // same timestamp: the new value replaces the old
+		return
+	}
+	cs = append(cs, cell{})
+	copy(cs[i+1:], cs[i:])
+	cs[i] = c
+	cols[col] = cs
+}
+
+// deleteColumn deletes the cells of fam:col in [start, end); end 0 is
+// infinity, so (0, 0) is the whole column.
+func (r row) deleteColumn(fam, col string, start, end int64) {
+	cols := r[fam]
+	if cols == nil {
+		return
+	}
+	kept := cols[col][:0]
+	for _, c := range cols[col] {
+		if c.ts >= start && (end == 0 || c.ts < end) {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == 0 {
+		delete(cols, col)
+		if len(cols) == 0 {
+			delete(r, fam)
+		}
+		return
+	}
+	cols[col] = kept
+}
+
+func (m *Model) markShadowed(r row) {
+	for fam, cols := range r {
+		n := m.fams[fam].versions
+		if n == 0 {
+			continue
+		}
+		for _, cs := range cols {
+			for i := n; i < len(cs); i++ {
+				cs[i].shadowed = true
+			}
+		}
+	}
+}
+
+// Resurrects reports whether applying ops to row would bring a cell that
+// was once beyond its column's N newest back among them. Bigtable's
+// max-versions GC is asynchronous, so whether such a cell is still stored
+// depends on when GC ran: no read can be checked exactly after that. The
+// conformance suite avoids those mutations (a delete range [0, end) never
+// causes one).
+func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
+	c := &Model{fams: m.fams, rows: map[string]row{}}
+	if r := m.rows[rowKey]; r != nil {
+		c.rows[rowKey] = r.clone()
+	}
+	if err := c.Apply(rowKey, now, ops); err != nil {
+		return false
+	}
+	// Apply marked the new state; a cell shadowed before the mutation that
+	// now sits among the N newest is resurrected. Compare with the old
+	// state's shadowed cells.
+	old := m.rows[rowKey]
+	for fam, cols := range c.rows[rowKey] {
+		n := m.fams[fam].versions
+		if n == 0 {
+			continue
+		}
+		for col, cs := range cols {
+			for i := 0; i < n && i < len(cs); i++ {
+				if old.wasShadowed(fam, col, cs[i].ts) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (r row) wasShadowed(fam, col string, ts int64) bool {
+	for _, c := range r[fam][col] {
+		if c.ts == ts {
+			return c.shadowed
+		}
+	}
+	return false
+}
+
+func (r row) clone() row {
+	out := make(row, len(r))
+	for fam, cols := range r {
+		oc := make(map[string][]cell, len(cols))
+		for col, cs := range cols {
+			oc[col] = append([]cell(nil), cs...)
+		}
+		out[fam] = oc
+	}
+	return out
+}
+
+// RowKeys is every row holding a stored cell, sorted.
+func (m *Model) RowKeys() []string {
+	keys := make([]string, 0, len(m.rows))
+	for k := range m.rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Stored is every cell of rowKey written and not deleted, in Bigtable order,
+// whatever GC would do: what a server that never ran GC stores.
+func (m *Model) Stored(rowKey string) []Cell {
+	return m.cells(rowKey, func(string, []cell) []cell { return nil }, true)
+}
+
+// View is what a complete GC at t keeps of rowKey, in Bigtable order:
+// age families keep their live cells, a max-versions limit then keeps the N
+// newest of those per column, unmanaged families keep everything.
+func (m *Model) View(rowKey string, t int64) []Cell {
+	return m.cells(rowKey, func(fam string, cs []cell) []cell {
+		f := m.fams[fam]
+		var out []cell
+		for _, c := range cs {
+			if f.live(c.ts, t) {
+				out = append(out, c)
+			}
+		}
+		if f.versions > 0 && len(out) > f.versions {
+			out = out[:f.versions]
+		}
+		return out
+	}, false)
+}
+
+func (m *Model) cells(rowKey string, keep func(fam string, cs []cell) []cell, all bool) []Cell {
+	r := m.rows[rowKey]
+	var out []Cell
+	for _, fam := range sortedKeys(r) {
+		cols := r[fam]
+		for _, col := range sortedKeys(cols) {
+			cs := cols[col]
+			if !all {
+				cs = keep(fam, cs)
+			}
+			for _, c := range cs {
+				out = append(out, Cell{Row: rowKey, Family: fam, Column: col, TS: c.ts, Value: c.value})
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Read is what a read of rowKey at t through the library must return: the
+// view at t, then the caller's filter (nil for none). Empty for a row with
+// nothing left.
+func (m *Model) Read(rowKey string, t int64, f Filter) []Cell {
+	cs := m.View(rowKey, t)
+	if f != nil && len(cs) > 0 {
+		cs = f.Apply(cs)
+	}
+	return cs
+}
+
+// ReadRange is Read over the rows in [start, end) (end "" is infinity), in
+// row-key order.
+func (m *Model) ReadRange(start, end string, t int64, f Filter) []Cell {
+	var out []Cell
+	for _, k := range m.RowKeys() {
+		if k < start || (end != "" && k >= end) {
+			continue
+		}
+		out = append(out, m.Read(k, t, f)...)
+	}
+	return out
+}
+
+// Matches reports whether a check-and-mutate predicate f (nil: any cell)
+// matches rowKey at t: the TTL view first, so an expired cell never
+// satisfies a condition.
+func (m *Model) Matches(rowKey string, t int64, f Filter) bool {
+	return len(m.Read(rowKey, t, f)) > 0
+}
+
+// Format renders cells one per line, for diffs.
+func Format(cs []Cell) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Check reports whether the library must refuse ops on rowKey at now,
+// without applying them.
+func (m *Model) Check(rowKey string, now int64, ops []Op) error {
+	c := &Model{fams: m.fams, rows: map[string]row{}}
+	return c.Apply(rowKey, now, ops)
+}
+
+// Versions is the max-versions limit of family (0 for none).
+func (m *Model) Versions(family string) int { return m.fams[family].versions }
+
+// Collectable reports whether the server's own GC, running at real time
+// now, may have removed a stored cell: its age rule expired it, or its
+// column's max-versions rule once put it beyond the N newest.
+func (m *Model) Collectable(rowKey, fam, col string, ts, now int64) bool {
+	f := m.fams[fam]
+	if f.kind == strategy.KindOneSecond || f.kind == strategy.KindDefaultExpiry {
+		// The server collects ts < now - maxAge; a millisecond of slack
+		// for the server's clock reading.
+		if ts < now-f.d+1000 {
+			return true
+		}
+	}
+	for _, c := range m.rows[rowKey][fam][col] {
+		if c.ts == ts {
+			return c.shadowed
+		}
+	}
+	return false
+}

@@ -1,0 +1,227 @@
+package strategy_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// exNow is a fixed read/write time so the outputs below are stable.
+var exNow = bigtable.Time(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+
+// rel prints a timestamp relative to exNow.
+func rel(ts bigtable.Timestamp) string {
+	d := ts.Time().Sub(exNow.Time())
+	if d < 0 {
+		return "now" + d.String()
+	}
+	return "now+" + d.String()
+}
+
+func ExampleOneSecond() {
+	p := strategy.OneSecond()
+	ts, _ := p.WriteTimestamp(exNow, 30*time.Minute)
+	fmt.Println(p, "GC rule:", p.GCPolicy())
+	fmt.Println("a 30m cell is written at", rel(ts), "(its expiry instant)")
+	// Output:
+	// one-second GC rule: age() > 1000000
+	// a 30m cell is written at now+30m0s (its expiry instant)
+}
+
+func ExampleDefaultExpiry() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	def, _ := p.DefaultTimestamp(exNow)
+	short, _ := p.WriteTimestamp(exNow, time.Hour)
+	long, _ := p.WriteTimestamp(exNow, 72*time.Hour)
+	fmt.Println(p, "GC rule:", p.GCPolicy())
+	fmt.Println("default cell:", rel(def))
+	fmt.Println("1h cell:     ", rel(short))
+	fmt.Println("72h cell:    ", rel(long))
+	// Output:
+	// default-expiry(D=48h0m0s) GC rule: age() > 2d
+	// default cell: now+0s
+	// 1h cell:      now-47h0m0s
+	// 72h cell:     now+24h0m0s
+}
+
+func ExampleSequence() {
+	p := strategy.Sequence(3)
+	ts, _ := p.SequenceTimestamp(7)
+	fmt.Println(p, "GC rule:", p.GCPolicy())
+	fmt.Println("revision 7 is written at timestamp", ts)
+	// Output:
+	// sequence(N=3) GC rule: versions() > 3
+	// revision 7 is written at timestamp 7000
+}
+
+func ExampleUnmanaged() {
+	p := strategy.Unmanaged()
+	fmt.Println(p, p.Managed())
+	// Output: unmanaged false
+}
+
+func ExampleWithMaxVersions() {
+	p := strategy.DefaultExpiry(time.Hour, strategy.WithMaxVersions(2))
+	fmt.Println(p, "GC rule:", p.GCPolicy())
+	// Output: default-expiry(D=1h0m0s)+maxversions(2) GC rule: (age() > 1h || versions() > 2)
+}
+
+func ExampleWithDefaultTTL() {
+	bare := strategy.OneSecond()
+	_, err := bare.DefaultTimestamp(exNow)
+	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
+
+	p := strategy.OneSecond(strategy.WithDefaultTTL(15 * time.Minute))
+	ts, _ := p.DefaultTimestamp(exNow)
+	fmt.Println(rel(ts))
+	// Output:
+	// true
+	// now+15m0s
+}
+
+func ExampleSingleValue() {
+	p := strategy.DefaultExpiry(time.Hour, strategy.SingleValue())
+	fmt.Println(p, p.IsSingleValue())
+	// Output: default-expiry(D=1h0m0s)+single-value true
+}
+
+func ExampleMillis() {
+	fmt.Println(strategy.Millis(1234567), strategy.Millis(-1))
+	// Output: 1234000 -1000
+}
+
+func ExamplePolicy_Kind() {
+	fmt.Println(strategy.OneSecond().Kind(), strategy.Sequence(1).Kind() == strategy.KindSequence)
+	// Output: one-second true
+}
+
+func ExamplePolicy_Managed() {
+	fmt.Println(strategy.Unmanaged().Managed(), strategy.OneSecond().Managed())
+	// Output: false true
+}
+
+func ExamplePolicy_DefaultTTL() {
+	fmt.Println(strategy.DefaultExpiry(48*time.Hour).DefaultTTL(), strategy.OneSecond().DefaultTTL())
+	// Output: 48h0m0s 0s
+}
+
+func ExamplePolicy_Versions() {
+	fmt.Println(strategy.Sequence(5).Versions(), strategy.OneSecond(strategy.WithMaxVersions(2)).Versions())
+	// Output: 5 2
+}
+
+func ExamplePolicy_IsSingleValue() {
+	fmt.Println(strategy.OneSecond().IsSingleValue(), strategy.OneSecond(strategy.SingleValue()).IsSingleValue())
+	// Output: false true
+}
+
+func ExamplePolicy_MaxAge() {
+	fmt.Println(strategy.OneSecond().MaxAge(), strategy.DefaultExpiry(time.Hour).MaxAge(), strategy.Sequence(3).MaxAge())
+	// Output: 1s 1h0m0s 0s
+}
+
+func ExamplePolicy_Validate() {
+	err := strategy.Sequence(0).Validate()
+	fmt.Println(errors.Is(err, strategy.ErrInvalidPolicy))
+	fmt.Println(err)
+	// Output:
+	// true
+	// bttl: invalid policy: sequence(N=0): must keep at least 1 version
+}
+
+func ExamplePolicy_GCPolicy() {
+	// The rule to set with bigtable.AdminClient.SetGCPolicy.
+	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.DefaultExpiry(24 * time.Hour), strategy.Sequence(10)} {
+		fmt.Println(p.GCPolicy())
+	}
+	// Output:
+	// age() > 1000000
+	// age() > 1d
+	// versions() > 10
+}
+
+func ExamplePolicy_WriteTimestamp() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	ts, _ := p.WriteTimestamp(exNow, 2*time.Hour)
+	fmt.Println(rel(ts), ts%1000 == 0)
+
+	_, err := p.WriteTimestamp(exNow, 0)
+	fmt.Println(errors.Is(err, strategy.ErrInvalidTTL))
+	// Output:
+	// now-46h0m0s true
+	// true
+}
+
+func ExamplePolicy_DefaultTimestamp() {
+	ts, _ := strategy.DefaultExpiry(48 * time.Hour).DefaultTimestamp(exNow)
+	fmt.Println(rel(ts))
+	_, err := strategy.Sequence(3).DefaultTimestamp(exNow)
+	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
+	// Output:
+	// now+0s
+	// true
+}
+
+func ExamplePolicy_SequenceTimestamp() {
+	p := strategy.Sequence(3)
+	ts, _ := p.SequenceTimestamp(42)
+	fmt.Println(ts)
+	_, err := p.SequenceTimestamp(0)
+	fmt.Println(errors.Is(err, strategy.ErrInvalidSequence))
+	// Output:
+	// 42000
+	// true
+}
+
+func ExamplePolicy_CheckExplicit() {
+	one := strategy.OneSecond()
+	// On a one-second family an explicit timestamp is the expiry instant:
+	// a "real" timestamp (now) has already expired.
+	_, err := one.CheckExplicit(exNow, exNow)
+	fmt.Println(errors.Is(err, strategy.ErrAlreadyExpired))
+	ts, _ := one.CheckExplicit(exNow, exNow+1_500_123)
+	fmt.Println(rel(ts))
+	// Output:
+	// true
+	// now+1.5s
+}
+
+func ExamplePolicy_LiveFrom() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	// The read filter keeps timestamps >= LiveFrom(now).
+	fmt.Println(rel(p.LiveFrom(exNow)))
+	// Output: now-47h59m59.999s
+}
+
+func ExamplePolicy_IsLive() {
+	p := strategy.OneSecond()
+	ts, _ := p.WriteTimestamp(exNow, time.Minute)
+	fmt.Println(p.IsLive(ts, exNow), p.IsLive(ts, exNow+bigtable.Timestamp(time.Minute/time.Microsecond)))
+	// Output: true false
+}
+
+func ExamplePolicy_Expiry() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	ts, _ := p.WriteTimestamp(exNow, time.Hour)
+	fmt.Println(rel(p.Expiry(ts)))
+	// Output: now+1h0m0s
+}
+
+func ExamplePolicy_With() {
+	base := strategy.DefaultExpiry(time.Hour)
+	fmt.Println(base.With(strategy.WithMaxVersions(1)))
+	// Output: default-expiry(D=1h0m0s)+maxversions(1)
+}
+
+func ExampleSchema_Validate() {
+	s := strategy.Schema{
+		"clicks":  strategy.DefaultExpiry(48 * time.Hour),
+		"bad fam": strategy.Unmanaged(),
+	}
+	fmt.Println(s.Validate())
+	// Output: bttl: invalid policy: family name "bad fam"
+}

@@ -1,0 +1,564 @@
+package ttlclient_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// exSchema is the table the examples use: one family per strategy.
+var exSchema = ttlclient.Schema{
+	"session": strategy.OneSecond(),
+	"clicks":  strategy.DefaultExpiry(48 * time.Hour),
+	"doc":     strategy.Sequence(2),
+	"meta":    strategy.Unmanaged(),
+}
+
+// exTable starts an in-process emulator with table "events" on exSchema.
+// The table's clock is h.Clock, a manual clock.
+func exTable(ctx context.Context) (*bttestharness.Harness, *ttlclient.Table) {
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	tbl, err := h.Table(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	return h, tbl
+}
+
+// exCells lists a row's cells as family:column=value, sorted.
+func exCells(r bigtable.Row) string {
+	var out []string
+	for _, items := range r {
+		for _, it := range items {
+			out = append(out, it.Column+"="+string(it.Value))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, " ")
+}
+
+// exDialOptions connect a client to the emulator at addr.
+func exDialOptions(addr string) []option.ClientOption {
+	return []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+}
+
+func ExampleNewClient() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx) // stands in for Cloud Bigtable
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// In production: ttlclient.NewClient(ctx, project, instance).
+	client, err := ttlclient.NewClient(ctx, bttestharness.Project, bttestharness.Instance, exDialOptions(h.Addr)...)
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	tbl, err := client.Open("events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	m := ttlclient.NewMutation()
+	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	fmt.Println(tbl.Apply(ctx, "user#1", m))
+	// Output: <nil>
+}
+
+func ExampleNewClientWithConfig() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}
+	client, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg, exDialOptions(h.Addr)...)
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	tbl, err := client.Open("events", exSchema)
+	fmt.Println(tbl.Name(), err)
+	// Output: events <nil>
+}
+
+func ExampleWrap() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// An existing *bigtable.Client (here the harness's) keeps its options
+	// and its owner: closing the wrapper leaves it open.
+	var raw *bigtable.Client = h.Raw
+	client := ttlclient.Wrap(raw)
+	tbl, err := client.Open("events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tbl.Name(), client.Raw() == raw, client.Close())
+	// Output: events true <nil>
+}
+
+func ExampleWithClock() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	clock := bttestharness.NewManualClock(time.Now())
+	tbl, _ := ttlclient.Wrap(h.Raw, ttlclient.WithClock(clock)).Open("events", exSchema)
+	m := ttlclient.NewMutation()
+	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	_ = tbl.Apply(ctx, "user#1", m)
+
+	r, _ := tbl.ReadRow(ctx, "user#1")
+	fmt.Println("now:        ", exCells(r))
+	clock.Advance(time.Minute) // no sleeping: time is the clock's
+	r, _ = tbl.ReadRow(ctx, "user#1")
+	fmt.Println("a minute on:", exCells(r))
+	// Output:
+	// now:         session:token=abc
+	// a minute on: (none)
+}
+
+func ExampleClient_Open() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	_ = h.CreateTable(ctx, "events", exSchema)
+
+	_, err := h.Client.Open("events", ttlclient.Schema{"doc": strategy.Sequence(0)})
+	fmt.Println(errors.Is(err, ttlclient.ErrInvalidPolicy))
+	tbl, err := h.Client.Open("events", exSchema)
+	fmt.Println(tbl.Name(), err)
+	// Output:
+	// true
+	// events <nil>
+}
+
+func ExampleClient_Raw() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	// Raw is the wrapped client, for calls bttl does not cover. Writes
+	// through it bypass every guardrail.
+	fmt.Println(h.Client.Raw() == h.Raw)
+	// Output: true
+}
+
+func ExampleClient_Close() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	client, err := ttlclient.NewClient(ctx, bttestharness.Project, bttestharness.Instance, exDialOptions(h.Addr)...)
+	if err != nil {
+		panic(err)
+	}
+	// A client from NewClient owns its connection: Close releases it.
+	fmt.Println(client.Close())
+	// Output: <nil>
+}
+
+func ExampleTable_Apply() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))                                     // 48h, the default
+	m.Set("clicks", "promo", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))      // 1h
+	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute)) // 1m
+	m.Set("meta", "owner", bigtable.Now(), []byte("ada"))                                    // untouched
+	if err := tbl.Apply(ctx, "user#1", m); err != nil {
+		panic(err)
+	}
+	h.Clock.Advance(2 * time.Hour)
+	r, _ := tbl.ReadRow(ctx, "user#1")
+	fmt.Println(exCells(r))
+
+	// A write that would expire on arrival is refused; nothing is sent.
+	bad := ttlclient.NewMutation()
+	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", bad), ttlclient.ErrServerTimestamp))
+	// Output:
+	// clicks:home=1 meta:owner=ada
+	// true
+}
+
+func ExampleTable_ApplyBulk() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	good := ttlclient.NewMutation()
+	good.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	bad := ttlclient.NewMutation()
+	bad.Set("doc", "body", ttlclient.Auto, []byte("v0"), ttlclient.WithSequence(0))
+
+	// A refused row does not stop the others: its error is at its index.
+	errs, err := tbl.ApplyBulk(ctx, []string{"a", "b"}, []*ttlclient.Mutation{good, bad})
+	fmt.Println(err, errs[0], errors.Is(errs[1], ttlclient.ErrInvalidSequence))
+	r, _ := tbl.ReadRow(ctx, "a")
+	fmt.Println(exCells(r))
+	// Output:
+	// <nil> <nil> true
+	// clicks:home=1
+}
+
+func ExampleTable_ReadRow() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	for v := int64(1); v <= 3; v++ {
+		m.Set("doc", "body", ttlclient.Auto, []byte(fmt.Sprintf("v%d", v)), ttlclient.WithSequence(v))
+	}
+	_ = tbl.Apply(ctx, "doc#1", m)
+
+	// The TTL filter runs first: the caller's value filter cannot match
+	// v1, the version beyond the 2 a sequence(2) family keeps.
+	r, _ := tbl.ReadRow(ctx, "doc#1", bigtable.RowFilter(bigtable.ValueFilter("v1")))
+	fmt.Println("v1:", exCells(r))
+	r, _ = tbl.ReadRow(ctx, "doc#1")
+	fmt.Println("all:", exCells(r))
+	// Output:
+	// v1: (none)
+	// all: doc:body=v2 doc:body=v3
+}
+
+func ExampleTable_ReadRows() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	for i, ttl := range []time.Duration{time.Hour, 72 * time.Hour} {
+		m := ttlclient.NewMutation()
+		m.Set("clicks", "page", ttlclient.Auto, []byte("x"), ttlclient.WithTTL(ttl))
+		_ = tbl.Apply(ctx, fmt.Sprintf("customer-%d", i), m)
+	}
+	h.Clock.Advance(49 * time.Hour)
+	_ = tbl.ReadRows(ctx, bigtable.PrefixRange("customer-"), func(r bigtable.Row) bool {
+		fmt.Println(r.Key(), exCells(r))
+		return true
+	})
+	// Output: customer-1 clicks:page=x
+}
+
+func ExampleTable_SampleRowKeys() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	keys, err := tbl.SampleRowKeys(ctx)
+	fmt.Println(len(keys) >= 0, err)
+	// Output: true <nil>
+}
+
+func ExampleTable_ApplyReadModifyWrite() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	// Counters live in unmanaged families: the server picks the timestamp.
+	inc := ttlclient.NewReadModifyWrite()
+	inc.Increment("meta", "views", 1)
+	_, _ = tbl.ApplyReadModifyWrite(ctx, "page#1", inc)
+	r, _ := tbl.ApplyReadModifyWrite(ctx, "page#1", inc)
+	fmt.Println(binary.BigEndian.Uint64(r["meta"][0].Value))
+
+	bad := ttlclient.NewReadModifyWrite()
+	bad.Increment("clicks", "views", 1)
+	_, err := tbl.ApplyReadModifyWrite(ctx, "page#1", bad)
+	fmt.Println(errors.Is(err, ttlclient.ErrServerAssignedTimestamp))
+	// Output:
+	// 2
+	// true
+}
+
+func ExampleTable_Name() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	fmt.Println(tbl.Name())
+	// Output: events
+}
+
+func ExampleTable_Raw() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	_ = tbl.Apply(ctx, "user#1", m)
+	h.Clock.Advance(time.Hour)
+
+	// The raw table reads without the TTL filter: the expired cell is still
+	// stored until Bigtable's GC collects it.
+	filtered, _ := tbl.ReadRow(ctx, "user#1")
+	stored, _ := tbl.Raw().ReadRow(ctx, "user#1")
+	fmt.Println("through bttl:", exCells(filtered))
+	fmt.Println("stored:      ", exCells(stored))
+	// Output:
+	// through bttl: (none)
+	// stored:       session:token=abc
+}
+
+func ExampleTable_Policy() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	p, ok := tbl.Policy("clicks")
+	fmt.Println(p, ok)
+	_, ok = tbl.Policy("nope")
+	fmt.Println(ok)
+	// Output:
+	// default-expiry(D=48h0m0s) true
+	// false
+}
+
+func ExampleNewMutation() {
+	m := ttlclient.NewMutation()
+	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	fmt.Printf("%T\n", m)
+	// Output: *ttlclient.Mutation
+}
+
+func ExampleNewCondMutation() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	lock := ttlclient.NewMutation()
+	lock.Set("session", "lock", ttlclient.Auto, []byte("held"), ttlclient.WithTTL(time.Minute))
+	_ = tbl.Apply(ctx, "job#1", lock)
+	h.Clock.Advance(2 * time.Minute) // the lock expired, GC has not run
+
+	// An expired cell never satisfies a condition: the false branch runs.
+	taken := ttlclient.NewMutation()
+	taken.Set("meta", "outcome", 0, []byte("lock busy"))
+	acquired := ttlclient.NewMutation()
+	acquired.Set("meta", "outcome", 0, []byte("lock acquired"))
+	cond := ttlclient.NewCondMutation(bigtable.ColumnFilter("lock"), taken, acquired)
+	_ = tbl.Apply(ctx, "job#1", cond)
+	r, _ := tbl.ReadRow(ctx, "job#1", bigtable.RowFilter(bigtable.FamilyFilter("meta")))
+	fmt.Println(exCells(r))
+	// Output: meta:outcome=lock acquired
+}
+
+func ExampleWithTTL() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	m.Set("clicks", "short", ttlclient.Auto, []byte("1h"), ttlclient.WithTTL(time.Hour))
+	m.Set("clicks", "long", ttlclient.Auto, []byte("72h"), ttlclient.WithTTL(72*time.Hour))
+	_ = tbl.Apply(ctx, "user#1", m)
+	h.Clock.Advance(50 * time.Hour)
+	r, _ := tbl.ReadRow(ctx, "user#1")
+	fmt.Println(exCells(r))
+
+	zero := ttlclient.NewMutation()
+	zero.Set("clicks", "x", ttlclient.Auto, nil, ttlclient.WithTTL(0))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", zero), ttlclient.ErrInvalidTTL))
+	// Output:
+	// clicks:long=72h
+	// true
+}
+
+func ExampleWithSequence() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	m.Set("doc", "body", ttlclient.Auto, []byte("rev 7"), ttlclient.WithSequence(7))
+	_ = tbl.Apply(ctx, "doc#1", m)
+	stored, _ := tbl.Raw().ReadRow(ctx, "doc#1")
+	fmt.Println(stored["doc"][0].Timestamp) // seq * 1000
+	// Output: 7000
+}
+
+func ExampleNewReadModifyWrite() {
+	rmw := ttlclient.NewReadModifyWrite()
+	rmw.Increment("meta", "count", 1)
+	fmt.Printf("%T\n", rmw)
+	// Output: *ttlclient.ReadModifyWrite
+}
+
+func ExampleReadModifyWrite_AppendValue() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	rmw := ttlclient.NewReadModifyWrite()
+	rmw.AppendValue("meta", "log", []byte("a"))
+	_, _ = tbl.ApplyReadModifyWrite(ctx, "r", rmw)
+	r, _ := tbl.ApplyReadModifyWrite(ctx, "r", rmw)
+	fmt.Println(string(r["meta"][0].Value))
+	// Output: aa
+}
+
+func ExampleReadModifyWrite_Increment() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	rmw := ttlclient.NewReadModifyWrite()
+	rmw.Increment("meta", "n", 5)
+	r, _ := tbl.ApplyReadModifyWrite(ctx, "r", rmw)
+	fmt.Println(binary.BigEndian.Uint64(r["meta"][0].Value))
+	// Output: 5
+}
+
+func ExampleMutation_Set() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	// An explicit timestamp means what the family's convention says: on a
+	// one-second family, the expiry instant.
+	expiry := bigtable.Time(h.Clock.Now().Add(time.Hour))
+	m := ttlclient.NewMutation()
+	m.Set("session", "banner", expiry, []byte("sale"))
+	fmt.Println(tbl.Apply(ctx, "site", m))
+
+	past := ttlclient.NewMutation()
+	past.Set("session", "banner", bigtable.Time(h.Clock.Now()), []byte("sale"))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "site", past), ttlclient.ErrAlreadyExpired))
+	// Output:
+	// <nil>
+	// true
+}
+
+// exWrite applies m to row and prints what a read returns.
+func exWrite(ctx context.Context, tbl *ttlclient.Table, row string, m *ttlclient.Mutation) {
+	if err := tbl.Apply(ctx, row, m); err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, _ := tbl.ReadRow(ctx, row)
+	fmt.Println(exCells(r))
+}
+
+func exSeed(ctx context.Context, tbl *ttlclient.Table) {
+	m := ttlclient.NewMutation()
+	m.Set("clicks", "a", ttlclient.Auto, []byte("1"))
+	m.Set("clicks", "b", ttlclient.Auto, []byte("2"))
+	m.Set("meta", "owner", 1000, []byte("ada"))
+	_ = tbl.Apply(ctx, "r", m)
+}
+
+func ExampleMutation_DeleteCellsInColumn() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	exSeed(ctx, tbl)
+	m := ttlclient.NewMutation()
+	m.DeleteCellsInColumn("clicks", "a")
+	exWrite(ctx, tbl, "r", m)
+	// Output: clicks:b=2 meta:owner=ada
+}
+
+func ExampleMutation_DeleteTimestampRange() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	exSeed(ctx, tbl)
+	// Stored timestamps are the strategy's: on an unmanaged family, the
+	// caller's own (1000 here).
+	m := ttlclient.NewMutation()
+	m.DeleteTimestampRange("meta", "owner", 0, 2000)
+	exWrite(ctx, tbl, "r", m)
+	// Output: clicks:a=1 clicks:b=2
+}
+
+func ExampleMutation_DeleteCellsInFamily() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	exSeed(ctx, tbl)
+	m := ttlclient.NewMutation()
+	m.DeleteCellsInFamily("clicks")
+	exWrite(ctx, tbl, "r", m)
+	// Output: meta:owner=ada
+}
+
+func ExampleMutation_DeleteRow() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	exSeed(ctx, tbl)
+	m := ttlclient.NewMutation()
+	m.DeleteRow()
+	exWrite(ctx, tbl, "r", m)
+	// Output: (none)
+}
+
+func ExampleMutation_AddIntToCell() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	// Aggregate cells merge on the server under a timestamp no strategy
+	// controls: refused on managed families (before any RPC).
+	m := ttlclient.NewMutation()
+	m.AddIntToCell("clicks", "total", 0, 1)
+	fmt.Println(errors.Is(tbl.Apply(ctx, "r", m), ttlclient.ErrServerAssignedTimestamp))
+	// Output: true
+}
+
+func ExampleMutation_MergeBytesToCell() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+	m := ttlclient.NewMutation()
+	m.MergeBytesToCell("session", "hll", 0, []byte{1})
+	fmt.Println(errors.Is(tbl.Apply(ctx, "r", m), ttlclient.ErrServerAssignedTimestamp))
+	// Output: true
+}
+
+func ExampleCellError() {
+	ctx := context.Background()
+	h, tbl := exTable(ctx)
+	defer h.Close()
+
+	m := ttlclient.NewMutation()
+	m.Set("session", "token", bigtable.ServerTime, []byte("oops"))
+	err := tbl.Apply(ctx, "user#1", m)
+
+	var ce *ttlclient.CellError
+	if errors.As(err, &ce) {
+		fmt.Println(ce.Table, ce.Row, ce.Family, ce.Column, errors.Is(ce, ttlclient.ErrServerTimestamp))
+	}
+	// Output: events user#1 session token true
+}
