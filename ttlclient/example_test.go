@@ -117,9 +117,10 @@ func ExampleWrap() {
 	}
 
 	// An existing *bigtable.Client (here the harness's) keeps its options
-	// and its owner: closing the wrapper leaves it open.
+	// and its owner: closing the wrapper leaves it open. The admin client
+	// lets Open verify the table's GC rules.
 	var raw *bigtable.Client = h.Raw
-	client := ttlclient.Wrap(raw)
+	client := ttlclient.Wrap(raw, ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
 	tbl, err := client.Open("events", exSchema)
 	if err != nil {
 		panic(err)
@@ -137,7 +138,8 @@ func ExampleWithClock() {
 	}
 
 	clock := bttestharness.NewManualClock(time.Now())
-	tbl, _ := ttlclient.Wrap(h.Raw, ttlclient.WithClock(clock)).Open("events", exSchema)
+	tbl, _ := ttlclient.Wrap(h.Raw, ttlclient.WithClock(clock),
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)).Open("events", exSchema)
 	m := ttlclient.NewMutation()
 	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
 	_ = tbl.Apply(ctx, "user#1", m)
