@@ -61,7 +61,7 @@ func New(schema strategy.Schema) (*Builder, error) {
 		// name, with no regex: the emulators compile a family regex again
 		// for every cell they test, which made filtered reads several times
 		// slower than unfiltered ones.
-		br := branch{name: fam, family: FamilyOnly(fam), policy: p}
+		br := branch{name: fam, family: familyOnly(fam), policy: p}
 		if p.Versions() > 0 {
 			br.perCol = bigtable.LatestNFilter(p.Versions())
 		}
@@ -91,10 +91,6 @@ func New(schema strategy.Schema) (*Builder, error) {
 
 // Managed reports whether any family of the schema gets a TTL filter.
 func (b *Builder) Managed() bool { return len(b.branches) > 0 }
-
-// TimeDependent reports whether the TTL filter changes with the read time
-// (some family expires by age); when not, TTL returns one value forever.
-func (b *Builder) TimeDependent() bool { return b.hasAge }
 
 // TTL is the filter that keeps exactly the cells live at read time now
 // (microseconds): per managed family its own bound, unmanaged families
@@ -180,10 +176,10 @@ func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
 	return bigtable.ChainFilters(bigtable.InterleaveFilters(subs...), bigtable.StripValueFilter())
 }
 
-// FamilyOnly is a filter passing every cell of family fam and no other:
+// familyOnly is a filter passing every cell of family fam and no other:
 // a column range with neither bound, which the server tests by comparing
 // names, where a FamilyFilter(FamilyRegex(fam)) runs a regex.
-func FamilyOnly(fam string) bigtable.Filter {
+func familyOnly(fam string) bigtable.Filter {
 	return bigtable.ColumnRangeFilter(fam, "", "")
 }
 

@@ -54,7 +54,7 @@ func chainProto(fs ...*btpb.RowFilter) *btpb.RowFilter {
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Chain_{Chain: &btpb.RowFilter_Chain{Filters: fs}}}
 }
 
-// familyOnlyProto is FamilyOnly(name): a column range of the family with
+// familyOnlyProto is familyOnly(name): a column range of the family with
 // neither qualifier set.
 func familyOnlyProto(name string) *btpb.RowFilter {
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{FamilyName: name}}}

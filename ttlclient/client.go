@@ -199,8 +199,10 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 		}
 	}
 	own := make(Schema, len(schema))
+	hasAge := false
 	for fam, p := range schema {
 		own[fam] = p
+		hasAge = hasAge || p.MaxAge() > 0
 	}
 	return &Table{
 		name:    table,
@@ -208,5 +210,6 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 		schema:  own,
 		filters: fb,
 		clock:   cfg.clock,
+		hasAge:  hasAge,
 	}, nil
 }

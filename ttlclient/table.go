@@ -21,6 +21,7 @@ type Table struct {
 	filters *filters.Builder
 	clock   Clock
 	ttlOpt  atomic.Pointer[cachedOption]
+	hasAge  bool // some family expires by age: the read filter changes with time
 }
 
 // Name is the table's name.
@@ -225,7 +226,7 @@ type cachedOption struct {
 // millisecond like the filter it holds.
 func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
 	milli := int64(strategy.Millis(now)) / 1000
-	if c := t.ttlOpt.Load(); c != nil && (c.milli == milli || !t.filters.TimeDependent()) {
+	if c := t.ttlOpt.Load(); c != nil && (c.milli == milli || !t.hasAge) {
 		return c.opt
 	}
 	o := bigtable.RowFilter(t.filters.TTL(now))
