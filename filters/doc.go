@@ -13,6 +13,13 @@
 // with no bounds, equivalent to FamilyFilter(^f$) but compared, not matched
 // by a regex (emulators compile a regex for every cell they test).
 //
+// When every managed family expires by age alone (no sequence family, no
+// max-versions limit), the same cells are selected by a split form, cut at
+// the latest live-from bound L: TimestampRange[L, inf) for every family,
+// Chain(Family(f), TimestampRange[liveFrom(t), L)) per age family, and
+// Chain(TimestampRange[0, L), FamilyFilter(<the others>)); the family regex
+// then only sees cells older than L (see Builder.TTL).
+//
 // and a caller's filter is applied after it: Chain(ttl, user). The order
 // matters: on a sequence family a caller's ValueFilter placed first could
 // match a version beyond the N kept.

@@ -38,8 +38,10 @@ func ExampleBuilder_Managed() {
 func ExampleBuilder_TTL() {
 	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond(), "meta": strategy.Unmanaged()})
 	// Live cells of a one-second family have timestamps after the read time.
+	// Every managed family expires by age, so the filter is split at that
+	// bound: every cell after it, and before it only the other families'.
 	fmt.Println(b.TTL(readAt))
-	// Output: ((columnRangeFilter(s,,) | timestamp_range(1893499200001000,0)) + col(^(?s:(?:[^s].*|s(?:.+))?)$:))
+	// Output: (timestamp_range(1893499200001000,0) + (timestamp_range(0,1893499200001000) | col(^(?s:(?:[^s].*|s(?:.+))?)$:)))
 }
 
 func ExampleBuilder_Compose() {

@@ -20,6 +20,7 @@ import (
 type Builder struct {
 	branches       []branch
 	hasAge         bool
+	ageOnly        bool            // every managed family expires by age alone: the split form applies
 	slots          int             // filters one time bound needs: the interleave's and every age chain's
 	static         bigtable.Filter // the whole TTL filter when no branch depends on time
 	unmanaged      bigtable.Filter // passes every family the schema does not manage
@@ -79,6 +80,12 @@ func New(schema strategy.Schema) (*Builder, error) {
 		}
 	}
 	b.slots += len(b.branches) + 1
+	b.ageOnly = b.hasAge
+	for _, br := range b.branches {
+		if br.constant != nil || br.perCol != nil {
+			b.ageOnly = false
+		}
+	}
 	if len(managed) > 0 {
 		b.unmanagedRegex = ComplementRegex(managed)
 		b.unmanaged = bigtable.FamilyFilter(b.unmanagedRegex)
@@ -127,6 +134,9 @@ func (b *Builder) Compose(now bigtable.Timestamp, user bigtable.Filter) bigtable
 // change with time, so a new bound costs one array backing every filter
 // list, a range and a chain per age family, and the interleave.
 func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
+	if split := b.split(now); split > 0 {
+		return b.buildSplit(now, split)
+	}
 	buf := make([]bigtable.Filter, b.slots)
 	n := len(b.branches) + 1
 	subs, rest := buf[:0:n], buf[n:]
@@ -149,6 +159,56 @@ func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
 		subs = append(subs, bigtable.ChainFilters(chain...))
 	}
 	subs = append(subs, b.unmanaged)
+	return bigtable.InterleaveFilters(subs...)
+}
+
+// split is the bound of the split form of the TTL filter at now, or 0 when
+// the plain form applies. When every managed family expires by age alone
+// (no sequence family, no max-versions limit), the filter can be split at
+// the latest live-from bound L of all of them:
+//
+//	Interleave(
+//	    TimestampRange[L, inf),                          // every family: live wherever it is
+//	    Chain(Family(f), TimestampRange[liveFrom_f, L)), // per age family whose bound is below L
+//	    Chain(TimestampRange[0, L), FamilyFilter(<every family but the managed ones>)),
+//	)
+//
+// It keeps the same cells as the plain form, with disjoint branches, but the
+// family regex only sees cells older than L: on the emulators, which compile
+// a family regex for every cell they test, reading live managed cells then
+// runs no regex at all.
+func (b *Builder) split(now bigtable.Timestamp) bigtable.Timestamp {
+	if !b.ageOnly {
+		return 0
+	}
+	var hi bigtable.Timestamp
+	for _, br := range b.branches {
+		hi = max(hi, br.policy.LiveFrom(now))
+	}
+	return hi
+}
+
+// buildSplit builds the split form at bound hi (see split).
+func (b *Builder) buildSplit(now, hi bigtable.Timestamp) bigtable.Filter {
+	buf := make([]bigtable.Filter, 3*len(b.branches)+4)
+	n := len(b.branches) + 2
+	subs, rest := buf[:0:n], buf[n:]
+	subs = append(subs, bigtable.TimestampRangeFilterMicros(hi, 0))
+	for _, br := range b.branches {
+		lo := br.policy.LiveFrom(now)
+		if lo >= hi {
+			continue
+		}
+		chain := rest[:2:2]
+		rest = rest[2:]
+		chain[0] = br.family
+		chain[1] = bigtable.TimestampRangeFilterMicros(lo, hi)
+		subs = append(subs, bigtable.ChainFilters(chain...))
+	}
+	old := rest[:2:2]
+	old[0] = bigtable.TimestampRangeFilterMicros(0, hi)
+	old[1] = b.unmanaged
+	subs = append(subs, bigtable.ChainFilters(old...))
 	return bigtable.InterleaveFilters(subs...)
 }
 

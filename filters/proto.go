@@ -17,6 +17,9 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	if len(b.branches) == 0 {
 		return nil
 	}
+	if hi := b.split(now); hi > 0 {
+		return b.splitProto(now, hi)
+	}
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
 		fam := familyOnlyProto(br.name)
@@ -36,6 +39,28 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	}
 	subs = append(subs, familyProto(b.unmanagedRegex))
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Interleave_{Interleave: &btpb.RowFilter_Interleave{Filters: subs}}}
+}
+
+// splitProto is buildSplit's filter as a proto.
+func (b *Builder) splitProto(now, hi bigtable.Timestamp) *btpb.RowFilter {
+	subs := make([]*btpb.RowFilter, 0, len(b.branches)+2)
+	subs = append(subs, rangeProto(hi, 0))
+	for _, br := range b.branches {
+		if lo := br.policy.LiveFrom(now); lo < hi {
+			subs = append(subs, chainProto(familyOnlyProto(br.name), rangeProto(lo, hi)))
+		}
+	}
+	subs = append(subs, chainProto(rangeProto(0, hi), familyProto(b.unmanagedRegex)))
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_Interleave_{Interleave: &btpb.RowFilter_Interleave{Filters: subs}}}
+}
+
+// rangeProto is TimestampRangeFilterMicros(start, end) as the client sends
+// it: bounds truncated to the millisecond.
+func rangeProto(start, end bigtable.Timestamp) *btpb.RowFilter {
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &btpb.TimestampRange{
+		StartTimestampMicros: int64(strategy.Millis(start)),
+		EndTimestampMicros:   int64(strategy.Millis(end)),
+	}}}
 }
 
 // ChainProto is Chain(first, second) as a proto, or the one that is not nil

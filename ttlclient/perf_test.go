@@ -1,6 +1,9 @@
 package ttlclient_test
 
 import (
+	"fmt"
+	"math/rand"
+	"sort"
 	"testing"
 	"time"
 
@@ -125,4 +128,57 @@ func TestFamilySelectionIsExactName(t *testing.T) {
 	require.Len(t, got, 2, "got %v", got)
 	assert.Contains(t, got[0]+got[1], "a.b:long@")
 	assert.Contains(t, got[0]+got[1], "axb:old@1000=3")
+}
+
+// When every managed family expires by age, the read filter is split at the
+// latest live-from bound so that live cells need no family regex. A read
+// must still return exactly the live cells of the managed families and every
+// cell of the others (named unmanaged, or not in the schema at all), for
+// random timestamps around the bounds and random read times.
+func TestSplitFilterKeepsExactlyTheLiveCells(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	schema := strategy.Schema{
+		"one":   strategy.OneSecond(),
+		"def":   strategy.DefaultExpiry(time.Hour),
+		"short": strategy.DefaultExpiry(10 * time.Minute),
+		"plain": strategy.Unmanaged(),
+	}
+	e := newEnv(t, schema)
+	require.NoError(t, e.h.Admin.CreateColumnFamily(e.ctx, e.tbl.Name(), "extra")) // not in the schema
+	start := e.h.Clock.Now()
+	base := bigtable.Time(start)
+	fams := []string{"one", "def", "short", "plain", "extra"}
+	// Raw writes: any timestamp, from 2h before now to 2h after, in ms.
+	for r := 0; r < 5; r++ {
+		m := bigtable.NewMutation()
+		for c := 0; c < 40; c++ {
+			ts := base + bigtable.Timestamp(rng.Int63n(4*3600_000)-2*3600_000)*1000
+			m.Set(fams[rng.Intn(len(fams))], fmt.Sprintf("c%d", c), ts, []byte("v"))
+		}
+		require.NoError(t, e.tbl.Raw().Apply(e.ctx, fmt.Sprintf("r%d", r), m))
+	}
+	for round := 0; round < 8; round++ {
+		e.h.Clock.Set(start.Add(time.Duration(rng.Int63n(int64(90 * time.Minute)))))
+		now := e.now()
+		require.NotNil(t, e.tbl.Filters().TTL(now))
+		for r := 0; r < 5; r++ {
+			row := fmt.Sprintf("r%d", r)
+			got := e.read(t, row)
+			stored, err := e.h.Stored(e.ctx, e.tbl.Name(), row)
+			require.NoError(t, err)
+			var want []string
+			for fam, items := range stored {
+				p, named := schema[fam]
+				for _, it := range items {
+					if !named || !p.Managed() || p.IsLive(it.Timestamp, now) {
+						want = append(want, cellString(it))
+					}
+				}
+			}
+			sort.Strings(want)
+			assert.Equal(t, want, got, "row %s at now %d", row, now)
+		}
+	}
 }
