@@ -18,7 +18,7 @@
 // the latest live-from bound L: TimestampRange[L, inf) for every family,
 // Chain(Family(f), TimestampRange[liveFrom(t), L)) per age family, and
 // Chain(TimestampRange[0, L), FamilyFilter(<the others>)); the family regex
-// then only sees cells older than L (see the split method in filters.go).
+// then only sees cells older than L.
 //
 // A caller's filter is applied after the TTL filter: Chain(ttl, user). The order
 // matters: on a sequence family a caller's ValueFilter placed first could

@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
 
 MAIN_CMD="go test ./ttlclient/ -run '^\$' -bench '^Benchmark(Apply|ApplyBulk|ReadRow|ReadRows|MutationBuild|ReadFilter)\$' -benchmem -count $COUNT -timeout 60m"
-INTER_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkInterleaved\$' -count $COUNT -timeout 60m"
+INTER_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkInterleaved(Build)?\$' -count $COUNT -timeout 60m"
 SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkScale' -benchtime 1x -benchmem -count $COUNT -timeout 60m"
 PROF_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkReadRows\$/strategy=default-expiry/impl=ttl' -benchtime 5x -cpuprofile $OUT/readrows-ttl.cpu -o $OUT/ttlclient.test"
 PROF_MUT_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkMutationBuild\$/strategy=default-expiry/impl=ttl' -benchtime 200000x -cpuprofile $OUT/mutation-ttl.cpu -o $OUT/ttlclient.test"

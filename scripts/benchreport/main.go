@@ -285,14 +285,19 @@ func interleavedTable(w io.Writer, r io.Reader) error {
 		rw.rw = append(rw.rw, vals["raw-ns/op"])
 		rw.tts = append(rw.tts, vals["ttl-ns/op"])
 	}
-	fmt.Fprintln(w, "| operation | raw ns/op | ttl ns/op | ttl/raw: median [min, max] of runs | target <= 1.03 |")
+	fmt.Fprintln(w, "| operation | raw ns/op | ttl ns/op | ttl/raw: median [min, max] of runs | target |")
 	fmt.Fprintln(w, "|---|---:|---:|---|---|")
 	for _, rw := range rows {
 		s := append([]float64(nil), rw.ratios...)
 		sort.Float64s(s)
 		r := ratio{med: median(s), min: s[0], max: s[len(s)-1]}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", strings.TrimPrefix(rw.name, "BenchmarkInterleaved/"),
-			num(median(rw.rw)), num(median(rw.tts)), r, verdict(r, 1.03))
+		name, tgt := strings.TrimPrefix(rw.name, "BenchmarkInterleaved/"), 1.03
+		if b, ok := strings.CutPrefix(rw.name, "BenchmarkInterleavedBuild/"); ok {
+			// The pure build + rewrite of a 10-cell mutation, no I/O.
+			name, tgt = b+"/op=MutationBuild (pure)", 1.5
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | <= %s: %s |\n", name,
+			num(median(rw.rw)), num(median(rw.tts)), r, trim(tgt), verdict(r, tgt))
 	}
 	return sc.Err()
 }
