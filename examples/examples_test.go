@@ -45,6 +45,12 @@ var proofs = map[string][]string{
 		`after a late write of revision 2, the latest is still revision 12`,
 		`increment on the sequence family: refused=true`,
 	},
+	"metrics": {
+		// Expired cells the server has not collected, found by shadow reads.
+		`bttl_expired_not_collected_cells_total\{family="session",strategy="one-second",table="events"\} 25`,
+		`bttl_expired_not_collected_cells_total\{family="clicks",strategy="default-expiry",table="events"\} 50`,
+		`bttl_refusals_total\{family="session",reason="server_timestamp",table="events"\} 1`,
+	},
 	"migrate": {
 		`default-expiry adoption keeps 3 of 5 pre-existing cells`,
 		`one-second adoption would keep 0 of 5`,
