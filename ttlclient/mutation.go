@@ -48,16 +48,44 @@ func WithTTL(d time.Duration) CellOption { return CellOption{kind: cellOptTTL, t
 // timestamp written is seq*1000.
 func WithSequence(seq int64) CellOption { return CellOption{kind: cellOptSeq, seq: seq} }
 
+// op is one recorded change. Every op is copied once into the mutation and
+// read once when it is applied, so it is kept to 80 bytes: n holds
+// whichever of the TTL, sequence number, range end or integer value its kind
+// and cell option call for.
 type op struct {
-	kind     opKind
-	cellOpt  cellOptKind
-	family   string
-	column   string
-	ts, end  bigtable.Timestamp
-	value    []byte
-	ttl      time.Duration
-	seq      int64
-	intValue int64
+	kind    opKind
+	cellOpt cellOptKind
+	family  string
+	column  string
+	ts      bigtable.Timestamp
+	n       int64
+	value   []byte
+}
+
+func (o *op) ttl() time.Duration          { return time.Duration(o.n) }
+func (o *op) seq() int64                  { return o.n }
+func (o *op) end() bigtable.Timestamp     { return bigtable.Timestamp(o.n) }
+func (o *op) intValue() int64             { return o.n }
+func (o *op) setCellOption(co CellOption) { o.cellOpt, o.n = co.kind, co.value() }
+
+func (co CellOption) value() int64 {
+	if co.kind == cellOptSeq {
+		return co.seq
+	}
+	return int64(co.ttl)
+}
+
+// initialOps is the room a mutation's first change reserves: a row mutation
+// of up to 16 cells then costs one allocation for its ops, where growing
+// from one op would cost five for ten cells.
+const initialOps = 16
+
+// add appends o, reserving initialOps on the first change.
+func (m *Mutation) add(o op) {
+	if m.ops == nil {
+		m.ops = make([]op, 0, initialOps)
+	}
+	m.ops = append(m.ops, o)
 }
 
 // Mutation is a set of changes for one row, like bigtable.Mutation, whose
@@ -92,44 +120,43 @@ func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
 func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
 	o := op{kind: opSet, family: family, column: column, ts: ts, value: value}
 	for _, co := range opts {
-		o.cellOpt = co.kind
-		o.ttl, o.seq = co.ttl, co.seq
+		o.setCellOption(co)
 	}
-	m.ops = append(m.ops, o)
+	m.add(o)
 }
 
 // DeleteCellsInColumn deletes all the cells of family:column.
 func (m *Mutation) DeleteCellsInColumn(family, column string) {
-	m.ops = append(m.ops, op{kind: opDeleteColumn, family: family, column: column})
+	m.add(op{kind: opDeleteColumn, family: family, column: column})
 }
 
 // DeleteTimestampRange deletes the cells of family:column whose stored
 // timestamps are in [start, end); end 0 means infinity. On a managed family
 // the stored timestamp is the strategy's, not the write time.
 func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
-	m.ops = append(m.ops, op{kind: opDeleteRange, family: family, column: column, ts: start, end: end})
+	m.add(op{kind: opDeleteRange, family: family, column: column, ts: start, n: int64(end)})
 }
 
 // DeleteCellsInFamily deletes all the cells of family.
 func (m *Mutation) DeleteCellsInFamily(family string) {
-	m.ops = append(m.ops, op{kind: opDeleteFamily, family: family})
+	m.add(op{kind: opDeleteFamily, family: family})
 }
 
 // DeleteRow deletes the entire row.
 func (m *Mutation) DeleteRow() {
-	m.ops = append(m.ops, op{kind: opDeleteRow})
+	m.add(op{kind: opDeleteRow})
 }
 
 // AddIntToCell adds to an aggregate cell. Refused on a managed family: the
 // server merges into a cell whose timestamp no strategy controls.
 func (m *Mutation) AddIntToCell(family, column string, ts bigtable.Timestamp, value int64) {
-	m.ops = append(m.ops, op{kind: opAddInt, family: family, column: column, ts: ts, intValue: value})
+	m.add(op{kind: opAddInt, family: family, column: column, ts: ts, n: value})
 }
 
 // MergeBytesToCell merges into an aggregate cell. Refused on a managed
 // family, like AddIntToCell.
 func (m *Mutation) MergeBytesToCell(family, column string, ts bigtable.Timestamp, value []byte) {
-	m.ops = append(m.ops, op{kind: opMergeBytes, family: family, column: column, ts: ts, value: value})
+	m.add(op{kind: opMergeBytes, family: family, column: column, ts: ts, value: value})
 }
 
 // ReadModifyWrite mirrors bigtable.ReadModifyWrite. The server picks the

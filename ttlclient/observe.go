@@ -244,7 +244,7 @@ func (o *observer) cellSlow(p strategy.Policy, op *op, ts, now bigtable.Timestam
 	switch {
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
 	case op.cellOpt == cellOptTTL:
-		ttl = op.ttl
+		ttl = op.ttl()
 	default:
 		ttl = time.Duration(p.Expiry(ts)-now) * time.Microsecond
 	}

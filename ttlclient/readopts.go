@@ -19,7 +19,9 @@ var (
 	filterType     = reflect.TypeOf((*bigtable.Filter)(nil)).Elem()
 	rowFilterKnown = rowFilterType.Kind() == reflect.Struct &&
 		rowFilterType.NumField() == 1 &&
-		rowFilterType.Field(0).Type == filterType
+		rowFilterType.Field(0).Type == filterType &&
+		rowFilterType.Size() == filterType.Size() &&
+		rowFilterSelfCheck()
 )
 
 // isRowFilter reports whether opt is a bigtable.RowFilter option.
@@ -27,17 +29,31 @@ func isRowFilter(opt bigtable.ReadOption) bool {
 	return opt != nil && reflect.TypeOf(opt) == rowFilterType
 }
 
-// rowFilterOf returns the filter inside a bigtable.RowFilter option.
+// rowFilterOf returns the filter inside a bigtable.RowFilter option. It is
+// on every read's path, so it reads the boxed struct in place rather than
+// copying it through reflect (which allocated once per read).
 func rowFilterOf(opt bigtable.ReadOption) (bigtable.Filter, bool) {
 	if !rowFilterKnown {
 		return nil, false
 	}
-	v := reflect.New(rowFilterType).Elem()
-	v.Set(reflect.ValueOf(opt))
-	field := v.Field(0)
-	f := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface()
-	if f == nil {
-		return nil, true
+	return unboxRowFilter(opt), true
+}
+
+// unboxRowFilter reads the Filter field of the rowFilter struct opt holds.
+// A struct of two words is stored behind the interface's data pointer, and
+// its only field is at offset 0.
+func unboxRowFilter(opt bigtable.ReadOption) bigtable.Filter {
+	type iface struct {
+		tab  unsafe.Pointer
+		data unsafe.Pointer
 	}
-	return f.(bigtable.Filter), true
+	return *(*bigtable.Filter)((*iface)(unsafe.Pointer(&opt)).data)
+}
+
+// rowFilterSelfCheck proves the in-place read on this client version: it
+// must give back the filter an option was made with.
+func rowFilterSelfCheck() bool {
+	want := bigtable.LatestNFilter(7)
+	got := unboxRowFilter(bigtable.RowFilter(want))
+	return got != nil && reflect.TypeOf(got) == reflect.TypeOf(want) && got.String() == want.String()
 }

@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"cloud.google.com/go/bigtable"
 
@@ -20,6 +21,8 @@ type Table struct {
 	filters *filters.Builder
 	clock   Clock
 	obs     *observer // nil without a Recorder
+	ttlOpt  atomic.Pointer[cachedOption]
+	hasAge  bool // some family expires by age: the read filter changes with time
 }
 
 // Name is the table's name.
@@ -177,13 +180,14 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 }
 
 // readOptions replaces the caller's RowFilter (the last one wins, as in the
-// client) with Chain(ttl, caller's).
+// client) with Chain(ttl, caller's). It is on every read's path: without a
+// caller filter it costs the one slice it returns.
 func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, error) {
 	if !t.filters.Managed() {
 		return opts, nil
 	}
 	var user bigtable.Filter
-	n := 0
+	hasUser := false
 	for _, o := range opts {
 		if isRowFilter(o) {
 			f, ok := rowFilterOf(o)
@@ -191,18 +195,60 @@ func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, 
 				t.obs.refused("", ErrUnsupportedReadOption)
 				return nil, fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)
 			}
-			user = f
-			continue
-		}
-		n++
-	}
-	out := make([]bigtable.ReadOption, 0, n+1)
-	for _, o := range opts {
-		if !isRowFilter(o) {
-			out = append(out, o)
+			user, hasUser = f, true
 		}
 	}
-	return append(out, bigtable.RowFilter(t.filters.Compose(t.now(), user))), nil
+	now := t.now()
+	var ttlOpt bigtable.ReadOption
+	var out []bigtable.ReadOption
+	if user == nil {
+		ttlOpt = t.ttlOption(now)
+		out = make([]bigtable.ReadOption, 0, len(opts)+1)
+	} else {
+		// One allocation holds the chain's two filters and, for the usual
+		// few options, the returned slice.
+		buf := new(readBuf)
+		buf.chain = [2]bigtable.Filter{t.filters.TTL(now), user}
+		ttlOpt = bigtable.RowFilter(bigtable.ChainFilters(buf.chain[:]...))
+		if len(opts) < len(buf.opts) {
+			out = buf.opts[:0]
+		} else {
+			out = make([]bigtable.ReadOption, 0, len(opts)+1)
+		}
+	}
+	if !hasUser {
+		out = append(out, opts...)
+	} else {
+		for _, o := range opts {
+			if !isRowFilter(o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return append(out, ttlOpt), nil
+}
+
+type readBuf struct {
+	chain [2]bigtable.Filter
+	opts  [4]bigtable.ReadOption
+}
+
+// cachedOption is the TTL filter of one millisecond as a read option.
+type cachedOption struct {
+	milli int64
+	opt   bigtable.ReadOption
+}
+
+// ttlOption is bigtable.RowFilter(TTL filter at now), made once per
+// millisecond like the filter it holds.
+func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
+	milli := int64(strategy.Millis(now)) / 1000
+	if c := t.ttlOpt.Load(); c != nil && (c.milli == milli || !t.hasAge) {
+		return c.opt
+	}
+	o := bigtable.RowFilter(t.filters.TTL(now))
+	t.ttlOpt.Store(&cachedOption{milli: milli, opt: o})
+	return o
 }
 
 func (t *Table) refuse(row, family, column string, err error) *CellError {
@@ -264,15 +310,25 @@ func (t *Table) build(row string, m *Mutation, now bigtable.Timestamp, bulk bool
 
 // convert appends m's operations to bm, rewriting managed timestamps.
 func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *bigtable.Mutation) error {
+	// A row's cells are usually in one or two families: look a family up
+	// only when it changes.
+	var (
+		fam   string
+		p     strategy.Policy
+		found bool
+	)
 	for i := range m.ops {
 		o := &m.ops[i]
 		if o.kind == opDeleteRow {
 			bm.DeleteRow()
 			continue
 		}
-		p, ok := t.schema[o.family]
-		if !ok {
-			return t.opError(row, o, ErrUnknownFamily)
+		if !found || o.family != fam {
+			p, found = t.schema[o.family]
+			if !found {
+				return t.opError(row, o, ErrUnknownFamily)
+			}
+			fam = o.family
 		}
 		switch o.kind {
 		case opSet:
@@ -291,10 +347,10 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 		case opDeleteColumn:
 			bm.DeleteCellsInColumn(o.family, o.column)
 		case opDeleteRange:
-			if o.ts < 0 || o.end < 0 || (o.end != 0 && strategy.Millis(o.end) <= strategy.Millis(o.ts)) {
-				return t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, o.end))
+			if end := o.end(); o.ts < 0 || end < 0 || (end != 0 && strategy.Millis(end) <= strategy.Millis(o.ts)) {
+				return t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
 			}
-			bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end)
+			bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
 		case opDeleteFamily:
 			bm.DeleteCellsInFamily(o.family)
 		case opAddInt, opMergeBytes:
@@ -305,7 +361,7 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 				return t.opError(row, o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
 			}
 			if o.kind == opAddInt {
-				bm.AddIntToCell(o.family, o.column, o.ts, o.intValue)
+				bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
 			} else {
 				bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
 			}
@@ -333,9 +389,9 @@ func cellTimestamp(p strategy.Policy, o *op, now bigtable.Timestamp) (bigtable.T
 	}
 	switch o.cellOpt {
 	case cellOptTTL:
-		return p.WriteTimestamp(now, o.ttl)
+		return p.WriteTimestamp(now, o.ttl())
 	case cellOptSeq:
-		return p.SequenceTimestamp(o.seq)
+		return p.SequenceTimestamp(o.seq())
 	}
 	return p.CheckExplicit(now, o.ts)
 }
@@ -345,9 +401,9 @@ func (t *Table) opError(row string, o *op, err error) *CellError {
 	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err}
 	switch {
 	case o.cellOpt == cellOptTTL:
-		e.TTL = o.ttl
+		e.TTL = o.ttl()
 	case o.cellOpt == cellOptSeq:
-		e.Sequence = o.seq
+		e.Sequence = o.seq()
 	}
 	if o.kind == opSet || o.kind == opDeleteRange || o.kind == opAddInt || o.kind == opMergeBytes {
 		e.Timestamp = o.ts

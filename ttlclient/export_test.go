@@ -1,0 +1,24 @@
+package ttlclient
+
+import (
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+)
+
+// Build exposes the write path without I/O, for the pure benchmarks and
+// allocation tests: what Apply does before its RPC.
+func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
+	return t.build(row, m, t.now(), false)
+}
+
+// ReadOptions exposes the read path without I/O: the options ReadRow sends.
+func (t *Table) ReadOptions(opts ...bigtable.ReadOption) ([]bigtable.ReadOption, error) {
+	return t.readOptions(opts)
+}
+
+// Filters is the table's filter builder.
+func (t *Table) Filters() *filters.Builder { return t.filters }
+
+// Now is the table's clock in microseconds.
+func (t *Table) Now() bigtable.Timestamp { return t.now() }
