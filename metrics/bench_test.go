@@ -24,7 +24,7 @@ const blockReads = 50
 // other processes hit all three alike and the median drops them. Reported
 // per read: ns/read-<config>, and overhead-% of sampling 0.01 over 0.
 //
-//	go test -run '^$' -bench ReadRowShadowSampling -count 6 ./metrics > bench.txt
+//	go test -run '^$' -bench ReadRowShadowSampling -benchtime 3000x -count 6 ./metrics > bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 //
 // Figures in metrics/BENCH_RESULTS.txt.
