@@ -22,4 +22,13 @@
 // When BIGTABLE_EMULATOR_HOST is set (for example to a gcloud
 // cbtemulator), the harness talks to that emulator instead of starting one;
 // CreateTable deletes a table of the same name first, so runs start clean.
+//
+// StartEmulator (NewEmulator, NewOnEmulator in tests) runs the gcloud
+// emulator itself as a child process on a free loopback port, as a second
+// real server; Kill and Restart (same port) let fault tests crash it.
+//
+// Both servers share a bug an unfiltered raw read can show: when their GC
+// empties a column, the column's name is kept, and a later write to it
+// lists it twice, so a raw read returns that column's cells twice. Reads
+// through the library are not affected (the TTL filter rebuilds columns).
 package bttestharness

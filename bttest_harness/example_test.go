@@ -2,6 +2,7 @@ package bttestharness_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -178,4 +179,78 @@ func ExampleManualClock_Set() {
 	c.Set(time.Date(2031, 6, 1, 0, 0, 0, 0, time.UTC))
 	fmt.Println(c.Now())
 	// Output: 2031-06-01 00:00:00 +0000 UTC
+}
+
+// The gcloud emulator is an external program (Debian package
+// google-cloud-cli-bigtable-emulator), so the examples below are compiled
+// but not run by go test; the package's tests run them where it is
+// installed.
+
+func ExampleFindEmulator() {
+	path, err := bttestharness.FindEmulator()
+	if errors.Is(err, bttestharness.ErrNoEmulator) {
+		fmt.Println("install google-cloud-cli-bigtable-emulator")
+		return
+	}
+	fmt.Println("cbtemulator at", path)
+}
+
+func ExampleStartEmulator() {
+	ctx := context.Background()
+	e, err := bttestharness.StartEmulator(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer e.Kill()
+	// A harness on the gcloud emulator instead of the in-process one.
+	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{Addr: e.Addr})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	tbl, _ := h.Table(ctx, "events", schema)
+	fmt.Println(tbl.Name())
+}
+
+func ExampleNewEmulator() {
+	_ = func(t *testing.T) {
+		e := bttestharness.NewEmulator(t) // skipped when not installed, killed at the end
+		h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: e.Addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+	}
+}
+
+func ExampleNewOnEmulator() {
+	_ = func(t *testing.T) {
+		h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+		tbl := h.MustTable(t, "events", schema)
+		_ = tbl
+	}
+}
+
+func ExampleEmulator_Kill() {
+	e, err := bttestharness.StartEmulator(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	e.Kill() // SIGKILL: the data is lost, as in a crash
+	e.Kill() // a no-op
+}
+
+func ExampleEmulator_Restart() {
+	_ = func(t *testing.T) {
+		ctx := context.Background()
+		h, e := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+		tbl := h.MustTable(t, "events", schema)
+		// A server crash mid-test: same address, empty server.
+		if err := e.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.ReadRow(ctx, "user#1"); err != nil {
+			t.Log("the table is gone with the old server:", err)
+		}
+	}
 }

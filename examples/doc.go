@@ -2,7 +2,9 @@
 // new user runs with `go run ./examples/<name>`, on the embedded Bigtable
 // emulator (or BIGTABLE_EMULATOR_HOST when set). The test in this directory
 // builds and runs every one of them and checks that its output shows what
-// the program is for.
+// the program is for, once on each program's own in-process emulator and
+// once with all of them sharing one cbtemulator: give a new example a table
+// name no other example uses.
 //
 //   - quickstart: the three strategies side by side.
 //   - clickevents: ten customers' click events, three retentions, one table.

@@ -45,6 +45,12 @@ var proofs = map[string][]string{
 		`after a late write of revision 2, the latest is still revision 12`,
 		`increment on the sequence family: refused=true`,
 	},
+	"metrics": {
+		// Expired cells the server has not collected, found by shadow reads.
+		`bttl_expired_not_collected_cells_total\{family="session",strategy="one-second",table="events"\} 25`,
+		`bttl_expired_not_collected_cells_total\{family="clicks",strategy="default-expiry",table="events"\} 50`,
+		`bttl_refusals_total\{family="session",reason="server_timestamp",table="events"\} 1`,
+	},
 	"migrate": {
 		`default-expiry adoption keeps 3 of 5 pre-existing cells`,
 		`one-second adoption would keep 0 of 5`,
@@ -59,6 +65,7 @@ func TestEveryExampleRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs every example")
 	}
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
 	mains := mainPackages(t, root)
@@ -67,7 +74,8 @@ func TestEveryExampleRuns(t *testing.T) {
 	// One go build for all of them shares the work; the binaries run
 	// without the race detector, like `go run` does.
 	bin := t.TempDir()
-	args := append([]string{"build", "-o", bin + string(filepath.Separator)}, mains...)
+	// -s -w: no symbol table or DWARF, which cuts link time by about 40%.
+	args := append([]string{"build", "-ldflags=-s -w", "-o", bin + string(filepath.Separator)}, mains...)
 	build := exec.Command("go", args...)
 	build.Dir = root
 	out, err := build.CombinedOutput()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/strategy"
@@ -68,4 +69,43 @@ func ExampleComplementRegex() {
 	// Matches every family name except "a" and "ab".
 	fmt.Println(filters.ComplementRegex([]string{"a", "ab"}))
 	// Output: ^(?s:(?:[^a].*|a(?:[^b].*|b(?:.+)))?)$
+}
+
+func ExampleBuilder_TTLProto() {
+	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond(), "doc": strategy.Sequence(3)})
+	// The same filter as TTL(readAt), as the proto a ReadRowsRequest
+	// carries: for code that edits requests itself, like the wire guard.
+	p := b.TTLProto(readAt)
+	for _, branch := range p.GetInterleave().GetFilters() {
+		if chain := branch.GetChain(); chain != nil {
+			// (Printing protos directly is deliberately unstable.)
+			// A family is selected by a column range over all its columns
+			// (exact, and no regex for the server to run per cell).
+			fam := chain.GetFilters()[0].GetColumnRangeFilter().GetFamilyName()
+			limit := chain.GetFilters()[1]
+			if rng := limit.GetTimestampRangeFilter(); rng != nil {
+				fmt.Println(fam, "timestamps from", rng.GetStartTimestampMicros())
+			} else {
+				fmt.Println(fam, "cells per column", limit.GetCellsPerColumnLimitFilter())
+			}
+		} else {
+			fmt.Println("unmanaged families:", branch.GetFamilyNameRegexFilter() != "")
+		}
+	}
+	// Output:
+	// doc cells per column 3
+	// s timestamps from 1893499200001000
+	// unmanaged families: true
+}
+
+func ExampleChainProto() {
+	user := &btpb.RowFilter{Filter: &btpb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("x")}}
+	// Servers refuse a chain of one filter: with no TTL filter, the
+	// caller's goes alone.
+	fmt.Println(filters.ChainProto(nil, user) == user)
+	b, _ := filters.New(strategy.Schema{"doc": strategy.Sequence(3)})
+	fmt.Println(len(filters.ChainProto(b.TTLProto(readAt), user).GetChain().GetFilters()))
+	// Output:
+	// true
+	// 2
 }

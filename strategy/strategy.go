@@ -210,8 +210,13 @@ func Millis(ts bigtable.Timestamp) bigtable.Timestamp {
 	return ts - r
 }
 
-// firstMilliAfter is the smallest multiple of 1000 strictly greater than ts.
+// firstMilliAfter is the smallest multiple of 1000 strictly greater than ts,
+// saturated at MaxTimestamp: past it the sum would wrap to a negative bound
+// and a read filter starting there would let every cell through.
 func firstMilliAfter(ts bigtable.Timestamp) bigtable.Timestamp {
+	if Millis(ts) >= MaxTimestamp {
+		return MaxTimestamp
+	}
 	return Millis(ts) + 1000
 }
 

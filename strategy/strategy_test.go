@@ -151,3 +151,12 @@ func TestSchemaValidate(t *testing.T) {
 		assert.ErrorIs(t, s.Validate(), strategy.ErrInvalidPolicy, name)
 	}
 }
+
+// Found by FuzzLiveFrom: near the largest timestamp the bound wrapped to a
+// negative value, and a filter starting there returns expired cells.
+func TestLiveFromSaturatesAtMaxTimestamp(t *testing.T) {
+	for _, now := range []bigtable.Timestamp{strategy.MaxTimestamp - 1, strategy.MaxTimestamp, math.MaxInt64} {
+		assert.Equal(t, strategy.MaxTimestamp, strategy.OneSecond().LiveFrom(now), "now %d", now)
+	}
+	assert.False(t, strategy.OneSecond().IsLive(strategy.MaxTimestamp-1000, math.MaxInt64))
+}

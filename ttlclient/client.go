@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -39,6 +40,10 @@ type config struct {
 	admin         *gcrule.Admin
 	skipVerify    bool
 	verifyTimeout time.Duration
+	recorder      Recorder
+	sampling      float64
+	shadowLimit   int
+	rand          func() float64
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -81,9 +86,12 @@ func WithVerifyTimeout(d time.Duration) Option {
 	}
 }
 
-// recordVerifySkipped is the one place a skipped verification is reported.
-// Metrics hook: the metrics work counts bttl_verify_skipped_total here.
-func (cfg *config) recordVerifySkipped(table string) {
+// recordVerifySkipped is the one place a skipped verification is reported:
+// logged, and counted by the table's recorder when there is one.
+func (cfg *config) recordVerifySkipped(table string, rec TableRecorder) {
+	if rec != nil {
+		rec.VerifySkipped()
+	}
 	cfg.logger.Warn("bttl: GC rules not verified (WithoutVerify): a family whose rule does not match its strategy loses data or serves stale cells",
 		slog.String("table", table))
 }
@@ -99,10 +107,11 @@ func WithClock(c Clock) Option {
 
 // Client is a Bigtable data client whose tables apply per-cell TTLs.
 type Client struct {
-	raw   *bigtable.Client
-	admin *bigtable.AdminClient // created by NewClient; closed by Close
-	owned bool
-	opts  []Option
+	raw     *bigtable.Client
+	admin   *bigtable.AdminClient // created by NewClient; closed by Close
+	owned   bool
+	opts    []Option
+	shadows shadowPool // shadow reads of tables with a Recorder
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -137,8 +146,10 @@ func Wrap(raw *bigtable.Client, opts ...Option) *Client {
 // through it bypass every guardrail.
 func (c *Client) Raw() *bigtable.Client { return c.raw }
 
-// Close closes the underlying clients if NewClient created them.
+// Close stops the shadow reads in flight and waits for them, then closes
+// the underlying clients if NewClient created them.
 func (c *Client) Close() error {
+	c.shadows.close()
 	if !c.owned {
 		return nil
 	}
@@ -146,7 +157,8 @@ func (c *Client) Close() error {
 }
 
 func (c *Client) config(opts []Option) config {
-	cfg := config{clock: systemClock{}, logger: slog.Default(), verifyTimeout: DefaultVerifyTimeout}
+	cfg := config{clock: systemClock{}, logger: slog.Default(), verifyTimeout: DefaultVerifyTimeout,
+		sampling: DefaultShadowSampling, shadowLimit: DefaultShadowConcurrency, rand: rand.Float64}
 	for _, o := range c.opts {
 		o(&cfg)
 	}
@@ -184,17 +196,23 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // ErrNoAdminClient; WithoutVerify skips the check and logs that it did.
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
 	cfg := c.config(opts)
+	var rec TableRecorder
+	if cfg.recorder != nil {
+		rec = cfg.recorder.Table(table, schema)
+	}
 	fb, err := filters.New(schema)
 	if err != nil {
+		recordOpenRefusal(rec, err)
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
 	if cfg.skipVerify {
-		cfg.recordVerifySkipped(table)
+		cfg.recordVerifySkipped(table, rec)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.verifyTimeout)
 		err := c.verify(ctx, table, schema, cfg)
 		cancel()
 		if err != nil {
+			recordOpenRefusal(rec, err)
 			return nil, fmt.Errorf("open table %q: %w", table, err)
 		}
 	}
@@ -204,12 +222,14 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 		own[fam] = p
 		hasAge = hasAge || p.MaxAge() > 0
 	}
-	return &Table{
+	t := &Table{
 		name:    table,
 		raw:     c.raw.Open(table),
 		schema:  own,
 		filters: fb,
 		clock:   cfg.clock,
 		hasAge:  hasAge,
-	}, nil
+	}
+	t.obs = newObserver(&cfg, rec, t, &c.shadows)
+	return t, nil
 }

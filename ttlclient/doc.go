@@ -21,6 +21,13 @@
 // unknown family) is refused with a *CellError wrapping a sentinel error;
 // nothing of that row is sent.
 //
+// Open verifies the table first: with an admin client (NewClient creates
+// one; give Wrap WithAdminClient) it reads the families' exact GC rules and
+// fails with ErrGCRuleMismatch (a *GCRuleError per family: table, family,
+// expected and actual rule) when a family is missing or its rule is not the
+// one its strategy needs. WithoutVerify skips the check and logs that it
+// did (WithLogger); Client.Verify runs it on its own.
+//
 // Reads: every ReadRow, ReadRows and check-and-mutate predicate carries the
 // schema's TTL filter before the caller's own, so an expired cell is never
 // returned nor matched, whatever Bigtable's asynchronous GC has done.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -563,4 +565,94 @@ func ExampleCellError() {
 		fmt.Println(ce.Table, ce.Row, ce.Family, ce.Column, errors.Is(ce, ttlclient.ErrServerTimestamp))
 	}
 	// Output: events user#1 session token true
+}
+
+func ExampleWithAdminClient() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	_ = h.CreateTable(ctx, "events", exSchema)
+
+	// A wrapped client has no admin client of its own: give it one, so Open
+	// can check each family's GC rule.
+	client := ttlclient.Wrap(h.Raw, ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
+	_, err := client.Open("events", exSchema)
+	fmt.Println(err)
+
+	_, err = ttlclient.Wrap(h.Raw).Open("events", exSchema)
+	fmt.Println(errors.Is(err, ttlclient.ErrNoAdminClient))
+	// Output:
+	// <nil>
+	// true
+}
+
+// exLogger logs to stdout without times, so the example's output is stable.
+func exLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+func ExampleWithoutVerify() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	_ = h.CreateTable(ctx, "events", exSchema)
+
+	// Without admin permission: skip the GC-rule check. Open says so.
+	client := ttlclient.Wrap(h.Raw, ttlclient.WithoutVerify(), ttlclient.WithLogger(exLogger()))
+	_, err := client.Open("events", exSchema)
+	fmt.Println(err)
+	// Output:
+	// level=WARN msg="bttl: GC rules not verified (WithoutVerify): a family whose rule does not match its strategy loses data or serves stale cells" table=events
+	// <nil>
+}
+
+func ExampleWithLogger() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	_ = h.CreateTable(ctx, "events", exSchema)
+
+	// The logger receives what Open reports, such as a skipped verification.
+	quiet := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelError}))
+	_, err := h.Client.Open("events", exSchema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quiet))
+	fmt.Println(err)
+	// Output: <nil>
+}
+
+func ExampleWithVerifyTimeout() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	_ = h.CreateTable(ctx, "events", exSchema)
+
+	tbl, err := h.Client.Open("events", exSchema, ttlclient.WithVerifyTimeout(2*time.Second))
+	fmt.Println(tbl.Name(), err)
+	// Output: events <nil>
+}
+
+func ExampleClient_Verify() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	// The table's "doc" family keeps 2 versions; a schema asking for 5 does
+	// not match, and neither Verify nor Open accepts it.
+	_ = h.CreateTable(ctx, "events", exSchema)
+	err := h.Client.Verify(ctx, "events", ttlclient.Schema{"doc": strategy.Sequence(5)})
+	fmt.Println(errors.Is(err, ttlclient.ErrGCRuleMismatch))
+	var mismatch *ttlclient.GCRuleError
+	if errors.As(err, &mismatch) {
+		fmt.Println(mismatch.Family, "|", mismatch.Kind, "| expected", mismatch.Expected, "| actual", mismatch.Actual)
+	}
+	fmt.Println(h.Client.Verify(ctx, "events", exSchema))
+	// Output:
+	// true
+	// doc | wrong max versions | expected max_versions=5 | actual max_versions=2
+	// <nil>
 }

@@ -20,6 +20,7 @@ type Table struct {
 	schema  Schema
 	filters *filters.Builder
 	clock   Clock
+	obs     *observer // nil without a Recorder
 	ttlOpt  atomic.Pointer[cachedOption]
 	hasAge  bool // some family expires by age: the read filter changes with time
 }
@@ -45,11 +46,13 @@ func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now
 // mutation's predicate gets the TTL filter first, so an expired cell never
 // satisfies it; both branches are rewritten and checked.
 func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
+	start := t.obs.begin()
 	now := t.now()
 	bm, err := t.build(row, m, now, false)
 	if err != nil {
 		return err
 	}
+	t.obs.wrote(start)
 	return t.raw.Apply(ctx, row, bm, opts...)
 }
 
@@ -61,6 +64,7 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	if len(rowKeys) != len(muts) {
 		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
 	}
+	start := t.obs.begin()
 	now := t.now()
 	bms := make([]*bigtable.Mutation, len(muts))
 	var refused []error
@@ -75,6 +79,7 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 		}
 		bms[i] = bm
 	}
+	t.obs.wrote(start)
 	if refused == nil {
 		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
 	}
@@ -109,21 +114,30 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 // live cells. A bigtable.RowFilter among opts is applied after the TTL
 // filter.
 func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
+	start := t.obs.begin()
 	opts, err := t.readOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	return t.raw.ReadRow(ctx, row, opts...)
+	t.obs.read(start)
+	r, err := t.raw.ReadRow(ctx, row, opts...)
+	t.obs.afterReadRow(row, err)
+	return r, err
 }
 
 // ReadRows reads rows, like bigtable.Table.ReadRows, returning only live
 // cells. A bigtable.RowFilter among opts is applied after the TTL filter.
 func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtable.Row) bool, opts ...bigtable.ReadOption) error {
+	start := t.obs.begin()
 	opts, err := t.readOptions(opts)
 	if err != nil {
 		return err
 	}
-	return t.raw.ReadRows(ctx, arg, f, opts...)
+	t.obs.read(start)
+	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
+	err = t.raw.ReadRows(ctx, arg, sh.wrap(f), opts...)
+	sh.done(err)
+	return err
 }
 
 // SampleRowKeys returns a sample of row keys, like
@@ -136,6 +150,7 @@ func (t *Table) SampleRowKeys(ctx context.Context) ([]string, error) {
 // The server picks the timestamps it writes, so every family m touches must
 // be unmanaged.
 func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadModifyWrite) (bigtable.Row, error) {
+	start := t.obs.begin()
 	if err := t.checkRowKey(row); err != nil {
 		return nil, err
 	}
@@ -160,6 +175,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 			rmw.Increment(o.family, o.column, o.delta)
 		}
 	}
+	t.obs.wrote(start)
 	return t.raw.ApplyReadModifyWrite(ctx, row, rmw)
 }
 
@@ -176,6 +192,7 @@ func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, 
 		if isRowFilter(o) {
 			f, ok := rowFilterOf(o)
 			if !ok {
+				t.obs.refused("", ErrUnsupportedReadOption)
 				return nil, fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)
 			}
 			user, hasUser = f, true
@@ -235,6 +252,7 @@ func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
 }
 
 func (t *Table) refuse(row, family, column string, err error) *CellError {
+	t.obs.refused(family, err)
 	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
 }
 
@@ -325,6 +343,7 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 				bm.DeleteCellsInColumn(o.family, o.column)
 			}
 			bm.Set(o.family, o.column, ts, o.value)
+			t.obs.cell(p, o, ts, now)
 		case opDeleteColumn:
 			bm.DeleteCellsInColumn(o.family, o.column)
 		case opDeleteRange:
@@ -378,6 +397,7 @@ func cellTimestamp(p strategy.Policy, o *op, now bigtable.Timestamp) (bigtable.T
 }
 
 func (t *Table) opError(row string, o *op, err error) *CellError {
+	t.obs.refused(o.family, err)
 	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err}
 	switch {
 	case o.cellOpt == cellOptTTL:

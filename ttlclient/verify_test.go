@@ -150,3 +150,19 @@ func TestOpenVerifyErrorsAndTimeout(t *testing.T) {
 	_, err = h.Client.Open("t", mixedSchema(), ttlclient.WithVerifyTimeout(time.Nanosecond))
 	require.Error(t, err)
 }
+
+func TestNewClientVerifiesWithItsOwnAdminClient(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	createRaw(t, h, "wrong", map[string]bigtable.GCPolicy{"f": bigtable.MaxAgePolicy(time.Hour)})
+	require.NoError(t, h.CreateTable(ctx, "right", strategy.Schema{"f": strategy.Sequence(2)}))
+	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	c, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	_, err = c.Open("wrong", strategy.Schema{"f": strategy.Sequence(2)})
+	assert.ErrorIs(t, err, ttlclient.ErrGCRuleMismatch)
+	_, err = c.Open("right", strategy.Schema{"f": strategy.Sequence(2)})
+	assert.NoError(t, err)
+}

@@ -30,7 +30,8 @@
 //   - Every classic data RPC goes through connections dialled with the
 //     client's options (the default pool, the Bigtable channel pool and its
 //     DirectPath/DirectAccess dialer), so option.WithGRPCDialOption reaches
-//     them.
+//     them. (The DirectAccess diagnostic probe dials its own channel but
+//     sends only PingAndWarm.)
 //   - A pre-dialled connection (option.WithGRPCConn, and
 //     BIGTABLE_EMULATOR_HOST, under which the client dials one itself)
 //     ignores dial options: put DialOptions on that connection instead.

@@ -168,9 +168,9 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "at t0+2d: %s's 3-day events: %d readable; customer-00's 2-day events: %d readable\n",
 		longCustomer, at2d[longCustomer].read, at2d["customer-00"].read)
 	fmt.Fprintf(out, "at t0+3d: %s's 3-day events: %d readable\n", longCustomer, at3d[longCustomer].read)
-	fmt.Fprintln(out, "\nThe clock moved, the server's did not: nothing was collected yet, yet reads")
-	fmt.Fprintln(out, "return exactly what a complete GC would keep. Bigtable's GC removes the")
-	fmt.Fprintln(out, "expired rows later (it can take up to a week in production).")
+	fmt.Fprintln(out, "\nOnly bttl's clock moved, not the server's: nothing has been collected, yet")
+	fmt.Fprintln(out, "reads return exactly what a complete GC would keep. Bigtable's GC removes the")
+	fmt.Fprintln(out, "expired cells later (up to a week later in production).")
 	return nil
 }
 

@@ -15,6 +15,11 @@
 // timestamp is the expiry instant, so every real timestamp (<= now) has
 // already expired: adopting it would delete the whole family.
 //
+// On a real table, `bttl audit` (cmd/bttl) reports per family what an
+// adoption would keep before you make it, and `bttl plan` / `bttl apply` set
+// the GC rule; `bttl apply` refuses a one-second adoption over real
+// timestamps unless forced.
+//
 // With BIGTABLE_EMULATOR_HOST set it uses that emulator.
 package main
 
@@ -162,6 +167,7 @@ func run(ctx context.Context, out io.Writer) error {
 		time.Sleep(200 * time.Millisecond) // waiting on the server's own GC
 	}
 	fmt.Fprintln(out, "\nsafe: no pre-existing cell changed meaning; only the retention D was applied.")
+	fmt.Fprintln(out, "On a real table, run `bttl audit` first and set the rule with `bttl apply` (cmd/bttl).")
 	return nil
 }
 

@@ -61,11 +61,13 @@ func runSuite(t *testing.T, h *bttestharness.Harness) {
 
 // Acceptance 1, in-process server.
 func TestConformanceBttest(t *testing.T) {
+	t.Parallel() // the two servers' runs share the machine's cores
 	runSuite(t, bttestharness.New(t))
 }
 
 // Acceptance 1, the gcloud emulator as a second real server.
 func TestConformanceEmulator(t *testing.T) {
+	t.Parallel()
 	h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
 	runSuite(t, h)
 }

@@ -156,14 +156,14 @@ func TestConformanceUnderWriteFaults(t *testing.T) {
 	h, f := newFlaky(t, 0.3)
 	tbl := h.MustTable(t, "faults", conformance.Schema())
 	seed, _ := settings(t)
-	const ops = 1500
+	const ops = 800
 	t.Logf("seed %d, %d operations", seed, ops)
 	stats, err := conformance.Run(context.Background(), conformance.Config{
 		Seed: seed, Ops: ops,
 		Target:         conformance.TableTarget(tbl),
 		Clock:          h.Clock,
 		Raw:            tbl.Raw(),
-		FullCheckEvery: 10,
+		FullCheckEvery: 20,
 	})
 	t.Logf("%s; faults injected: %d before applying, %d after", stats, f.before.Load(), f.after.Load())
 	require.NoError(t, err)

@@ -1,0 +1,53 @@
+package audit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/audit"
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+)
+
+// An age family with a max-versions union keeps the N newest live cells of
+// a column: older versions count as beyond N, expired ones as expired.
+func TestScanAgeFamilyWithMaxVersions(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	schema := strategy.Schema{"d": strategy.DefaultExpiry(time.Hour, strategy.WithMaxVersions(2))}
+	require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", ColumnFamilies: map[string]bigtable.Family{
+		"d": {GCPolicy: schema["d"].GCPolicy()},
+	}}))
+	now := bigtable.Timestamp(h.Clock.Now().UnixMicro())
+	minute := bigtable.Timestamp(time.Minute / time.Microsecond)
+	m := bigtable.NewMutation()
+	m.Set("d", "a", now, []byte("1"))
+	m.Set("d", "a", now-minute, []byte("22"))
+	m.Set("d", "a", now-2*minute, []byte("333")) // third newest: beyond N
+	m.Set("d", "b", now-2*60*minute, []byte("4444"))
+	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r", m))
+
+	var calls int
+	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, audit.Options{
+		Progress: func(rows, cells int64) { calls++ }, ProgressEvery: time.Nanosecond,
+	})
+	require.NoError(t, err)
+	require.Len(t, rep.Families, 1)
+	f := rep.Families[0]
+	assert.Equal(t, int64(4), f.Cells)
+	assert.Equal(t, int64(2), f.Live)
+	assert.Equal(t, int64(1), f.BeyondKept)
+	assert.Equal(t, int64(3), f.BeyondKeptBytes)
+	assert.Equal(t, int64(1), f.Expired)
+	assert.Equal(t, int64(4), f.ExpiredBytes)
+	assert.Equal(t, now-2*60*minute+60*minute, f.OldestExpiry)
+	assert.Equal(t, 2, f.Versions)
+	assert.Equal(t, int64(1), rep.Rows)
+	assert.Equal(t, int64(1+4*8+10+4), rep.LargestRowBytes, "key, timestamps, values, qualifiers")
+	assert.Equal(t, 1, calls)
+}

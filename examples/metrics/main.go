@@ -1,0 +1,170 @@
+// Command metrics shows bttl's metrics on the embedded Bigtable emulator: it
+// serves /metrics with promhttp on a loopback port, writes cells with
+// several TTLs, moves the clock past most of them (the server's GC, which
+// runs on real time, has not collected them), reads them back through bttl,
+// and prints a scrape of /metrics: expired-but-not-collected cells and their
+// GC lag per family, refusals, TTLs written, the latency bttl adds.
+//
+//	go run ./examples/metrics
+//
+// Every read is sampled here (ttlclient.WithShadowSampling(1)) so the
+// figures are exact; the default is 1% of reads.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/metrics"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+func main() {
+	log.SetOutput(io.Discard) // the emulator logs every GC pass
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "metrics:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer) error {
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+
+	// One recorder: OpenTelemetry through the global MeterProvider, and
+	// Prometheus through the registry it is registered on.
+	rec := metrics.New()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(rec)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	client := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec),
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
+		ttlclient.WithShadowSampling(1), ttlclient.WithShadowConcurrency(8))
+	defer client.Close()
+	schema := ttlclient.Schema{
+		"session": strategy.OneSecond(),
+		"clicks":  strategy.DefaultExpiry(48 * time.Hour),
+		"doc":     strategy.Sequence(2),
+		"meta":    strategy.Unmanaged(),
+	}
+	if err := h.CreateTable(ctx, "events", schema); err != nil {
+		return err
+	}
+	tbl, err := client.Open("events", schema)
+	if err != nil {
+		return err
+	}
+
+	const users = 20
+	for u := 0; u < users; u++ {
+		m := ttlclient.NewMutation()
+		m.Set("session", "token", ttlclient.Auto, []byte("t"), ttlclient.WithTTL(30*time.Minute))
+		m.Set("clicks", "promo", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Hour))
+		m.Set("clicks", "home", ttlclient.Auto, []byte("2")) // the 48h default
+		m.Set("clicks", "checkout", ttlclient.Auto, []byte("3"), ttlclient.WithTTL(72*time.Hour))
+		m.Set("doc", "body", ttlclient.Auto, []byte("rev"), ttlclient.WithSequence(int64(u+1)))
+		m.Set("meta", "owner", 1000, []byte("ada"))
+		if err := tbl.Apply(ctx, fmt.Sprintf("user#%02d", u), m); err != nil {
+			return err
+		}
+	}
+	// A writer breaking the convention: refused, and counted.
+	bad := ttlclient.NewMutation()
+	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
+	if err := tbl.Apply(ctx, "user#00", bad); !errors.Is(err, ttlclient.ErrServerTimestamp) {
+		return fmt.Errorf("want a refusal, got %v", err)
+	}
+
+	// 50 hours later for the library; the server's GC runs on real time and
+	// has collected nothing.
+	h.Clock.Advance(50 * time.Hour)
+	live := 0
+	if err := tbl.ReadRows(ctx, bigtable.PrefixRange("user#"), func(r bigtable.Row) bool {
+		live += len(r["clicks"])
+		return true
+	}); err != nil {
+		return err
+	}
+	for u := 0; u < 5; u++ {
+		if _, err := tbl.ReadRow(ctx, fmt.Sprintf("user#%02d", u)); err != nil {
+			return err
+		}
+	}
+	const sampledReads = 6
+	if err := waitShadowReads(ctx, reg, sampledReads); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d users, read 50h later: %d live clicks cells (the 72h ones); the rest is expired but still stored.\n", users, live)
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	fmt.Fprintf(out, "\nscrape of http://%s/metrics (bttl_ series; latency buckets left out):\n", ln.Addr())
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "latency_seconds_bucket") {
+			continue
+		}
+		fmt.Fprintln(out, line)
+	}
+	return sc.Err()
+}
+
+// waitShadowReads waits until n shadow reads have ended: they run on their
+// own goroutines, after the reads that were sampled.
+func waitShadowReads(ctx context.Context, reg *prometheus.Registry, n float64) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		fams, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		done := 0.0
+		for _, f := range fams {
+			if f.GetName() == metrics.ShadowReadsTotal || f.GetName() == metrics.ShadowReadsFailedTotal {
+				for _, m := range f.GetMetric() {
+					done += m.GetCounter().GetValue()
+				}
+			}
+		}
+		if done >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for shadow reads: %d of %v ended: %w", int(done), n, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

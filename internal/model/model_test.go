@@ -1,0 +1,115 @@
+package model_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/internal/model"
+	"github.com/bttl/bttl/strategy"
+)
+
+const now = int64(1_700_000_000_123_456) // sub-millisecond digits on purpose
+
+func schema() strategy.Schema {
+	return strategy.Schema{
+		"one":   strategy.OneSecond(strategy.WithMaxVersions(2)),
+		"def":   strategy.DefaultExpiry(time.Hour),
+		"sv":    strategy.DefaultExpiry(time.Hour, strategy.SingleValue()),
+		"seq":   strategy.Sequence(2),
+		"plain": strategy.Unmanaged(),
+	}
+}
+
+func tss(cs []model.Cell) []int64 {
+	var out []int64
+	for _, c := range cs {
+		out = append(out, c.TS)
+	}
+	return out
+}
+
+func TestTimestampsAndLiveness(t *testing.T) {
+	m := model.New(schema())
+	require.NoError(t, m.Apply("r", now, []model.Op{
+		{Kind: model.SetTTL, Family: "one", Column: "c", TTL: time.Second, Value: "a"},
+		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: 30 * time.Minute, Value: "b"},
+		{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 7, Value: "c"},
+		{Kind: model.SetExplicit, Family: "plain", Column: "c", TS: 2500, Value: "d"},
+	}))
+	oneTS := int64(1_700_000_001_123_000)                             // ms(now + 1s)
+	defTS := int64(1_700_000_000_123_456-1_800_000_000) / 1000 * 1000 // ms(now + 30m - 1h)
+	assert.Equal(t, []int64{defTS, oneTS, 2000, 7000}, tss(m.View("r", now)))
+	// One-second: live while ts > t. Default expiry: while ts + D > t.
+	assert.Equal(t, []int64{defTS, 2000, 7000}, tss(m.View("r", oneTS)))
+	assert.Equal(t, []int64{defTS, oneTS, 2000, 7000}, tss(m.View("r", oneTS-1)))
+	defEnd := defTS + int64(time.Hour/time.Microsecond)
+	assert.Equal(t, []int64{2000, 7000}, tss(m.View("r", defEnd)))
+	assert.Len(t, m.Stored("r"), 4, "expired cells stay stored until deleted")
+}
+
+func TestRefusalsWriteNothing(t *testing.T) {
+	m := model.New(schema())
+	for name, op := range map[string]model.Op{
+		"zero TTL":                 {Kind: model.SetTTL, Family: "def", Column: "c", TTL: 0},
+		"one-second in the past":   {Kind: model.SetExplicit, Family: "one", Column: "c", TS: now},
+		"auto without default TTL": {Kind: model.SetAuto, Family: "one", Column: "c"},
+		"sequence 0":               {Kind: model.SetSeq, Family: "seq", Column: "c"},
+		"seq not *1000":            {Kind: model.SetExplicit, Family: "seq", Column: "c", TS: 1500},
+		"unknown family":           {Kind: model.SetExplicit, Family: "x", Column: "c", TS: 1000},
+		"inverted range":           {Kind: model.DeleteRange, Family: "def", Column: "c", TS: 5000, End: 5000},
+	} {
+		err := m.Apply("r", now, []model.Op{{Kind: model.SetExplicit, Family: "plain", Column: "ok", TS: 1000}, op})
+		assert.ErrorIs(t, err, model.ErrRefused, name)
+	}
+	assert.Empty(t, m.RowKeys())
+}
+
+func TestVersionsSingleValueAndFilters(t *testing.T) {
+	m := model.New(schema())
+	for i, ttl := range []time.Duration{3 * time.Second, 2 * time.Second, time.Second} {
+		require.NoError(t, m.Apply("r", now, []model.Op{{Kind: model.SetTTL, Family: "one", Column: "c", TTL: ttl, Value: string(rune('a' + i))}}))
+	}
+	// Max versions 2 counts live cells only: after the 1s cell expires the
+	// two others are kept.
+	assert.Equal(t, []string{"a", "b"}, values(m.View("r", now)))
+	assert.Equal(t, []string{"a", "b"}, values(m.View("r", now+1_500_000)))
+	assert.Equal(t, []string{"a"}, values(m.Read("r", now, model.LatestN(1))))
+	assert.Equal(t, []string{"b"}, values(m.Read("r", now, model.ValueRange("b", "c"))))
+
+	// Single value: the last write wins even with a shorter TTL.
+	require.NoError(t, m.Apply("s", now, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: 2 * time.Hour, Value: "long"}}))
+	require.NoError(t, m.Apply("s", now, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: time.Minute, Value: "short"}}))
+	assert.Equal(t, []string{"short"}, values(m.View("s", now)))
+
+	// Same millisecond: the later write replaces the earlier.
+	require.NoError(t, m.Apply("t", now, []model.Op{
+		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: time.Minute, Value: "x"},
+		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: time.Minute + 300*time.Microsecond, Value: "y"},
+	}))
+	assert.Equal(t, []string{"y"}, values(m.View("t", now)))
+}
+
+func TestResurrects(t *testing.T) {
+	m := model.New(schema())
+	for seq := int64(1); seq <= 3; seq++ {
+		require.NoError(t, m.Apply("r", now, []model.Op{{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: seq}}))
+	}
+	// Seq 1 is beyond the 2 kept: deleting seq 3 alone would bring it back.
+	top := []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 3000, End: 4000}}
+	assert.True(t, m.Resurrects("r", now, top))
+	bottom := []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 0, End: 4000}}
+	assert.False(t, m.Resurrects("r", now, bottom))
+	assert.True(t, m.Collectable("r", "seq", "c", 1000, now))
+	assert.False(t, m.Collectable("r", "seq", "c", 3000, now))
+}
+
+func values(cs []model.Cell) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Value)
+	}
+	return out
+}
