@@ -22,6 +22,7 @@ MAIN_CMD="go test ./ttlclient/ -run '^\$' -bench '^Benchmark(Apply|ApplyBulk|Rea
 INTER_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkInterleaved(Build)?\$' -count $COUNT -timeout 60m"
 SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkScale' -benchtime 1x -benchmem -count $COUNT -timeout 60m"
 PROF_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkReadRows\$/strategy=default-expiry/impl=ttl' -benchtime 5x -cpuprofile $OUT/readrows-ttl.cpu -o $OUT/ttlclient.test"
+PROF_SEQ_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkReadRows\$/strategy=sequence/impl=ttl' -benchtime 3x -cpuprofile $OUT/readrows-seq.cpu -o $OUT/ttlclient.test"
 PROF_MUT_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkMutationBuild\$/strategy=default-expiry/impl=ttl' -benchtime 200000x -cpuprofile $OUT/mutation-ttl.cpu -o $OUT/ttlclient.test"
 
 if [ "$RUN" = 1 ]; then
@@ -30,6 +31,8 @@ if [ "$RUN" = 1 ]; then
   eval "$SCALE_CMD" | tee "$OUT/scale.txt"
   eval "$PROF_CMD" > /dev/null
   go tool pprof -top -cum "$OUT/ttlclient.test" "$OUT/readrows-ttl.cpu" 2>/dev/null | head -32 > "$OUT/readrows-ttl.pprof.txt"
+  eval "$PROF_SEQ_CMD" > /dev/null
+  go tool pprof -top -cum "$OUT/ttlclient.test" "$OUT/readrows-seq.cpu" 2>/dev/null | head -32 > "$OUT/readrows-seq.pprof.txt"
   eval "$PROF_MUT_CMD" > /dev/null
   go tool pprof -top "$OUT/ttlclient.test" "$OUT/mutation-ttl.cpu" 2>/dev/null | head -26 > "$OUT/mutation-ttl.pprof.txt"
   rm -f "$OUT/ttlclient.test" "$OUT"/*.cpu
@@ -134,6 +137,12 @@ HDR
   echo '```'
   cat "$OUT/readrows-ttl.pprof.txt"
   echo '```'
+  echo
+  echo "ReadRows through the library on a sequence family (plain form: the unmanaged-family regex is compiled by the emulator for every cell), \`go tool pprof -top -cum\`:"
+  echo
+  echo '\`\`\`'
+  cat "$OUT/readrows-seq.pprof.txt"
+  echo '\`\`\`'
   echo
   echo "Mutation build + rewrite (10 cells), \`go tool pprof -top\`:"
   echo
