@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"os"
@@ -41,7 +42,7 @@ func settings(t *testing.T) (seed uint64, ops int) {
 	return seed, ops
 }
 
-func runSuite(t *testing.T, h *bttestharness.Harness) {
+func runSuite(t *testing.T, server string, h *bttestharness.Harness) {
 	seed, ops := settings(t)
 	t.Logf("conformance: seed %d, %d operations (replay with BTTL_SEED=%d BTTL_OPS=%d)", seed, ops, seed, ops)
 	tbl := h.MustTable(t, "conformance", conformance.Schema())
@@ -54,7 +55,10 @@ func runSuite(t *testing.T, h *bttestharness.Harness) {
 		Raw:    tbl.Raw(),
 		Logf:   t.Logf,
 	})
-	t.Logf("conformance: seed %d: %s in %s", seed, stats, time.Since(start).Round(time.Millisecond))
+	summary := fmt.Sprintf("conformance on %s: seed %d, %d of %d operations: %s in %s (replay with BTTL_SEED=%d BTTL_OPS=%d)",
+		server, seed, stats.Steps, ops, stats, time.Since(start).Round(time.Millisecond), seed, ops)
+	t.Log(summary)
+	reportSummary(t, summary, err)
 	require.NoError(t, err)
 	require.Equal(t, ops, stats.Steps)
 }
@@ -62,12 +66,31 @@ func runSuite(t *testing.T, h *bttestharness.Harness) {
 // Acceptance 1, in-process server.
 func TestConformanceBttest(t *testing.T) {
 	t.Parallel() // the two servers' runs share the machine's cores
-	runSuite(t, bttestharness.New(t))
+	runSuite(t, "bttest (in-process)", bttestharness.New(t))
 }
 
 // Acceptance 1, the gcloud emulator as a second real server.
 func TestConformanceEmulator(t *testing.T) {
 	t.Parallel()
 	h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
-	runSuite(t, h)
+	runSuite(t, "cbtemulator", h)
+}
+
+// reportSummary appends the run's seed and operation count to the file
+// BTTL_CONFORMANCE_REPORT names, so CI shows them even though `go test`
+// hides the logs of passing packages.
+func reportSummary(t *testing.T, summary string, runErr error) {
+	path := os.Getenv("BTTL_CONFORMANCE_REPORT")
+	if path == "" {
+		return
+	}
+	outcome := "PASS"
+	if runErr != nil {
+		outcome = "FAIL"
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err, "BTTL_CONFORMANCE_REPORT")
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "%s %s\n", outcome, summary)
+	require.NoError(t, err)
 }
