@@ -2,15 +2,52 @@ package provision_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
+
+	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
+
+// exSchema is what the application needs now.
+var exSchema = strategy.Schema{
+	"clicks":  strategy.DefaultExpiry(48 * time.Hour), // was 24h
+	"doc":     strategy.Sequence(5),                   // unchanged
+	"session": strategy.OneSecond(),                   // had no GC rule
+}
+
+// exLegacy starts the in-process emulator with table "events" as an older
+// deployment left it, and returns a gcrule.Admin on it.
+func exLegacy(ctx context.Context) (*bttestharness.Harness, *gcrule.Admin) {
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if err := h.CreateTable(ctx, "events", strategy.Schema{
+		"clicks":  strategy.DefaultExpiry(24 * time.Hour),
+		"doc":     strategy.Sequence(5),
+		"session": strategy.Unmanaged(),
+	}); err != nil {
+		panic(err)
+	}
+	return h, gcrule.NewAdmin(h.Admin, bttestharness.Project, bttestharness.Instance)
+}
+
+// exLegacyWrite writes a session cell the way legacy code or cbt does, with
+// the server's (real) time as its timestamp.
+func exLegacyWrite(ctx context.Context, h *bttestharness.Harness, row string) {
+	m := bigtable.NewMutation()
+	m.Set("session", "token", bigtable.ServerTime, []byte("abc"))
+	if err := h.Raw.Open("events").Apply(ctx, row, m); err != nil {
+		panic(err)
+	}
+}
 
 // Apply creates what is missing; a second run changes nothing and says so.
 func ExampleProvisioner_Apply() {
@@ -36,4 +73,240 @@ func ExampleProvisioner_Apply() {
 	//   create family "doc" with max_versions=3 (sequence(N=3))
 	// table "example-events": no change (every family matches the schema)
 	// <nil>
+}
+
+// New takes a gcrule.Admin for the rules and a data client for the
+// one-second safety scan. By default it prints nothing, reads time from
+// the system clock and samples 10,000 rows.
+func ExampleNew() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw)
+	plan, err := p.Apply(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range plan.Changes {
+		fmt.Println(c)
+	}
+	// Output:
+	// family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
+	// family "session" (one-second): none (never collected) -> max_age=1s [lowers]
+}
+
+// Plan is a dry run: it reads the table and changes nothing.
+func ExampleProvisioner_Plan() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	plan, err := provision.New(admin, h.Raw).Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range plan.Changes {
+		fmt.Printf("%s: %s -> %s, one-second adoption: %t\n", c.Family, c.From, c.To, c.OneSecondAdoption)
+	}
+	fmt.Println("still as it was:", admin.Verify(ctx, "events", exSchema) != nil)
+	// Output:
+	// clicks: max_age=24h0m0s -> max_age=48h0m0s, one-second adoption: false
+	// session: none (never collected) -> max_age=1s, one-second adoption: true
+	// still as it was: true
+}
+
+// Execute carries out a plan once it has been reviewed, as a deployment
+// tool that asks before changing anything does. It runs the one-second
+// safety scan again first.
+func ExampleProvisioner_Execute() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	p := provision.New(admin, h.Raw)
+
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	plan.Write(os.Stdout) // shown to the operator, who approves it
+	if err := p.Execute(ctx, plan, exSchema); err != nil {
+		panic(err)
+	}
+	fmt.Println(admin.Verify(ctx, "events", exSchema))
+	// Output:
+	// table "events":
+	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
+	//   family "session" (one-second): none (never collected) -> max_age=1s [lowers]
+	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
+	// <nil>
+}
+
+// CheckAdoptions runs the one-second safety scan alone: cells with real
+// timestamps would be deleted as soon as the family is on one-second
+// expiry, so move them first.
+func ExampleProvisioner_CheckAdoptions() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw)
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	err = p.CheckAdoptions(ctx, plan)
+	var rt *provision.RealTimestampsError
+	if errors.As(err, &rt) {
+		fmt.Printf("family %q: %d cell(s), first in row %q, column %q\n", rt.Family, rt.Cells, rt.Row, rt.Column)
+	}
+	// Output: family "session": 1 cell(s), first in row "user#1", column "token"
+}
+
+// Empty is what a drift check in CI looks at: a table that matches its
+// schema has an empty plan.
+func ExamplePlan_Empty() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	p := provision.New(admin, h.Raw)
+
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("before Apply:", plan.Empty())
+	if _, err := p.Apply(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+	plan, err = p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("after Apply: ", plan.Empty())
+	// Output:
+	// before Apply: false
+	// after Apply:  true
+}
+
+// NeedsCaveat tells a plan that changes an existing rule, which on a
+// replicated table deserves a second look, from one that only creates.
+func ExamplePlan_NeedsCaveat() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	p := provision.New(admin, h.Raw)
+
+	create, err := p.Plan(ctx, "new-events", exSchema) // no such table yet
+	if err != nil {
+		panic(err)
+	}
+	change, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("new table:     ", create.NeedsCaveat())
+	fmt.Println("existing table:", change.NeedsCaveat())
+	// Output:
+	// new table:      false
+	// existing table: true
+}
+
+// Write prints a plan as Apply does, for a dry run.
+func ExamplePlan_Write() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	plan, err := provision.New(admin, h.Raw).Plan(ctx, "new-events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	plan.Write(os.Stdout)
+	// Output:
+	// table "new-events":
+	//   create table "new-events"
+	//   create family "clicks" with max_age=48h0m0s (default-expiry(D=48h0m0s))
+	//   create family "doc" with max_versions=5 (sequence(N=5))
+	//   create family "session" with max_age=1s (one-second)
+}
+
+// WithForce adopts one-second expiry over real timestamps anyway: those
+// cells are deleted. Without it, Apply refuses before changing anything.
+func ExampleWithForce() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1") // a session nobody needs to keep
+
+	_, err := provision.New(admin, h.Raw).Apply(ctx, "events", exSchema)
+	fmt.Println("refused:", errors.Is(err, provision.ErrRealTimestamps))
+
+	_, err = provision.New(admin, h.Raw, provision.WithForce()).Apply(ctx, "events", exSchema)
+	fmt.Println("forced: ", err)
+	fmt.Println(admin.Verify(ctx, "events", exSchema))
+	// Output:
+	// refused: true
+	// forced:  <nil>
+	// <nil>
+}
+
+// WithClock sets the time the safety scan compares timestamps with; a
+// test gives it the harness's manual clock.
+func ExampleWithClock() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	// A cell stamped with its expiry instant, an hour from now, as bttl
+	// writes one-second families.
+	m := bigtable.NewMutation()
+	m.Set("session", "token", bigtable.Time(h.Clock.Now().Add(time.Hour)), []byte("abc"))
+	if err := h.Raw.Open("events").Apply(ctx, "user#1", m); err != nil {
+		panic(err)
+	}
+
+	p := provision.New(admin, h.Raw, provision.WithClock(h.Clock))
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.CheckAdoptions(ctx, plan))
+	h.Clock.Advance(2 * time.Hour) // now the timestamp is in the past
+	fmt.Println(errors.Is(p.CheckAdoptions(ctx, plan), provision.ErrRealTimestamps))
+	// Output:
+	// <nil>
+	// true
+}
+
+// WithSampleRows bounds the safety scan on a big table. The rows are
+// spread over the table's row-key ranges; a clean sample is not a proof,
+// and RealTimestampsError.Cells counts only the sampled cells.
+func ExampleWithSampleRows() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw, provision.WithSampleRows(1000))
+	_, err := p.Apply(ctx, "events", exSchema)
+	fmt.Println(errors.Is(err, provision.ErrRealTimestamps))
+	// Output: true
+}
+
+// WithOutput shows what Apply changes, with the replication caveat when
+// it lowers or raises a rule.
+func ExampleWithOutput() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw, provision.WithOutput(os.Stdout))
+	if _, err := p.Apply(ctx, "events", strategy.Schema{"doc": strategy.Sequence(3)}); err != nil {
+		panic(err)
+	}
+	// Output:
+	// table "events":
+	//   family "doc" (sequence(N=3)): max_versions=5 -> max_versions=3 [lowers]
+	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 }
