@@ -14,7 +14,9 @@
 // family, or a family the schema does not name is refused with gRPC status
 // FailedPrecondition. The message names the rule, table, family, column and
 // row; an errdetails.PreconditionFailure detail carries the rule as its
-// type. A MutateRows request with one bad entry is refused whole: none of
+// type for gRPC-level callers (bigtable v1.58.0 rebuilds the status without
+// details, so through a *bigtable.Client read the rule from the message:
+// "rule <name>:"). A MutateRows request with one bad entry is refused whole: none of
 // its entries is written (ApplyBulk returns the refusal as its error).
 //
 // WithReadFilter also puts the table's TTL filter in front of the filter of
