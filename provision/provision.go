@@ -22,6 +22,10 @@ import (
 // cells whose timestamps are at or before now; see *RealTimestampsError.
 var ErrRealTimestamps = errors.New("bttl: one-second expiry would delete cells with real timestamps")
 
+// ErrPlanMismatch: Execute was given a schema other than the one its plan
+// was made for; carrying it out could set a rule nobody planned.
+var ErrPlanMismatch = errors.New("bttl: plan was made for a different schema")
+
 // RealTimestampsError names the family and the cells the sample scan found.
 type RealTimestampsError struct {
 	Table, Family string
@@ -254,8 +258,15 @@ func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
 	return nil
 }
 
-// Execute carries out plan (from Plan, for schema) and prints it.
+// Execute carries out plan (from Plan, for schema) and prints it. A schema
+// whose policy for a planned family differs from the plan's is refused with
+// ErrPlanMismatch before anything changes.
 func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.Schema) error {
+	for _, c := range plan.Changes {
+		if pol, ok := schema[c.Family]; !ok || pol != c.Policy {
+			return fmt.Errorf("%w: table %q, family %q planned as %s, schema has %s", ErrPlanMismatch, plan.Table, c.Family, c.Policy, describePolicy(pol, ok))
+		}
+	}
 	if err := p.CheckAdoptions(ctx, plan); err != nil {
 		var rt *RealTimestampsError
 		if !p.force || !errors.As(err, &rt) {
@@ -270,7 +281,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		}
 	}
 	for _, c := range plan.Changes {
-		pol := schema[c.Family]
+		pol := c.Policy
 		var err error
 		switch {
 		case c.Action == CreateFamily && pol.Managed():
@@ -343,4 +354,11 @@ func splitRanges(keys []string) []bigtable.RowRange {
 		start = k
 	}
 	return append(out, bigtable.InfiniteRange(start))
+}
+
+func describePolicy(pol strategy.Policy, ok bool) string {
+	if !ok {
+		return "no such family"
+	}
+	return pol.String()
 }

@@ -132,3 +132,35 @@ func TestOneSecondAdoptionRefusedOverRealTimestamps(t *testing.T) {
 	assert.Contains(t, out.String(), "forced:")
 	require.NoError(t, verify(t, h, "t", schema))
 }
+
+// Execute with a schema other than the plan's could set a rule nobody
+// planned (a family missing from it would lose its GC rule): it is refused
+// before the table is touched.
+func TestExecuteRefusesASchemaOtherThanThePlans(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", ColumnFamilies: map[string]bigtable.Family{
+		"def": {GCPolicy: bigtable.MaxAgePolicy(time.Hour)},
+	}}))
+	planned := strategy.Schema{"def": strategy.DefaultExpiry(48 * time.Hour)}
+	var out bytes.Buffer
+	p := newProvisioner(h, &out)
+	plan, err := p.Plan(ctx, "t", planned)
+	require.NoError(t, err)
+	require.Len(t, plan.Changes, 1)
+
+	for name, other := range map[string]strategy.Schema{
+		"other policy":   {"def": strategy.DefaultExpiry(2 * time.Hour)},
+		"family missing": {"elsewhere": strategy.DefaultExpiry(48 * time.Hour)},
+	} {
+		err := p.Execute(ctx, plan, other)
+		require.ErrorIs(t, err, provision.ErrPlanMismatch, name)
+		assert.Contains(t, err.Error(), `family "def"`, name)
+	}
+	assert.Empty(t, out.String(), "nothing carried out")
+	err = verify(t, h, "t", planned)
+	require.Error(t, err, "the rule is still the old one")
+
+	require.NoError(t, p.Execute(ctx, plan, planned))
+	require.NoError(t, verify(t, h, "t", planned))
+}
