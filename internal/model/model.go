@@ -330,30 +330,22 @@ func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
 	if err := c.Apply(rowKey, now, ops); err != nil {
 		return false
 	}
-	// Apply marked the new state; a cell shadowed before the mutation that
-	// now sits among the N newest is resurrected. Compare with the old
-	// state's shadowed cells.
-	old := m.rows[rowKey]
+	// Apply keeps an old cell's shadowed mark and gives a cell it writes a
+	// fresh one (a write at a shadowed cell's timestamp replaces it, on the
+	// server too, so that is no resurrection); markShadowed marks only cells
+	// beyond the N newest. A marked cell among the N newest is therefore an
+	// old shadowed one brought back.
 	for fam, cols := range c.rows[rowKey] {
 		n := m.fams[fam].versions
 		if n == 0 {
 			continue
 		}
-		for col, cs := range cols {
+		for _, cs := range cols {
 			for i := 0; i < n && i < len(cs); i++ {
-				if old.wasShadowed(fam, col, cs[i].ts) {
+				if cs[i].shadowed {
 					return true
 				}
 			}
-		}
-	}
-	return false
-}
-
-func (r row) wasShadowed(fam, col string, ts int64) bool {
-	for _, c := range r[fam][col] {
-		if c.ts == ts {
-			return c.shadowed
 		}
 	}
 	return false

@@ -104,6 +104,16 @@ func TestResurrects(t *testing.T) {
 	assert.False(t, m.Resurrects("r", now, bottom))
 	assert.True(t, m.Collectable("r", "seq", "c", 1000, now))
 	assert.False(t, m.Collectable("r", "seq", "c", 3000, now))
+	// Writing seq 1 again after deleting the family is a new cell at the
+	// shadowed one's timestamp, not the old one brought back (1M-step run,
+	// seed 20261124, step 882534).
+	rewrite := []model.Op{{Kind: model.DeleteFamily, Family: "seq"}, {Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 1}}
+	assert.False(t, m.Resurrects("r", now, rewrite))
+	// So is rewriting it in place while deleting the newer ones.
+	inPlace := []model.Op{{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 1}, {Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 2000, End: 4000}}
+	assert.False(t, m.Resurrects("r", now, inPlace))
+	// Deleting only the newer ones still brings the old seq 1 back.
+	assert.True(t, m.Resurrects("r", now, []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 2000, End: 4000}}))
 }
 
 func values(cs []model.Cell) []string {
