@@ -323,10 +323,7 @@ func (m *Model) markShadowed(r row) {
 // conformance suite avoids those mutations (a delete range [0, end) never
 // causes one).
 func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
-	c := &Model{fams: m.fams, rows: map[string]row{}}
-	if r := m.rows[rowKey]; r != nil {
-		c.rows[rowKey] = r.clone()
-	}
+	c := m.cloneRow(rowKey)
 	if err := c.Apply(rowKey, now, ops); err != nil {
 		return false
 	}
@@ -349,6 +346,25 @@ func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
 		}
 	}
 	return false
+}
+
+// KeepsFamily reports whether rowKey holds a cell of fam once ops are
+// applied (or, if ops are refused, holds one now).
+func (m *Model) KeepsFamily(rowKey string, now int64, ops []Op, fam string) bool {
+	c := m.cloneRow(rowKey)
+	if err := c.Apply(rowKey, now, ops); err != nil {
+		c = m
+	}
+	return len(c.rows[rowKey][fam]) > 0
+}
+
+// cloneRow is a model holding a copy of rowKey alone, to try ops on.
+func (m *Model) cloneRow(rowKey string) *Model {
+	c := &Model{fams: m.fams, rows: map[string]row{}}
+	if r := m.rows[rowKey]; r != nil {
+		c.rows[rowKey] = r.clone()
+	}
+	return c
 }
 
 func (r row) clone() row {
