@@ -398,16 +398,11 @@ func (r *runner) mutation(row string, now int64) []model.Op {
 }
 
 // keepRow appends a write to the unmanaged family when ops would leave the
-// row without a cell there, so no row is ever empty on the server. bttest
-// (which cbtemulator is built on) loses a write racing with GC on an empty
-// row: GC collects the empty row in one pass over the table
-// (table.gcReadOnly) and deletes it from the tree later under the table
-// lock (table.gc); a MutateRow that fetched the row in between
-// (table.mutableRow, fast path) writes into the deleted row object. Seen
-// once in about 2.3M steps over both servers (seed 20261124, step 546469
-// on bttest: a live cell missing from every read). The unmanaged family has
-// no GC rule, so its cell keeps the row in the tree. The write uses no
-// random draw, so a seed's steps do not change.
+// row without a cell there, so no row is ever empty on the server: bttest,
+// and cbtemulator built on it, can lose a write to an empty row racing with
+// GC (see the bttest_harness package doc; seed 20261124, step 546469). The
+// unmanaged family has no GC rule, so this cell keeps the row. No random
+// draw is used, so a seed's steps do not change.
 func (r *runner) keepRow(row string, now int64, ops []model.Op) []model.Op {
 	if r.m.KeepsFamily(row, now, ops, FamPlain) {
 		return ops
