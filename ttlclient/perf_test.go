@@ -96,9 +96,11 @@ func TestReadFilterAllocs(t *testing.T) {
 }
 
 // The caller's RowFilter is read in place, without reflect's copy, and
-// still lands after the TTL filter.
+// still lands after the TTL filter. The clock is fixed so that the read and
+// the expected filter see the same millisecond.
 func TestReadOptionsKeepsCallerFilterLast(t *testing.T) {
-	tbl := openOffline(t, fourFamilySchema())
+	clock := bttestharness.NewManualClock(time.Now())
+	tbl := openOffline(t, fourFamilySchema(), ttlclient.WithClock(clock))
 	user := bigtable.LatestNFilter(2)
 	limit := bigtable.LimitRows(3)
 	opts, err := tbl.ReadOptions(bigtable.RowFilter(bigtable.PassAllFilter()), limit, bigtable.RowFilter(user))
