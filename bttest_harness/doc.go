@@ -24,7 +24,7 @@
 // CreateTable deletes a table of the same name first, so runs start clean.
 //
 // StartEmulator (NewEmulator, NewOnEmulator in tests) runs the gcloud
-// emulator itself as a child process on a free loopback port, as a second
+// emulator itself as a child process on a loopback port it picks, as a second
 // real server; Kill and Restart (same port) let fault tests crash it.
 //
 // Both servers share a bug an unfiltered raw read can show: when their GC

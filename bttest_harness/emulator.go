@@ -1,13 +1,15 @@
 package bttestharness
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,51 +48,58 @@ type Emulator struct {
 	Addr string
 
 	path string
-	port int
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 }
 
-// StartEmulator starts cbtemulator on a free loopback port and waits until
-// it accepts connections.
+// emulatorStartTimeout bounds the wait for cbtemulator to report that it
+// listens; it starts in milliseconds on an idle machine.
+const emulatorStartTimeout = 30 * time.Second
+
+// StartEmulator starts cbtemulator on a free loopback port and returns once
+// it listens.
 func StartEmulator(ctx context.Context) (*Emulator, error) {
 	path, err := FindEmulator()
 	if err != nil {
 		return nil, err
 	}
-	var last error
-	// A port found free can be taken before the child binds it: retry.
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		e := &Emulator{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), path: path, port: port}
-		if last = e.start(ctx); last == nil {
-			return e, nil
-		}
+	// Port 0: the emulator picks the port itself and prints it, so no other
+	// process can take it between choosing and binding.
+	e := &Emulator{path: path}
+	if err := e.start(ctx, "0"); err != nil {
+		return nil, err
 	}
-	return nil, last
+	return e, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// start runs cbtemulator on port and waits for the line it prints once it
+// listens ("Cloud Bigtable emulator running on HOST:PORT"), which names the
+// port it really bound. A port already in use makes it exit instead.
+func (e *Emulator) start(ctx context.Context, port string) error {
+	cmd := exec.Command(e.path, "-host", "127.0.0.1", "-port", port)
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return fmt.Errorf("start %s: %w", e.path, err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (e *Emulator) start(ctx context.Context) error {
-	cmd := exec.Command(e.path, "-host", "127.0.0.1", "-port", strconv.Itoa(e.port))
-	cmd.Stdout, cmd.Stderr = nil, nil
+	stderr := &tailBuffer{max: 4096}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", e.path, err)
 	}
+	listening := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, addr, ok := strings.Cut(sc.Text(), "running on "); ok {
+				listening <- strings.TrimSpace(addr)
+				break
+			}
+		}
+		// Keep draining: a full pipe would block the emulator, and Wait must
+		// come after the last read.
+		_, _ = io.Copy(io.Discard, stdout)
 		_ = cmd.Wait()
 		close(done)
 	}()
@@ -98,27 +107,49 @@ func (e *Emulator) start(ctx context.Context) error {
 	e.cmd, e.done = cmd, done
 	e.mu.Unlock()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-done:
-			return fmt.Errorf("cbtemulator on port %d exited before answering", e.port)
-		case <-ctx.Done():
+	timer := time.NewTimer(emulatorStartTimeout)
+	defer timer.Stop()
+	select {
+	case addr := <-listening:
+		if e.Addr != "" && addr != e.Addr {
 			e.Kill()
-			return ctx.Err()
-		default:
+			return fmt.Errorf("cbtemulator restarted on %s, not on %s", addr, e.Addr)
 		}
-		c, err := net.DialTimeout("tcp", e.Addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			e.Kill()
-			return fmt.Errorf("cbtemulator on %s did not answer within 15s: %w", e.Addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a child process's readiness: no clock to inject
+		e.Addr = addr
+		return nil
+	case <-done:
+		return fmt.Errorf("cbtemulator on port %s exited before listening: %s", port, strings.TrimSpace(stderr.String()))
+	case <-ctx.Done():
+		e.Kill()
+		return ctx.Err()
+	case <-timer.C:
+		e.Kill()
+		return fmt.Errorf("cbtemulator on port %s did not report listening within %v", port, emulatorStartTimeout)
 	}
+}
+
+// tailBuffer keeps the last max bytes written to it: the emulator's error
+// output, for the message when it fails to start.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
 
 // Kill stops the emulator at once (SIGKILL) and waits for it to exit. Its
@@ -135,10 +166,14 @@ func (e *Emulator) Kill() {
 }
 
 // Restart kills the emulator if it runs and starts an empty one on the same
-// port.
+// port. It fails, saying so, if another process took the port meanwhile.
 func (e *Emulator) Restart(ctx context.Context) error {
 	e.Kill()
-	return e.start(ctx)
+	_, port, err := net.SplitHostPort(e.Addr)
+	if err != nil {
+		return fmt.Errorf("restart cbtemulator: %w", err)
+	}
+	return e.start(ctx, port)
 }
 
 // NewEmulator starts cbtemulator for a test and kills it when the test ends.

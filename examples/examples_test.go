@@ -1,10 +1,8 @@
 package examples
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
 )
 
 // proofs are, per program, output lines that show it did its job. A program
@@ -88,7 +88,7 @@ func TestEveryExampleRuns(t *testing.T) {
 	t.Run("cbtemulator", func(t *testing.T) {
 		// The same programs against a separate emulator process, through
 		// BIGTABLE_EMULATOR_HOST; they share it, each with its own table.
-		addr := startCbtemulator(t)
+		addr := bttestharness.NewEmulator(t).Addr // skipped, saying why, without the binary
 		runAll(t, root, bin, mains, append(withoutEnv("BIGTABLE_EMULATOR_HOST"), "BIGTABLE_EMULATOR_HOST="+addr))
 	})
 }
@@ -128,50 +128,6 @@ func withoutEnv(key string) []string {
 		}
 	}
 	return env
-}
-
-// cbtemulatorPath is where the gcloud CLI's Bigtable emulator is installed
-// (Debian package google-cloud-cli-bigtable-emulator; .ci/run installs it).
-const cbtemulatorPath = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
-
-// startCbtemulator starts the gcloud emulator on a free port for the test
-// and returns its address; the test is skipped when it is not installed.
-func startCbtemulator(t *testing.T) string {
-	t.Helper()
-	path := cbtemulatorPath
-	if _, err := os.Stat(path); err != nil {
-		if path, err = exec.LookPath("cbtemulator"); err != nil {
-			t.Skip("cbtemulator not installed")
-		}
-	}
-	cmd := exec.Command(path, "-host", "127.0.0.1", "-port", "0")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	// It prints "Cloud Bigtable emulator running on 127.0.0.1:PORT" once
-	// it listens.
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, addr, ok := strings.Cut(sc.Text(), "running on "); ok {
-				lines <- strings.TrimSpace(addr)
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case addr := <-lines:
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("cbtemulator did not report its address within 30s")
-	}
-	return ""
 }
 
 // TestProofsNameRealExamples keeps the proofs table in step with the

@@ -1,0 +1,63 @@
+package bttestharness_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+func TestStartEmulatorWithoutBinary(t *testing.T) {
+	t.Setenv("BTTL_CBTEMULATOR", filepath.Join(t.TempDir(), "no-such-cbtemulator"))
+	_, err := bttestharness.StartEmulator(context.Background())
+	require.ErrorIs(t, err, bttestharness.ErrNoEmulator)
+	assert.Contains(t, err.Error(), "no-such-cbtemulator")
+}
+
+// A restarted emulator is empty and listens on the address it had, so the
+// clients dialled to it carry on.
+func TestEmulatorRestartKeepsAddress(t *testing.T) {
+	h, e := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+	addr := e.Addr
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	require.NotEqual(t, "0", port, "the address names the port the emulator bound")
+
+	ctx := context.Background()
+	schema := strategy.Schema{"s": strategy.DefaultExpiry(time.Hour)}
+	tbl := h.MustTable(t, "t", schema)
+	m := ttlclient.NewMutation()
+	m.Set("s", "c", ttlclient.Auto, []byte("v"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+
+	require.NoError(t, e.Restart(ctx))
+	assert.Equal(t, addr, e.Addr)
+	tables, err := h.Admin.Tables(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, tables, "the data went with the old process")
+	tbl = h.MustTable(t, "t", schema)
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+}
+
+// If another process binds the port while the emulator is down, Restart
+// says so instead of leaving the clients talking to that process.
+func TestEmulatorRestartOnTakenPort(t *testing.T) {
+	e := bttestharness.NewEmulator(t)
+	e.Kill()
+	l, err := net.Listen("tcp", e.Addr)
+	require.NoError(t, err)
+	defer l.Close()
+
+	err = e.Restart(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "exited before listening")
+	assert.Contains(t, err.Error(), "address already in use")
+}
