@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,4 +61,23 @@ func TestEmulatorRestartOnTakenPort(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exited before listening")
 	assert.Contains(t, err.Error(), "address already in use")
+}
+
+// With NoGC an expired cell stays stored: bttest's GC passes come every
+// 0.5-1.5s of real time once started, so two would have run in the window.
+// (That GC does run without NoGC is TestServerGCCollectsOneSecondCell in
+// ttlclient.)
+func TestNoGCKeepsExpiredCells(t *testing.T) {
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"s": strategy.OneSecond()}))
+	m := bigtable.NewMutation()
+	m.Set("s", "c", 1000, []byte("expired in 1970"))
+	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r", m))
+	assert.Never(t, func() bool {
+		r, err := h.Stored(ctx, "t", "r")
+		return err != nil || len(r["s"]) != 1
+	}, 3200*time.Millisecond, 100*time.Millisecond, "GC collected the cell")
 }

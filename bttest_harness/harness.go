@@ -46,6 +46,7 @@ type Harness struct {
 	// servers' GC runs on real time), truncated to the millisecond.
 	Clock *ManualClock
 
+	noGC      bool
 	conn      *grpc.ClientConn
 	closeOnce sync.Once
 	closeErr  error
@@ -62,6 +63,14 @@ type Config struct {
 	// DialOptions are added to the clients' connection (client
 	// interceptors, say).
 	DialOptions []grpc.DialOption
+	// NoGC makes CreateTable leave the server's garbage collection off, so
+	// that every expired or excess cell stays stored: for tests of what
+	// reads hide, which GC would otherwise race. The rules are still on the
+	// families. It holds on the emulators (bttest and cbtemulator start
+	// collecting, for every table, only once some family's rule is
+	// modified) while nothing else modifies a rule on the same server; real
+	// Bigtable collects regardless.
+	NoGC bool
 }
 
 // Start starts an in-process bttest server, or connects to the emulator that
@@ -73,7 +82,7 @@ func Start(ctx context.Context) (*Harness, error) {
 
 // StartWithConfig is Start with options.
 func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
-	h := &Harness{Clock: NewManualClock(time.Now().Truncate(time.Millisecond))}
+	h := &Harness{Clock: NewManualClock(time.Now().Truncate(time.Millisecond)), noGC: cfg.NoGC}
 	h.Addr = cfg.Addr
 	if h.Addr == "" {
 		h.Addr = os.Getenv("BIGTABLE_EMULATOR_HOST")
@@ -148,7 +157,8 @@ func (h *Harness) Close() error {
 }
 
 // CreateTable creates table with one family per schema entry, each carrying
-// exactly the GC rule its policy needs (none for unmanaged families). An
+// exactly the GC rule its policy needs (none for unmanaged families), and
+// has the server collect by those rules unless Config.NoGC is set. An
 // existing table of that name is deleted first, so runs against a shared
 // emulator start clean.
 func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy.Schema) error {
@@ -167,6 +177,9 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 	}
 	// bttest starts its GC loop only when a GC rule is modified, not when a
 	// table is created with one: set each rule again so GC really runs.
+	if h.noGC {
+		return nil
+	}
 	for fam, p := range schema {
 		if err := h.Admin.SetGCPolicy(ctx, table, fam, p.GCPolicy()); err != nil {
 			return fmt.Errorf("set GC rule of %q: %w", fam, err)

@@ -42,7 +42,8 @@ func newEnv(t *testing.T, opts ...wireguard.Option) *env {
 	// With BIGTABLE_EMULATOR_HOST set the client ignores dial options; this
 	// test dials the endpoint itself.
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	// NoGC: the tests check what the guard hides among cells still stored.
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	ctx := context.Background()
