@@ -50,6 +50,7 @@ func expectCaught(t *testing.T, name string, compose func(fb *filters.Builder) f
 	// shows stay stored, so the seed catches it at the same step on any
 	// machine; with GC racing the reads, a loaded machine could collect
 	// every such cell before a read met it.
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // a shared emulator may be collecting already
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
