@@ -118,7 +118,7 @@ func (e *Emulator) start(ctx context.Context, port string) error {
 		e.Addr = addr
 		return nil
 	case <-done:
-		return fmt.Errorf("cbtemulator on port %s exited before listening: %s", port, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("cbtemulator on port %s exited before listening: %s", port, strings.TrimSpace(string(stderr.b)))
 	case <-ctx.Done():
 		e.Kill()
 		return ctx.Err()
@@ -129,27 +129,19 @@ func (e *Emulator) start(ctx context.Context, port string) error {
 }
 
 // tailBuffer keeps the last max bytes written to it: the emulator's error
-// output, for the message when it fails to start.
+// output (bttest logs every GC pass there), for the message when it fails
+// to start. It is read only after cmd.Wait, which waits for the writes.
 type tailBuffer struct {
-	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = t.b[len(t.b)-t.max:]
 	}
 	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
 
 // Kill stops the emulator at once (SIGKILL) and waits for it to exit. Its
