@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates BENCHMARKS.md: runs the raw-vs-ttlclient benchmarks (the two
+# Regenerates docs/benchmarks.md: runs the raw-vs-ttlclient benchmarks (the two
 # sides interleaved in one process, on one in-process bttest server), compares
 # them with benchstat, computes the ratios (scripts/benchreport) and takes a
 # CPU profile of the read path.
 #
 #   scripts/bench.sh            # run everything (about 15 min on 2 busy cores)
-#   RUN=0 scripts/bench.sh      # only rebuild BENCHMARKS.md from bench-out/
+#   RUN=0 scripts/bench.sh      # only rebuild docs/benchmarks.md from docs/bench/
 #   COUNT=10 scripts/bench.sh   # more runs per benchmark (default 6)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
 
 COUNT=${COUNT:-6}
 RUN=${RUN:-1}
-OUT=bench-out
+OUT=docs/bench
 mkdir -p "$OUT"
 
 command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
@@ -79,12 +79,12 @@ same table and the same data.
 $INTER_CMD
 $MAIN_CMD
 $SCALE_CMD
-benchstat -col /impl bench-out/main.txt
+benchstat -col /impl docs/bench/main.txt
 $PROF_CMD
-go tool pprof -top -cum bench-out/ttlclient.test bench-out/readrows-ttl.cpu
+go tool pprof -top -cum docs/bench/ttlclient.test docs/bench/readrows-ttl.cpu
 \`\`\`
 
-Machine (\`bench-out/machine.txt\`):
+Machine (\`docs/bench/machine.txt\`):
 
 \`\`\`
 $(cat "$OUT/machine.txt")
@@ -149,5 +149,5 @@ HDR
   echo '```'
   cat "$OUT/mutation-ttl.pprof.txt"
   echo '```'
-} > BENCHMARKS.md
-echo "wrote BENCHMARKS.md"
+} > docs/benchmarks.md
+echo "wrote docs/benchmarks.md"

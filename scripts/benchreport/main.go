@@ -1,5 +1,5 @@
 // Command benchreport turns the output of the ttlclient benchmarks into the
-// tables of BENCHMARKS.md: per pair, raw and ttlclient ns/op, B/op,
+// tables of docs/benchmarks.md: per pair, raw and ttlclient ns/op, B/op,
 // allocs/op and the ratio; and the scale section. scripts/bench.sh runs it.
 //
 // Per pair of sub-benchmarks (impl=raw, impl=ttl) the time ratio is the
