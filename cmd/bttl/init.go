@@ -135,7 +135,7 @@ func initSchema(e *env, only string, force bool) int {
 			c := classify(fams[f].GetGcRule())
 			if !c.ok {
 				msg := fmt.Sprintf("table %q, family %q: %s", t, f, c.note)
-				left = append(left, fmt.Sprintf("family %q: %s", f, c.note))
+				left = append(left, msg)
 				fmt.Fprintf(e.stderr, "bttl init: could not classify %s\n", msg)
 				continue
 			}
@@ -158,7 +158,7 @@ func initSchema(e *env, only string, force bool) int {
 		}
 		key := str(t)
 		if len(left) > 0 {
-			key.HeadComment = "not classified, left out:\n" + strings.Join(left, "\n")
+			key.HeadComment = "not classified:\n" + strings.Join(left, "\n")
 		}
 		tablesNode.Content = append(tablesNode.Content, key, famsNode)
 	}

@@ -303,9 +303,8 @@ func (e *env) fail(err error) int {
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("cannot reach %s: %s", endpoint(), msg)
 	}
-	if strings.HasPrefix(msg, "bttl: ") {
-		msg = strings.TrimPrefix(msg, "bttl: ")
-	}
+	// One prefix: the library's errors carry their own "bttl: ".
+	msg = strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
 	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, msg)
 	return exitError
 }
