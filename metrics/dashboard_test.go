@@ -23,6 +23,7 @@ func exported(t *testing.T) map[string]bool {
 	rec := metrics.New()
 	tr := rec.Table("t", schema())
 	tr.Refused(famOne, "server_timestamp") // refusal series appear on the first refusal
+	tr.VerifySkipped()                     // and the skipped-verification one on the first skip
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(rec))
 	fams, err := reg.Gather()
