@@ -140,7 +140,7 @@ type panel struct {
 		UID  string `json:"uid"`
 	} `json:"datasource"`
 	GridPos struct{ H, W, X, Y int } `json:"gridPos"`
-	Options map[string]any `json:"options"`
+	Options map[string]any           `json:"options"`
 	Targets []struct {
 		RefID  string `json:"refId"`
 		Expr   string `json:"expr"`
