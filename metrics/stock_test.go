@@ -21,9 +21,8 @@ import (
 const plantedStock = 13
 
 // auditStock plants plantedStock expired cells (and live ones) in a table
-// of h's server through a bttl client, scans it at the client's now and
-// returns the scan written by audit.WriteMetrics.
-func auditStock(t *testing.T, e *env, tableName string) []byte {
+// of e's server through e's bttl client, and scans it two hours later.
+func auditStock(t *testing.T, e *env, tableName string) *audit.Report {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, e.h.CreateTable(ctx, tableName, schema()))
@@ -43,9 +42,7 @@ func auditStock(t *testing.T, e *env, tableName string) []byte {
 	now := e.h.Clock.Now().Add(2 * time.Hour)
 	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now), audit.Options{})
 	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{rep}))
-	return buf.Bytes()
+	return rep
 }
 
 // exportedWithAudit is exported plus every name audit.WriteMetrics writes
@@ -54,8 +51,10 @@ func exportedWithAudit(t *testing.T) map[string]bool {
 	t.Helper()
 	have := exported(t)
 	e := newEnv(t, nil)
+	var buf bytes.Buffer
+	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{auditStock(t, e, "stock")}))
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(auditStock(t, e, "stock")))
+	fams, err := p.TextToMetricFamilies(&buf)
 	require.NoError(t, err)
 	for name := range fams {
 		require.True(t, strings.HasPrefix(name, "bttl_audit_"), name)
