@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -194,6 +195,9 @@ func TestWriteMetricsPlantedStock(t *testing.T) {
 	for name := range s {
 		assert.True(t, strings.HasPrefix(name, "bttl_audit_"), "%s: audit gauges start with bttl_audit_", name)
 	}
+	problems, err := promlint.New(bytes.NewReader(buf.Bytes())).Lint()
+	require.NoError(t, err)
+	assert.Empty(t, problems, "Prometheus naming conventions")
 }
 
 // The file is written whole, under its name, with no temporary file left;
