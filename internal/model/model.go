@@ -125,7 +125,7 @@ func ms(ts int64) int64 {
 	return ts - r
 }
 
-// live is the age test of DESIGN.md section 2: one-second `ts > t`, default
+// live is the age test of docs/design.md#live-rule: one-second `ts > t`, default
 // expiry `ts + D > t`; other kinds never expire by age.
 func (f family) live(ts, t int64) bool {
 	switch f.kind {
