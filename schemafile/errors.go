@@ -31,12 +31,15 @@ func (e *Error) Error() string {
 	// printed error has exactly one.
 	b.WriteString(ErrInvalidFile.Error())
 	loc := e.File
-	if e.Line > 0 {
-		if loc != "" {
-			loc += fmt.Sprintf(":%d:%d", e.Line, e.Column)
-		} else {
-			loc = fmt.Sprintf("at line %d, column %d", e.Line, e.Column)
-		}
+	switch {
+	case e.Line > 0 && e.Column > 0 && loc != "":
+		loc += fmt.Sprintf(":%d:%d", e.Line, e.Column)
+	case e.Line > 0 && e.Column > 0:
+		loc = fmt.Sprintf("at line %d, column %d", e.Line, e.Column)
+	case e.Line > 0 && loc != "":
+		loc += fmt.Sprintf(":%d", e.Line)
+	case e.Line > 0:
+		loc = fmt.Sprintf("at line %d", e.Line)
 	}
 	if e.Offset >= 0 && e.Line > 0 {
 		loc += fmt.Sprintf(" (byte offset %d)", e.Offset)
@@ -53,7 +56,7 @@ func (e *Error) Error() string {
 		where = append(where, fmt.Sprintf("family %q", e.Family))
 	}
 	if e.Key != "" {
-		where = append(where, e.Key)
+		where = append(where, fmt.Sprintf("key %q", e.Key))
 	}
 	if len(where) > 0 {
 		b.WriteString(": ")

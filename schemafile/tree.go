@@ -250,17 +250,15 @@ func (r *jsonReader) pos(off int64) pos {
 	return pos{line: line, col: col, off: off}
 }
 
+// syntax places a decoder error at the start of the token it could not
+// read: the offsets in json.SyntaxError count from the start of the value
+// being decoded, not always from the start of the input.
 func (r *jsonReader) syntax(err error) *Error {
-	off := int64(len(r.data))
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		off = min(max(se.Offset-1, 0), int64(len(r.data)))
-	}
 	msg := err.Error()
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		msg = "unexpected end of input"
 	}
-	return errAt(r.pos(off), fmt.Errorf("JSON syntax: %s", msg))
+	return errAt(r.next(), fmt.Errorf("JSON syntax: %s", msg))
 }
 
 func (r *jsonReader) value(depth int) (*node, *Error) {
