@@ -185,7 +185,7 @@ func (c *yamlConverter) mapping(n *yaml.Node, depth int) ([]entry, *Error) {
 			sources = m.Content
 		}
 		for _, src := range sources {
-			mn, err := c.convert(src, depth)
+			mn, err := c.convert(src, depth+1)
 			if err != nil {
 				return nil, err
 			}
