@@ -73,7 +73,7 @@ var badCases = []badCase{
 
 	// No duplicate keys, exact key case, no trailing data.
 	{name: "JSON duplicate option", json: true, doc: `{"tables": {"t": {"f": {"strategy": "sequence", "versions": 3, "versions": 4}}}}`,
-		line: 1, column: 64, offset: 63, key: "versions", msg: "duplicate key (first at byte offset 48)"},
+		line: 1, column: 64, offset: 63, table: "t", family: "f", key: "versions", msg: "duplicate key (first at byte offset 48)"},
 	{name: "JSON duplicate table", json: true, doc: "{\"tables\": {\n\"t\": {\"f\": {\"strategy\": \"unmanaged\"}},\n\"t\": {\"g\": {\"strategy\": \"unmanaged\"}}}}",
 		line: 3, column: 1, offset: 52, key: "t", msg: "duplicate key"},
 	{name: "JSON duplicate tables", json: true, doc: `{"tables": {"t": {"f": {"strategy": "unmanaged"}}}, "tables": {}}`,
@@ -93,9 +93,9 @@ var badCases = []badCase{
 	{name: "JSON syntax error", json: true, doc: "{\"tables\":\n  {\"t\" {}}}",
 		line: 2, column: 8, offset: 18, msg: "JSON syntax: invalid character '{' after object key"},
 	{name: "YAML duplicate option", doc: "tables:\n  t:\n    f:\n      strategy: sequence\n      versions: 3\n      versions: 4\n",
-		line: 6, column: 7, offset: -1, key: "versions", msg: "duplicate key (first at line 5, column 7)"},
+		line: 6, column: 7, offset: -1, table: "t", family: "f", key: "versions", msg: "duplicate key (first at line 5, column 7)"},
 	{name: "YAML duplicate family", doc: "tables:\n  t:\n    f: {strategy: unmanaged}\n    \"f\": {strategy: sequence, versions: 1}\n",
-		line: 4, column: 5, offset: -1, key: "f", msg: "duplicate key"},
+		line: 4, column: 5, offset: -1, table: "t", key: "f", msg: `table "t", key "f": duplicate key`},
 	{name: "YAML typo", doc: "tables: {t: {f: {strategy: sequence, version: 3}}}",
 		line: 1, column: 38, offset: -1, table: "t", family: "f", key: "version", msg: "unknown key (known keys: strategy, ttl,"},
 	{name: "YAML wrong case", doc: "tables: {t: {f: {strategy: one-second, Default_TTL: 1h}}}",

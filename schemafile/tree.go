@@ -57,6 +57,18 @@ func errAt(p pos, err error) *Error {
 	return &Error{Line: p.line, Column: p.col, Offset: p.off, Err: err}
 }
 
+// inPath names the table and family that path (the keys leading to the
+// mapping where e was found) is in.
+func inPath(path []string, e *Error) *Error {
+	if len(path) >= 2 && path[0] == "tables" {
+		e.Table = path[1]
+	}
+	if len(path) >= 3 && path[0] == "tables" {
+		e.Family = path[2]
+	}
+	return e
+}
+
 // Limits that keep a hostile file from costing much: a schema file nests
 // four levels deep, and aliases must not multiply the work.
 const (
@@ -108,7 +120,10 @@ func yamlSyntax(err error) *Error {
 	return &Error{Line: line, Offset: -1, Err: fmt.Errorf("YAML syntax: %s", msg)}
 }
 
-type yamlConverter struct{ nodes int }
+type yamlConverter struct {
+	nodes int
+	path  []string // keys of the mappings being converted
+}
 
 func (c *yamlConverter) convert(n *yaml.Node, depth int) (*node, *Error) {
 	for hops := 0; n.Kind == yaml.AliasNode; hops++ {
@@ -169,11 +184,13 @@ func (c *yamlConverter) mapping(n *yaml.Node, depth int) ([]entry, *Error) {
 		}
 		at := yamlPos(k)
 		if first, dup := seen[k.Value]; dup {
-			return nil, &Error{Line: at.line, Column: at.col, Offset: -1, Key: k.Value,
-				Err: fmt.Errorf("duplicate key (first at line %d, column %d)", first.line, first.col)}
+			return nil, inPath(c.path, &Error{Line: at.line, Column: at.col, Offset: -1, Key: k.Value,
+				Err: fmt.Errorf("duplicate key (first at line %d, column %d)", first.line, first.col)})
 		}
 		seen[k.Value] = at
+		c.path = append(c.path, k.Value)
 		val, err := c.convert(v, depth+1)
+		c.path = c.path[:len(c.path)-1]
 		if err != nil {
 			return nil, err
 		}
@@ -211,6 +228,7 @@ type jsonReader struct {
 	data  []byte
 	dec   *json.Decoder
 	nodes int
+	path  []string // keys of the objects being read
 }
 
 func readJSON(data []byte) (*node, *Error) {
@@ -297,11 +315,13 @@ func (r *jsonReader) value(depth int) (*node, *Error) {
 				return nil, errAt(kat, errors.New("JSON syntax: want a key"))
 			}
 			if first, dup := seen[key]; dup {
-				return nil, &Error{Line: kat.line, Column: kat.col, Offset: kat.off, Key: key,
-					Err: fmt.Errorf("duplicate key (first at byte offset %d)", first.off)}
+				return nil, inPath(r.path, &Error{Line: kat.line, Column: kat.col, Offset: kat.off, Key: key,
+					Err: fmt.Errorf("duplicate key (first at byte offset %d)", first.off)})
 			}
 			seen[key] = kat
+			r.path = append(r.path, key)
 			val, verr := r.value(depth + 1)
+			r.path = r.path[:len(r.path)-1]
 			if verr != nil {
 				return nil, verr
 			}
