@@ -69,10 +69,7 @@ func parse(file string, data []byte, isJSON bool) (map[string]strategy.Schema, e
 
 // Policy converts the entry; a mistake wraps strategy.ErrInvalidPolicy.
 func (f Family) Policy() (strategy.Policy, error) {
-	p, key, err := f.policy()
-	if err != nil && key != "" {
-		return p, fmt.Errorf("%s: %w", key, err)
-	}
+	p, _, err := f.policy()
 	return p, err
 }
 
@@ -92,10 +89,10 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		return d, nil
 	}
 	if f.Versions < 0 || f.Versions > maxVersions {
-		return bad("versions", "%d is out of range: between 1 and %d", f.Versions, maxVersions)
+		return bad("versions", "versions %d is out of range: between 1 and %d", f.Versions, maxVersions)
 	}
 	if f.MaxVersions < 0 || f.MaxVersions > maxVersions {
-		return bad("max_versions", "%d is out of range: between 1 and %d", f.MaxVersions, maxVersions)
+		return bad("max_versions", "max_versions %d is out of range: between 1 and %d", f.MaxVersions, maxVersions)
 	}
 	var opts []strategy.Option
 	if f.MaxVersions != 0 {

@@ -1,8 +1,10 @@
 package schemafile_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
@@ -302,4 +305,43 @@ func TestParseDuration(t *testing.T) {
 		_, err := schemafile.ParseDuration(s)
 		assert.ErrorContains(t, err, "invalid duration", s)
 	}
+}
+
+// Family.Policy, for programs that build entries themselves, names the
+// 32-bit limit too.
+func TestFamilyPolicyRange(t *testing.T) {
+	_, err := schemafile.Family{Strategy: "sequence", Versions: math.MaxInt32 + 1}.Policy()
+	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
+	assert.Contains(t, err.Error(), "versions 2147483648 is out of range: between 1 and 2147483647")
+	_, err = schemafile.Family{Strategy: "one-second", MaxVersions: -1}.Policy()
+	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
+	assert.Contains(t, err.Error(), "max_versions -1 is out of range")
+	assert.Equal(t, 1, strings.Count(err.Error(), "bttl:"), err.Error())
+}
+
+// A File written with the yaml and json packages (as a program generating
+// a schema file would) reads back as the same schemas.
+func TestFileRoundTrip(t *testing.T) {
+	file := schemafile.File{Tables: map[string]map[string]schemafile.Family{"events": {
+		"session": {Strategy: "one-second", DefaultTTL: "30m", MaxVersions: 2},
+		"clicks":  {Strategy: "default-expiry", TTL: "2d", SingleValue: true},
+		"doc":     {Strategy: "sequence", Versions: 5},
+		"meta":    {Strategy: "unmanaged"},
+	}}}
+	want := map[string]strategy.Schema{"events": {
+		"session": strategy.OneSecond(strategy.WithDefaultTTL(30*time.Minute), strategy.WithMaxVersions(2)),
+		"clicks":  strategy.DefaultExpiry(48*time.Hour, strategy.SingleValue()),
+		"doc":     strategy.Sequence(5),
+		"meta":    strategy.Unmanaged(),
+	}}
+	y, err := yaml.Marshal(file)
+	require.NoError(t, err)
+	got, err := schemafile.Parse(y, false)
+	require.NoError(t, err, string(y))
+	assert.Equal(t, want, got)
+	j, err := json.Marshal(file)
+	require.NoError(t, err)
+	got, err = schemafile.Parse(j, true)
+	require.NoError(t, err, string(j))
+	assert.Equal(t, want, got)
 }
