@@ -138,6 +138,7 @@ func ExampleProvisioner_Execute() {
 	// table "events":
 	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
 	//   family "session" (one-second): none (never collected) -> max_age=1s [lowers]
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 	// <nil>
 }
@@ -308,5 +309,6 @@ func ExampleWithOutput() {
 	// Output:
 	// table "events":
 	//   family "doc" (sequence(N=3)): max_versions=5 -> max_versions=3 [lowers]
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 }
