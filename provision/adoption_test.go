@@ -90,8 +90,8 @@ func TestAgeRuleOverSequenceCellsRefused(t *testing.T) {
 	out.Reset()
 	_, err = newProvisioner(h, &out, provision.WithForce()).Apply(ctx, "t", target)
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), "forced: bttl: an age rule would delete a sequence family's cells")
-	assert.Contains(t, out.String(), "they are hidden from reads through bttl now and deleted at the next compaction")
+	assert.Contains(t, out.String(), "bttl: an age rule would delete a sequence family's cells")
+	assert.Contains(t, out.String(), "forced: they are hidden from reads through bttl now and deleted at the next compaction")
 	assert.NotContains(t, out.String(), "or force")
 	require.NoError(t, verify(t, h, "t", target))
 }
@@ -198,8 +198,8 @@ func TestSequenceAdoptionOverRealTimestampsRefused(t *testing.T) {
 
 	_, err = newProvisioner(h, &out, provision.WithForce()).Apply(ctx, "t", schema)
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), "forced: bttl: the family holds timestamps that are not sequence numbers")
-	assert.Contains(t, out.String(), "reads through bttl return them and hide new writes")
+	assert.Contains(t, out.String(), "bttl: the family holds timestamps that are not sequence numbers")
+	assert.Contains(t, out.String(), "forced: they outrank every sequence number, so reads through bttl return them and hide new writes")
 	assert.NotContains(t, out.String(), "or force")
 	require.NoError(t, verify(t, h, "t", schema))
 }
@@ -217,8 +217,8 @@ func TestForcedOneSecondAdoptionSaysWhatIsDeleted(t *testing.T) {
 	var out bytes.Buffer
 	_, err := newProvisioner(h, &out, provision.WithForce()).Apply(ctx, "t", strategy.Schema{"s": strategy.OneSecond()})
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), "forced: bttl: one-second expiry would delete cells with real timestamps")
-	assert.Contains(t, out.String(), "deleted at the next compaction")
+	assert.Contains(t, out.String(), "bttl: one-second expiry would delete cells with real timestamps")
+	assert.Contains(t, out.String(), "forced: they are hidden from reads through bttl now and deleted at the next compaction")
 	assert.NotContains(t, out.String(), "move them first")
 }
 

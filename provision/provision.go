@@ -327,7 +327,8 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err
 		}
-		fmt.Fprintf(p.out, "forced: %v\n", err)
+		// Each refusal is marked Forced and says what is lost.
+		fmt.Fprintf(p.out, "%v\n", err)
 	}
 	ac := p.admin.Client()
 	if plan.CreateTable {

@@ -110,8 +110,8 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 
 	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-force")
 	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "forced: bttl: the family holds timestamps that are not sequence numbers")
-	assert.Contains(t, r.stdout, "reads through bttl return them and hide new writes")
+	assert.Contains(t, r.stdout, "bttl: the family holds timestamps that are not sequence numbers")
+	assert.Contains(t, r.stdout, "forced: they outrank every sequence number, so reads through bttl return them and hide new writes")
 	assert.NotContains(t, r.stdout, "or force")
 	assert.Contains(t, r.stdout, "none (never collected) -> max_versions=3 [lowers]")
 	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
