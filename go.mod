@@ -1,6 +1,6 @@
 module github.com/bttl/bttl
 
-go 1.26.8
+go 1.26.0
 
 require (
 	cloud.google.com/go/bigtable v1.58.0

@@ -1,6 +1,6 @@
 // Package provision makes a table's column families and GC rules match a
 // schema: it creates missing families (and the table, if missing) and sets
-// the rules each strategy needs (DESIGN.md section 2). It is idempotent: a
+// the rules each strategy needs (docs/design.md#strategies). It is idempotent: a
 // second Apply finds nothing to change and says so.
 //
 // Before it changes an existing family's rule it scans a sample of the
@@ -17,7 +17,8 @@
 //     versions collects the new writes instead: *NotSequenceError.
 //
 // Timestamps before strategy.RealTimeFloor (2000-01-01) are read as
-// sequence numbers, those at or after it as real times.
+// sequence numbers, those at or after it as real times
+// (docs/design.md#adoption).
 //
 // For every change that lowers an existing rule, Plan counts the cells and
 // bytes that become collectable at once, and invisible through bttl
@@ -26,7 +27,7 @@
 // or a full scan.
 //
 // When a change lowers or raises an existing rule it prints the
-// replication caveats of DESIGN.md section 6: lowering can take up to a
+// replication caveats of docs/design.md#replication: lowering can take up to a
 // week to reach every cluster, raising max age on a replicated table is
 // limited to 90 days and can leave clusters out of sync. Reads through bttl
 // stay filtered throughout.

@@ -55,7 +55,7 @@ func (e *RealTimestampsError) Error() string {
 
 func (e *RealTimestampsError) Unwrap() error { return ErrRealTimestamps }
 
-// Caveat is DESIGN.md section 6, printed when a change lowers or raises a rule.
+// Caveat is docs/design.md#replication, printed when a change lowers or raises a rule.
 const Caveat = "caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, " +
 	"and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; " +
 	"reads through bttl stay filtered throughout."
