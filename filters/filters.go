@@ -134,6 +134,9 @@ func (b *Builder) Compose(now bigtable.Timestamp, user bigtable.Filter) bigtable
 // change with time, so a new bound costs one array backing every filter
 // list, a range and a chain per age family, and the interleave.
 func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
+	if b.pastEnd(now) {
+		return b.buildPastEnd(now)
+	}
 	if split := b.split(now); split > 0 {
 		return b.buildSplit(now, split)
 	}
@@ -219,6 +222,10 @@ func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
 	var subs []bigtable.Filter
 	for _, br := range b.branches {
 		if br.constant != nil {
+			continue
+		}
+		if br.policy.AllExpired(now) {
+			subs = append(subs, br.family) // past the largest timestamp: every cell
 			continue
 		}
 		lo := br.policy.LiveFrom(now)

@@ -31,6 +31,11 @@
 // Reads: every ReadRow, ReadRows and check-and-mutate predicate carries the
 // schema's TTL filter before the caller's own, so an expired cell is never
 // returned nor matched, whatever Bigtable's asynchronous GC has done.
+// The server reads an expired cell before the filter hides it, so the
+// statistics of bigtable.WithFullReadStats count it as seen: CellsSeenCount
+// and RowsSeenCount include the cells and rows the TTL filter hid, and
+// their excess over the returned counts measures that filter's work as
+// well as the caller's.
 //
 // Time: every timestamp written and every filter bound comes from the
 // table's Clock (WithClock; the system clock by default), in whole

@@ -20,11 +20,16 @@ import (
 var auditCommand = command{
 	name: "audit", needsSchema: true,
 	help: `Scans each table and reports per family: live cells, expired cells not yet
-collected, real or server timestamps in one-second families, sequence cells
-beyond the N kept, and rows over 100 MB. A sampled (-sample) or limited
-(-limit) report says so. -fail-on makes the named findings exit 1, for CI.
-Progress goes to stderr when it is a terminal, or with -progress.
-Ctrl-C stops the scan (exit 130). Reads only: ReadRows and SampleRowKeys.
+collected (finding "expired"), real or server timestamps in one-second
+families and real times in sequence families ("real-timestamps"), other
+timestamps that are not sequence numbers in sequence families
+("not-sequence"), sequence numbers in age families ("sequence-numbers"),
+cells beyond the N versions kept ("beyond-kept"), and rows over 100 MB
+("large-rows"). A sampled (-sample) or limited (-limit) report says so.
+-fail-on makes the named findings exit 1, for CI; -metrics-out writes the
+figures for node_exporter's textfile collector. Progress goes to stderr
+when it is a terminal, or with -progress. Ctrl-C stops the scan (exit 130).
+Reads only: ReadRows and SampleRowKeys.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		a := &auditArgs{}
@@ -37,6 +42,7 @@ Ctrl-C stops the scan (exit 130). Reads only: ReadRows and SampleRowKeys.
 		fs.Var(countFlag{&a.opt.Limit, 0}, "limit", "stop after `n` rows (0: no limit)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
+		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		fs.Var(failOnFlag{&a.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
 		return invocation{check: a.check, run: a.run}
 	},
@@ -50,6 +56,7 @@ type auditArgs struct {
 	every              time.Duration
 	progressSet        bool
 	failOn             []string
+	metricsOut         string
 }
 
 func (a *auditArgs) check() error {
@@ -136,6 +143,11 @@ func (a *auditArgs) run(e *env) int {
 			}
 		}
 	}
+	if a.metricsOut != "" {
+		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
+			return e.fail(fmt.Errorf("-metrics-out: %w", err))
+		}
+	}
 	found := findings(reports)
 	if a.json {
 		out := struct {
@@ -193,7 +205,9 @@ func findings(reports []*audit.Report) []string {
 		}
 		for _, f := range r.Families {
 			has[findExpired] = has[findExpired] || f.Expired > 0
-			has[findRealTimestamps] = has[findRealTimestamps] || f.AtOrBeforeNow > 0
+			has[findRealTimestamps] = has[findRealTimestamps] || f.AtOrBeforeNow > 0 || f.RealTimes > 0
+			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
+			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
 			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
 		}
 	}
@@ -296,6 +310,17 @@ func writeReport(w io.Writer, r *audit.Report) {
 		}
 		if f.Expired > 0 {
 			fmt.Fprintf(w, "! family %q: %d expired cell(s), %d bytes, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry))
+		}
+		if f.NotSequence > 0 {
+			x := f.NotSequenceExample
+			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
+				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
+		}
+		if f.SequenceNumbers > 0 {
+			x := f.SequenceNumbersExample
+			// A sequence number is not a time: printed raw.
+			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
+				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)

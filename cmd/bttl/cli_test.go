@@ -308,6 +308,12 @@ tables:
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	r = bttl(t, addr, "", "-schema", schema, "audit")
 	assert.Equal(t, exitOK, r.code, r.stderr)
+	metricsFile := filepath.Join(t.TempDir(), "bttl.prom")
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-metrics-out", metricsFile)
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	prom, err := os.ReadFile(metricsFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(prom), `bttl_audit_expired_not_collected_cells{family="clicks",strategy="default-expiry",table="stale"} 1`)
 	r = bttl(t, addr, "", "-schema", schema, "audit", "-json", "-fail-on", "expired")
 	assert.Equal(t, exitFindings, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"findings": [

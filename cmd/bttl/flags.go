@@ -106,9 +106,13 @@ const (
 	findRealTimestamps = "real-timestamps"
 	findBeyondKept     = "beyond-kept"
 	findLargeRows      = "large-rows"
+	// A sequence family holding timestamps that are not seq*1000.
+	findNotSequence = "not-sequence"
+	// An age family holding sequence numbers (the age rule deletes them).
+	findSequenceNumbers = "sequence-numbers"
 )
 
-var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows}
+var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers}
 
 // failOnFlag is a comma-separated list of findings, or "all".
 type failOnFlag struct{ p *[]string }

@@ -28,12 +28,14 @@ mismatch (exit 1); every table is checked. Makes one GetTable call per table.
 
 var planCommand = command{
 	name: "plan", needsSchema: true,
-	help: `Shows the family and GC-rule changes apply would make, and the
-adoptions apply would refuse without -force. Changes nothing.
+	help: `Shows the family and GC-rule changes apply would make, how many stored cells
+a lowering change makes collectable (a sample; -exact reads every row), and
+the changes apply would refuse without -force. Changes nothing.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
-		return invocation{run: func(e *env) int { return plan(e, *only) }}
+		exact := fs.Bool("exact", false, "count what a lowering change makes collectable over every row, not a sample")
+		return invocation{run: func(e *env) int { return plan(e, *only, *exact) }}
 	},
 }
 
@@ -41,15 +43,15 @@ var applyCommand = command{
 	name: "apply", needsSchema: true,
 	help: `Creates missing tables and families and sets the GC rules the schema's
 strategies need, after showing the plan and asking for confirmation (-yes:
-don't ask). Refuses (exit 1, nothing changed) an adoption that would delete
-stored cells unless -force.
+don't ask). Refuses (exit 1, nothing changed) a rule change that would
+delete or hide stored cells unless -force.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
-		force := fs.Bool("force", false, "adopt one-second expiry even over cells with real timestamps (they are deleted)")
+		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
 		sample := int64(10_000)
-		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` the one-second safety scan reads per family (default 10000)")
+		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` the adoption safety scan reads per family (default 10000)")
 		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, int(sample)) }}
 	},
 }
@@ -103,7 +105,7 @@ func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provisi
 		}
 		cancel()
 		if err != nil {
-			if !errors.Is(err, provision.ErrRealTimestamps) {
+			if !errors.Is(err, provision.ErrUnsafeAdoption) {
 				return nil, nil, err
 			}
 			fmt.Fprintf(e.stdout, "  ! %v\n", err)
@@ -114,17 +116,21 @@ func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provisi
 	return plans, refusal, nil
 }
 
-func plan(e *env, only string) int {
+func plan(e *env, only string, exact bool) int {
 	tables, err := e.tables(only)
 	if err != nil {
 		return e.fail(err)
 	}
-	_, refusal, err := e.plans(e.provisioner(), tables)
+	var opts []provision.Option
+	if exact {
+		opts = append(opts, provision.WithExactCounts())
+	}
+	_, refusal, err := e.plans(e.provisioner(opts...), tables)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil {
-		fmt.Fprintln(e.stdout, "apply will refuse the one-second adoption above without -force")
+		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force")
 	}
 	return exitOK
 }
@@ -144,7 +150,7 @@ func apply(e *env, only string, yes, force bool, sample int) int {
 		return e.fail(err)
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a one-second adoption would delete cells with real timestamps; nothing changed (use -force to delete them)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
 		return exitFindings
 	}
 	pending := 0
@@ -173,7 +179,7 @@ func apply(e *env, only string, yes, force bool, sample int) int {
 		err := p.Execute(ctx, pl, e.schemas[pl.Table])
 		cancel()
 		if err != nil {
-			if errors.Is(err, provision.ErrRealTimestamps) {
+			if errors.Is(err, provision.ErrUnsafeAdoption) {
 				fmt.Fprintln(e.stderr, err)
 				return exitFindings
 			}
