@@ -17,6 +17,9 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	if len(b.branches) == 0 {
 		return nil
 	}
+	if b.exact != nil {
+		return b.exact.proto(now)
+	}
 	if hi := b.split(now); hi > 0 {
 		return b.splitProto(now, hi)
 	}
