@@ -373,3 +373,24 @@ func TestCheckSize(t *testing.T) {
 	assert.Zero(t, plain.Size(bigtable.Now()))
 	assert.NoError(t, plain.CheckSize())
 }
+
+// Reads in one millisecond share the filter; a new millisecond costs one
+// array, a range and a chain per age rule, the interleave and the cache
+// entry.
+func TestWithFamiliesAllocs(t *testing.T) {
+	schema := strategy.Schema{"one": strategy.OneSecond(), "def": strategy.DefaultExpiry(time.Hour), "seq": strategy.Sequence(3), "plain": strategy.Unmanaged()}
+	b, err := filters.New(schema, filters.WithFamilies([]string{"one", "def", "seq", "plain"}))
+	require.NoError(t, err)
+	now := bigtable.Timestamp(1_700_000_000_000_000)
+	var sink bigtable.Filter
+	same := testing.AllocsPerRun(100, func() { sink = b.TTL(now) })
+	assert.Zero(t, same)
+	moving := testing.AllocsPerRun(100, func() { now += 1000; sink = b.TTL(now) })
+	assert.LessOrEqual(t, moving, 3.0+2*2, "2 age rules")
+	_ = sink
+
+	alone, err := filters.New(strategy.Schema{"s": strategy.OneSecond()}, filters.WithFamilies([]string{"s"}))
+	require.NoError(t, err)
+	moving = testing.AllocsPerRun(100, func() { now += 1000; sink = alone.TTL(now) })
+	assert.LessOrEqual(t, moving, 3.0, "the bare rule: its range, the array, the cache entry")
+}
