@@ -29,7 +29,7 @@ SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkScale' -benchtime 1
 PROF_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkReadRows\$/strategy=default-expiry/impl=ttl' -benchtime 5x -cpuprofile $OUT/readrows-ttl.cpu -o $OUT/ttlclient.test"
 PROF_SEQ_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkReadRows\$/strategy=sequence/impl=ttl' -benchtime 3x -cpuprofile $OUT/readrows-seq.cpu -o $OUT/ttlclient.test"
 SERVERS_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServers\$' -benchtime 3s -count $SCOUNT -timeout 120m"
-SERVERS_SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$' -benchtime 3x -count $SCALECOUNT -timeout 120m"
+SERVERS_SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$' -benchtime 5x -count $SCALECOUNT -timeout 120m"
 PROF_SRV_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServers\$/server=bttest/schema=sequence/op=ReadRows' -benchtime 5x -cpuprofile $OUT/servers-seq.cpu -o $OUT/ttlclient.test"
 PROF_MUT_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkMutationBuild\$/strategy=default-expiry/impl=ttl' -benchtime 200000x -cpuprofile $OUT/mutation-ttl.cpu -o $OUT/ttlclient.test"
 
