@@ -46,9 +46,12 @@ var proofs = map[string][]string{
 		`increment on the sequence family: refused=true`,
 	},
 	"metrics": {
-		// Expired cells the server has not collected, found by shadow reads.
-		`bttl_expired_not_collected_cells_total\{family="session",strategy="one-second",table="events"\} 25`,
-		`bttl_expired_not_collected_cells_total\{family="clicks",strategy="default-expiry",table="events"\} 50`,
+		// Expired cells the server has not collected: walked past by
+		// shadow reads (observations), and stored now (the audit's stock).
+		`bttl_shadow_read_expired_cells_total\{family="session",strategy="one-second",table="events"\} 25`,
+		`bttl_shadow_read_expired_cells_total\{family="clicks",strategy="default-expiry",table="events"\} 50`,
+		`bttl_audit_expired_not_collected_cells\{family="session",strategy="one-second",table="events"\} 20`,
+		`bttl_audit_expired_not_collected_cells\{family="clicks",strategy="default-expiry",table="events"\} 40`,
 		`bttl_refusals_total\{family="session",reason="server_timestamp",table="events"\} 1`,
 	},
 	"migrate": {

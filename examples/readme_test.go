@@ -18,8 +18,8 @@ import (
 )
 
 // The README's code blocks are checked by compiling them, so the README
-// cannot drift from the API. The rules (also stated, for contributors, in a
-// comment at the top of README.md):
+// cannot drift from the API. The rules (a comment at the top of README.md
+// points contributors here):
 //
 //   - a ```go block that starts with `package` is a whole file;
 //   - a ```go block of top-level declarations (funcs, types, vars) is put in

@@ -134,6 +134,9 @@ func (x *exactForm) build(now bigtable.Timestamp) bigtable.Filter {
 			subs = append(subs, br.constant)
 			continue
 		}
+		if now >= strategy.MaxTimestamp && br.policy.AllExpired(now) {
+			continue // no cell of the rule can be live: the branch passes nothing
+		}
 		parts := rest[:0:3]
 		rest = rest[3:]
 		if br.sel != nil {
@@ -149,7 +152,10 @@ func (x *exactForm) build(now bigtable.Timestamp) bigtable.Filter {
 			subs = append(subs, bigtable.ChainFilters(parts...))
 		}
 	}
-	if len(subs) == 1 {
+	switch len(subs) {
+	case 0:
+		return bigtable.BlockAllFilter()
+	case 1:
 		return subs[0]
 	}
 	return bigtable.InterleaveFilters(subs...)
@@ -169,6 +175,8 @@ func (x *exactForm) proto(now bigtable.Timestamp) *btpb.RowFilter {
 			// An unmanaged family: its selection is the branch.
 		case br.policy.Kind() == strategy.KindSequence:
 			parts = append(parts, cellsPerColumnProto(br.policy.Versions()))
+		case now >= strategy.MaxTimestamp && br.policy.AllExpired(now):
+			continue // as in build
 		default:
 			parts = append(parts, rangeProto(br.policy.LiveFrom(now), 0))
 			if br.perCol != nil {
@@ -184,7 +192,10 @@ func (x *exactForm) proto(now bigtable.Timestamp) *btpb.RowFilter {
 			subs = append(subs, chainProto(parts...))
 		}
 	}
-	if len(subs) == 1 {
+	switch len(subs) {
+	case 0:
+		return &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}}
+	case 1:
 		return subs[0]
 	}
 	return interleaveProto(subs...)

@@ -394,3 +394,51 @@ func TestWithFamiliesAllocs(t *testing.T) {
 	moving = testing.AllocsPerRun(100, func() { now += 1000; sink = alone.TTL(now) })
 	assert.LessOrEqual(t, moving, 3.0, "the bare rule: its range, the array, the cache entry")
 }
+
+// Issue 14, finding 10(b), for the regex-free filter: past the largest
+// timestamp no cell of a one-second family passes (a bare one-second rule
+// blocks everything), and the other families keep their rules.
+func TestWithFamiliesPastMaxTimestamp(t *testing.T) {
+	ctx := context.Background()
+	h := bttestharness.New(t)
+	for name, schema := range map[string]strategy.Schema{
+		"mixed":           {"one": strategy.OneSecond(), "def": strategy.DefaultExpiry(time.Hour), "seq": strategy.Sequence(2), "plain": strategy.Unmanaged()},
+		"one-second only": {"one": strategy.OneSecond()},
+		"two one-second":  {"one": strategy.OneSecond(), "two": strategy.OneSecond()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, h.CreateTable(ctx, "t", schema))
+			tbl := h.Raw.Open("t")
+			m := bigtable.NewMutation()
+			var families, live []string
+			for fam, p := range schema {
+				m.Set(fam, "c", strategy.MaxTimestamp, []byte("v"))
+				families = append(families, fam)
+				if p.Kind() != strategy.KindOneSecond {
+					live = append(live, fam)
+				}
+			}
+			require.NoError(t, tbl.Apply(ctx, "r", m))
+			sort.Strings(families)
+			sort.Strings(live)
+			b, err := filters.New(schema, filters.WithFamilies(families))
+			require.NoError(t, err)
+			read := func(f bigtable.Filter) []string {
+				var fams []string
+				require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(r bigtable.Row) bool {
+					for fam := range r {
+						fams = append(fams, fam)
+					}
+					return true
+				}, bigtable.RowFilter(f)))
+				sort.Strings(fams)
+				return fams
+			}
+			assert.Equal(t, families, read(b.TTL(strategy.MaxTimestamp-1)), "just before: all live")
+			for _, now := range []bigtable.Timestamp{strategy.MaxTimestamp, 1<<63 - 1} {
+				assert.Equal(t, live, read(b.TTL(now)), "TTL at %d: %s", now, b.TTL(now))
+				assert.NotNil(t, b.TTLProto(now))
+			}
+		})
+	}
+}

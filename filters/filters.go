@@ -178,6 +178,9 @@ func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
 	if b.exact != nil {
 		return b.exact.build(now)
 	}
+	if b.pastEnd(now) {
+		return b.buildPastEnd(now)
+	}
 	if split := b.split(now); split > 0 {
 		return b.buildSplit(now, split)
 	}
@@ -263,6 +266,10 @@ func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
 	var subs []bigtable.Filter
 	for _, br := range b.branches {
 		if br.constant != nil {
+			continue
+		}
+		if br.policy.AllExpired(now) {
+			subs = append(subs, br.family) // past the largest timestamp: every cell
 			continue
 		}
 		lo := br.policy.LiveFrom(now)

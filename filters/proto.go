@@ -20,6 +20,9 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	if b.exact != nil {
 		return b.exact.proto(now)
 	}
+	if b.pastEnd(now) {
+		return b.pastEndProto(now)
+	}
 	if hi := b.split(now); hi > 0 {
 		return b.splitProto(now, hi)
 	}

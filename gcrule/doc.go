@@ -1,6 +1,6 @@
 // Package gcrule compares a column family's actual garbage-collection rule,
 // as the admin API returns it, with the rule its strategy.Policy needs
-// (DESIGN.md section 2).
+// (docs/design.md#verification).
 //
 // It reads the raw GcRule proto (AdminClient.TableAdminClientV2().GetTable),
 // not bigtable.FamilyInfo.FullGCPolicy: the client's proto-to-GCPolicy

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/metrics"
 )
 
@@ -23,6 +25,7 @@ func exported(t *testing.T) map[string]bool {
 	rec := metrics.New()
 	tr := rec.Table("t", schema())
 	tr.Refused(famOne, "server_timestamp") // refusal series appear on the first refusal
+	tr.VerifySkipped()                     // and the skipped-verification one on the first skip
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(rec))
 	fams, err := reg.Gather()
@@ -70,7 +73,7 @@ func TestDashboardQueriesUseExportedMetrics(t *testing.T) {
 	exprs(dash, &queries)
 	require.NotEmpty(t, queries)
 
-	have := exported(t)
+	have := exportedWithAudit(t)
 	name := regexp.MustCompile(`\bbttl_[a-z0-9_]+`)
 	used := map[string]bool{}
 	for _, q := range queries {
@@ -85,8 +88,10 @@ func TestDashboardQueriesUseExportedMetrics(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("dashboard metrics: %v", names)
+	assert.False(t, used[metrics.ExpiredNotCollectedTotal], "the dashboard uses the counter's deprecated name")
 	for _, n := range []string{
-		metrics.ExpiredNotCollectedTotal, metrics.GCLagSeconds + "_bucket", metrics.RefusalsTotal,
+		audit.MetricExpiredNotCollectedCells, audit.MetricExpiredNotCollectedBytes, audit.MetricOldestExpiry, audit.MetricLiveCells,
+		metrics.ShadowReadExpiredCellsTotal, metrics.GCLagSeconds + "_bucket", metrics.RefusalsTotal,
 		metrics.WriteTTLSeconds + "_bucket", metrics.ReadAddedLatencySeconds + "_bucket", metrics.WriteAddedLatencySeconds + "_bucket",
 	} {
 		assert.True(t, used[n], "the dashboard has no panel over %s", n)
@@ -103,5 +108,118 @@ func TestNamesPassPromlint(t *testing.T) {
 	assert.Empty(t, problems)
 	for n := range exported(t) {
 		assert.Regexp(t, `^bttl_`, n)
+	}
+}
+
+// dashboard is the part of Grafana's dashboard model the tests read.
+type dashboard struct {
+	Inputs []struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		PluginID string `json:"pluginId"`
+	} `json:"__inputs"`
+	Templating struct {
+		List []struct {
+			Name       string         `json:"name"`
+			Type       string         `json:"type"`
+			Query      any            `json:"query"`
+			Current    map[string]any `json:"current"`
+			AllValue   string         `json:"allValue"`
+			Definition string         `json:"definition"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []panel `json:"panels"`
+}
+
+type panel struct {
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Datasource *struct {
+		Type string `json:"type"`
+		UID  string `json:"uid"`
+	} `json:"datasource"`
+	GridPos struct{ H, W, X, Y int } `json:"gridPos"`
+	Options map[string]any           `json:"options"`
+	Targets []struct {
+		RefID  string `json:"refId"`
+		Expr   string `json:"expr"`
+		Format string `json:"format"`
+	} `json:"targets"`
+}
+
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	raw, err := os.ReadFile("dashboards/bttl.json")
+	require.NoError(t, err)
+	var d dashboard
+	require.NoError(t, json.Unmarshal(raw, &d))
+	return d
+}
+
+// The dashboard imports on a grafana.com-style install (a Prometheus
+// input), its heatmap reads Prometheus buckets as buckets, panels do not
+// overlap, and every alert of the rules and the audit's stock have panels.
+func TestDashboardStructure(t *testing.T) {
+	d := loadDashboard(t)
+	require.Len(t, d.Inputs, 1)
+	assert.Equal(t, "DS_PROMETHEUS", d.Inputs[0].Name)
+	assert.Equal(t, "datasource", d.Inputs[0].Type)
+	assert.Equal(t, "prometheus", d.Inputs[0].PluginID)
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+		if v.Name == "datasource" {
+			assert.Equal(t, "datasource", v.Type)
+			assert.Equal(t, "prometheus", v.Query)
+			assert.Equal(t, "${DS_PROMETHEUS}", v.Current["value"], "the import input selects the data source")
+		}
+	}
+	assert.True(t, vars["datasource"] && vars["table"], "variables: %v", vars)
+
+	ids := map[int]bool{}
+	cells := map[[2]int]int{} // grid cell -> panel id
+	titles := ""
+	var heatmaps int
+	for _, p := range d.Panels {
+		assert.False(t, ids[p.ID], "panel id %d twice", p.ID)
+		ids[p.ID] = true
+		assert.LessOrEqual(t, p.GridPos.X+p.GridPos.W, 24, "panel %d is wider than the grid", p.ID)
+		for x := p.GridPos.X; x < p.GridPos.X+p.GridPos.W; x++ {
+			for y := p.GridPos.Y; y < p.GridPos.Y+p.GridPos.H; y++ {
+				if other, ok := cells[[2]int{x, y}]; ok {
+					t.Errorf("panels %d and %d overlap at %d,%d", other, p.ID, x, y)
+				}
+				cells[[2]int{x, y}] = p.ID
+			}
+		}
+		if p.Type == "row" {
+			continue
+		}
+		titles += p.Title + "\n"
+		require.NotNil(t, p.Datasource, "panel %d has no data source", p.ID)
+		assert.Equal(t, "${datasource}", p.Datasource.UID, "panel %d", p.ID)
+		require.NotEmpty(t, p.Targets, "panel %d has no query", p.ID)
+		refs := map[string]bool{}
+		for _, tg := range p.Targets {
+			assert.False(t, refs[tg.RefID], "panel %d: refId %s twice", p.ID, tg.RefID)
+			refs[tg.RefID] = true
+			assert.Contains(t, tg.Expr, `table=~"$table"`, "panel %d ignores the table variable", p.ID)
+		}
+		if p.Type == "heatmap" {
+			heatmaps++
+			for _, tg := range p.Targets {
+				// Grafana de-accumulates the le buckets only for this format.
+				assert.Equal(t, "heatmap", tg.Format, "heatmap panel %d", p.ID)
+				assert.Regexp(t, `^sum by \(le\) \((rate|increase)\(bttl_[a-z_]+_bucket\{`, tg.Expr, "heatmap panel %d", p.ID)
+			}
+			assert.Equal(t, false, p.Options["calculate"], "heatmap panel %d: the buckets come from Prometheus", p.ID)
+			legend, _ := p.Options["legend"].(map[string]any)
+			assert.NotContains(t, legend, "displayMode", "heatmap panel %d carries time-series legend options", p.ID)
+		}
+	}
+	assert.Equal(t, 1, heatmaps)
+	for alert := range alertRules(t) {
+		assert.Equal(t, 1, strings.Count(titles, "(alert "+alert+" "), "panels for alert %s:\n%s", alert, titles)
 	}
 }

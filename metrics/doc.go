@@ -2,17 +2,29 @@
 // leaves behind, through the OpenTelemetry metrics API and as a Prometheus
 // collector, without forcing either backend on the application.
 //
-//	rec := metrics.New()                 // OpenTelemetry: the global MeterProvider
-//	registry.MustRegister(rec)           // Prometheus: any registry of yours
-//	client := ttlclient.Wrap(raw, ttlclient.WithRecorder(rec))
+//	rec := metrics.New()       // OpenTelemetry: the global MeterProvider
+//	registry.MustRegister(rec) // Prometheus: any registry of yours
+//	client := ttlclient.Wrap(raw, ttlclient.WithAdminClient(admin, project, instance), ttlclient.WithRecorder(rec))
+//
+// (A wrapped client checks each table's GC rules at Open, so it needs the
+// admin client, or ttlclient.WithoutVerify. Example_wrap compiles and runs
+// this snippet.)
 //
 // Every name starts with bttl_ and carries its unit; labels are table,
 // family, strategy and reason only, so their cardinality is bounded by the
 // schemas (never row keys or columns). The headline figure is
-// bttl_expired_not_collected_cells_total with its GC lag histogram: cells a
-// complete GC would have removed but Bigtable still stores, found by shadow
-// reads of a sampled fraction of reads (ttlclient.WithShadowSampling, 1% by
-// default). dashboards/bttl.json is a Grafana dashboard over these names.
+// bttl_shadow_read_expired_cells_total with its GC lag histogram: expired
+// cells a complete GC would have removed but Bigtable still stores, as
+// shadow reads of a sampled fraction of reads (ttlclient.WithShadowSampling,
+// 1% by default) walked past them. It counts observations, not a stock: a
+// cell read twice counts twice. Until the next release it is also exported
+// under its old name, bttl_expired_not_collected_cells_total. The stock of
+// expired-but-not-collected data (cells, bytes, oldest expiry) comes from a
+// scan: audit.WriteMetrics writes it as bttl_audit_* gauges.
+//
+// dashboards/bttl.json is a Grafana dashboard over both, and
+// alerts/bttl-rules.yaml holds Prometheus alerting rules; the tests run
+// every query of both on a real Prometheus.
 //
 // Dependencies point one way: metrics imports ttlclient for the Recorder
 // interface it implements; ttlclient never imports metrics.

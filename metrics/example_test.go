@@ -63,10 +63,38 @@ func ExampleNew() {
 			break
 		}
 	}
-	fmt.Println("expired, not collected:", gathered(reg, metrics.ExpiredNotCollectedTotal))
+	fmt.Println("expired cells walked past:", gathered(reg, metrics.ShadowReadExpiredCellsTotal))
 	// Output:
 	// cells read: 0
-	// expired, not collected: 1
+	// expired cells walked past: 1
+}
+
+// The package documentation's snippet: a client made with ttlclient.Wrap
+// needs the admin client (or ttlclient.WithoutVerify) to open tables, since
+// Open checks their GC rules.
+func Example_wrap() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	raw, admin, project, instance := h.Raw, h.Admin, bttestharness.Project, bttestharness.Instance
+	registry := prometheus.NewRegistry()
+
+	rec := metrics.New()       // OpenTelemetry: the global MeterProvider
+	registry.MustRegister(rec) // Prometheus: any registry of yours
+	client := ttlclient.Wrap(raw, ttlclient.WithAdminClient(admin, project, instance), ttlclient.WithRecorder(rec))
+	defer client.Close()
+
+	schema := ttlclient.Schema{"session": strategy.OneSecond()}
+	if err := h.CreateTable(ctx, "users", schema); err != nil {
+		panic(err)
+	}
+	_, err = client.Open("users", schema)
+	fmt.Println("open:", err)
+	// Output:
+	// open: <nil>
 }
 
 // gathered sums the counter name over its series.

@@ -19,11 +19,18 @@ import (
 // carry the same names without the "_total" suffix (an OpenTelemetry to
 // Prometheus exporter adds it back).
 const (
-	ReadsTotal               = "bttl_reads_total"
-	WritesTotal              = "bttl_writes_total"
-	CellsWrittenTotal        = "bttl_cells_written_total"
-	WriteTTLSeconds          = "bttl_write_ttl_seconds"
-	RefusalsTotal            = "bttl_refusals_total"
+	ReadsTotal        = "bttl_reads_total"
+	WritesTotal       = "bttl_writes_total"
+	CellsWrittenTotal = "bttl_cells_written_total"
+	WriteTTLSeconds   = "bttl_write_ttl_seconds"
+	RefusalsTotal     = "bttl_refusals_total"
+	// ShadowReadExpiredCellsTotal counts observations, not a stock: each
+	// expired-but-not-collected cell a sampled read walked past, once per
+	// read. audit.WriteMetrics exports the stock (bttl_audit_*).
+	ShadowReadExpiredCellsTotal = "bttl_shadow_read_expired_cells_total"
+	// Deprecated: ExpiredNotCollectedTotal is the old name of
+	// ShadowReadExpiredCellsTotal, which read like a stock. It is still
+	// exported, with the same value, until the next release.
 	ExpiredNotCollectedTotal = "bttl_expired_not_collected_cells_total"
 	GCLagSeconds             = "bttl_expired_not_collected_gc_lag_seconds"
 	ReadHiddenCells          = "bttl_read_hidden_cells"
@@ -93,12 +100,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Recorder struct {
 	ctx context.Context
 
-	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                      *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                                  *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                   metric.Float64Histogram
-	oHidden                                                                             metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                                metric.Float64Histogram
+	oHidden                                                                                          metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -134,7 +141,8 @@ func New(opts ...Option) *Recorder {
 		hCells    = "Cells set by writes through bttl."
 		hTTL      = "TTL of the cells written to age families (one-second, default-expiry), in seconds."
 		hRefusals = "Calls refused by a guardrail before any RPC, by reason."
-		hExpired  = "Expired cells still stored (not yet collected by GC) that sampled reads walked past, found by shadow reads."
+		hExpired  = "Expired cells still stored (not yet collected by GC) that sampled reads walked past, found by shadow reads: observations, a cell read twice counts twice."
+		hOld      = "Deprecated: renamed bttl_shadow_read_expired_cells_total (same value); removed in the next release."
 		hGCLag    = "How long past their expiry the expired-but-not-collected cells were, in seconds."
 		hHidden   = "Cells the TTL filters hid from one sampled read (its shadow read's expired cells)."
 		hReadLat  = "Time bttl adds to a read before its RPC, in seconds."
@@ -148,7 +156,8 @@ func New(opts ...Option) *Recorder {
 	r.writes = counter(WritesTotal, hWrites, LabelTable)
 	r.cells = counter(CellsWrittenTotal, hCells, tfs...)
 	r.refusals = counter(RefusalsTotal, hRefusals, LabelTable, LabelFamily, LabelReason)
-	r.expired = counter(ExpiredNotCollectedTotal, hExpired, tfs...)
+	r.expired = counter(ShadowReadExpiredCellsTotal, hExpired, tfs...)
+	r.expiredOld = counter(ExpiredNotCollectedTotal, hOld, tfs...)
 	r.shadows = counter(ShadowReadsTotal, hShadows, LabelTable)
 	r.failed = counter(ShadowReadsFailedTotal, hFailed, LabelTable)
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
@@ -184,7 +193,8 @@ func New(opts ...Option) *Recorder {
 	r.oWrites = ocounter(WritesTotal, hWrites, "{call}")
 	r.oCells = ocounter(CellsWrittenTotal, hCells, "{cell}")
 	r.oRefusals = ocounter(RefusalsTotal, hRefusals, "{call}")
-	r.oExpired = ocounter(ExpiredNotCollectedTotal, hExpired, "{cell}")
+	r.oExpired = ocounter(ShadowReadExpiredCellsTotal, hExpired, "{cell}")
+	r.oExpiredOld = ocounter(ExpiredNotCollectedTotal, hOld, "{cell}")
 	r.oShadows = ocounter(ShadowReadsTotal, hShadows, "{read}")
 	r.oFailed = ocounter(ShadowReadsFailedTotal, hFailed, "{read}")
 	r.oDropped = ocounter(ShadowReadsDroppedTotal, hDropped, "{read}")
@@ -212,7 +222,7 @@ func trimTotal(name string) string {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -263,6 +273,7 @@ func (r *Recorder) family(table, fam string, kind strategy.Kind) *familyRecorder
 	}
 	if kind == strategy.KindOneSecond || kind == strategy.KindDefaultExpiry {
 		f.expired = r.expired.WithLabelValues(table, fam, s)
+		f.expiredOld = r.expiredOld.WithLabelValues(table, fam, s)
 		f.ttl = r.ttl.WithLabelValues(table, fam, s)
 		f.gcLag = r.gcLag.WithLabelValues(table, fam, s)
 	}
@@ -285,10 +296,10 @@ type tableRecorder struct {
 }
 
 type familyRecorder struct {
-	cells, expired prometheus.Counter
-	ttl, gcLag     prometheus.Observer // nil, like expired, unless the family expires by age
-	add            []metric.AddOption
-	record         []metric.RecordOption
+	cells, expired, expiredOld prometheus.Counter
+	ttl, gcLag                 prometheus.Observer // nil, like expired, unless the family expires by age
+	add                        []metric.AddOption
+	record                     []metric.RecordOption
 }
 
 func (t *tableRecorder) Read(added time.Duration) {
@@ -349,8 +360,10 @@ func (t *tableRecorder) ExpiredCell(family string, _ strategy.Kind, gcLag time.D
 	}
 	s := gcLag.Seconds()
 	f.expired.Inc()
+	f.expiredOld.Inc()
 	f.gcLag.Observe(s)
 	t.r.oExpired.Add(t.r.ctx, 1, f.add...)
+	t.r.oExpiredOld.Add(t.r.ctx, 1, f.add...)
 	t.r.oGCLag.Record(t.r.ctx, s, f.record...)
 }
 

@@ -74,9 +74,12 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 	// Prometheus, through prometheus/testutil.
 	var want strings.Builder
 	fams := []string{famDef, famOne}
-	header(t, &want, e.rec, metrics.ExpiredNotCollectedTotal, "counter")
-	for _, fam := range fams {
-		fmt.Fprintf(&want, "%s{family=%q,strategy=%q,table=%q} %d\n", metrics.ExpiredNotCollectedTotal, fam, strategyOf[fam], table, len(lags[fam]))
+	// The counter under its new name and, for one release, its old one.
+	for _, name := range []string{metrics.ShadowReadExpiredCellsTotal, metrics.ExpiredNotCollectedTotal} {
+		header(t, &want, e.rec, name, "counter")
+		for _, fam := range fams {
+			fmt.Fprintf(&want, "%s{family=%q,strategy=%q,table=%q} %d\n", name, fam, strategyOf[fam], table, len(lags[fam]))
+		}
 	}
 	header(t, &want, e.rec, metrics.GCLagSeconds, "histogram")
 	for _, fam := range fams {
@@ -92,7 +95,7 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 		fmt.Fprintf(&want, "%s_sum{%s} %s\n", metrics.GCLagSeconds, labels, fmtFloat(sum))
 		fmt.Fprintf(&want, "%s_count{%s} %d\n", metrics.GCLagSeconds, labels, len(lags[fam]))
 	}
-	require.NoError(t, testutil.CollectAndCompare(e.rec, strings.NewReader(want.String()), metrics.ExpiredNotCollectedTotal, metrics.GCLagSeconds))
+	require.NoError(t, testutil.CollectAndCompare(e.rec, strings.NewReader(want.String()), metrics.ShadowReadExpiredCellsTotal, metrics.ExpiredNotCollectedTotal, metrics.GCLagSeconds))
 
 	hidden := series(t, e.rec, metrics.ReadHiddenCells, "table", table).GetHistogram()
 	assert.Equal(t, uint64(1), hidden.GetSampleCount(), "one sampled read")
@@ -100,9 +103,12 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 
 	// OpenTelemetry, through the SDK's ManualReader.
 	data := e.otelData(t)
-	sum, ok := data["bttl_expired_not_collected_cells"].(metricdata.Sum[int64])
+	old, ok := data["bttl_expired_not_collected_cells"].(metricdata.Sum[int64])
+	require.True(t, ok, "the expired counter's old name is missing from the OTel data")
+	sum, ok := data["bttl_shadow_read_expired_cells"].(metricdata.Sum[int64])
 	require.True(t, ok, "expired counter missing from the OTel data")
 	assert.True(t, sum.IsMonotonic)
+	assert.ElementsMatch(t, points(sum), points(old), "the old name reports the same values")
 	hist, ok := data[metrics.GCLagSeconds].(metricdata.Histogram[float64])
 	require.True(t, ok, "GC lag histogram missing from the OTel data")
 	for _, fam := range fams {
@@ -174,8 +180,8 @@ func TestShadowReadWalksTheCallersRows(t *testing.T) {
 	e := newEnv(t, nil, ttlclient.WithShadowSampling(1))
 	plant(t, e)
 	expired := func() float64 {
-		return promValue(t, e.rec, metrics.ExpiredNotCollectedTotal, "family", famOne) +
-			promValue(t, e.rec, metrics.ExpiredNotCollectedTotal, "family", famDef)
+		return promValue(t, e.rec, metrics.ShadowReadExpiredCellsTotal, "family", famOne) +
+			promValue(t, e.rec, metrics.ShadowReadExpiredCellsTotal, "family", famDef)
 	}
 
 	_, err := e.tbl.ReadRow(e.ctx, "r2")
@@ -267,4 +273,13 @@ func TestWritesCellsAndTTLs(t *testing.T) {
 		total += dp.Value
 	}
 	assert.Equal(t, int64(11), total)
+}
+
+// points lists a sum's data points as "attributes=value".
+func points(s metricdata.Sum[int64]) []string {
+	var out []string
+	for _, dp := range s.DataPoints {
+		out = append(out, fmt.Sprintf("%s=%d", dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Value))
+	}
+	return out
 }

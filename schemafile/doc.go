@@ -8,7 +8,7 @@
 //	      default_ttl: 30m           # optional: TTL of cells written without one
 //	    clicks:
 //	      strategy: default-expiry
-//	      ttl: 48h                   # required: the default TTL D (the GC max age)
+//	      ttl: 2d                    # required: the default TTL D (the GC max age)
 //	      max_versions: 3            # optional: union with max versions (age strategies)
 //	      single_value: true         # optional: a write replaces the column's older cells
 //	    doc:
@@ -18,6 +18,28 @@
 //	      strategy: unmanaged
 //
 // The same in JSON: {"tables": {"events": {"session": {"strategy": "one-second"}}}}.
-// Durations are Go durations ("90s", "1h30m", "1500ms") or whole days
-// ("7d"). Unknown keys are errors, so a typo cannot silently drop an option.
+//
+// The file is read strictly, so that it cannot mean something other than
+// what it says; in particular a typo cannot silently drop an option:
+//
+//   - Unknown keys are errors, and keys are case-sensitive ("Strategy" is
+//     refused, with a hint).
+//   - A key may appear once per mapping (YAML and JSON alike).
+//   - A YAML file holds one document (a second "---" document is an error);
+//     a JSON file holds one object (anything after it is an error). An empty
+//     file is an error. YAML anchors, aliases and merge keys (<<) work.
+//   - versions and max_versions are whole decimal numbers from 1 to
+//     2147483647 (Bigtable's limit): 2.9, 1e3, 0x10 and "5" are refused, and
+//     so is a leading zero (017), which YAML 1.1 reads as octal.
+//   - Durations are Go durations ("90s", "1h30m", "1500ms") with days and
+//     weeks as further units, in any combination ("7d", "1d12h", "2w",
+//     "1w2d3h"); they must be positive.
+//   - Table IDs follow Bigtable's rule: [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most
+//     50 characters. Family names: [-_.a-zA-Z0-9]+, at most 64 characters.
+//   - single_value is true or false (not yes/no).
+//
+// Every error from Load and Parse is a *Error wrapping ErrInvalidFile: it
+// names the file, the position (line and column; for JSON the byte offset
+// too), and the table, family and key concerned. Errors about a policy wrap
+// strategy.ErrInvalidPolicy as well.
 package schemafile

@@ -58,9 +58,10 @@ func ExampleFamily_Policy() {
 	// true
 }
 
-// ParseDuration reads the file's durations: Go durations, or whole days.
+// ParseDuration reads the file's durations: Go durations with days and
+// weeks as further units, in any combination.
 func ExampleParseDuration() {
-	for _, s := range []string{"90s", "1h30m", "1500ms", "7d", "1.5d"} {
+	for _, s := range []string{"90s", "1h30m", "1500ms", "7d", "1d12h", "1w2d3h", "1.5d", "1y"} {
 		d, err := schemafile.ParseDuration(s)
 		fmt.Println(s, d, err)
 	}
@@ -69,5 +70,32 @@ func ExampleParseDuration() {
 	// 1h30m 1h30m0s <nil>
 	// 1500ms 1.5s <nil>
 	// 7d 168h0m0s <nil>
-	// 1.5d 0s invalid duration "1.5d"
+	// 1d12h 36h0m0s <nil>
+	// 1w2d3h 219h0m0s <nil>
+	// 1.5d 36h0m0s <nil>
+	// 1y 0s invalid duration "1y": want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)
+}
+
+// A mistake in a file is a *Error naming the position, the table, the
+// family and the key; it wraps ErrInvalidFile.
+func ExampleError() {
+	_, err := schemafile.Parse([]byte(`
+tables:
+  events:
+    doc: {strategy: sequence, versions: 2.9}
+`), false)
+	var e *schemafile.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Line, e.Column, e.Table, e.Family, e.Key)
+	}
+	fmt.Println(errors.Is(err, schemafile.ErrInvalidFile))
+	fmt.Println(err)
+
+	_, err = schemafile.Parse([]byte(`{"tables": {"events": {"doc": {"Strategy": "sequence"}}}}`), true)
+	fmt.Println(err)
+	// Output:
+	// 4 41 events doc versions
+	// true
+	// bttl: invalid schema file at line 4, column 41: table "events", family "doc", key "versions": want a whole number in decimal, not 2.9
+	// bttl: invalid schema file at line 1, column 32 (byte offset 31): table "events", family "doc", key "Strategy": unknown key: keys are case-sensitive, did you mean "strategy"?
 }

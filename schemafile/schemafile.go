@@ -1,24 +1,18 @@
 package schemafile
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/xhit/go-str2duration/v2"
 
 	"github.com/bttl/bttl/strategy"
 )
-
-// ErrInvalidFile: the file cannot be read as a schema file. Errors about a
-// policy wrap strategy.ErrInvalidPolicy as well.
-var ErrInvalidFile = errors.New("bttl: invalid schema file")
 
 // Family is one family's entry.
 type Family struct {
@@ -35,60 +29,70 @@ type File struct {
 	Tables map[string]map[string]Family `json:"tables" yaml:"tables"`
 }
 
-// Load reads path: JSON when it ends in .json, YAML otherwise.
+// Load reads path: JSON when it ends in .json, YAML otherwise. Errors are
+// *Error values naming path, wrapping ErrInvalidFile.
 func Load(path string) (map[string]strategy.Schema, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidFile, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the Error already
+		}
+		return nil, &Error{File: path, Offset: -1, Err: err}
 	}
-	return Parse(data, strings.EqualFold(filepath.Ext(path), ".json"))
+	return parse(path, data, strings.EqualFold(filepath.Ext(path), ".json"))
 }
 
 // Parse decodes a schema file (JSON if isJSON, else YAML) into one schema
-// per table, each validated.
+// per table, each validated. Errors are *Error values wrapping
+// ErrInvalidFile, with the position (line and column for YAML, byte offset
+// as well for JSON) and the table, family and key concerned.
 func Parse(data []byte, isJSON bool) (map[string]strategy.Schema, error) {
-	var f File
-	if isJSON {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidFile, err)
-		}
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidFile, err)
-		}
-	}
-	if len(f.Tables) == 0 {
-		return nil, fmt.Errorf("%w: no tables", ErrInvalidFile)
-	}
-	out := make(map[string]strategy.Schema, len(f.Tables))
-	for table, fams := range f.Tables {
-		if table == "" || len(fams) == 0 {
-			return nil, fmt.Errorf("%w: table %q has no families", ErrInvalidFile, table)
-		}
-		s := make(strategy.Schema, len(fams))
-		for name, fam := range fams {
-			p, err := fam.Policy()
-			if err != nil {
-				return nil, fmt.Errorf("%w: table %q, family %q: %w", ErrInvalidFile, table, name, err)
-			}
-			s[name] = p
-		}
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: table %q: %w", ErrInvalidFile, table, err)
-		}
-		out[table] = s
-	}
-	return out, nil
+	return parse("", data, isJSON)
 }
 
-// Policy converts the entry.
+func parse(file string, data []byte, isJSON bool) (map[string]strategy.Schema, error) {
+	read := readYAML
+	if isJSON {
+		read = readJSON
+	}
+	root, err := read(data)
+	if err == nil {
+		var out map[string]strategy.Schema
+		if out, err = build(root); err == nil {
+			return out, nil
+		}
+	}
+	err.File = file
+	return nil, err
+}
+
+// Policy converts the entry; a mistake wraps strategy.ErrInvalidPolicy.
 func (f Family) Policy() (strategy.Policy, error) {
-	bad := func(format string, a ...any) (strategy.Policy, error) {
-		return strategy.Policy{}, fmt.Errorf("%w: %s", strategy.ErrInvalidPolicy, fmt.Sprintf(format, a...))
+	p, _, err := f.policy()
+	return p, err
+}
+
+// policy converts the entry and, on a mistake, names the key at fault.
+func (f Family) policy() (p strategy.Policy, key string, err error) {
+	bad := func(k, format string, a ...any) (strategy.Policy, string, error) {
+		return strategy.Policy{}, k, fmt.Errorf("%w: %s", strategy.ErrInvalidPolicy, fmt.Sprintf(format, a...))
+	}
+	duration := func(k, s string) (time.Duration, error) {
+		d, err := ParseDuration(s)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("%s must be positive (omit %s for none)", s, k)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", strategy.ErrInvalidPolicy, err)
+		}
+		return d, nil
+	}
+	if f.Versions < 0 || f.Versions > maxVersions {
+		return bad("versions", "versions %d is out of range: between 1 and %d", f.Versions, maxVersions)
+	}
+	if f.MaxVersions < 0 || f.MaxVersions > maxVersions {
+		return bad("max_versions", "max_versions %d is out of range: between 1 and %d", f.MaxVersions, maxVersions)
 	}
 	var opts []strategy.Option
 	if f.MaxVersions != 0 {
@@ -99,54 +103,79 @@ func (f Family) Policy() (strategy.Policy, error) {
 	}
 	switch f.Strategy {
 	case "one-second":
-		if f.TTL != "" || f.Versions != 0 {
-			return bad("one-second takes default_ttl and max_versions, not ttl or versions")
+		if f.TTL != "" {
+			return bad("ttl", "one-second takes default_ttl and max_versions, not ttl")
+		}
+		if f.Versions != 0 {
+			return bad("versions", "one-second takes default_ttl and max_versions, not versions")
 		}
 		if f.DefaultTTL != "" {
-			d, err := ParseDuration(f.DefaultTTL)
+			d, err := duration("default_ttl", f.DefaultTTL)
 			if err != nil {
-				return bad("default_ttl: %v", err)
+				return strategy.Policy{}, "default_ttl", err
 			}
 			opts = append(opts, strategy.WithDefaultTTL(d))
 		}
-		return strategy.OneSecond(opts...), nil
+		p = strategy.OneSecond(opts...)
 	case "default-expiry":
-		if f.DefaultTTL != "" || f.Versions != 0 {
-			return bad("default-expiry takes ttl and max_versions, not default_ttl or versions")
+		if f.DefaultTTL != "" {
+			return bad("default_ttl", "default-expiry takes ttl and max_versions, not default_ttl")
+		}
+		if f.Versions != 0 {
+			return bad("versions", "default-expiry takes ttl and max_versions, not versions")
 		}
 		if f.TTL == "" {
-			return bad("default-expiry needs ttl")
+			return bad("ttl", "default-expiry needs ttl")
 		}
-		d, err := ParseDuration(f.TTL)
+		d, err := duration("ttl", f.TTL)
 		if err != nil {
-			return bad("ttl: %v", err)
+			return strategy.Policy{}, "ttl", err
 		}
-		return strategy.DefaultExpiry(d, opts...), nil
+		p = strategy.DefaultExpiry(d, opts...)
+		key = "ttl" // what a validation error is about
 	case "sequence":
-		if f.TTL != "" || f.DefaultTTL != "" || f.MaxVersions != 0 || f.SingleValue {
-			return bad("sequence takes only versions")
+		for _, o := range []struct {
+			key string
+			set bool
+		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue}} {
+			if o.set {
+				return bad(o.key, "sequence takes only versions")
+			}
 		}
 		if f.Versions < 1 {
-			return bad("sequence needs versions >= 1")
+			return bad("versions", "sequence needs versions >= 1")
 		}
-		return strategy.Sequence(f.Versions), nil
+		p = strategy.Sequence(f.Versions)
+		key = "versions"
 	case "unmanaged":
 		if f != (Family{Strategy: "unmanaged"}) {
-			return bad("unmanaged takes no options")
+			return bad("strategy", "unmanaged takes no options")
 		}
-		return strategy.Unmanaged(), nil
+		p = strategy.Unmanaged()
+	case "":
+		return bad("strategy", "missing: want one-second, default-expiry, sequence or unmanaged")
+	default:
+		return bad("strategy", "%q: want one-second, default-expiry, sequence or unmanaged", f.Strategy)
 	}
-	return bad("strategy %q: want one-second, default-expiry, sequence or unmanaged", f.Strategy)
+	if err := p.Validate(); err != nil {
+		if key == "" {
+			key = "default_ttl"
+			if f.DefaultTTL == "" {
+				key = "strategy"
+			}
+		}
+		return strategy.Policy{}, key, err
+	}
+	return p, "", nil
 }
 
-// ParseDuration is time.ParseDuration plus whole days ("7d").
+// ParseDuration reads the file's durations: Go durations (time.ParseDuration)
+// with days ("d", 24h) and weeks ("w", 7d) as further units, in any
+// combination: "90s", "1h30m", "1d12h", "2w", "1w2d3h", "1.5d".
 func ParseDuration(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || days < 0 || days > int64(1<<63-1)/int64(24*time.Hour) {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
+	d, err := str2duration.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)", s)
 	}
-	return time.ParseDuration(s)
+	return d, nil
 }

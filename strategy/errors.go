@@ -28,7 +28,8 @@ var (
 	// ErrAlreadyExpired: an explicit timestamp whose cell is expired the
 	// moment it is written (on a one-second family: a "real" timestamp <= now).
 	ErrAlreadyExpired = errors.New("bttl: cell would be expired on arrival")
-	// ErrWrongCellOption: a TTL on a sequence or unmanaged family, or a
-	// sequence number on an age family.
+	// ErrWrongCellOption: a TTL on a sequence or unmanaged family, a
+	// sequence number on an age family, or more than one cell option on one
+	// cell (ttlclient's Mutation.Set).
 	ErrWrongCellOption = errors.New("bttl: cell option does not fit the family's strategy")
 )

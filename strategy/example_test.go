@@ -10,8 +10,12 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// exNow is a fixed read/write time so the outputs below are stable.
-var exNow = bigtable.Time(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+// exTime is a fixed read/write time so the outputs below are stable; exNow
+// is it in microseconds.
+var (
+	exTime = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	exNow  = bigtable.Time(exTime)
+)
 
 // rel prints a timestamp relative to exNow.
 func rel(ts bigtable.Timestamp) string {
@@ -24,7 +28,7 @@ func rel(ts bigtable.Timestamp) string {
 
 func ExampleOneSecond() {
 	p := strategy.OneSecond()
-	ts, _ := p.WriteTimestamp(exNow, 30*time.Minute)
+	ts, _ := p.WriteTimestamp(exTime, 30*time.Minute)
 	fmt.Println(p, "GC rule:", p.GCPolicy())
 	fmt.Println("a 30m cell is written at", rel(ts), "(its expiry instant)")
 	// Output:
@@ -34,9 +38,9 @@ func ExampleOneSecond() {
 
 func ExampleDefaultExpiry() {
 	p := strategy.DefaultExpiry(48 * time.Hour)
-	def, _ := p.DefaultTimestamp(exNow)
-	short, _ := p.WriteTimestamp(exNow, time.Hour)
-	long, _ := p.WriteTimestamp(exNow, 72*time.Hour)
+	def, _ := p.DefaultTimestamp(exTime)
+	short, _ := p.WriteTimestamp(exTime, time.Hour)
+	long, _ := p.WriteTimestamp(exTime, 72*time.Hour)
 	fmt.Println(p, "GC rule:", p.GCPolicy())
 	fmt.Println("default cell:", rel(def))
 	fmt.Println("1h cell:     ", rel(short))
@@ -72,11 +76,11 @@ func ExampleWithMaxVersions() {
 
 func ExampleWithDefaultTTL() {
 	bare := strategy.OneSecond()
-	_, err := bare.DefaultTimestamp(exNow)
+	_, err := bare.DefaultTimestamp(exTime)
 	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
 
 	p := strategy.OneSecond(strategy.WithDefaultTTL(15 * time.Minute))
-	ts, _ := p.DefaultTimestamp(exNow)
+	ts, _ := p.DefaultTimestamp(exTime)
 	fmt.Println(rel(ts))
 	// Output:
 	// true
@@ -146,10 +150,10 @@ func ExamplePolicy_GCPolicy() {
 
 func ExamplePolicy_WriteTimestamp() {
 	p := strategy.DefaultExpiry(48 * time.Hour)
-	ts, _ := p.WriteTimestamp(exNow, 2*time.Hour)
+	ts, _ := p.WriteTimestamp(exTime, 2*time.Hour)
 	fmt.Println(rel(ts), ts%1000 == 0)
 
-	_, err := p.WriteTimestamp(exNow, 0)
+	_, err := p.WriteTimestamp(exTime, 0)
 	fmt.Println(errors.Is(err, strategy.ErrInvalidTTL))
 	// Output:
 	// now-46h0m0s true
@@ -157,9 +161,9 @@ func ExamplePolicy_WriteTimestamp() {
 }
 
 func ExamplePolicy_DefaultTimestamp() {
-	ts, _ := strategy.DefaultExpiry(48 * time.Hour).DefaultTimestamp(exNow)
+	ts, _ := strategy.DefaultExpiry(48 * time.Hour).DefaultTimestamp(exTime)
 	fmt.Println(rel(ts))
-	_, err := strategy.Sequence(3).DefaultTimestamp(exNow)
+	_, err := strategy.Sequence(3).DefaultTimestamp(exTime)
 	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
 	// Output:
 	// now+0s
@@ -199,14 +203,23 @@ func ExamplePolicy_LiveFrom() {
 
 func ExamplePolicy_IsLive() {
 	p := strategy.OneSecond()
-	ts, _ := p.WriteTimestamp(exNow, time.Minute)
+	ts, _ := p.WriteTimestamp(exTime, time.Minute)
 	fmt.Println(p.IsLive(ts, exNow), p.IsLive(ts, exNow+bigtable.Timestamp(time.Minute/time.Microsecond)))
 	// Output: true false
 }
 
+func ExamplePolicy_AllExpired() {
+	p := strategy.OneSecond()
+	// Past the largest timestamp Bigtable stores, no one-second cell is
+	// live: LiveFrom saturates, AllExpired says so.
+	end := strategy.MaxTimestamp + 500
+	fmt.Println(p.AllExpired(exNow), p.AllExpired(end), p.LiveFrom(end) == strategy.MaxTimestamp, p.IsLive(strategy.MaxTimestamp, end))
+	// Output: false true true false
+}
+
 func ExamplePolicy_Expiry() {
 	p := strategy.DefaultExpiry(48 * time.Hour)
-	ts, _ := p.WriteTimestamp(exNow, time.Hour)
+	ts, _ := p.WriteTimestamp(exTime, time.Hour)
 	fmt.Println(rel(p.Expiry(ts)))
 	// Output: now+1h0m0s
 }

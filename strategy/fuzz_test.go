@@ -62,27 +62,35 @@ func floorMs(x *big.Int) *big.Int {
 // ErrInvalidTTL; a result past the largest timestamp with
 // ErrTimestampOverflow; a result before the epoch with ErrBeforeEpoch (or
 // overflow when int64 underflows); otherwise the timestamp is exactly
-// ms(now+ttl[-D]), a multiple of 1000, live at now and expired at now+ttl;
-// and a longer TTL never gives an earlier timestamp.
+// ms(now+ttl[-D]) with the sum taken in nanoseconds (now has a
+// sub-microsecond part, sub), a multiple of 1000, live at now and expired
+// at now+ttl; and a longer TTL never gives an earlier timestamp.
 func FuzzWriteTimestamp(f *testing.F) {
-	f.Add(int64(1_700_000_000_123_456), int64(time.Hour), int64(0), int64(time.Millisecond))
-	f.Add(int64(1_700_000_000_123_456), int64(30*time.Minute), int64(3_600_000), int64(time.Hour))
-	f.Add(int64(math.MaxInt64-1000), int64(math.MaxInt64), int64(0), int64(1))
-	f.Add(int64(60_000_000), int64(time.Second), int64(3_600_000), int64(0))
-	f.Add(int64(0), int64(0), int64(-1), int64(-1))
-	f.Add(int64(math.MinInt64), int64(math.MinInt64), int64(math.MaxInt64), int64(math.MaxInt64))
-	f.Fuzz(func(t *testing.T, now, ttl, d, extra int64) {
+	f.Add(int64(1_700_000_000_123_456), int64(time.Hour), int64(0), int64(time.Millisecond), int64(0))
+	f.Add(int64(1_700_000_000_123_456), int64(30*time.Minute), int64(3_600_000), int64(time.Hour), int64(999))
+	f.Add(int64(math.MaxInt64-1000), int64(math.MaxInt64), int64(0), int64(1), int64(1))
+	f.Add(int64(60_000_000), int64(time.Second), int64(3_600_000), int64(0), int64(500))
+	f.Add(int64(0), int64(0), int64(-1), int64(-1), int64(-1))
+	f.Add(int64(math.MinInt64), int64(math.MinInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64))
+	f.Fuzz(func(t *testing.T, now, ttl, d, extra, sub int64) {
 		p := agePolicy(d)
 		if err := p.Validate(); err != nil {
 			t.Fatalf("policy %s from %d: %v", p, d, err)
 		}
-		ts, err := p.WriteTimestamp(bigtable.Timestamp(now), time.Duration(ttl))
-
-		exact := new(big.Int).Add(big.NewInt(now), big.NewInt(ttl/int64(time.Microsecond)))
-		if p.Kind() == strategy.KindDefaultExpiry {
-			exact.Sub(exact, big.NewInt(int64(p.DefaultTTL()/time.Microsecond)))
+		sub %= 1000
+		if sub < 0 {
+			sub = -sub
 		}
-		want := floorMs(exact)
+		clock := time.UnixMicro(now).Add(time.Duration(sub))
+		ts, err := p.WriteTimestamp(clock, time.Duration(ttl))
+
+		nanos := new(big.Int).Mul(big.NewInt(now), big.NewInt(1000))
+		nanos.Add(nanos, big.NewInt(sub))
+		nanos.Add(nanos, big.NewInt(ttl))
+		if p.Kind() == strategy.KindDefaultExpiry {
+			nanos.Sub(nanos, big.NewInt(int64(p.DefaultTTL())))
+		}
+		want := floorMs(floorDiv(nanos, 1000))
 		switch {
 		case time.Duration(ttl) < time.Millisecond:
 			exactlyOne(t, err, strategy.ErrInvalidTTL)
@@ -95,16 +103,18 @@ func FuzzWriteTimestamp(f *testing.F) {
 			return
 		}
 		if err != nil {
-			t.Fatalf("now %d ttl %s %s: unexpected %v (want %s)", now, time.Duration(ttl), p, err, want)
+			t.Fatalf("now %d+%dns ttl %s %s: unexpected %v (want %s)", now, sub, time.Duration(ttl), p, err, want)
 		}
 		if ts%1000 != 0 || ts < 0 || big.NewInt(int64(ts)).Cmp(want) != 0 {
-			t.Fatalf("now %d ttl %s %s: timestamp %d, want %s", now, time.Duration(ttl), p, ts, want)
+			t.Fatalf("now %d+%dns ttl %s %s: timestamp %d, want %s", now, sub, time.Duration(ttl), p, ts, want)
 		}
 		if !p.IsLive(ts, bigtable.Timestamp(now)) {
 			t.Fatalf("now %d ttl %s %s: cell %d not live when written", now, time.Duration(ttl), p, ts)
 		}
-		if end := new(big.Int).Add(big.NewInt(now), big.NewInt(ttl/int64(time.Microsecond))); end.IsInt64() && p.IsLive(ts, bigtable.Timestamp(end.Int64())) {
-			t.Fatalf("now %d ttl %s %s: cell %d still live at now+ttl", now, time.Duration(ttl), p, ts)
+		// Expired once the clock reaches now+ttl, to the microsecond.
+		end := floorDiv(new(big.Int).Add(new(big.Int).Add(new(big.Int).Mul(big.NewInt(now), big.NewInt(1000)), big.NewInt(sub)), big.NewInt(ttl)), 1000)
+		if end.IsInt64() && p.IsLive(ts, bigtable.Timestamp(end.Int64())) {
+			t.Fatalf("now %d+%dns ttl %s %s: cell %d still live at now+ttl", now, sub, time.Duration(ttl), p, ts)
 		}
 
 		// Ordering: a longer TTL never yields an earlier timestamp.
@@ -115,7 +125,7 @@ func FuzzWriteTimestamp(f *testing.F) {
 		if longer < time.Duration(ttl) {
 			return // the TTL itself overflowed
 		}
-		ts2, err := p.WriteTimestamp(bigtable.Timestamp(now), longer)
+		ts2, err := p.WriteTimestamp(clock, longer)
 		if err != nil {
 			exactlyOne(t, err, strategy.ErrTimestampOverflow)
 			return
@@ -124,6 +134,13 @@ func FuzzWriteTimestamp(f *testing.F) {
 			t.Fatalf("now %d %s: ttl %s -> %d but longer ttl %s -> %d", now, p, time.Duration(ttl), ts, longer, ts2)
 		}
 	})
+}
+
+// floorDiv is x/d rounded toward minus infinity.
+func floorDiv(x *big.Int, d int64) *big.Int {
+	q, m := new(big.Int), new(big.Int)
+	q.DivMod(x, big.NewInt(d), m) // Euclidean with d > 0: rounds down
+	return q
 }
 
 // FuzzSequenceTimestamp: seq*1000 for 1 <= seq <= MaxTimestamp/1000,

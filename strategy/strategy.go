@@ -44,6 +44,20 @@ const OneSecondMaxAge = time.Second
 // granularity.
 const MaxTimestamp = bigtable.Timestamp(math.MaxInt64 - math.MaxInt64%1000)
 
+// RealTimeFloor (2000-01-01T00:00:00Z) tells the two kinds of stored
+// timestamps apart: one at or after it is taken for a real time (a write
+// time, a server timestamp, an expiry instant), one before it for a
+// sequence number, seq*1000 with seq below 946,684,800,000. A sequence
+// scheme whose numbers are that large (milliseconds since the epoch, say)
+// cannot be told from real times, and a real time before 2000 is not one
+// bttl or a live system writes.
+const RealTimeFloor = bigtable.Timestamp(946_684_800_000_000)
+
+// maxVersions is the largest max-versions limit a GC rule can hold:
+// Bigtable's GcRule.max_num_versions is an int32 (the Go client's
+// MaxVersionsPolicy converts without a check, so a larger n would wrap).
+const maxVersions = math.MaxInt32
+
 // Policy is the TTL policy of one column family: its strategy and parameters.
 // The zero value is an unmanaged family. Build one with OneSecond,
 // DefaultExpiry, Sequence or Unmanaged.
@@ -165,8 +179,11 @@ func (p Policy) Validate() error {
 			return bad("default TTL %s must be a positive whole number of milliseconds", p.defaultTTL)
 		}
 	case KindSequence:
-		if p.versions < 1 || p.versions > math.MaxInt32 {
+		if p.versions < 1 {
 			return bad("must keep at least 1 version")
+		}
+		if p.versions > maxVersions {
+			return bad("%d versions is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
 		}
 		if p.defaultTTL != 0 {
 			return bad("a sequence family has no TTL")
@@ -178,8 +195,11 @@ func (p Policy) Validate() error {
 	default:
 		return bad("unknown kind")
 	}
-	if p.versions < 0 || p.versions > math.MaxInt32 {
-		return bad("max versions %d out of range", p.versions)
+	if p.versions < 0 {
+		return bad("max versions %d is negative", p.versions)
+	}
+	if p.versions > maxVersions {
+		return bad("max versions %d is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
 	}
 	return nil
 }
@@ -221,37 +241,60 @@ func firstMilliAfter(ts bigtable.Timestamp) bigtable.Timestamp {
 }
 
 // WriteTimestamp is the timestamp to write, at now, for a cell that must live
-// ttl. ttl must be at least 1ms (the timestamp precision), and the result must
-// lie in [0, MaxTimestamp].
-func (p Policy) WriteTimestamp(now bigtable.Timestamp, ttl time.Duration) (bigtable.Timestamp, error) {
+// ttl: ms(now+ttl) for one-second expiry, ms(now+ttl-D) for default expiry.
+// The sum is taken in nanoseconds and truncated once, so a clock reading's
+// sub-microsecond part carries into the result as the TTL's does (clock
+// T+999.6µs and ttl 1ms+500ns give T+2000µs). ttl must be at least 1ms (the
+// timestamp precision), and the result must lie in [0, MaxTimestamp].
+func (p Policy) WriteTimestamp(now time.Time, ttl time.Duration) (bigtable.Timestamp, error) {
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("%w: %s is below 1ms, the timestamp precision", ErrInvalidTTL, ttl)
 	}
-	ttlMicros := bigtable.Timestamp(ttl / time.Microsecond)
-	var offset bigtable.Timestamp
+	var offset time.Duration
 	switch p.kind {
 	case KindOneSecond:
-		offset = ttlMicros
+		offset = ttl
 	case KindDefaultExpiry:
-		offset = ttlMicros - bigtable.Timestamp(p.defaultTTL/time.Microsecond)
+		offset = ttl - p.defaultTTL // no overflow: both are positive
 	default:
 		return 0, fmt.Errorf("%w: a %s family takes no TTL", ErrWrongCellOption, p.kind)
 	}
-	ts, ok := addTimestamp(now, offset)
+	ts, ok := addNanos(now, offset)
 	if !ok || Millis(ts) > MaxTimestamp {
-		return 0, fmt.Errorf("%w: now %d + %s", ErrTimestampOverflow, now, ttl)
+		return 0, fmt.Errorf("%w: now %s + %s", ErrTimestampOverflow, formatTime(now), ttl)
 	}
 	ts = Millis(ts)
 	if ts < 0 {
-		return 0, fmt.Errorf("%w: now %d + %s - D lands at %d", ErrBeforeEpoch, now, ttl, ts)
+		return 0, fmt.Errorf("%w: now %s + %s - D lands at %d", ErrBeforeEpoch, formatTime(now), ttl, ts)
 	}
 	return ts, nil
 }
 
+// addNanos is now+d in microseconds, rounded down once: the sum is exact in
+// nanoseconds however far now is from the Unix epoch (where UnixNano would
+// overflow), false when it does not fit in int64 microseconds.
+func addNanos(now time.Time, d time.Duration) (bigtable.Timestamp, bool) {
+	us, sub := bigtable.Timestamp(now.UnixMicro()), time.Duration(now.Nanosecond()%1000)
+	dus, drem := d/time.Microsecond, d%time.Microsecond
+	if drem < 0 { // round d down, so drem is in [0, 1µs)
+		drem += time.Microsecond
+		dus--
+	}
+	ts, ok := addTimestamp(us, bigtable.Timestamp(dus))
+	if !ok {
+		return 0, false
+	}
+	return addTimestamp(ts, bigtable.Timestamp((sub+drem)/time.Microsecond)) // a carry of 0 or 1
+}
+
+// formatTime is t in the project's one time format, RFC 3339 UTC, to the
+// nanosecond.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
 // DefaultTimestamp is the timestamp to write, at now, for a cell written
 // without a TTL: the policy's default TTL. A one-second family without a
 // default TTL has none to give: ErrServerTimestamp.
-func (p Policy) DefaultTimestamp(now bigtable.Timestamp) (bigtable.Timestamp, error) {
+func (p Policy) DefaultTimestamp(now time.Time) (bigtable.Timestamp, error) {
 	switch p.kind {
 	case KindOneSecond, KindDefaultExpiry:
 		if p.defaultTTL == 0 {
@@ -283,10 +326,13 @@ func (p Policy) SequenceTimestamp(seq int64) (bigtable.Timestamp, error) {
 // instant and must be after now; on a default-expiry family it is a real
 // write time whose cell must still be live at now; on a sequence family it is
 // seq*1000 and must be an exact, positive multiple of 1000 (truncating could
-// merge two versions).
+// merge two versions). now is in microseconds, which is exact for these
+// comparisons (stored timestamps are whole milliseconds). bigtable.ServerTime
+// gets DefaultTimestamp at now; a caller holding the clock reading should
+// call DefaultTimestamp with it, to keep its sub-microsecond part.
 func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, error) {
 	if ts == bigtable.ServerTime {
-		return p.DefaultTimestamp(now)
+		return p.DefaultTimestamp(time.UnixMicro(int64(now)))
 	}
 	if ts < 0 {
 		return 0, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, ts)
@@ -308,7 +354,8 @@ func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, e
 }
 
 // LiveFrom is the smallest timestamp of a live cell at read time t (age
-// strategies): the start of the read filter's timestamp range.
+// strategies): the start of the read filter's timestamp range. It saturates
+// at MaxTimestamp, where AllExpired(t) may hold: then no cell is live.
 func (p Policy) LiveFrom(t bigtable.Timestamp) bigtable.Timestamp {
 	switch p.kind {
 	case KindOneSecond:
@@ -323,12 +370,28 @@ func (p Policy) LiveFrom(t bigtable.Timestamp) bigtable.Timestamp {
 	return 0
 }
 
+// AllExpired reports whether no cell of an age-strategy family can be live
+// at read time t: the first live timestamp would lie past MaxTimestamp, the
+// largest Bigtable stores. That happens to a one-second family once t
+// reaches MaxTimestamp. LiveFrom saturates at MaxTimestamp there, so a read
+// filter must test AllExpired rather than rely on LiveFrom alone.
+func (p Policy) AllExpired(t bigtable.Timestamp) bool {
+	switch p.kind {
+	case KindOneSecond:
+		return Millis(t) >= MaxTimestamp
+	case KindDefaultExpiry:
+		lo, ok := addTimestamp(t, -bigtable.Timestamp(p.defaultTTL/time.Microsecond))
+		return ok && Millis(lo) >= MaxTimestamp
+	}
+	return false
+}
+
 // IsLive reports whether an age-strategy cell with timestamp ts is live at
 // t, by its age alone (a sequence cell's liveness depends on its column).
 func (p Policy) IsLive(ts, t bigtable.Timestamp) bool {
 	switch p.kind {
 	case KindOneSecond, KindDefaultExpiry:
-		return ts >= p.LiveFrom(t)
+		return ts >= p.LiveFrom(t) && !p.AllExpired(t)
 	}
 	return true
 }

@@ -14,6 +14,9 @@ import (
 
 const now = bigtable.Timestamp(1_700_000_000_123_456) // sub-millisecond digits on purpose
 
+// nowTime is now as a clock reading.
+var nowTime = time.UnixMicro(int64(now))
+
 func TestWriteTimestampFormulas(t *testing.T) {
 	d := 48 * time.Hour
 	dMicros := bigtable.Timestamp(d / time.Microsecond)
@@ -30,7 +33,7 @@ func TestWriteTimestampFormulas(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := c.p.WriteTimestamp(now, c.ttl)
+			got, err := c.p.WriteTimestamp(nowTime, c.ttl)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, got)
 			assert.Zero(t, got%1000)
@@ -44,17 +47,17 @@ func TestWriteTimestampFormulas(t *testing.T) {
 
 func TestWriteTimestampRefusals(t *testing.T) {
 	one, def := strategy.OneSecond(), strategy.DefaultExpiry(time.Hour)
-	_, err := one.WriteTimestamp(now, 0)
+	_, err := one.WriteTimestamp(nowTime, 0)
 	assert.ErrorIs(t, err, strategy.ErrInvalidTTL)
-	_, err = def.WriteTimestamp(now, -time.Second)
+	_, err = def.WriteTimestamp(nowTime, -time.Second)
 	assert.ErrorIs(t, err, strategy.ErrInvalidTTL)
-	_, err = one.WriteTimestamp(strategy.MaxTimestamp-1000, time.Hour)
+	_, err = one.WriteTimestamp(time.UnixMicro(int64(strategy.MaxTimestamp-1000)), time.Hour)
 	assert.ErrorIs(t, err, strategy.ErrTimestampOverflow)
-	_, err = def.WriteTimestamp(math.MaxInt64-10, math.MaxInt64)
+	_, err = def.WriteTimestamp(time.UnixMicro(math.MaxInt64-10), math.MaxInt64)
 	assert.ErrorIs(t, err, strategy.ErrTimestampOverflow)
-	_, err = def.WriteTimestamp(1_000_000, time.Second)
+	_, err = def.WriteTimestamp(time.UnixMicro(1_000_000), time.Second)
 	assert.ErrorIs(t, err, strategy.ErrBeforeEpoch)
-	_, err = strategy.Sequence(3).WriteTimestamp(now, time.Hour)
+	_, err = strategy.Sequence(3).WriteTimestamp(nowTime, time.Hour)
 	assert.ErrorIs(t, err, strategy.ErrWrongCellOption)
 }
 
@@ -159,4 +162,70 @@ func TestLiveFromSaturatesAtMaxTimestamp(t *testing.T) {
 		assert.Equal(t, strategy.MaxTimestamp, strategy.OneSecond().LiveFrom(now), "now %d", now)
 	}
 	assert.False(t, strategy.OneSecond().IsLive(strategy.MaxTimestamp-1000, math.MaxInt64))
+}
+
+// Issue 14, finding 10(a): the clock and the TTL were each truncated to the
+// microsecond before being added, losing the carry of their sub-microsecond
+// parts: clock T+999.6µs and ttl 1ms+500ns stored T+1000, which reads as
+// expired 0.4µs after the write. The sum is now taken in nanoseconds.
+func TestWriteTimestampCarriesSubMicroseconds(t *testing.T) {
+	base := time.UnixMicro(1_700_000_000_000_000)
+	clock := base.Add(999*time.Microsecond + 600*time.Nanosecond)
+	ttl := time.Millisecond + 500*time.Nanosecond
+	ts, err := strategy.OneSecond().WriteTimestamp(clock, ttl)
+	require.NoError(t, err)
+	assert.Equal(t, bigtable.Timestamp(1_700_000_000_002_000), ts, "ms(now+ttl) with now+ttl = T+2000.1µs")
+	assert.True(t, strategy.OneSecond().IsLive(ts, bigtable.Timestamp(clock.Add(ttl).UnixMicro()-1)), "live until now+ttl")
+
+	def := strategy.DefaultExpiry(time.Hour)
+	ts, err = def.WriteTimestamp(clock, time.Hour+time.Millisecond+500*time.Nanosecond)
+	require.NoError(t, err)
+	assert.Equal(t, bigtable.Timestamp(1_700_000_000_002_000), ts, "ms(now+ttl-D)")
+	ts, err = strategy.OneSecond(strategy.WithDefaultTTL(time.Millisecond + 500*time.Nanosecond)).DefaultTimestamp(clock)
+	require.NoError(t, err)
+	assert.Equal(t, bigtable.Timestamp(1_700_000_000_002_000), ts, "the default TTL too")
+
+	// Before the epoch the clock's sub-microsecond part still rounds down.
+	ts, err = strategy.OneSecond().WriteTimestamp(time.Unix(0, -400), time.Millisecond+500*time.Nanosecond)
+	require.NoError(t, err)
+	assert.Equal(t, bigtable.Timestamp(1000), ts, "-0.4µs + 1000.5µs = 1000.1µs")
+}
+
+// Issue 14, finding 9: Sequence(MaxInt32+1) was refused with "must keep at
+// least 1 version"; the message now names the real limit.
+func TestVersionsOverInt32NameTheLimit(t *testing.T) {
+	for _, p := range []strategy.Policy{
+		strategy.Sequence(math.MaxInt32 + 1),
+		strategy.Sequence(math.MaxInt64),
+		strategy.DefaultExpiry(time.Hour, strategy.WithMaxVersions(math.MaxInt32+1)),
+	} {
+		err := p.Validate()
+		require.ErrorIs(t, err, strategy.ErrInvalidPolicy, p.String())
+		assert.Contains(t, err.Error(), "2147483647", p.String())
+		assert.Contains(t, err.Error(), "max_num_versions is an int32", p.String())
+		assert.NotContains(t, err.Error(), "at least 1", p.String())
+	}
+	require.NoError(t, strategy.Sequence(math.MaxInt32).Validate())
+	assert.Contains(t, strategy.Sequence(0).Validate().Error(), "at least 1 version")
+}
+
+// Issue 14, finding 10(b): with the read time at or past the largest
+// timestamp, LiveFrom saturates at MaxTimestamp, and a cell stored there
+// read as live and was accepted as an explicit expiry instant.
+func TestPastMaxTimestampNothingIsLive(t *testing.T) {
+	one := strategy.OneSecond()
+	for _, t0 := range []bigtable.Timestamp{strategy.MaxTimestamp, strategy.MaxTimestamp + 1, strategy.MaxTimestamp + 500, math.MaxInt64} {
+		assert.True(t, one.AllExpired(t0), "%d", t0)
+		assert.False(t, one.IsLive(strategy.MaxTimestamp, t0), "%d", t0)
+		_, err := one.CheckExplicit(t0, strategy.MaxTimestamp)
+		assert.ErrorIs(t, err, strategy.ErrAlreadyExpired, "%d", t0)
+	}
+	assert.False(t, one.AllExpired(strategy.MaxTimestamp-1))
+	assert.True(t, one.IsLive(strategy.MaxTimestamp, strategy.MaxTimestamp-1))
+	// A default-expiry cell stays live for D after its timestamp, and no
+	// int64 read time is D past MaxTimestamp.
+	def := strategy.DefaultExpiry(time.Millisecond)
+	assert.False(t, def.AllExpired(math.MaxInt64))
+	assert.True(t, def.IsLive(strategy.MaxTimestamp, math.MaxInt64))
+	assert.False(t, strategy.Sequence(1).AllExpired(math.MaxInt64))
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Acceptance 1: stored timestamps follow DESIGN.md's formulas.
+// Acceptance 1: stored timestamps follow docs/design.md#strategies.
 func TestStoredTimestampFollowsStrategy(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	// A "now" with sub-millisecond digits, to see the rounding.

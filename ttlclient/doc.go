@@ -37,6 +37,11 @@
 // opened again (under the bare rule, it is filtered by that rule); see
 // Client.Open. A filter over the size Bigtable serves fails Open with
 // ErrFilterTooLarge.
+// The server reads an expired cell before the filter hides it, so the
+// statistics of bigtable.WithFullReadStats count it as seen: CellsSeenCount
+// and RowsSeenCount include the cells and rows the TTL filter hid, and
+// their excess over the returned counts measures that filter's work as
+// well as the caller's.
 //
 // Time: every timestamp written and every filter bound comes from the
 // table's Clock (WithClock; the system clock by default), in whole

@@ -80,6 +80,7 @@ type CellError struct {
 	Timestamp bigtable.Timestamp // the caller's timestamp, when one was given
 	TTL       time.Duration      // the cell's TTL, when one was given
 	Sequence  int64              // the cell's sequence number, when one was given
+	Options   []CellOption       // the cell options, when more than one was given
 	Err       error              // wraps a sentinel
 }
 
@@ -104,6 +105,9 @@ func (e *CellError) Error() string {
 	}
 	if e.Sequence != 0 {
 		fmt.Fprintf(&b, ", sequence %d", e.Sequence)
+	}
+	if len(e.Options) > 0 {
+		fmt.Fprintf(&b, ", options %v", e.Options)
 	}
 	b.WriteString(")")
 	return b.String()

@@ -9,7 +9,7 @@ import (
 // Build exposes the write path without I/O, for the pure benchmarks and
 // allocation tests: what Apply does before its RPC.
 func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
-	return t.build(row, m, t.now(), false)
+	return t.build(row, m, t.clock.Now(), false)
 }
 
 // ReadOptions exposes the read path without I/O: the options ReadRow sends.

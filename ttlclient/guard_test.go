@@ -66,7 +66,7 @@ func guardCases() []guardCase {
 		return func(m *ttlclient.Mutation) { m.Set(fam, "c", ts, []byte("v"), opts...) }
 	}
 	nearMax := time.UnixMicro(int64(strategy.MaxTimestamp) - int64(time.Hour/time.Microsecond))
-	return []guardCase{
+	return append(manyOptionCases(), []guardCase{
 		{name: "server timestamp on one-second family", want: ttlclient.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
 		{name: "server timestamp on sequence family", want: ttlclient.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
 		{name: "real timestamp on one-second family", want: ttlclient.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
@@ -104,7 +104,80 @@ func guardCases() []guardCase {
 			m.Set(famPlain, "ok", 1000, []byte("v"))
 			m.Set(famOne, "c", ttlclient.Auto, []byte("v"))
 		}},
+	}...)
+}
+
+// manyOptionCases: issue 14, finding 3. A Set given more than one cell
+// option kept the last and dropped the others silently (a Sequence(2)
+// family stored WithTTL(1h), WithSequence(5) at 5000). Every pair, in
+// either order, on every strategy, is refused.
+func manyOptionCases() []guardCase {
+	pairs := []struct {
+		name string
+		opts []ttlclient.CellOption
+	}{
+		{"WithTTL twice", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithTTL(2 * time.Hour)}},
+		{"WithTTL twice, same value", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithTTL(time.Hour)}},
+		{"WithSequence twice", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithSequence(6)}},
+		{"WithTTL then WithSequence", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5)}},
+		{"WithSequence then WithTTL", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithTTL(time.Hour)}},
+		{"three options", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(7)}},
 	}
+	var out []guardCase
+	for _, fam := range []string{famOne, famDef, famSeq, famPlain, "onedef"} {
+		for _, pair := range pairs {
+			fam, opts := fam, pair.opts
+			out = append(out, guardCase{
+				name: pair.name + " on " + fam, want: ttlclient.ErrWrongCellOption, family: fam,
+				build: func(m *ttlclient.Mutation) { m.Set(fam, "c", ttlclient.Auto, []byte("v"), opts...) },
+			})
+		}
+	}
+	return out
+}
+
+// The refusal of several cell options names them, and a conditional
+// mutation's branches are checked too.
+func TestManyCellOptionsNamed(t *testing.T) {
+	e, counter := newCountingEnv(t, mixedSchema())
+	before := counter.n.Load()
+	m := ttlclient.NewMutation()
+	m.Set(famSeq, "sq", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5))
+	err := e.tbl.Apply(e.ctx, "row", m)
+	require.ErrorIs(t, err, ttlclient.ErrWrongCellOption)
+	var ce *ttlclient.CellError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, famSeq, ce.Family)
+	assert.Equal(t, "sq", ce.Column)
+	assert.Equal(t, []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5)}, ce.Options)
+	assert.Zero(t, ce.TTL)
+	assert.Zero(t, ce.Sequence)
+	assert.Contains(t, err.Error(), "options [WithTTL(1h0m0s) WithSequence(5)]")
+	assert.Contains(t, err.Error(), `family "seq", column "sq"`)
+
+	// The options are copied: reusing the slice after Set changes nothing.
+	opts := []ttlclient.CellOption{ttlclient.WithSequence(1), ttlclient.WithSequence(2)}
+	m = ttlclient.NewMutation()
+	m.Set(famPlain, "ok", 1000, []byte("v"))
+	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), opts...)
+	opts[0] = ttlclient.WithTTL(time.Minute)
+	for _, cond := range []*ttlclient.Mutation{
+		ttlclient.NewCondMutation(nil, m, nil),
+		ttlclient.NewCondMutation(nil, nil, m),
+	} {
+		err = e.tbl.Apply(e.ctx, "row", cond)
+		require.ErrorIs(t, err, ttlclient.ErrWrongCellOption)
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, []ttlclient.CellOption{ttlclient.WithSequence(1), ttlclient.WithSequence(2)}, ce.Options)
+	}
+	assert.Equal(t, before, counter.n.Load(), "a refused write sent an RPC")
+	assertTableEmpty(t, e)
+
+	// One option that fits is still accepted, on the same mutation type.
+	m = ttlclient.NewMutation()
+	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(5))
+	require.NoError(t, e.tbl.Apply(e.ctx, "row", m))
+	assert.Equal(t, bigtable.Timestamp(5000), e.storedTimestamp(t, "row", famSeq, "c"))
 }
 
 // Acceptance 6: every guardrail refuses with its sentinel before any RPC,
@@ -186,7 +259,9 @@ func TestGuardrailsOnOtherEntryPoints(t *testing.T) {
 // Acceptance 6 (ApplyBulk): refused rows come back in the per-row errors,
 // valid rows are written unchanged.
 func TestApplyBulkRefusesOnlyBadRows(t *testing.T) {
-	e := newEnv(t, mixedSchema())
+	schema := mixedSchema()
+	schema["onedef"] = strategy.OneSecond(strategy.WithDefaultTTL(time.Minute)) // as in newCountingEnv
+	e := newEnv(t, schema)
 	cases := guardCases()
 	var keys []string
 	var muts []*ttlclient.Mutation

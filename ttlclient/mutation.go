@@ -1,6 +1,7 @@
 package ttlclient
 
 import (
+	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -30,6 +31,7 @@ const (
 	cellOptNone cellOptKind = iota
 	cellOptTTL
 	cellOptSeq
+	cellOptMany // more than one option: refused when applied; n indexes Mutation.manyOpts
 )
 
 // CellOption sets a cell's TTL or sequence number. It is a small value so
@@ -47,6 +49,17 @@ func WithTTL(d time.Duration) CellOption { return CellOption{kind: cellOptTTL, t
 // WithSequence gives the cell its version number on a sequence family; the
 // timestamp written is seq*1000.
 func WithSequence(seq int64) CellOption { return CellOption{kind: cellOptSeq, seq: seq} }
+
+// String is the option as it was written: WithTTL(1h0m0s), WithSequence(5).
+func (co CellOption) String() string {
+	switch co.kind {
+	case cellOptTTL:
+		return "WithTTL(" + co.ttl.String() + ")"
+	case cellOptSeq:
+		return "WithSequence(" + strconv.FormatInt(co.seq, 10) + ")"
+	}
+	return "CellOption{}"
+}
 
 // op is one recorded change. Every op is copied once into the mutation and
 // read once when it is applied, so it is kept to 80 bytes: n holds
@@ -92,6 +105,9 @@ func (m *Mutation) add(o op) {
 // managed-family timestamps the Table assigns when it is applied.
 type Mutation struct {
 	ops []op
+	// manyOpts holds the options of each Set given more than one, for the
+	// refusal to name them.
+	manyOpts [][]CellOption
 
 	isConditional bool
 	cond          bigtable.Filter
@@ -117,10 +133,18 @@ func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
 //     (sequence), and refused if the cell would be expired on arrival.
 //
 // A TTL and an explicit ts together are refused: say one or the other.
+// So is more than one cell option, even two of the same kind: no option
+// is chosen by its order. Every refusal is ErrWrongCellOption, when the
+// mutation is applied.
 func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
 	o := op{kind: opSet, family: family, column: column, ts: ts, value: value}
-	for _, co := range opts {
-		o.setCellOption(co)
+	switch len(opts) {
+	case 0:
+	case 1:
+		o.setCellOption(opts[0])
+	default:
+		o.cellOpt, o.n = cellOptMany, int64(len(m.manyOpts))
+		m.manyOpts = append(m.manyOpts, append([]CellOption(nil), opts...))
 	}
 	m.add(o)
 }

@@ -76,9 +76,16 @@ func WithRecorder(r Recorder) Option {
 // followed by a shadow read; 0 turns shadow reads off. A shadow read runs on
 // its own goroutine after the caller's read has returned: it reads the same
 // rows again with the inverse TTL filter (only expired cells, values
-// stripped) and reports what it finds to the Recorder. Its cost is one extra
-// read RPC per sampled read, returning no values; it never changes the
-// caller's result, error or latency. Only used with WithRecorder.
+// stripped), as far as the caller's scan went (to the row where the caller
+// stopped or the row limit was reached, else the whole row set), and
+// reports what it finds to the Recorder. Its cost is one extra read RPC per
+// sampled read, returning no values; it never changes the caller's result,
+// error or latency. Only used with WithRecorder.
+//
+// The shadow read never touches the caller's arguments after ReadRows
+// returns: it copies the row keys and ranges of the RowSet before the read
+// starts, so the caller may reuse a bigtable.RowList or RowRangeList at
+// once, as it may with the raw client.
 func WithShadowSampling(fraction float64) Option {
 	return func(cfg *config) {
 		switch {
@@ -285,20 +292,44 @@ func (o *observer) afterReadRowSlow(row string) {
 	}
 }
 
-// shadowScan is a sampled ReadRows: the caller's row set, and where the
-// caller stopped reading, so the shadow read walks the same rows.
+// shadowScan is a sampled ReadRows: a copy of the caller's row set, and
+// where the scan stopped, so the shadow read walks the same rows.
 type shadowScan struct {
 	o       *observer
-	rows    bigtable.RowSet
+	rows    bigtable.RowSet // the shadow read's own copy: the caller may reuse its row set
 	f       func(bigtable.Row) bool
 	reverse bool
-	limited bool
+	limit   int64 // the read's LimitRows, 0 for none, -1 when unreadable
 	stopped bool
-	n       int
+	n       int64
 	last    string
 }
 
-var limitRowsType = reflect.TypeOf(bigtable.LimitRows(1))
+// limitRows reads the limit out of a bigtable.LimitRows option, whose type
+// hides it: -1 if this client version's layout is not the one known.
+var (
+	limitRowsType  = reflect.TypeOf(bigtable.LimitRows(1))
+	limitRowsKnown = limitRowsType.Kind() == reflect.Struct && limitRowsType.NumField() == 1 &&
+		limitRowsType.Field(0).Type.Kind() == reflect.Int64 && limitOf(bigtable.LimitRows(7)) == 7
+)
+
+func limitOf(opt bigtable.ReadOption) int64 { return reflect.ValueOf(opt).Field(0).Int() }
+
+// copyRowSet is a copy of rows that shares nothing the caller can change:
+// a RowList's or RowRangeList's backing array is the caller's, and may be
+// reused as soon as ReadRows returns. RowSet's methods are unexported, so
+// these are all its implementations; false for any other (nil).
+func copyRowSet(rows bigtable.RowSet) (bigtable.RowSet, bool) {
+	switch r := rows.(type) {
+	case bigtable.RowList:
+		return append(bigtable.RowList(nil), r...), true
+	case bigtable.RowRangeList:
+		return append(bigtable.RowRangeList(nil), r...), true
+	case bigtable.RowRange:
+		return r, true // a value of strings: nothing shared is mutable
+	}
+	return nil, false
+}
 
 // sampleRows decides whether a ReadRows is sampled: nil when not.
 func (o *observer) sampleRows(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadowScan {
@@ -312,13 +343,20 @@ func (o *observer) sampleRowsSlow(rows bigtable.RowSet, opts []bigtable.ReadOpti
 	if !o.sampled() {
 		return nil
 	}
-	s := &shadowScan{o: o, rows: rows}
+	own, ok := copyRowSet(rows)
+	if !ok {
+		return nil
+	}
+	s := &shadowScan{o: o, rows: own}
 	for _, opt := range opts {
 		switch {
 		case opt == bigtable.ReverseScan():
 			s.reverse = true
 		case opt != nil && reflect.TypeOf(opt) == limitRowsType:
-			s.limited = true
+			// The last LimitRows wins, as in the client.
+			if s.limit = -1; limitRowsKnown {
+				s.limit = max(limitOf(opt), 0)
+			}
 		}
 	}
 	return s
@@ -352,9 +390,12 @@ func (s *shadowScan) done(err error) {
 }
 
 func (s *shadowScan) doneSlow() {
-	// A caller that stopped early, or a row limit that may have, walked
-	// only up to the last row it got.
-	if !s.stopped && !(s.limited && s.n > 0) {
+	// The server stopped where the caller did, or at the row limit when
+	// the read reached it: the scan ended at the last row returned. A read
+	// that returned fewer rows than its limit walked the whole row set,
+	// and so does the shadow read.
+	reachedLimit := s.limit > 0 && s.n >= s.limit || s.limit < 0 && s.n > 0
+	if !s.stopped && !reachedLimit {
 		s.last = ""
 	}
 	s.f = nil

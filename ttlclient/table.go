@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 
@@ -47,7 +48,7 @@ func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now
 // satisfies it; both branches are rewritten and checked.
 func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
 	start := t.obs.begin()
-	now := t.now()
+	now := t.clock.Now()
 	bm, err := t.build(row, m, now, false)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
 	}
 	start := t.obs.begin()
-	now := t.now()
+	now := t.clock.Now()
 	bms := make([]*bigtable.Mutation, len(muts))
 	var refused []error
 	for i, m := range muts {
@@ -127,6 +128,9 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 
 // ReadRows reads rows, like bigtable.Table.ReadRows, returning only live
 // cells. A bigtable.RowFilter among opts is applied after the TTL filter.
+// bigtable.WithFullReadStats counts the expired cells the TTL filter hid
+// as seen. The caller may reuse arg as soon as ReadRows returns: a shadow
+// read (WithShadowSampling) reads its own copy.
 func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtable.Row) bool, opts ...bigtable.ReadOption) error {
 	start := t.obs.begin()
 	opts, err := t.readOptions(opts)
@@ -267,7 +271,9 @@ func (t *Table) checkRowKey(row string) error {
 }
 
 // build turns m into the mutation to send at now, or the first refusal.
-func (t *Table) build(row string, m *Mutation, now bigtable.Timestamp, bulk bool) (*bigtable.Mutation, error) {
+// now is the clock reading itself, not its microseconds: a TTL is added to
+// it in nanoseconds (strategy.Policy.WriteTimestamp).
+func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigtable.Mutation, error) {
 	if err := t.checkRowKey(row); err != nil {
 		return nil, err
 	}
@@ -305,11 +311,12 @@ func (t *Table) build(row string, m *Mutation, now bigtable.Timestamp, bulk bool
 	if err != nil {
 		return nil, err
 	}
-	return bigtable.NewCondMutation(t.filters.Compose(now, m.cond), mtrue, mfalse), nil
+	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
 }
 
 // convert appends m's operations to bm, rewriting managed timestamps.
-func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *bigtable.Mutation) error {
+func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mutation) error {
+	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
 	var (
@@ -332,10 +339,16 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 		}
 		switch o.kind {
 		case opSet:
+			if o.cellOpt == cellOptMany {
+				opts := m.manyOpts[o.n]
+				e := t.opError(row, o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", ErrWrongCellOption, len(opts)))
+				e.Options = opts
+				return e
+			}
 			if len(o.value) > MaxValueBytes {
 				return t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
-			ts, err := cellTimestamp(p, o, now)
+			ts, err := cellTimestamp(p, o, now, nowMicros)
 			if err != nil {
 				return t.opError(row, o, err)
 			}
@@ -343,7 +356,7 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 				bm.DeleteCellsInColumn(o.family, o.column)
 			}
 			bm.Set(o.family, o.column, ts, o.value)
-			t.obs.cell(p, o, ts, now)
+			t.obs.cell(p, o, ts, nowMicros)
 		case opDeleteColumn:
 			bm.DeleteCellsInColumn(o.family, o.column)
 		case opDeleteRange:
@@ -370,8 +383,9 @@ func (t *Table) convert(row string, m *Mutation, now bigtable.Timestamp, bm *big
 	return nil
 }
 
-// cellTimestamp is the timestamp to write for a Set under policy p.
-func cellTimestamp(p strategy.Policy, o *op, now bigtable.Timestamp) (bigtable.Timestamp, error) {
+// cellTimestamp is the timestamp to write for a Set under policy p at now
+// (nowMicros in microseconds).
+func cellTimestamp(p strategy.Policy, o *op, now time.Time, nowMicros bigtable.Timestamp) (bigtable.Timestamp, error) {
 	if !p.Managed() {
 		if o.cellOpt != cellOptNone {
 			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)
@@ -393,7 +407,10 @@ func cellTimestamp(p strategy.Policy, o *op, now bigtable.Timestamp) (bigtable.T
 	case cellOptSeq:
 		return p.SequenceTimestamp(o.seq())
 	}
-	return p.CheckExplicit(now, o.ts)
+	if o.ts == Auto {
+		return p.DefaultTimestamp(now)
+	}
+	return p.CheckExplicit(nowMicros, o.ts)
 }
 
 func (t *Table) opError(row string, o *op, err error) *CellError {

@@ -1,4 +1,4 @@
-// Package wireguard applies bttl's write guardrails (DESIGN.md section 3)
+// Package wireguard applies bttl's write guardrails (docs/design.md#guardrails)
 // to code that still uses a plain *bigtable.Client, as gRPC client
 // interceptors:
 //

@@ -340,7 +340,7 @@ func (t *table) violation(rule, family string, column []byte, err error) *violat
 	return &violation{rule: rule, table: t.id, family: family, column: string(column), err: err}
 }
 
-// checkMutations applies DESIGN.md section 3 to a row's mutations.
+// checkMutations applies docs/design.md#guardrails to a row's mutations.
 func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *violation {
 	for _, m := range ms {
 		var fam string

@@ -21,13 +21,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
+	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/metrics"
 	"github.com/bttl/bttl/strategy"
@@ -58,8 +63,16 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The audit's gauges are read from the file it writes, as
+	// node_exporter's textfile collector reads *.prom files.
+	dir, err := os.MkdirTemp("", "bttl-textfile")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	textfile := filepath.Join(dir, "bttl.prom")
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, textfileGatherer(textfile)}, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
@@ -123,21 +136,57 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%d users, read 50h later: %d live clicks cells (the 72h ones); the rest is expired but still stored.\n", users, live)
 
+	// The stock: an audit of the table at the same instant.
+	rep, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	if err != nil {
+		return err
+	}
+	if err := audit.WriteMetricsFile(textfile, []*audit.Report{rep}); err != nil {
+		return err
+	}
+
 	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	fmt.Fprintf(out, "\nscrape of http://%s/metrics (bttl_ series; latency buckets left out):\n", ln.Addr())
+	fmt.Fprintf(out, "\nscrape of http://%s/metrics (bttl_ series; histogram buckets and the counter's deprecated name left out).\n", ln.Addr())
+	fmt.Fprintln(out, "bttl_shadow_read_expired_cells_total counts expired cells reads walked past (a cell read twice counts twice);")
+	fmt.Fprintln(out, "bttl_audit_expired_not_collected_cells is how many are stored now, as the audit counted them:")
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "latency_seconds_bucket") {
+		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "_bucket{") || strings.HasPrefix(line, metrics.ExpiredNotCollectedTotal) {
 			continue
 		}
 		fmt.Fprintln(out, line)
 	}
 	return sc.Err()
+}
+
+// textfileGatherer gathers the metrics of a text-format file, as
+// node_exporter's textfile collector does; nothing before the file exists.
+func textfileGatherer(path string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(f)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*dto.MetricFamily, 0, len(fams))
+		for _, mf := range fams {
+			out = append(out, mf)
+		}
+		return out, nil
+	})
 }
 
 // waitShadowReads waits until n shadow reads have ended: they run on their

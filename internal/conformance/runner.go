@@ -202,14 +202,27 @@ func (r *runner) u(n int) int {
 // collected by the server's GC during the run.
 const ClockLead = 3 * time.Second
 
-// now moves the manual clock up to real time + ClockLead if it is behind
-// and returns it in microseconds.
-func (r *runner) now() int64 {
+// clock moves the manual clock up to real time + ClockLead if it is behind
+// and returns it. Writes give the model this reading itself: the library
+// adds a TTL to it in nanoseconds.
+func (r *runner) clock() time.Time {
 	floor := time.Now().Add(ClockLead)
 	if c := r.cfg.Clock.Now(); c.Before(floor) {
 		r.cfg.Clock.Set(floor)
 	}
-	return r.cfg.Clock.Now().UnixMicro()
+	return r.cfg.Clock.Now()
+}
+
+// now is clock in microseconds, the read time.
+func (r *runner) now() int64 { return r.clock().UnixMicro() }
+
+// clockString is a write's clock reading in the history: microseconds, and
+// the nanoseconds below them when there are any.
+func clockString(c time.Time) string {
+	if ns := c.Nanosecond() % 1000; ns != 0 {
+		return fmt.Sprintf("%d+%dns", c.UnixMicro(), ns)
+	}
+	return fmt.Sprintf("%d", c.UnixMicro())
 }
 
 func (r *runner) record(s string) {
@@ -265,8 +278,7 @@ func (r *runner) moveClock() {
 	if r.u(4) == 0 {
 		d = d.Truncate(time.Millisecond) // land on whole milliseconds too
 	}
-	now := time.UnixMicro(r.now())
-	r.cfg.Clock.Set(now.Add(d))
+	r.cfg.Clock.Set(r.clock().Add(d))
 	r.stats.ClockMoves++
 	r.record(fmt.Sprintf("clock +%s", d))
 }
@@ -375,7 +387,8 @@ func (r *runner) deleteRange(row, fam, col string, now int64) model.Op {
 	return o
 }
 
-func (r *runner) mutation(row string, now int64) []model.Op {
+func (r *runner) mutation(row string, clock time.Time) []model.Op {
+	now := clock.UnixMicro()
 	n := 1 + r.u(4)
 	ops := make([]model.Op, 0, n)
 	for range n {
@@ -394,7 +407,7 @@ func (r *runner) mutation(row string, now int64) []model.Op {
 			ops = append(ops, model.Op{Kind: model.DeleteRow})
 		}
 	}
-	return r.keepRow(row, now, r.safe(row, now, ops))
+	return r.keepRow(row, clock, r.safe(row, clock, ops))
 }
 
 // keepRow appends a write to the unmanaged family when ops would leave the
@@ -403,7 +416,7 @@ func (r *runner) mutation(row string, now int64) []model.Op {
 // GC (see the bttest_harness package doc; seed 20261124, step 546469). The
 // unmanaged family has no GC rule, so this cell keeps the row. No random
 // draw is used, so a seed's steps do not change.
-func (r *runner) keepRow(row string, now int64, ops []model.Op) []model.Op {
+func (r *runner) keepRow(row string, now time.Time, ops []model.Op) []model.Op {
 	if r.m.KeepsFamily(row, now, ops, FamPlain) {
 		return ops
 	}
@@ -414,7 +427,7 @@ func (r *runner) keepRow(row string, now int64, ops []model.Op) []model.Op {
 // max-versions GC may already have removed (see model.Resurrects): its
 // range deletes on versioned families then start at 0, which deletes
 // every older version too.
-func (r *runner) safe(row string, now int64, ops []model.Op) []model.Op {
+func (r *runner) safe(row string, now time.Time, ops []model.Op) []model.Op {
 	if !r.m.Resurrects(row, now, ops) {
 		return ops
 	}
@@ -479,24 +492,24 @@ func (r *runner) outcome(what string, want, got error) error {
 }
 
 func (r *runner) apply(row string) error {
-	now := r.now()
-	ops := r.mutation(row, now)
-	what := fmt.Sprintf("Apply %s at %d: %s", row, now, describe(ops))
+	clock := r.clock()
+	ops := r.mutation(row, clock)
+	what := fmt.Sprintf("Apply %s at %s: %s", row, clockString(clock), describe(ops))
 	r.record(what)
-	want := r.m.Check(row, now, ops)
+	want := r.m.Check(row, clock, ops)
 	got := r.cfg.Target.Apply(r.ctx, row, toMutation(ops))
 	if err := r.outcome(what, want, got); err != nil {
 		return err
 	}
 	if want == nil {
-		_ = r.m.Apply(row, now, ops)
+		_ = r.m.Apply(row, clock, ops)
 	}
 	r.stats.Writes++
 	return nil
 }
 
 func (r *runner) applyBulk() error {
-	now := r.now()
+	clock := r.clock()
 	n := 2 + r.u(4)
 	perm := r.rng.Perm(numRows)
 	rows := make([]string, n)
@@ -505,18 +518,18 @@ func (r *runner) applyBulk() error {
 	var desc []string
 	for i := range n {
 		rows[i] = rowKey(perm[i])
-		opss[i] = r.mutation(rows[i], now)
+		opss[i] = r.mutation(rows[i], clock)
 		muts[i] = toMutation(opss[i])
 		desc = append(desc, rows[i]+": "+describe(opss[i]))
 	}
-	what := fmt.Sprintf("ApplyBulk at %d: %s", now, strings.Join(desc, " | "))
+	what := fmt.Sprintf("ApplyBulk at %s: %s", clockString(clock), strings.Join(desc, " | "))
 	r.record(what)
 	errs, err := r.cfg.Target.ApplyBulk(r.ctx, rows, muts)
 	if err != nil {
 		return r.fail(what, fmt.Sprintf("the whole call failed: %v", err))
 	}
 	for i := range n {
-		want := r.m.Check(rows[i], now, opss[i])
+		want := r.m.Check(rows[i], clock, opss[i])
 		var got error
 		if errs != nil {
 			got = errs[i]
@@ -525,7 +538,7 @@ func (r *runner) applyBulk() error {
 			return err
 		}
 		if want == nil {
-			_ = r.m.Apply(rows[i], now, opss[i])
+			_ = r.m.Apply(rows[i], clock, opss[i])
 		}
 	}
 	r.stats.Writes++
@@ -534,17 +547,18 @@ func (r *runner) applyBulk() error {
 }
 
 func (r *runner) condMutation(row string) error {
-	now := r.now()
+	clock := r.clock()
+	now := clock.UnixMicro()
 	cond := r.filter()
 	var tops, fops []model.Op
 	if r.u(4) != 0 {
-		tops = r.mutation(row, now)
+		tops = r.mutation(row, clock)
 	}
 	if r.u(4) != 0 {
-		fops = r.mutation(row, now)
+		fops = r.mutation(row, clock)
 	}
 	if tops == nil && fops == nil {
-		tops = r.mutation(row, now)
+		tops = r.mutation(row, clock)
 	}
 	matched := r.m.Matches(row, now, cond)
 	chosen := fops
@@ -558,12 +572,12 @@ func (r *runner) condMutation(row string) error {
 	if fops != nil {
 		mf = toMutation(fops)
 	}
-	what := fmt.Sprintf("CondMutation %s at %d if %s (model: %v) then [%s] else [%s]", row, now, filterString(cond), matched, describe(tops), describe(fops))
+	what := fmt.Sprintf("CondMutation %s at %s if %s (model: %v) then [%s] else [%s]", row, clockString(clock), filterString(cond), matched, describe(tops), describe(fops))
 	r.record(what)
 	var want error
 	for _, ops := range [][]model.Op{tops, fops} {
 		if ops != nil && want == nil {
-			want = r.m.Check(row, now, ops)
+			want = r.m.Check(row, clock, ops)
 		}
 	}
 	var bcond bigtable.Filter
@@ -575,12 +589,12 @@ func (r *runner) condMutation(row string) error {
 		return err
 	}
 	if want == nil && chosen != nil {
-		if r.m.Resurrects(row, now, chosen) {
+		if r.m.Resurrects(row, clock, chosen) {
 			// Both branches went through safe, so this cannot happen; a
 			// model bug if it does.
 			return r.fail(what, "suite bug: the chosen branch resurrects a shadowed version")
 		}
-		_ = r.m.Apply(row, now, chosen)
+		_ = r.m.Apply(row, clock, chosen)
 	}
 	r.stats.Writes++
 	r.stats.Cond++

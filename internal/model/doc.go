@@ -1,5 +1,5 @@
-// Package model is the reference model of bttl's core property (DESIGN.md
-// section 2): given every write, delete and GC rule, and a read time t, the
+// Package model is the reference model of bttl's core property
+// (docs/design.md#live-rule): given every write, delete and GC rule, and a read time t, the
 // exact cells a complete GC at t keeps, in Bigtable's order (row, family,
 // column, timestamp descending), with a caller's filter applied after that
 // view.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strings"
 	"time"
@@ -125,7 +126,7 @@ func ms(ts int64) int64 {
 	return ts - r
 }
 
-// live is the age test of DESIGN.md section 2: one-second `ts > t`, default
+// live is the age test of docs/design.md#live-rule: one-second `ts > t`, default
 // expiry `ts + D > t`; other kinds never expire by age.
 func (f family) live(ts, t int64) bool {
 	switch f.kind {
@@ -143,9 +144,26 @@ func refused(format string, a ...any) error {
 
 const maxSeq = math.MaxInt64 / 1000
 
-// timestamp is the stored timestamp of a Set at now, or a refusal.
-func (f family) timestamp(o Op, now int64) (int64, error) {
+// addNanos is now+d in microseconds: the exact sum in nanoseconds, rounded
+// down once, and false when it does not fit in int64 microseconds. Big
+// integers keep the model independent of the library's carry arithmetic.
+func addNanos(now time.Time, d time.Duration) (int64, bool) {
+	ns := new(big.Int).Mul(big.NewInt(now.Unix()), big.NewInt(int64(time.Second)))
+	ns.Add(ns, big.NewInt(int64(now.Nanosecond())))
+	ns.Add(ns, big.NewInt(int64(d)))
+	us, rem := new(big.Int), new(big.Int)
+	us.DivMod(ns, big.NewInt(int64(time.Microsecond)), rem) // Euclidean: rounds down
+	if !us.IsInt64() {
+		return 0, false
+	}
+	return us.Int64(), true
+}
+
+// timestamp is the stored timestamp of a Set at clock reading now, or a
+// refusal.
+func (f family) timestamp(o Op, now time.Time) (int64, error) {
 	managed := f.kind != strategy.KindUnmanaged
+	nowMicros := now.UnixMicro()
 	switch o.Kind {
 	case SetTTL:
 		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
@@ -154,15 +172,15 @@ func (f family) timestamp(o Op, now int64) (int64, error) {
 		if o.TTL < time.Millisecond {
 			return 0, refused("TTL %s", o.TTL)
 		}
-		ttl := int64(o.TTL / time.Microsecond)
-		if ttl > math.MaxInt64-now {
+		d := o.TTL
+		if f.kind == strategy.KindDefaultExpiry {
+			d -= time.Duration(f.d) * time.Microsecond
+		}
+		ts, ok := addNanos(now, d)
+		if !ok {
 			return 0, refused("overflow")
 		}
-		ts := ms(now + ttl)
-		if f.kind == strategy.KindDefaultExpiry {
-			ts = ms(now + ttl - f.d)
-		}
-		if ts < 0 {
+		if ts = ms(ts); ts < 0 {
 			return 0, refused("before the epoch")
 		}
 		return ts, nil
@@ -177,9 +195,19 @@ func (f family) timestamp(o Op, now int64) (int64, error) {
 	case SetAuto:
 		switch {
 		case f.kind == strategy.KindDefaultExpiry:
-			return ms(now), nil
+			if ms(nowMicros) < 0 {
+				return 0, refused("before the epoch")
+			}
+			return ms(nowMicros), nil
 		case f.kind == strategy.KindOneSecond && f.defaultTTL > 0:
-			return ms(now + int64(f.defaultTTL/time.Microsecond)), nil
+			ts, ok := addNanos(now, f.defaultTTL)
+			if !ok {
+				return 0, refused("overflow")
+			}
+			if ts = ms(ts); ts < 0 {
+				return 0, refused("before the epoch")
+			}
+			return ts, nil
 		}
 		return 0, refused("no timestamp to assign on a %s family", f.kind)
 	case SetExplicit:
@@ -190,7 +218,7 @@ func (f family) timestamp(o Op, now int64) (int64, error) {
 		switch {
 		case f.kind == strategy.KindSequence && (o.TS < 1000 || o.TS%1000 != 0):
 			return 0, refused("sequence timestamp %d", o.TS)
-		case managed && !f.live(ts, now):
+		case managed && !f.live(ts, nowMicros):
 			return 0, refused("expired on arrival")
 		}
 		return ts, nil
@@ -198,9 +226,11 @@ func (f family) timestamp(o Op, now int64) (int64, error) {
 	return 0, refused("not a set")
 }
 
-// Apply applies a mutation of row at read-and-write time now
-// (microseconds), atomically: either every op or, on a refusal, none.
-func (m *Model) Apply(rowKey string, now int64, ops []Op) error {
+// Apply applies a mutation of row at clock reading now, atomically: either
+// every op or, on a refusal, none. A TTL is added to now in nanoseconds and
+// the sum truncated once, as the library must; now.UnixMicro() is the read
+// time for the "expired on arrival" test.
+func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 	if rowKey == "" {
 		return refused("empty row key")
 	}
@@ -322,7 +352,7 @@ func (m *Model) markShadowed(r row) {
 // depends on when GC ran: no read can be checked exactly after that. The
 // conformance suite avoids those mutations (a delete range [0, end) never
 // causes one).
-func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
+func (m *Model) Resurrects(rowKey string, now time.Time, ops []Op) bool {
 	c := m.cloneRow(rowKey)
 	if err := c.Apply(rowKey, now, ops); err != nil {
 		return false
@@ -350,7 +380,7 @@ func (m *Model) Resurrects(rowKey string, now int64, ops []Op) bool {
 
 // KeepsFamily reports whether rowKey holds a cell of fam once ops are
 // applied (or, if ops are refused, holds one now).
-func (m *Model) KeepsFamily(rowKey string, now int64, ops []Op, fam string) bool {
+func (m *Model) KeepsFamily(rowKey string, now time.Time, ops []Op, fam string) bool {
 	c := m.cloneRow(rowKey)
 	if err := c.Apply(rowKey, now, ops); err != nil {
 		c = m
@@ -484,7 +514,7 @@ func Format(cs []Cell) string {
 
 // Check reports whether the library must refuse ops on rowKey at now,
 // without applying them.
-func (m *Model) Check(rowKey string, now int64, ops []Op) error {
+func (m *Model) Check(rowKey string, now time.Time, ops []Op) error {
 	c := &Model{fams: m.fams, rows: map[string]row{}}
 	return c.Apply(rowKey, now, ops)
 }

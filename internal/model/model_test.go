@@ -13,6 +13,9 @@ import (
 
 const now = int64(1_700_000_000_123_456) // sub-millisecond digits on purpose
 
+// nowTime is now as the clock reading writes take.
+var nowTime = time.UnixMicro(now)
+
 func schema() strategy.Schema {
 	return strategy.Schema{
 		"one":   strategy.OneSecond(strategy.WithMaxVersions(2)),
@@ -33,7 +36,7 @@ func tss(cs []model.Cell) []int64 {
 
 func TestTimestampsAndLiveness(t *testing.T) {
 	m := model.New(schema())
-	require.NoError(t, m.Apply("r", now, []model.Op{
+	require.NoError(t, m.Apply("r", nowTime, []model.Op{
 		{Kind: model.SetTTL, Family: "one", Column: "c", TTL: time.Second, Value: "a"},
 		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: 30 * time.Minute, Value: "b"},
 		{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 7, Value: "c"},
@@ -61,7 +64,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		"unknown family":           {Kind: model.SetExplicit, Family: "x", Column: "c", TS: 1000},
 		"inverted range":           {Kind: model.DeleteRange, Family: "def", Column: "c", TS: 5000, End: 5000},
 	} {
-		err := m.Apply("r", now, []model.Op{{Kind: model.SetExplicit, Family: "plain", Column: "ok", TS: 1000}, op})
+		err := m.Apply("r", nowTime, []model.Op{{Kind: model.SetExplicit, Family: "plain", Column: "ok", TS: 1000}, op})
 		assert.ErrorIs(t, err, model.ErrRefused, name)
 	}
 	assert.Empty(t, m.RowKeys())
@@ -70,7 +73,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 func TestVersionsSingleValueAndFilters(t *testing.T) {
 	m := model.New(schema())
 	for i, ttl := range []time.Duration{3 * time.Second, 2 * time.Second, time.Second} {
-		require.NoError(t, m.Apply("r", now, []model.Op{{Kind: model.SetTTL, Family: "one", Column: "c", TTL: ttl, Value: string(rune('a' + i))}}))
+		require.NoError(t, m.Apply("r", nowTime, []model.Op{{Kind: model.SetTTL, Family: "one", Column: "c", TTL: ttl, Value: string(rune('a' + i))}}))
 	}
 	// Max versions 2 counts live cells only: after the 1s cell expires the
 	// two others are kept.
@@ -80,12 +83,12 @@ func TestVersionsSingleValueAndFilters(t *testing.T) {
 	assert.Equal(t, []string{"b"}, values(m.Read("r", now, model.ValueRange("b", "c"))))
 
 	// Single value: the last write wins even with a shorter TTL.
-	require.NoError(t, m.Apply("s", now, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: 2 * time.Hour, Value: "long"}}))
-	require.NoError(t, m.Apply("s", now, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: time.Minute, Value: "short"}}))
+	require.NoError(t, m.Apply("s", nowTime, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: 2 * time.Hour, Value: "long"}}))
+	require.NoError(t, m.Apply("s", nowTime, []model.Op{{Kind: model.SetTTL, Family: "sv", Column: "c", TTL: time.Minute, Value: "short"}}))
 	assert.Equal(t, []string{"short"}, values(m.View("s", now)))
 
 	// Same millisecond: the later write replaces the earlier.
-	require.NoError(t, m.Apply("t", now, []model.Op{
+	require.NoError(t, m.Apply("t", nowTime, []model.Op{
 		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: time.Minute, Value: "x"},
 		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: time.Minute + 300*time.Microsecond, Value: "y"},
 	}))
@@ -95,25 +98,25 @@ func TestVersionsSingleValueAndFilters(t *testing.T) {
 func TestResurrects(t *testing.T) {
 	m := model.New(schema())
 	for seq := int64(1); seq <= 3; seq++ {
-		require.NoError(t, m.Apply("r", now, []model.Op{{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: seq}}))
+		require.NoError(t, m.Apply("r", nowTime, []model.Op{{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: seq}}))
 	}
 	// Seq 1 is beyond the 2 kept: deleting seq 3 alone would bring it back.
 	top := []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 3000, End: 4000}}
-	assert.True(t, m.Resurrects("r", now, top))
+	assert.True(t, m.Resurrects("r", nowTime, top))
 	bottom := []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 0, End: 4000}}
-	assert.False(t, m.Resurrects("r", now, bottom))
+	assert.False(t, m.Resurrects("r", nowTime, bottom))
 	assert.True(t, m.Collectable("r", "seq", "c", 1000, now))
 	assert.False(t, m.Collectable("r", "seq", "c", 3000, now))
 	// Writing seq 1 again after deleting the family is a new cell at the
 	// shadowed one's timestamp, not the old one brought back (1M-step run,
 	// seed 20261124, step 882534).
 	rewrite := []model.Op{{Kind: model.DeleteFamily, Family: "seq"}, {Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 1}}
-	assert.False(t, m.Resurrects("r", now, rewrite))
+	assert.False(t, m.Resurrects("r", nowTime, rewrite))
 	// So is rewriting it in place while deleting the newer ones.
 	inPlace := []model.Op{{Kind: model.SetSeq, Family: "seq", Column: "c", Seq: 1}, {Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 2000, End: 4000}}
-	assert.False(t, m.Resurrects("r", now, inPlace))
+	assert.False(t, m.Resurrects("r", nowTime, inPlace))
 	// Deleting only the newer ones still brings the old seq 1 back.
-	assert.True(t, m.Resurrects("r", now, []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 2000, End: 4000}}))
+	assert.True(t, m.Resurrects("r", nowTime, []model.Op{{Kind: model.DeleteRange, Family: "seq", Column: "c", TS: 2000, End: 4000}}))
 }
 
 func values(cs []model.Cell) []string {
@@ -122,4 +125,42 @@ func values(cs []model.Cell) []string {
 		out = append(out, c.Value)
 	}
 	return out
+}
+
+// Issue 14, finding 10(a): the model, like the library, adds a TTL to the
+// clock reading in nanoseconds and truncates once: clock T+999.6µs and ttl
+// 1ms+500ns give ms(T+2000.1µs) = T+2000, where truncating each to the
+// microsecond first gave T+1000.
+func TestTimestampFromNanoseconds(t *testing.T) {
+	m := model.New(schema())
+	base := int64(1_700_000_000_000_000)
+	clock := time.UnixMicro(base).Add(999*time.Microsecond + 600*time.Nanosecond)
+	ttl := time.Millisecond + 500*time.Nanosecond
+	require.NoError(t, m.Apply("r", clock, []model.Op{
+		{Kind: model.SetTTL, Family: "one", Column: "c", TTL: ttl, Value: "a"},
+		{Kind: model.SetTTL, Family: "def", Column: "c", TTL: time.Hour + ttl, Value: "b"},
+	}))
+	assert.Equal(t, []int64{base + 2000, base + 2000}, tss(m.Stored("r")))
+	// Live until the clock reaches now+ttl = T+2000.1µs.
+	assert.Len(t, m.View("r", base+1999), 2)
+	assert.Len(t, m.View("r", base+2000), 1, "the one-second cell expires at its timestamp")
+}
+
+// Issue 14, finding 10(b): past the largest timestamp a one-second cell
+// cannot be live, and no write can store one.
+func TestPastMaxTimestamp(t *testing.T) {
+	m := model.New(strategy.Schema{"one": strategy.OneSecond(strategy.WithDefaultTTL(time.Hour)), "plain": strategy.Unmanaged()})
+	end := time.UnixMicro(int64(strategy.MaxTimestamp) + 500)
+	for name, op := range map[string]model.Op{
+		"explicit max": {Kind: model.SetExplicit, Family: "one", Column: "c", TS: int64(strategy.MaxTimestamp)},
+		"TTL":          {Kind: model.SetTTL, Family: "one", Column: "c", TTL: time.Millisecond},
+		"auto":         {Kind: model.SetAuto, Family: "one", Column: "c"},
+	} {
+		assert.ErrorIs(t, m.Check("r", end, []model.Op{op}), model.ErrRefused, name)
+	}
+	before := time.UnixMicro(int64(strategy.MaxTimestamp) - 1)
+	require.NoError(t, m.Apply("r", before, []model.Op{{Kind: model.SetExplicit, Family: "one", Column: "c", TS: int64(strategy.MaxTimestamp)}}))
+	assert.Len(t, m.View("r", int64(strategy.MaxTimestamp)-1), 1)
+	assert.Empty(t, m.View("r", int64(strategy.MaxTimestamp)))
+	assert.Empty(t, m.View("r", end.UnixMicro()))
 }

@@ -1,0 +1,165 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Names of the gauges WriteMetrics writes: the stock a scan measured, at the
+// report's Now. They start with bttl_audit_ so that they cannot be taken for
+// the read path's counters (package metrics), which count observations.
+const (
+	// MetricStoredCells and MetricStoredBytes: every cell of the family the
+	// scan read, whatever its state (bytes are value bytes).
+	MetricStoredCells = "bttl_audit_stored_cells"
+	MetricStoredBytes = "bttl_audit_stored_bytes"
+	// MetricLiveCells and MetricLiveBytes: cells the schema's strategy still
+	// serves (all the cells of an unmanaged family or one not in the schema).
+	MetricLiveCells = "bttl_audit_live_cells"
+	MetricLiveBytes = "bttl_audit_live_bytes"
+	// MetricExpiredNotCollectedCells and ...Bytes: cells of an age family
+	// (one-second, default expiry) expired at Now, still stored: what GC
+	// has not collected yet, and what is billed for nothing.
+	MetricExpiredNotCollectedCells = "bttl_audit_expired_not_collected_cells"
+	MetricExpiredNotCollectedBytes = "bttl_audit_expired_not_collected_bytes"
+	// MetricOldestExpiry: the earliest expiry instant among them, in Unix
+	// seconds; absent when the family has no expired cell.
+	MetricOldestExpiry = "bttl_audit_expired_not_collected_oldest_expiry_timestamp_seconds"
+	// MetricOneSecondAtOrBeforeNowCells: cells of a one-second family whose
+	// timestamps are at or before Now, as real or server timestamps are.
+	MetricOneSecondAtOrBeforeNowCells = "bttl_audit_one_second_at_or_before_now_cells"
+	// MetricBeyondKeptCells and ...Bytes: cells beyond the N versions kept
+	// per column (sequence families, age families with a max-versions
+	// union).
+	MetricBeyondKeptCells = "bttl_audit_beyond_kept_cells"
+	MetricBeyondKeptBytes = "bttl_audit_beyond_kept_bytes"
+	// Per table: rows read, the largest row's size, and when the figures
+	// were taken (the report's Now, Unix seconds).
+	MetricRows            = "bttl_audit_rows"
+	MetricLargestRowBytes = "bttl_audit_largest_row_bytes"
+	MetricTimestamp       = "bttl_audit_timestamp_seconds"
+)
+
+// StrategyNotInSchema is the strategy label of a family the scan found but
+// the schema does not name.
+const StrategyNotInSchema = "not_in_schema"
+
+// ErrMetrics reports reports that cannot be written as metrics (a nil
+// report, or two reports of one table, whose series would collide).
+var ErrMetrics = errors.New("audit: cannot write metrics")
+
+// WriteMetrics writes the reports' figures as Prometheus gauges, in the text
+// exposition format (what node_exporter's textfile collector reads). Labels
+// are table, family and strategy (the strategy's kind, as in package
+// metrics: one-second, default-expiry, sequence, unmanaged, or
+// not_in_schema). Nothing is written if a report is nil or two reports name
+// the same table.
+func WriteMetrics(w io.Writer, reports []*Report) error {
+	reg, err := gatherer(reports)
+	if err != nil {
+		return err
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMetrics, err)
+	}
+	for _, f := range fams {
+		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMetricsFile writes what WriteMetrics writes to path atomically: to a
+// temporary file in the same directory, then renamed over path, so a
+// collector reading the directory never sees half a file. node_exporter's
+// textfile collector reads only names ending in .prom.
+func WriteMetricsFile(path string, reports []*Report) error {
+	reg, err := gatherer(reports)
+	if err != nil {
+		return err
+	}
+	return prometheus.WriteToTextfile(path, reg)
+}
+
+func gatherer(reports []*Report) (*prometheus.Registry, error) {
+	tfs := []string{"table", "family", "strategy"}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	var (
+		stored       = gauge(MetricStoredCells, "Cells stored in the family when the audit scanned it, whatever their state.", tfs...)
+		storedBytes  = gauge(MetricStoredBytes, "Value bytes stored in the family when the audit scanned it.", tfs...)
+		live         = gauge(MetricLiveCells, "Cells the schema's strategy still serves.", tfs...)
+		liveBytes    = gauge(MetricLiveBytes, "Value bytes of the live cells.", tfs...)
+		expired      = gauge(MetricExpiredNotCollectedCells, "Expired cells of an age family still stored (not yet collected by GC): the stock, not reads of it.", tfs...)
+		expiredBytes = gauge(MetricExpiredNotCollectedBytes, "Value bytes of the expired cells still stored.", tfs...)
+		oldest       = gauge(MetricOldestExpiry, "Earliest expiry instant among the expired cells still stored, in Unix seconds.", tfs...)
+		atOrBefore   = gauge(MetricOneSecondAtOrBeforeNowCells, "Cells of a one-second family whose timestamp is at or before the audit's time (real or server timestamps): a one-second GC rule deletes them.", tfs...)
+		beyond       = gauge(MetricBeyondKeptCells, "Cells beyond the N versions kept per column.", tfs...)
+		beyondBytes  = gauge(MetricBeyondKeptBytes, "Value bytes of the cells beyond the N versions kept.", tfs...)
+		rows         = gauge(MetricRows, "Rows the audit read.", "table")
+		largest      = gauge(MetricLargestRowBytes, "Size of the largest row the audit read, in bytes.", "table")
+		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
+	)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(stored, storedBytes, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, rows, largest, when)
+
+	seen := map[string]bool{}
+	for i, r := range reports {
+		if r == nil {
+			return nil, fmt.Errorf("%w: report %d is nil", ErrMetrics, i)
+		}
+		if seen[r.Table] {
+			return nil, fmt.Errorf("%w: two reports of table %q", ErrMetrics, r.Table)
+		}
+		seen[r.Table] = true
+		rows.WithLabelValues(r.Table).Set(float64(r.Rows))
+		largest.WithLabelValues(r.Table).Set(float64(r.LargestRowBytes))
+		when.WithLabelValues(r.Table).Set(seconds(r.Now))
+		for _, f := range r.Families {
+			kind := strategyLabel(f)
+			l := []string{r.Table, f.Family, kind}
+			stored.WithLabelValues(l...).Set(float64(f.Cells))
+			storedBytes.WithLabelValues(l...).Set(float64(f.Bytes))
+			live.WithLabelValues(l...).Set(float64(f.Live))
+			// Every cell is live, expired or beyond the versions kept.
+			liveBytes.WithLabelValues(l...).Set(float64(f.Bytes - f.ExpiredBytes - f.BeyondKeptBytes))
+			k := f.policy.Kind()
+			if f.managed && (k == strategy.KindOneSecond || k == strategy.KindDefaultExpiry) {
+				expired.WithLabelValues(l...).Set(float64(f.Expired))
+				expiredBytes.WithLabelValues(l...).Set(float64(f.ExpiredBytes))
+				if f.Expired > 0 {
+					oldest.WithLabelValues(l...).Set(seconds(f.OldestExpiry))
+				}
+			}
+			if f.managed && k == strategy.KindOneSecond {
+				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
+			}
+			if f.managed && (k == strategy.KindSequence || f.Versions > 0) {
+				beyond.WithLabelValues(l...).Set(float64(f.BeyondKept))
+				beyondBytes.WithLabelValues(l...).Set(float64(f.BeyondKeptBytes))
+			}
+		}
+	}
+	return reg, nil
+}
+
+func strategyLabel(f Family) string {
+	// Scan names a family outside the schema by a Strategy of its own.
+	if !f.managed && f.Strategy != f.policy.String() {
+		return StrategyNotInSchema
+	}
+	return f.policy.Kind().String()
+}
+
+// seconds converts a Bigtable timestamp (microseconds) to Unix seconds.
+func seconds(ts bigtable.Timestamp) float64 { return float64(ts) / 1e6 }

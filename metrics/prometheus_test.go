@@ -1,0 +1,483 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// Grafana's variables, as the dashboard's queries get them: all tables,
+// and the rate interval Grafana picks for a 1s scrape (at least four
+// scrapes).
+var grafanaVars = strings.NewReplacer(
+	"$__rate_interval", "10s",
+	"$__interval", "1s",
+	"$__range", "1m",
+	"$table", ".*",
+)
+
+// Acceptance 1 and 3: a real Prometheus scrapes a workload where cells
+// expire uncollected (read path) and a textfile written by
+// audit.WriteMetricsFile (the stock); every query of the dashboard and of
+// the alert rules then runs through its HTTP API.
+func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
+	bin := tool(t, "prometheus")
+	start := time.Now()
+
+	w := startWorkload(t)
+	p := startPrometheus(t, bin, w.addr)
+
+	// Every dashboard query, variables substituted, with the panel it
+	// belongs to and the labels its legend shows.
+	type query struct {
+		panel, expr string
+		labels      []string
+	}
+	d := loadDashboard(t)
+	legendLabel := regexp.MustCompile(`\{\{\s*([a-z_]+)\s*\}\}`)
+	raw, err := os.ReadFile("dashboards/bttl.json")
+	require.NoError(t, err)
+	var full struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr         string `json:"expr"`
+				LegendFormat string `json:"legendFormat"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &full))
+	var dash []query
+	for _, pn := range full.Panels {
+		for _, tg := range pn.Targets {
+			q := query{panel: pn.Title, expr: grafanaVars.Replace(tg.Expr)}
+			for _, m := range legendLabel.FindAllStringSubmatch(tg.LegendFormat, -1) {
+				q.labels = append(q.labels, m[1])
+			}
+			dash = append(dash, q)
+		}
+	}
+	var targets int
+	for _, pn := range d.Panels {
+		targets += len(pn.Targets)
+	}
+	require.Len(t, dash, targets)
+	require.NotEmpty(t, dash)
+
+	// Wait, with a deadline, until every dashboard query returns data: the
+	// scrapes have happened and the counters have moved between them.
+	var empty []string
+	deadline := time.Now().Add(90 * time.Second) // generous: CI runs every package at once on 2 cores
+	for {
+		empty = empty[:0]
+		for _, q := range dash {
+			if res := p.query(t, q.expr); len(res) == 0 {
+				empty = append(empty, q.panel+": "+q.expr)
+			}
+		}
+		if len(empty) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond) // polling Prometheus, not waiting for a clock
+	}
+	t.Logf("dashboard queries answered %s after the workload started", time.Since(start).Round(time.Millisecond))
+
+	// Each query returns series; the legend's labels are on each, with this
+	// test's tables.
+	for _, q := range dash {
+		res := p.query(t, q.expr)
+		if !assert.NotEmpty(t, res, "no data for panel %q: %s", q.panel, q.expr) {
+			continue
+		}
+		for _, s := range res {
+			for _, l := range q.labels {
+				assert.NotEmpty(t, s.Metric[l], "panel %q: a series lacks label %s: %v", q.panel, l, s.Metric)
+				if l == "table" {
+					assert.Contains(t, []string{table, "stock", "unverified"}, s.Metric[l], "panel %q", q.panel)
+				}
+			}
+		}
+	}
+
+	// The named figures, exactly where the workload planted them.
+	perFamily := func(expr string) map[string]float64 {
+		out := map[string]float64{}
+		for _, s := range p.query(t, expr) {
+			out[s.Metric["table"]+"/"+s.Metric["family"]] = s.value(t)
+		}
+		return out
+	}
+	walked := perFamily(grafanaVars.Replace(`sum by (table, family) (rate(bttl_shadow_read_expired_cells_total{table=~"$table"}[$__rate_interval]))`))
+	assert.Greater(t, walked[table+"/"+famOne], 0.0, "expired cells walked past: %v", walked)
+	assert.Greater(t, walked[table+"/"+famDef], 0.0, "expired cells walked past: %v", walked)
+	lag := perFamily(grafanaVars.Replace(`histogram_quantile(0.5, sum by (le, table, family) (rate(bttl_expired_not_collected_gc_lag_seconds_bucket{table=~"$table"}[$__rate_interval])))`))
+	// Planted: expired 30 minutes after writing, read two hours after, so
+	// the lag is 1h30m: in the (1h, 6h] bucket.
+	assert.True(t, lag[table+"/"+famOne] > 3600 && lag[table+"/"+famOne] <= 6*3600, "GC lag p50: %v", lag)
+	stock := perFamily(`bttl_audit_expired_not_collected_cells{job="bttl-audit"}`)
+	assert.Equal(t, map[string]float64{"stock/" + famOne: 0, "stock/" + famDef: plantedStock}, stock,
+		"Prometheus serves the audit's stock, exactly the planted cells")
+	refusals := p.query(t, `sum by (table, family, reason) (increase(bttl_refusals_total[1m]))`)
+	require.NotEmpty(t, refusals)
+	assert.Equal(t, map[string]string{"table": table, "family": famOne, "reason": "server_timestamp"}, refusals[0].Metric)
+
+	// Every metric a query names is one Prometheus scraped from the
+	// collector or the audit file.
+	scraped := map[string]bool{}
+	for _, s := range p.query(t, `group by (__name__) ({__name__=~"bttl_.+"})`) {
+		scraped[s.Metric["__name__"]] = true
+	}
+	name := regexp.MustCompile(`\bbttl_[a-z0-9_]+`)
+	alerts := alertRules(t)
+	var all []string
+	for _, q := range dash {
+		all = append(all, q.expr)
+	}
+	for _, e := range alerts {
+		all = append(all, e)
+	}
+	for _, e := range all {
+		for _, n := range name.FindAllString(e, -1) {
+			assert.True(t, scraped[n], "%s is not exported (query %s); scraped: %v", n, e, keys(scraped))
+		}
+	}
+
+	// The alert rules' expressions parse and evaluate; the ones the
+	// workload triggers return series.
+	for alert, expr := range alerts {
+		res := p.query(t, expr)
+		switch alert {
+		case "BttlRefusalsRising", "BttlVerifySkipped":
+			assert.NotEmpty(t, res, "alert %s: the workload should trigger it", alert)
+		}
+	}
+	// Prometheus loaded the rule file and evaluates every rule without
+	// error.
+	p.waitRulesEvaluated(t, len(alerts))
+
+	// The template variable's query, through the label values API.
+	values := p.labelValues(t, "table", "bttl_reads_total")
+	assert.Contains(t, values, table)
+	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type workload struct {
+	addr string
+}
+
+// startWorkload serves /metrics (a Recorder on a registry) and /audit (the
+// file audit.WriteMetricsFile wrote) on a loopback port, and keeps reading
+// expired cells, writing and being refused until the test ends.
+func startWorkload(t *testing.T) *workload {
+	t.Helper()
+	e := newEnv(t, nil, ttlclient.WithShadowSampling(1))
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(e.rec))
+
+	// Planted: rows whose one-second and default-expiry cells expire 30
+	// minutes after writing, and live ones.
+	for i := 0; i < 5; i++ {
+		m := ttlclient.NewMutation()
+		m.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
+		m.Set(famDef, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
+		m.Set(famDef, "b", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(10*time.Hour))
+		m.Set(famSeq, "a", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(int64(i+1)))
+		require.NoError(t, e.tbl.Apply(e.ctx, fmt.Sprintf("r%d", i), m))
+	}
+	// The stock, measured by an audit at the same instant, written as a
+	// textfile.
+	rep := auditStock(t, e, "stock")
+	e.h.Clock.Advance(2 * time.Hour)
+	file := filepath.Join(t.TempDir(), "bttl.prom")
+	require.NoError(t, audit.WriteMetricsFile(file, []*audit.Report{rep}))
+
+	// A table opened without verifying its GC rules.
+	require.NoError(t, e.h.CreateTable(e.ctx, "unverified", schema()))
+	_, err := e.client.Open("unverified", schema(), ttlclient.WithoutVerify())
+	require.NoError(t, err)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/audit", func(w http.ResponseWriter, _ *http.Request) {
+		// What node_exporter's textfile collector would serve.
+		b, err := os.ReadFile(file)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(b)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+
+	// The load: every 100ms a read walking past the expired cells, a
+	// write, a refused write. Bounded in count and time; stops with the
+	// test.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; i < 3000; i++ { // at most 5 minutes
+			_ = e.tbl.ReadRows(ctx, bigtable.PrefixRange("r"), func(bigtable.Row) bool { return true })
+			m := ttlclient.NewMutation()
+			m.Set(famOne, "w", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
+			m.Set(famDef, "w", ttlclient.Auto, []byte("v"))
+			_ = e.tbl.Apply(ctx, fmt.Sprintf("w%d", i%10), m)
+			bad := ttlclient.NewMutation()
+			bad.Set(famOne, "w", bigtable.ServerTime, []byte("v"))
+			_ = e.tbl.Apply(ctx, "w0", bad)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		_ = srv.Close()
+	})
+	return &workload{addr: ln.Addr().String()}
+}
+
+type promServer struct {
+	base string
+}
+
+// startPrometheus runs the prometheus binary on a free loopback port with
+// a config of its own (1s scrapes of the workload's /metrics and /audit,
+// the alert rules) and storage in a temporary directory, and stops it when
+// the test ends.
+func startPrometheus(t *testing.T, bin, target string) *promServer {
+	t.Helper()
+	rules, err := filepath.Abs(rulesFile)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %q
+scrape_configs:
+  - job_name: bttl
+    static_configs:
+      - targets: [%q]
+  - job_name: bttl-audit
+    metrics_path: /audit
+    static_configs:
+      - targets: [%q]
+`, rules, target, target)
+	cfgFile := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o644))
+
+	// A free port: taken from the kernel, released, handed to Prometheus.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	var stderr syncBuffer
+	cmd := exec.Command(bin,
+		"--config.file="+cfgFile,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--web.console.templates="+dir,
+		"--web.console.libraries="+dir,
+	)
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", stderr.String())
+		}
+	})
+
+	p := &promServer{base: "http://" + addr}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("prometheus exited: %v\n%s", err, stderr.String())
+		default:
+		}
+		resp, err := http.Get(p.base + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "prometheus not ready after 30s: %v\n%s", err, stderr.String())
+		time.Sleep(100 * time.Millisecond)
+	}
+	return p
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+func (s sample) value(t *testing.T) float64 {
+	t.Helper()
+	str, ok := s.Value[1].(string)
+	require.True(t, ok, "value %v", s.Value)
+	v, err := strconv.ParseFloat(str, 64)
+	require.NoError(t, err)
+	return v
+}
+
+// get calls the HTTP API and decodes its data; any error (a query that does
+// not parse, say) fails the test.
+func (p *promServer) get(t *testing.T, path string, params url.Values, data any) {
+	t.Helper()
+	resp, err := http.Get(p.base + path + "?" + params.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Status    string          `json:"status"`
+		ErrorType string          `json:"errorType"`
+		Error     string          `json:"error"`
+		Data      json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "success", body.Status, "%s %v: %s: %s", path, params, body.ErrorType, body.Error)
+	require.NoError(t, json.Unmarshal(body.Data, data))
+}
+
+// query runs an instant query; vector results come back as samples, a
+// scalar as one sample without labels.
+func (p *promServer) query(t *testing.T, expr string) []sample {
+	t.Helper()
+	var data struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	p.get(t, "/api/v1/query", url.Values{"query": {expr}}, &data)
+	switch data.ResultType {
+	case "vector":
+		var out []sample
+		require.NoError(t, json.Unmarshal(data.Result, &out))
+		return out
+	case "scalar":
+		var v [2]any
+		require.NoError(t, json.Unmarshal(data.Result, &v))
+		return []sample{{Metric: map[string]string{}, Value: v}}
+	}
+	t.Fatalf("query %s: result type %s", expr, data.ResultType)
+	return nil
+}
+
+func (p *promServer) labelValues(t *testing.T, label, match string) []string {
+	t.Helper()
+	var out []string
+	p.get(t, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out)
+	return out
+}
+
+// waitRulesEvaluated waits until Prometheus has evaluated the n alerting
+// rules it loaded, and checks none failed.
+func (p *promServer) waitRulesEvaluated(t *testing.T, n int) {
+	t.Helper()
+	type rule struct {
+		Name      string `json:"name"`
+		Health    string `json:"health"`
+		LastError string `json:"lastError"`
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var data struct {
+			Groups []struct {
+				Rules []rule `json:"rules"`
+			} `json:"groups"`
+		}
+		p.get(t, "/api/v1/rules", url.Values{"type": {"alert"}}, &data)
+		var rules []rule
+		for _, g := range data.Groups {
+			rules = append(rules, g.Rules...)
+		}
+		evaluated := 0
+		for _, r := range rules {
+			if r.Health != "unknown" {
+				evaluated++
+			}
+		}
+		if len(rules) == n && evaluated == n {
+			for _, r := range rules {
+				assert.Equal(t, "ok", r.Health, "rule %s: %s", r.Name, r.LastError)
+			}
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "rules loaded %d of %d, evaluated %d", len(rules), n, evaluated)
+		time.Sleep(200 * time.Millisecond)
+	}
+}

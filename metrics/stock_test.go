@@ -1,0 +1,64 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// plantedStock is the number of expired-but-not-collected cells
+// auditStock plants in the default-expiry family.
+const plantedStock = 13
+
+// auditStock plants plantedStock expired cells (and live ones) in a table
+// of e's server through e's bttl client, and scans it two hours later.
+func auditStock(t *testing.T, e *env, tableName string) *audit.Report {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, e.h.CreateTable(ctx, tableName, schema()))
+	tbl, err := e.client.Open(tableName, schema())
+	require.NoError(t, err)
+	for i := 0; i < plantedStock+2; i++ {
+		m := ttlclient.NewMutation()
+		ttl := 30 * time.Minute // expired by the advance below
+		if i >= plantedStock {
+			ttl = 100 * time.Hour
+		}
+		m.Set(famDef, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
+		m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(100*time.Hour))
+		m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(int64(i+1)))
+		require.NoError(t, tbl.Apply(ctx, "stock#"+string(rune('a'+i)), m))
+	}
+	now := e.h.Clock.Now().Add(2 * time.Hour)
+	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now), audit.Options{})
+	require.NoError(t, err)
+	return rep
+}
+
+// exportedWithAudit is exported plus every name audit.WriteMetrics writes
+// for a table of every strategy.
+func exportedWithAudit(t *testing.T) map[string]bool {
+	t.Helper()
+	have := exported(t)
+	e := newEnv(t, nil)
+	var buf bytes.Buffer
+	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{auditStock(t, e, "stock")}))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(&buf)
+	require.NoError(t, err)
+	for name := range fams {
+		require.True(t, strings.HasPrefix(name, "bttl_audit_"), name)
+		have[name] = true
+	}
+	return have
+}
