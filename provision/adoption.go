@@ -41,7 +41,12 @@ type SequenceCellsError struct {
 	// Cells is how many such cells the scan read (a lower bound unless
 	// Exact).
 	Cells int64
-	Exact bool
+	// Exact: every row of the family was read and every such cell counted.
+	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
+	// outside it were not checked.
+	Exact, Sampled bool
+	// Rows of the family the scan read.
+	Rows int64
 	// Row, Column and Timestamp are the first one found.
 	Row, Column string
 	Timestamp   bigtable.Timestamp
@@ -52,7 +57,7 @@ type SequenceCellsError struct {
 func (e *SequenceCellsError) Error() string {
 	s := fmt.Sprintf("bttl: an age rule would delete a sequence family's cells: table %q, family %q (%s -> %s): %s already past the new max age, "+
 		"sequence numbers or versions kept by max versions (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, e.From, e.To, countCells(e.Cells, e.Exact), e.Row, e.Column, formatTimestamp(e.Timestamp))
+		e.Table, e.Family, e.From, e.To, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), e.Row, e.Column, formatTimestamp(e.Timestamp))
 	if e.Forced {
 		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
 	}
@@ -64,14 +69,21 @@ func (e *SequenceCellsError) Unwrap() error { return ErrAgeOverSequence }
 // NotSequenceError names the family and the cells whose timestamps are not
 // sequence numbers: not a positive multiple of 1000, or at or after
 // strategy.RealTimeFloor (real times, as cbt and server timestamps write).
-// The latter outrank every sequence number new writes use, so max versions
-// keeps them and collects the new writes, and reads return them instead.
+// Real times outrank every sequence number new writes use, so max versions
+// keeps them and collects the new writes, and reads return them instead;
+// the others (0, or not a multiple of 1000) outrank nothing but are not
+// sequence numbers the strategy can order.
 type NotSequenceError struct {
 	Table, Family string
 	// Cells is how many such cells the scan read (a lower bound unless
 	// Exact); RealTimes how many of them are real times.
 	Cells, RealTimes int64
-	Exact            bool
+	// Exact: every row of the family was read and every such cell counted.
+	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
+	// outside it were not checked.
+	Exact, Sampled bool
+	// Rows of the family the scan read.
+	Rows int64
 	// Row, Column and Timestamp are the first one found.
 	Row, Column string
 	Timestamp   bigtable.Timestamp
@@ -82,11 +94,22 @@ type NotSequenceError struct {
 func (e *NotSequenceError) Error() string {
 	s := fmt.Sprintf("bttl: the family holds timestamps that are not sequence numbers: table %q, family %q: %s whose timestamp is not seq*1000 before %s, "+
 		"%d of them real times (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact), formatTimestamp(strategy.RealTimeFloor), e.RealTimes, e.Row, e.Column, formatTimestamp(e.Timestamp))
-	if e.Forced {
-		return s + "forced: they outrank every sequence number, so reads through bttl return them and hide new writes, which max versions collects, until they are deleted"
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(strategy.RealTimeFloor), e.RealTimes, e.Row, e.Column, formatTimestamp(e.Timestamp))
+	const hides = "outrank every sequence number, so reads through bttl return them and hide new writes, which max versions collects"
+	const others = "below the floor and not seq*1000: they outrank nothing, but are not sequence numbers the strategy writes"
+	var what string
+	switch {
+	case e.RealTimes == 0:
+		what = "none is a real time; they are " + others
+	case e.RealTimes == e.Cells:
+		what = "they " + hides
+	default:
+		what = "the real times " + hides + "; the others are " + others
 	}
-	return s + "they would outrank every sequence number new writes use, hiding those writes: rewrite them as seq*1000 first, or force"
+	if e.Forced {
+		return s + "forced: " + what + ", until they are deleted or rewritten"
+	}
+	return s + what + ": rewrite them as seq*1000 first, or force"
 }
 
 func (e *NotSequenceError) Unwrap() error { return ErrNotSequenceNumbers }
@@ -141,12 +164,22 @@ func formatTimestamp(ts bigtable.Timestamp) string {
 	return fmt.Sprintf("%d", ts)
 }
 
-func countCells(n int64, exact bool) string {
-	if exact {
+// countCells says how a safety scan's count was made: exact, a lower
+// bound because the scan stopped at the first maxOffending, or from a
+// sample that may have missed cells.
+func countCells(n int64, exact, sampled bool, rows int64) string {
+	switch {
+	case sampled && !exact:
+		return fmt.Sprintf("%d cell(s) in a sample of %d row(s) (sampled scan, not exhaustive: cells outside the sample were not checked)", n, rows)
+	case exact:
 		return fmt.Sprintf("%d cell(s)", n)
 	}
-	return fmt.Sprintf("%d sampled cell(s)", n)
+	return fmt.Sprintf("at least %d cell(s) (the scan stopped after the first %d)", n, maxOffending)
 }
+
+// maxOffending is how many offending cells a full safety scan finds
+// before it stops: enough to refuse and show the first.
+const maxOffending = 1000
 
 // found counts cells of one kind and keeps the first.
 type found struct {
@@ -168,14 +201,17 @@ type examination struct {
 	realTimestamps, ageOverSequence, notSequence, collectable found
 	realTimes                                                 int64
 	rows, cells                                               int64
-	exact                                                     bool
-	ranges, perRange                                          int
+	// exact: every row was read (and, for the safety scan, it did not
+	// stop early); sampled: a sample was read.
+	exact, sampled   bool
+	ranges, perRange int
 }
 
-// examine scans family's cells (a sample unless WithExactCounts) and
-// classifies them for change c at now. Values are read only when
-// withBytes.
-func (p *Provisioner) examine(ctx context.Context, table string, c Change, now bigtable.Timestamp, withBytes bool) (*examination, error) {
+// examine scans family's cells (a sample when sampled) and classifies
+// them for change c at now. Values are read only when withBytes (Plan's
+// impact); the safety scan (!withBytes) stops once it has found
+// maxOffending cells that make the change unsafe.
+func (p *Provisioner) examine(ctx context.Context, table string, c Change, now bigtable.Timestamp, withBytes, sampled bool) (*examination, error) {
 	tbl := p.data.Open(table)
 	pol, family := c.Policy, c.Family
 	// Timestamps are checked here, not by a server-side range: with a
@@ -185,10 +221,10 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 	if !withBytes {
 		f = bigtable.ChainFilters(f, bigtable.StripValueFilter())
 	}
-	x := &examination{exact: true}
+	x := &examination{exact: true, sampled: sampled}
 	ranges := []bigtable.RowRange{bigtable.InfiniteRange("")}
 	var limit []bigtable.ReadOption
-	if !p.exact {
+	if sampled {
 		keys, err := tbl.SampleRowKeys(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("bttl: sample row keys of %q: %w", table, err)
@@ -200,7 +236,11 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 	}
 	isAge := pol.Kind() == strategy.KindOneSecond || pol.Kind() == strategy.KindDefaultExpiry
 	versionsOnly := c.from.HasVersions && !c.from.HasAge
+	stopped := false
 	for _, rr := range ranges {
+		if stopped {
+			break
+		}
 		var rows int
 		err := tbl.ReadRows(ctx, rr, func(r bigtable.Row) bool {
 			rows++
@@ -231,12 +271,16 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 					x.collectable.add(it.Row, qual, ts, n)
 				}
 			}
+			if !withBytes && x.realTimestamps.cells+x.ageOverSequence.cells+x.notSequence.cells >= maxOffending {
+				stopped, x.exact = true, false
+				return false
+			}
 			return true
 		}, append([]bigtable.ReadOption{bigtable.RowFilter(f)}, limit...)...)
 		if err != nil {
 			return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, family, err)
 		}
-		if limit != nil && rows >= x.perRange {
+		if stopped || limit != nil && rows >= x.perRange {
 			x.exact = false
 		}
 	}
@@ -277,13 +321,13 @@ func (x *examination) impact(sampled bool) *Impact {
 func (x *examination) refusals(table string, c Change, now bigtable.Timestamp, forced bool) []error {
 	var errs []error
 	if f := x.realTimestamps; f.cells > 0 {
-		errs = append(errs, &RealTimestampsError{Table: table, Family: c.Family, Cells: f.cells, Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Exact: x.exact, Forced: forced})
+		errs = append(errs, &RealTimestampsError{Table: table, Family: c.Family, Cells: f.cells, Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Forced: forced})
 	}
 	if f := x.ageOverSequence; f.cells > 0 {
-		errs = append(errs, &SequenceCellsError{Table: table, Family: c.Family, From: c.From, To: c.To, Cells: f.cells, Exact: x.exact, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
+		errs = append(errs, &SequenceCellsError{Table: table, Family: c.Family, From: c.From, To: c.To, Cells: f.cells, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
 	}
 	if f := x.notSequence; f.cells > 0 {
-		errs = append(errs, &NotSequenceError{Table: table, Family: c.Family, Cells: f.cells, RealTimes: x.realTimes, Exact: x.exact, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
+		errs = append(errs, &NotSequenceError{Table: table, Family: c.Family, Cells: f.cells, RealTimes: x.realTimes, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
 	}
 	return errs
 }

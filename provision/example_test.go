@@ -280,9 +280,9 @@ func ExampleWithClock() {
 	// true
 }
 
-// WithSampleRows bounds the safety scan on a big table. The rows are
-// spread over the table's row-key ranges; a clean sample is not a proof,
-// and RealTimestampsError.Cells counts only the sampled cells.
+// WithSampleRows bounds Plan's count of what a lowering change makes
+// collectable on a big table. The safety scan that decides refusal still
+// reads every row, so the change is refused.
 func ExampleWithSampleRows() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
@@ -293,6 +293,22 @@ func ExampleWithSampleRows() {
 	_, err := p.Apply(ctx, "events", exSchema)
 	fmt.Println(errors.Is(err, provision.ErrRealTimestamps))
 	// Output: true
+}
+
+// WithSampledSafetyScan makes the safety scan read only a sample of
+// WithSampleRows rows: unsafe, since cells outside the sample are not
+// checked. A refusal from a sampled scan says so.
+func ExampleWithSampledSafetyScan() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw, provision.WithSampleRows(1000), provision.WithSampledSafetyScan())
+	_, err := p.Apply(ctx, "events", exSchema)
+	var rt *provision.RealTimestampsError
+	fmt.Println(errors.As(err, &rt), rt.Sampled)
+	// Output: true true
 }
 
 // WithOutput shows what Apply changes, with the replication caveat when

@@ -34,19 +34,22 @@ type RealTimestampsError struct {
 	// Cells is how many such cells the scan read (a lower bound unless
 	// Exact).
 	Cells int64
+	// Rows of the family the scan read.
+	Rows int64
 	// Row, Column and Timestamp are the first one found.
 	Row, Column string
 	Timestamp   bigtable.Timestamp
 	Now         bigtable.Timestamp
-	// Exact: every row of the family was read.
-	Exact bool
+	// Exact: every row of the family was read. Sampled: the scan read a
+	// sample (WithSampledSafetyScan), so cells outside it were not checked.
+	Exact, Sampled bool
 	// Forced: the change goes ahead (WithForce).
 	Forced bool
 }
 
 func (e *RealTimestampsError) Error() string {
 	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact), formatTimestamp(e.Now), e.Row, e.Column, formatTimestamp(e.Timestamp))
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now), e.Row, e.Column, formatTimestamp(e.Timestamp))
 	if e.Forced {
 		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
 	}
@@ -168,17 +171,27 @@ type Option func(*Provisioner)
 // writes). What is lost is printed to the output.
 func WithForce() Option { return func(p *Provisioner) { p.force = true } }
 
-// WithExactCounts makes the scans read every row of the family instead of
-// a sample (see WithSampleRows): exact counts, at the cost of a full scan.
+// WithExactCounts makes Plan's count of what a lowering change makes
+// collectable (Change.Impact) read every row of the family instead of a
+// sample (see WithSampleRows): exact counts, at the cost of a full scan.
+// The safety scans that decide refusal read every row anyway, unless
+// WithSampledSafetyScan.
 func WithExactCounts() Option { return func(p *Provisioner) { p.exact = true } }
 
 // WithClock sets the clock (default: the system clock).
 func WithClock(c Clock) Option { return func(p *Provisioner) { p.clock = c } }
 
-// WithSampleRows sets how many rows of the family the safety scans and
-// Plan's impact count read (default 10,000), spread over the table's
-// sampled row-key ranges.
+// WithSampleRows sets how many rows of the family Plan's impact count
+// reads (default 10,000), spread over the table's sampled row-key ranges,
+// and the safety scans too if WithSampledSafetyScan.
 func WithSampleRows(n int) Option { return func(p *Provisioner) { p.sampleRows = n } }
+
+// WithSampledSafetyScan makes the safety scans that decide refusal
+// (CheckAdoptions, Execute, Apply) read a sample of WithSampleRows rows
+// instead of every row. Unsafe: the sample may miss cells the change
+// deletes or hides, and the change then goes ahead; refusals and Execute's
+// output say the scan was sampled and not exhaustive.
+func WithSampledSafetyScan() Option { return func(p *Provisioner) { p.sampledSafety = true } }
 
 // WithOutput sets where Apply prints what it changes (default: nowhere).
 func WithOutput(w io.Writer) Option { return func(p *Provisioner) { p.out = w } }
@@ -192,6 +205,8 @@ type Provisioner struct {
 	clock      Clock
 	sampleRows int
 	out        io.Writer
+	// sampledSafety: the safety scans read a sample (WithSampledSafetyScan).
+	sampledSafety bool
 }
 
 // New returns a Provisioner using admin for the rules and data for the
@@ -241,7 +256,7 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 			c.Lowers, c.Raises = direction(c.from, gcrule.Normalize(gcrule.Expected(pol)))
 			c.OneSecondAdoption = pol.Kind() == strategy.KindOneSecond
 			if c.Lowers {
-				x, err := p.examine(ctx, table, c, p.now(), true)
+				x, err := p.examine(ctx, table, c, p.now(), true, !p.exact)
 				if err != nil {
 					return nil, err
 				}
@@ -286,8 +301,10 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 }
 
 // CheckAdoptions runs the safety scans for every change of an existing
-// family's rule in plan, on a sample of the family's rows (every row with
-// WithExactCounts). It returns nil, a scan error, or the refusals joined
+// family's rule in plan. They read every row of the family (values
+// stripped), stopping only once they have found enough offending cells to
+// refuse (the count is then a lower bound, and says so); with
+// WithSampledSafetyScan, a sample of rows instead. It returns nil, a scan error, or the refusals joined
 // (errors.Join), each wrapping ErrUnsafeAdoption:
 //   - *RealTimestampsError: one-second expiry over cells at or before now;
 //   - *SequenceCellsError: an age rule over sequence numbers (timestamps
@@ -299,19 +316,30 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 // Refusals are returned also when forced (marked Forced, saying what is
 // lost), so callers can show them; Execute then goes ahead.
 func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
+	_, err := p.checkAdoptions(ctx, plan)
+	return err
+}
+
+// checkAdoptions is CheckAdoptions, also returning, for a sampled safety
+// scan, a note per family saying it was not exhaustive.
+func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan) (notes []string, err error) {
 	var errs []error
 	now := p.now()
 	for _, c := range plan.Changes {
 		if c.Action != SetRule || !c.Policy.Managed() {
 			continue
 		}
-		x, err := p.examine(ctx, plan.Table, c, now, false)
+		x, err := p.examine(ctx, plan.Table, c, now, false, p.sampledSafety)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if x.sampled && !x.exact {
+			notes = append(notes, fmt.Sprintf("safety scan of table %q, family %q: sampled %d row(s), not exhaustive: cells outside the sample were not checked",
+				plan.Table, c.Family, x.rows))
 		}
 		errs = append(errs, x.refusals(plan.Table, c, now, p.force)...)
 	}
-	return errors.Join(errs...)
+	return notes, errors.Join(errs...)
 }
 
 // Execute carries out plan (from Plan, for schema) and prints it. A schema
@@ -323,12 +351,16 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 			return fmt.Errorf("%w: table %q, family %q planned as %s, schema has %s", ErrPlanMismatch, plan.Table, c.Family, c.Policy, describePolicy(pol, ok))
 		}
 	}
-	if err := p.CheckAdoptions(ctx, plan); err != nil {
+	notes, err := p.checkAdoptions(ctx, plan)
+	if err != nil {
 		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err
 		}
 		// Each refusal is marked Forced and says what is lost.
 		fmt.Fprintf(p.out, "%v\n", err)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(p.out, n)
 	}
 	ac := p.admin.Client()
 	if plan.CreateTable {
