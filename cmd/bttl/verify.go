@@ -44,14 +44,15 @@ var applyCommand = command{
 	help: `Creates missing tables and families and sets the GC rules the schema's
 strategies need, after showing the plan and asking for confirmation (-yes:
 don't ask). Refuses (exit 1, nothing changed) a rule change that would
-delete or hide stored cells unless -force.
+delete or hide stored cells unless -force; the scan that decides this reads
+every row of the family (-sample-rows sizes only the collectable count).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
 		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
 		sample := int64(10_000)
-		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` the adoption safety scan reads per family (default 10000)")
+		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads (default 10000); the safety scan that decides refusal always reads every row")
 		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, int(sample)) }}
 	},
 }
