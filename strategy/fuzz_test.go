@@ -143,16 +143,16 @@ func floorDiv(x *big.Int, d int64) *big.Int {
 	return q
 }
 
-// FuzzSequenceTimestamp: seq*1000 for 1 <= seq <= MaxTimestamp/1000,
+// FuzzSequenceTimestamp: seq*1000 for 1 <= seq <= MaxSequence,
 // ErrInvalidSequence otherwise; a higher sequence never sorts lower.
 func FuzzSequenceTimestamp(f *testing.F) {
-	for _, s := range []int64{1, 2, 0, -1, math.MaxInt64, math.MinInt64, int64(strategy.MaxTimestamp) / 1000, int64(strategy.MaxTimestamp)/1000 + 1} {
+	for _, s := range []int64{1, 2, 0, -1, math.MaxInt64, math.MinInt64, int64(strategy.MaxTimestamp) / 1000, strategy.MaxSequence, strategy.MaxSequence + 1} {
 		f.Add(s)
 	}
 	p := strategy.Sequence(3)
 	f.Fuzz(func(t *testing.T, seq int64) {
 		ts, err := p.SequenceTimestamp(seq)
-		if seq < 1 || seq > int64(strategy.MaxTimestamp)/1000 {
+		if seq < 1 || seq > strategy.MaxSequence {
 			exactlyOne(t, err, strategy.ErrInvalidSequence)
 			return
 		}

@@ -53,6 +53,12 @@ const MaxTimestamp = bigtable.Timestamp(math.MaxInt64 - math.MaxInt64%1000)
 // bttl or a live system writes.
 const RealTimeFloor = bigtable.Timestamp(946_684_800_000_000)
 
+// MaxSequence is the largest sequence number a sequence family takes: the
+// last one whose timestamp, seq*1000, sorts below RealTimeFloor. A larger
+// one could not be told from a real time, by the adoption checks or by a
+// reader, so it is refused like a real time written as a sequence.
+const MaxSequence = int64(RealTimeFloor)/1000 - 1
+
 // maxVersions is the largest max-versions limit a GC rule can hold:
 // Bigtable's GcRule.max_num_versions is an int32 (the Go client's
 // MaxVersionsPolicy converts without a check, so a larger n would wrap).
@@ -315,8 +321,9 @@ func (p Policy) SequenceTimestamp(seq int64) (bigtable.Timestamp, error) {
 	if seq < 1 {
 		return 0, fmt.Errorf("%w: %d is below 1", ErrInvalidSequence, seq)
 	}
-	if seq > int64(MaxTimestamp)/1000 {
-		return 0, fmt.Errorf("%w: %d * 1000 overflows int64", ErrInvalidSequence, seq)
+	if seq > MaxSequence {
+		return 0, fmt.Errorf("%w: %d is over %d, the largest sequence number (seq*1000 must sort below %s, where real times start)",
+			ErrInvalidSequence, seq, MaxSequence, RealTimeFloor.Time().UTC().Format(time.RFC3339))
 	}
 	return bigtable.Timestamp(seq * 1000), nil
 }
@@ -341,6 +348,12 @@ func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, e
 	case KindSequence:
 		if ts < 1000 || ts%1000 != 0 {
 			return 0, fmt.Errorf("%w: timestamp %d is not seq*1000 with seq >= 1", ErrInvalidSequence, ts)
+		}
+		if ts >= RealTimeFloor {
+			// A real time (bigtable.Now(), a legacy write time) would
+			// outrank every sequence number and hide later revisions.
+			return 0, fmt.Errorf("%w: timestamp %d is a real time (%s), not seq*1000 with seq <= %d",
+				ErrInvalidSequence, ts, ts.Time().UTC().Format(time.RFC3339Nano), MaxSequence)
 		}
 		return ts, nil
 	case KindOneSecond, KindDefaultExpiry:

@@ -66,15 +66,29 @@ func TestSequenceTimestamp(t *testing.T) {
 	ts, err := p.SequenceTimestamp(42)
 	require.NoError(t, err)
 	assert.Equal(t, bigtable.Timestamp(42_000), ts)
-	for _, bad := range []int64{0, -1, math.MaxInt64, math.MaxInt64/1000 + 1} {
+	for _, bad := range []int64{0, -1, math.MaxInt64, math.MaxInt64/1000 + 1, strategy.MaxSequence + 1, int64(strategy.RealTimeFloor) / 1000} {
 		_, err := p.SequenceTimestamp(bad)
 		assert.ErrorIs(t, err, strategy.ErrInvalidSequence, bad)
 	}
-	ts, err = p.SequenceTimestamp(math.MaxInt64 / 1000)
+	ts, err = p.SequenceTimestamp(strategy.MaxSequence)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, ts, strategy.MaxTimestamp)
+	assert.Less(t, ts, strategy.RealTimeFloor, "the largest sequence number still sorts below real times")
 	_, err = strategy.OneSecond().SequenceTimestamp(1)
 	assert.ErrorIs(t, err, strategy.ErrWrongCellOption)
+}
+
+// A real time written into a sequence family (bigtable.Now(), a legacy
+// write time) would outrank every sequence number and hide later revisions.
+func TestCheckExplicitRefusesRealTimeInSequenceFamily(t *testing.T) {
+	p := strategy.Sequence(3)
+	now := bigtable.Timestamp(1_795_608_238_130_000)
+	for _, ts := range []bigtable.Timestamp{now, strategy.RealTimeFloor, strategy.MaxTimestamp} {
+		_, err := p.CheckExplicit(now, ts)
+		assert.ErrorIs(t, err, strategy.ErrInvalidSequence, ts)
+	}
+	got, err := p.CheckExplicit(now, strategy.RealTimeFloor-1000)
+	require.NoError(t, err)
+	assert.Equal(t, strategy.RealTimeFloor-1000, got)
 }
 
 func TestCheckExplicit(t *testing.T) {

@@ -281,6 +281,11 @@ func TestGuardRefusesWhatItCannotDecode(t *testing.T) {
 	m := &btpb.Mutation{}
 	m.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), nil))
 	sent, err = call(&btpb.MutateRowRequest{TableName: name, RowKey: []byte("r"), Mutations: []*btpb.Mutation{m}})
+	requireCode(t, codes.FailedPrecondition, err, "rule "+wireguard.RuleUnclassifiable, "mutations[0].99")
+	assert.False(t, sent)
+
+	// A mutation with no kind set at all.
+	sent, err = call(&btpb.MutateRowRequest{TableName: name, RowKey: []byte("r"), Mutations: []*btpb.Mutation{{}}})
 	requireCode(t, codes.FailedPrecondition, err, "rule "+wireguard.RuleUnclassifiable, "mutation of a kind")
 	assert.False(t, sent)
 

@@ -43,14 +43,23 @@
 // removes them, so its aggregates include expired cells no filter can
 // take out.
 //
+// Both paths. gRPC runs the unary interceptor for every conn.Invoke and
+// the stream interceptor for every conn.NewStream, whatever the method
+// name, and servers accept either form, so both interceptors match
+// guarded methods by name and apply the same checks: MutateRows invoked
+// as a unary call, or MutateRow sent on a stream, is checked (and a read
+// filtered) exactly as in its normal form, and refused with nothing sent.
+// Session and (unless allowed) SQL methods are refused on both paths.
+//
 // Fail closed. A request on a guarded method (the four writes; ReadRows
-// with WithReadFilter) that the guard cannot classify is refused with
+// with WithReadFilter), on either path, that the guard cannot classify is refused with
 // FailedPrecondition, rule RuleUnclassifiable, and a message saying why:
 // a resource name that is not exactly one of the forms above, no name,
 // two names for different resources (a table and another table's
-// authorized view), top-level fields or a mutation kind newer than the
-// guard's protos, or a message that is not a protocol buffer or does not
-// decode as the method's request. A protocol buffer message of another Go
+// authorized view), fields or a mutation kind newer than the guard's
+// protos at any depth (an unknown field inside a SetCell too), or a
+// message that is not a protocol buffer or does not decode as the
+// method's request. A protocol buffer message of another Go
 // type (a dynamicpb.Message, say) is decoded from its wire form into the
 // generated type, checked, and that decoded request is what is sent.
 //
@@ -59,8 +68,8 @@
 // guards any managed family they are refused (RuleSQL), with or without
 // WithReadFilter, unless WithSQLAllowed is given.
 //
-// Streams. MutateRows and (with WithReadFilter) ReadRows streams are
-// opened only by a SendMsg whose request passed the guard, so whatever the
+// Streams. Streams of checked methods (MutateRows, with WithReadFilter
+// ReadRows, and unary methods sent on a stream) are opened only by a SendMsg whose request passed the guard, so whatever the
 // caller or an interceptor installed before the guard does first
 // (Context, Header, Trailer, RecvMsg on another goroutine, CloseSend), a
 // refusal reaches every later call as FailedPrecondition and nothing

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Resource name patterns of the Bigtable data API (google.bigtable.v2), as
@@ -78,24 +78,53 @@ func resolve(tableName, authorizedViewName, materializedViewName string) (resour
 	return got[0], nil
 }
 
-// unknownFields lists the field numbers of m's top-level fields that the
-// guard's copy of the protos does not know: a newer client could put a
-// resource name there, so such requests cannot be classified.
-func unknownFields(m proto.Message) []protowire.Number {
-	b := m.ProtoReflect().GetUnknown()
-	var nums []protowire.Number
+// unknownFields lists the fields, at any depth of m (a mutation's SetCell
+// as well as the request itself), that the guard's copy of the protos does
+// not know, as paths like "mutations[0].set_cell.99": a newer client could
+// put a resource name, a timestamp or a new kind of write there, so such
+// requests cannot be classified.
+func unknownFields(m protoreflect.Message, path string, out []string) []string {
+	b := m.GetUnknown()
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return append(nums, -1)
+			return append(out, join(path, "(malformed)"))
 		}
 		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return append(nums, num)
+		out = append(out, join(path, fmt.Sprint(num)))
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return out
 		}
 		b = b[n:]
-		nums = append(nums, num)
 	}
-	return nums
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := join(path, string(fd.Name()))
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+					out = unknownFields(mv.Message(), fmt.Sprintf("%s[%v]", p, k.Interface()), out)
+					return true
+				})
+			}
+		case fd.IsList():
+			if fd.Message() != nil {
+				l := v.List()
+				for i := 0; i < l.Len(); i++ {
+					out = unknownFields(l.Get(i).Message(), fmt.Sprintf("%s[%d]", p, i), out)
+				}
+			}
+		case fd.Message() != nil:
+			out = unknownFields(v.Message(), p, out)
+		}
+		return true
+	})
+	return out
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
 }

@@ -204,23 +204,24 @@ func (g *Guard) now() bigtable.Timestamp { return bigtable.Timestamp(g.clock.Now
 // every call through untouched.
 func (g *Guard) active() bool { return len(g.tables) > 0 || len(g.views) > 0 }
 
-// UnaryClientInterceptor checks MutateRow, CheckAndMutateRow (both
-// branches) and ReadModifyWriteRow before they are sent, and with
-// WithReadFilter puts the TTL filter in CheckAndMutateRow predicates. It
-// refuses PrepareQuery unless WithSQLAllowed, and keeps
-// GetClientConfiguration from moving traffic to the session data plane,
-// which it cannot inspect. Other calls pass untouched.
+// UnaryClientInterceptor checks MutateRow, MutateRows (every entry),
+// CheckAndMutateRow (both branches) and ReadModifyWriteRow before they are
+// sent, and with WithReadFilter puts the TTL filter in CheckAndMutateRow
+// predicates and ReadRows filters. It refuses PrepareQuery and
+// ExecuteQuery unless WithSQLAllowed, and session streams (OpenTable and
+// its kin), and keeps GetClientConfiguration from moving traffic to the
+// session data plane, which it cannot inspect. Methods are matched by
+// name, whichever kind of call carries them: gRPC runs this interceptor
+// for every conn.Invoke, so a streaming method invoked as a unary call
+// gets the same checks. Other calls pass untouched.
 func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if g.active() {
-			switch method {
-			case methodMutateRow, methodCheckAndMut, methodRMW, methodPrepareQuery:
-				out, err := g.check(method, req)
-				if err != nil {
-					return err
-				}
-				req = out
+		if g.active() && g.guarded(method) {
+			out, err := g.check(method, req)
+			if err != nil {
+				return err
 			}
+			req = out
 		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		if method == methodClientConfig && g.active() {
@@ -234,30 +235,56 @@ func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	}
 }
 
-// StreamClientInterceptor checks every entry of a MutateRows request
-// before the stream is opened, refusing the whole request if one entry
-// violates a rule (nothing of it is sent); with WithReadFilter it puts the
-// TTL filter in front of ReadRows filters. It refuses ExecuteQuery unless
-// WithSQLAllowed. Session streams (OpenTable and its kin) are refused: the
+// StreamClientInterceptor applies the same checks as
+// UnaryClientInterceptor to streams, matching methods by name: gRPC runs
+// it for every conn.NewStream, so a unary method sent on a stream is
+// checked too. A stream on a checked method (every entry of MutateRows,
+// MutateRow, CheckAndMutateRow, ReadModifyWriteRow, and with
+// WithReadFilter ReadRows) is opened only once its request passed, so a
+// refused request (a MutateRows with one bad entry is refused whole) sends
+// nothing. ExecuteQuery and PrepareQuery are refused unless
+// WithSQLAllowed; session streams (OpenTable and its kin) are refused: the
 // guard cannot inspect them.
 func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		switch {
-		case !g.active():
-		case method == methodMutateRows || (method == methodReadRows && g.readFilter):
-			// Open the stream only once the request is known, so a
-			// refused one never reaches the server.
-			return newLazyStream(g, ctx, desc, cc, method, streamer, opts), nil
-		case method == methodExecuteQuery:
-			if err := g.checkSQL(method); err != nil {
-				return nil, err
-			}
-		case strings.HasPrefix(method, methodOpenPrefix):
-			return nil, refusal(method, RuleSessionDataPlane, "*",
-				"the session data plane bypasses the bttl wire guard; create the client with bigtable.ClientConfig{DisableSession: true}")
+		if !g.active() || !g.guarded(method) {
+			return streamer(ctx, desc, cc, method, opts...)
 		}
-		return streamer(ctx, desc, cc, method, opts...)
+		if err := g.refuseByMethod(method); err != nil {
+			return nil, err
+		}
+		if method == methodPrepareQuery || method == methodExecuteQuery {
+			return streamer(ctx, desc, cc, method, opts...) // allowed SQL: nothing to check per request
+		}
+		// Open the stream only once the request is known, so a refused
+		// one never reaches the server.
+		return newLazyStream(g, ctx, desc, cc, method, streamer, opts), nil
 	}
+}
+
+// guarded reports whether the guard checks or refuses calls of method,
+// whichever kind of call (unary or stream) carries it.
+func (g *Guard) guarded(method string) bool {
+	switch method {
+	case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodPrepareQuery, methodExecuteQuery:
+		return true
+	case methodReadRows:
+		return g.readFilter
+	}
+	return strings.HasPrefix(method, methodOpenPrefix)
+}
+
+// refuseByMethod refuses methods the guard refuses whatever the request:
+// session streams, and SQL unless allowed.
+func (g *Guard) refuseByMethod(method string) error {
+	switch {
+	case method == methodPrepareQuery || method == methodExecuteQuery:
+		return g.checkSQL(method)
+	case strings.HasPrefix(method, methodOpenPrefix):
+		return refusal(method, RuleSessionDataPlane, "*",
+			"the session data plane bypasses the bttl wire guard; create the client with bigtable.ClientConfig{DisableSession: true}")
+	}
+	return nil
 }
 
 // check classifies a request on a guarded method and returns the message
@@ -325,10 +352,8 @@ func (g *Guard) check(method string, req any) (any, error) {
 		c := shallowCopy(r)
 		c.Filter = filters.ChainProto(t.filters.TTLProto(g.now()), r.GetFilter())
 		return c, nil
-	case methodPrepareQuery, methodExecuteQuery:
-		return req, g.checkSQL(method)
 	}
-	return req, nil
+	return req, g.refuseByMethod(method)
 }
 
 // checkSQL refuses a query unless the guard guards no managed family or
@@ -359,9 +384,9 @@ func decodeAndResolve[M resourceNames](g *Guard, method string, req any) (M, *ta
 	if err != nil {
 		return zero, nil, refusal(method, RuleUnclassifiable, "", err.Error())
 	}
-	if nums := unknownFields(r); len(nums) > 0 {
+	if paths := unknownFields(r.ProtoReflect(), "", nil); len(paths) > 0 {
 		return zero, nil, refusal(method, RuleUnclassifiable, "", fmt.Sprintf(
-			"the request carries fields %v that the guard's protos (cloud.google.com/go/bigtable v1.58.0) do not know", nums))
+			"the request carries fields %v that the guard's protos (cloud.google.com/go/bigtable v1.58.0) do not know", paths))
 	}
 	var mv string
 	if x, ok := any(r).(interface{ GetMaterializedViewName() string }); ok {

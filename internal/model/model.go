@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"sort"
 	"strings"
@@ -142,7 +141,8 @@ func refused(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
 }
 
-const maxSeq = math.MaxInt64 / 1000
+// maxSeq: seq*1000 must sort below the real-time floor (2000-01-01).
+const maxSeq = 946_684_800_000 - 1
 
 // addNanos is now+d in microseconds: the exact sum in nanoseconds, rounded
 // down once, and false when it does not fit in int64 microseconds. Big
@@ -216,7 +216,7 @@ func (f family) timestamp(o Op, now time.Time) (int64, error) {
 		}
 		ts := ms(o.TS)
 		switch {
-		case f.kind == strategy.KindSequence && (o.TS < 1000 || o.TS%1000 != 0):
+		case f.kind == strategy.KindSequence && (o.TS < 1000 || o.TS%1000 != 0 || o.TS >= maxSeq*1000+1000):
 			return 0, refused("sequence timestamp %d", o.TS)
 		case managed && !f.live(ts, nowMicros):
 			return 0, refused("expired on arrival")
