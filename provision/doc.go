@@ -3,9 +3,9 @@
 // the rules each strategy needs (docs/design.md#strategies). It is idempotent: a
 // second Apply finds nothing to change and says so.
 //
-// Before it changes an existing family's rule it scans a sample of the
-// family (every row with WithExactCounts) for cells the change would lose
-// or hide, and refuses unless forced (WithForce), naming the family, the
+// Before it changes an existing family's rule it scans every row of the
+// family (a sample only with the unsafe WithSampledSafetyScan, which says
+// so) for cells the change would lose or hide, and refuses unless forced (WithForce), naming the family, the
 // count and a first cell; every refusal wraps ErrUnsafeAdoption:
 //   - one-second expiry over cells at or before now (real or server
 //     timestamps, deleted at once): *RealTimestampsError;
@@ -23,8 +23,8 @@
 // For every change that lowers an existing rule, Plan counts the cells and
 // bytes that become collectable at once, and invisible through bttl
 // (Change.Impact), and Plan.Write prints the count and whether it comes
-// from a sample (a lower bound, unless the sample read the whole family)
-// or a full scan.
+// from a sample (WithSampleRows; a lower bound, unless the sample read the
+// whole family) or a full scan (WithExactCounts).
 //
 // When a change lowers or raises an existing rule it prints the
 // replication caveats of docs/design.md#replication: lowering can take up to a
