@@ -194,7 +194,14 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // family of the schema with the GC rule its strategy needs (see Verify),
 // within the verify timeout. Without an admin client it fails with
 // ErrNoAdminClient; WithoutVerify skips the check and logs that it did.
+// Open is OpenContext with context.Background().
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
+	return c.OpenContext(context.Background(), table, schema, opts...)
+}
+
+// OpenContext is Open with the caller's context for the admin call that
+// verifies GC rules, which is still bounded by the verify timeout.
+func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
 	cfg := c.config(opts)
 	var rec TableRecorder
 	if cfg.recorder != nil {
@@ -208,7 +215,7 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 	if cfg.skipVerify {
 		cfg.recordVerifySkipped(table, rec)
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.verifyTimeout)
+		ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
 		err := c.verify(ctx, table, schema, cfg)
 		cancel()
 		if err != nil {

@@ -1,8 +1,22 @@
 package ttlclient
 
+import (
+	"unsafe"
+
+	"cloud.google.com/go/bigtable"
+)
+
 // BreakMutationReader makes the TableAPI path behave as on a client version
 // whose *bigtable.Mutation layout bttl cannot read, until restore is called.
 func BreakMutationReader() (restore func()) {
 	rawBroken.Store(true)
 	return func() { rawBroken.Store(false) }
+}
+
+func opsPointer(l *rawLayout, m *bigtable.Mutation) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(m), l.ops)
+}
+
+func rmwOpsPointer(l *rawLayout, m *bigtable.ReadModifyWrite) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(m), l.rmwOps)
 }
