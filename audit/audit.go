@@ -46,6 +46,22 @@ type Family struct {
 	// timestamps of their column.
 	BeyondKept      int64 `json:"beyond_kept_cells"`
 	BeyondKeptBytes int64 `json:"beyond_kept_bytes"`
+	// NotSequence: cells of a sequence family whose timestamps are not
+	// sequence numbers (seq*1000, seq >= 1, before
+	// strategy.RealTimeFloor); RealTimes of them are real times, as cbt
+	// and server timestamps write, which outrank every sequence number:
+	// reads return them instead of new writes, which max versions
+	// collects. A sequence adoption is safe only without them.
+	NotSequence        int64 `json:"not_sequence_cells"`
+	RealTimes          int64 `json:"real_time_cells"`
+	NotSequenceExample *Cell `json:"not_sequence_example,omitempty"`
+	NotSequenceBytes   int64 `json:"not_sequence_bytes"`
+	// SequenceNumbers: cells of an age family (one-second, default
+	// expiry) whose timestamps are before strategy.RealTimeFloor, as
+	// sequence numbers are: the age rule deletes them at the next
+	// compaction (they also count as expired).
+	SequenceNumbers        int64 `json:"sequence_number_cells"`
+	SequenceNumbersExample *Cell `json:"sequence_number_example,omitempty"`
 
 	policy  strategy.Policy
 	managed bool
@@ -166,6 +182,16 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 	p := s.policy
 	switch p.Kind() {
 	case strategy.KindSequence:
+		if ts := it.Timestamp; ts < 1000 || ts%1000 != 0 || ts >= strategy.RealTimeFloor {
+			if s.NotSequence == 0 {
+				s.NotSequenceExample = s.example(it)
+			}
+			s.NotSequence++
+			s.NotSequenceBytes += n
+			if ts >= strategy.RealTimeFloor {
+				s.RealTimes++
+			}
+		}
 		if idx > p.Versions() {
 			s.BeyondKept++
 			s.BeyondKeptBytes += n
@@ -176,10 +202,16 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 	case strategy.KindOneSecond:
 		if it.Timestamp <= now {
 			if s.AtOrBeforeNow == 0 {
-				s.AtOrBeforeNowExample = &Cell{Row: it.Row, Column: strings.TrimPrefix(it.Column, s.Family+":"), Timestamp: it.Timestamp}
+				s.AtOrBeforeNowExample = s.example(it)
 			}
 			s.AtOrBeforeNow++
 		}
+	}
+	if it.Timestamp < strategy.RealTimeFloor && !p.IsLive(it.Timestamp, now) {
+		if s.SequenceNumbers == 0 {
+			s.SequenceNumbersExample = s.example(it)
+		}
+		s.SequenceNumbers++
 	}
 	// An age family with a max-versions union keeps only the N newest
 	// live cells; the newer cells of a column expire later, so the
@@ -198,4 +230,8 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 	if e := p.Expiry(it.Timestamp); s.OldestExpiry == 0 || e < s.OldestExpiry {
 		s.OldestExpiry = e
 	}
+}
+
+func (s *Family) example(it bigtable.ReadItem) *Cell {
+	return &Cell{Row: it.Row, Column: strings.TrimPrefix(it.Column, s.Family+":"), Timestamp: it.Timestamp}
 }

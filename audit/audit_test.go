@@ -51,3 +51,38 @@ func TestScanAgeFamilyWithMaxVersions(t *testing.T) {
 	assert.Equal(t, int64(1+4*8+10+4), rep.LargestRowBytes, "key, timestamps, values, qualifiers")
 	assert.Equal(t, 1, calls)
 }
+
+// The adoption mismatches: real times in a sequence family (as cbt
+// writes), timestamp 0 (seq 0), and sequence numbers in an
+// age family.
+func TestScanFlagsSequenceAgeMismatches(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", ColumnFamilies: map[string]bigtable.Family{
+		"doc": {GCPolicy: bigtable.NoGcPolicy()}, "ev": {GCPolicy: bigtable.NoGcPolicy()},
+	}}))
+	now := bigtable.Time(h.Clock.Now())
+	m := bigtable.NewMutation()
+	m.Set("doc", "body", now, []byte("legacy"))
+	m.Set("doc", "body", now-60_000_000, []byte("legacy-older"))
+	m.Set("doc", "body", 0, []byte("odd")) // seq 0; Bigtable keeps milliseconds, so nothing else below 1000
+	m.Set("doc", "body", 2000, []byte("seq 2"))
+	m.Set("ev", "e", 3000, []byte("seq 3"))
+	m.Set("ev", "e", now, []byte("real"))
+	require.NoError(t, h.Raw.Open("t").Apply(ctx, "d1", m))
+	schema := strategy.Schema{"doc": strategy.Sequence(3), "ev": strategy.DefaultExpiry(48 * time.Hour)}
+
+	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, audit.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Families, 2)
+	doc, ev := rep.Families[0], rep.Families[1]
+	assert.Equal(t, int64(3), doc.NotSequence, "two real times and seq 0")
+	assert.Equal(t, int64(2), doc.RealTimes)
+	assert.Equal(t, int64(6+12+3), doc.NotSequenceBytes)
+	assert.Equal(t, &audit.Cell{Row: "d1", Column: "body", Timestamp: now}, doc.NotSequenceExample)
+	assert.Zero(t, doc.SequenceNumbers)
+	assert.Equal(t, int64(1), ev.SequenceNumbers)
+	assert.Equal(t, &audit.Cell{Row: "d1", Column: "e", Timestamp: 3000}, ev.SequenceNumbersExample)
+	assert.Equal(t, int64(1), ev.Expired, "a sequence number is long expired under an age rule")
+	assert.Zero(t, ev.NotSequence)
+}

@@ -3,10 +3,28 @@
 // the rules each strategy needs (docs/design.md#strategies). It is idempotent: a
 // second Apply finds nothing to change and says so.
 //
-// Before it puts an existing family on one-second expiry it scans a sample
-// of the family for cells whose timestamps are at or before now: real or
-// server timestamps, which the one-second rule would delete at once. It
-// refuses with a *RealTimestampsError unless forced.
+// Before it changes an existing family's rule it scans a sample of the
+// family (every row with WithExactCounts) for cells the change would lose
+// or hide, and refuses unless forced (WithForce), naming the family, the
+// count and a first cell; every refusal wraps ErrUnsafeAdoption:
+//   - one-second expiry over cells at or before now (real or server
+//     timestamps, deleted at once): *RealTimestampsError;
+//   - an age rule over sequence numbers, or over a max-versions family's
+//     cells past the new max age (all deleted at the next compaction):
+//     *SequenceCellsError;
+//   - the sequence strategy over timestamps that are not seq*1000: real
+//     times outrank every sequence number, so reads return them and max
+//     versions collects the new writes instead: *NotSequenceError.
+//
+// Timestamps before strategy.RealTimeFloor (2000-01-01) are read as
+// sequence numbers, those at or after it as real times
+// (docs/design.md#adoption).
+//
+// For every change that lowers an existing rule, Plan counts the cells and
+// bytes that become collectable at once, and invisible through bttl
+// (Change.Impact), and Plan.Write prints the count and whether it comes
+// from a sample (a lower bound, unless the sample read the whole family)
+// or a full scan.
 //
 // When a change lowers or raises an existing rule it prints the
 // replication caveats of docs/design.md#replication: lowering can take up to a

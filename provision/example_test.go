@@ -138,6 +138,7 @@ func ExampleProvisioner_Execute() {
 	// table "events":
 	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
 	//   family "session" (one-second): none (never collected) -> max_age=1s [lowers]
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 	// <nil>
 }
@@ -308,5 +309,86 @@ func ExampleWithOutput() {
 	// Output:
 	// table "events":
 	//   family "doc" (sequence(N=3)): max_versions=5 -> max_versions=3 [lowers]
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
+}
+
+// WithExactCounts reads every row of a family whose rule a change lowers,
+// so the plan's count of cells made collectable is exact rather than a
+// sample's lower bound.
+func ExampleWithExactCounts() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	// Two versions of a document; Sequence(1) keeps only the newer.
+	m := bigtable.NewMutation()
+	m.Set("doc", "body", 1000, []byte("v1"))
+	m.Set("doc", "body", 2000, []byte("v2"))
+	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
+		panic(err)
+	}
+
+	p := provision.New(admin, h.Raw, provision.WithExactCounts())
+	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(1)})
+	if err != nil {
+		panic(err)
+	}
+	plan.Write(os.Stdout)
+	// Output:
+	// table "events":
+	//   family "doc" (sequence(N=1)): max_versions=5 -> max_versions=1 [lowers]
+	//     collectable at once, and invisible through bttl: 1 cell(s), 2 byte(s) (first: row "doc#1", column "body", timestamp 1000 (seq 1)); exact: read all 1 row(s) of the family
+	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
+}
+
+// An age rule on a family that holds sequence numbers would delete every
+// cell at the next compaction: CheckAdoptions (and Apply, unless forced)
+// refuses it with a *SequenceCellsError.
+func ExampleSequenceCellsError() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	m := bigtable.NewMutation()
+	m.Set("doc", "body", 3000, []byte("version 3"))
+	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
+		panic(err)
+	}
+
+	p := provision.New(admin, h.Raw)
+	_, err := p.Apply(ctx, "events", strategy.Schema{"doc": strategy.DefaultExpiry(48 * time.Hour)})
+	var sc *provision.SequenceCellsError
+	if errors.As(err, &sc) {
+		fmt.Printf("refused: family %q, %d cell(s), first timestamp %d\n", sc.Family, sc.Cells, sc.Timestamp)
+	}
+	fmt.Println("rule unchanged:", admin.Verify(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)}))
+	// Output:
+	// refused: family "doc", 1 cell(s), first timestamp 3000
+	// rule unchanged: <nil>
+}
+
+// Real timestamps (as cbt and server timestamps write) in a family about
+// to become a sequence family would outrank every sequence number and hide
+// new writes: refused with a *NotSequenceError.
+func ExampleNotSequenceError() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	if err := h.Admin.CreateColumnFamily(ctx, "events", "notes"); err != nil {
+		panic(err)
+	}
+	m := bigtable.NewMutation()
+	m.Set("notes", "body", bigtable.ServerTime, []byte("legacy"))
+	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
+		panic(err)
+	}
+
+	_, err := provision.New(admin, h.Raw).Apply(ctx, "events", strategy.Schema{"notes": strategy.Sequence(3)})
+	var ns *provision.NotSequenceError
+	if errors.As(err, &ns) {
+		fmt.Printf("refused: family %q, %d cell(s), %d real time(s)\n", ns.Family, ns.Cells, ns.RealTimes)
+	}
+	fmt.Println(errors.Is(err, provision.ErrUnsafeAdoption))
+	// Output:
+	// refused: family "notes", 1 cell(s), 1 real time(s)
+	// true
 }

@@ -13,33 +13,44 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
 
 // ErrRealTimestamps: a family about to be put on one-second expiry holds
 // cells whose timestamps are at or before now; see *RealTimestampsError.
-var ErrRealTimestamps = errors.New("bttl: one-second expiry would delete cells with real timestamps")
+// It wraps ErrUnsafeAdoption.
+var ErrRealTimestamps = fmt.Errorf("%w: one-second expiry would delete cells with real timestamps", ErrUnsafeAdoption)
 
 // ErrPlanMismatch: Execute was given a schema other than the one its plan
 // was made for; carrying it out could set a rule nobody planned.
 var ErrPlanMismatch = errors.New("bttl: plan was made for a different schema")
 
-// RealTimestampsError names the family and the cells the sample scan found.
+// RealTimestampsError names the family and the cells the scan found:
+// real times at or before now (timestamps before strategy.RealTimeFloor
+// are sequence numbers, reported by *SequenceCellsError).
 type RealTimestampsError struct {
 	Table, Family string
-	// Cells is how many such cells the sample held (a lower bound).
+	// Cells is how many such cells the scan read (a lower bound unless
+	// Exact).
 	Cells int64
 	// Row, Column and Timestamp are the first one found.
 	Row, Column string
 	Timestamp   bigtable.Timestamp
 	Now         bigtable.Timestamp
+	// Exact: every row of the family was read.
+	Exact bool
+	// Forced: the change goes ahead (WithForce).
+	Forced bool
 }
 
 func (e *RealTimestampsError) Error() string {
-	return fmt.Sprintf("%v: table %q, family %q: %d sampled cell(s) with timestamps at or before now %d (first: row %q, column %q, timestamp %d); "+
-		"they would expire at once: move them first, or force", ErrRealTimestamps, e.Table, e.Family, e.Cells, e.Now, e.Row, e.Column, e.Timestamp)
+	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s (first: row %q, column %q, timestamp %s); ",
+		e.Table, e.Family, countCells(e.Cells, e.Exact), formatTimestamp(e.Now), e.Row, e.Column, formatTimestamp(e.Timestamp))
+	if e.Forced {
+		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
+	}
+	return s + "they would expire at once: move them first, or force"
 }
 
 func (e *RealTimestampsError) Unwrap() error { return ErrRealTimestamps }
@@ -70,6 +81,11 @@ type Change struct {
 	Raises bool   // a max age or max versions gets larger (or goes away)
 	// OneSecondAdoption: an existing family is put on one-second expiry.
 	OneSecondAdoption bool
+	// Impact is what Plan's scan of the family found, for a change of an
+	// existing family that lowers its rule (nil otherwise).
+	Impact *Impact
+
+	from gcrule.Normal // the current rule
 }
 
 func (c Change) String() string {
@@ -110,8 +126,9 @@ func (p *Plan) NeedsCaveat() bool {
 	return false
 }
 
-// Write prints the plan: one line per change, "no change" when empty, and
-// the replication caveat when a rule is lowered or raised.
+// Write prints the plan: one line per change, with what a lowering change
+// makes collectable (Change.Impact), "no change" when empty, and the
+// replication caveat when a rule is lowered or raised.
 func (p *Plan) Write(w io.Writer) {
 	if p.Empty() {
 		fmt.Fprintf(w, "table %q: no change (every family matches the schema)\n", p.Table)
@@ -123,6 +140,9 @@ func (p *Plan) Write(w io.Writer) {
 	}
 	for _, c := range p.Changes {
 		fmt.Fprintf(w, "  %s\n", c)
+		if c.Impact != nil {
+			fmt.Fprintf(w, "    %s\n", c.Impact)
+		}
 	}
 	if p.NeedsCaveat() {
 		fmt.Fprintln(w, Caveat)
@@ -141,15 +161,23 @@ func (systemClock) Now() time.Time { return time.Now() }
 // Option configures a Provisioner.
 type Option func(*Provisioner)
 
-// WithForce lets Apply put a family holding real timestamps on one-second
-// expiry: those cells are deleted.
+// WithForce lets Execute and Apply make a change the safety scans refuse
+// (ErrUnsafeAdoption): one-second expiry over real timestamps or an age
+// rule over sequence numbers (those cells are deleted), the sequence
+// strategy over timestamps that are not sequence numbers (they hide new
+// writes). What is lost is printed to the output.
 func WithForce() Option { return func(p *Provisioner) { p.force = true } }
+
+// WithExactCounts makes the scans read every row of the family instead of
+// a sample (see WithSampleRows): exact counts, at the cost of a full scan.
+func WithExactCounts() Option { return func(p *Provisioner) { p.exact = true } }
 
 // WithClock sets the clock (default: the system clock).
 func WithClock(c Clock) Option { return func(p *Provisioner) { p.clock = c } }
 
-// WithSampleRows sets how many rows the one-second safety scan reads
-// (default 10,000), spread over the table's sampled row-key ranges.
+// WithSampleRows sets how many rows of the family the safety scans and
+// Plan's impact count read (default 10,000), spread over the table's
+// sampled row-key ranges.
 func WithSampleRows(n int) Option { return func(p *Provisioner) { p.sampleRows = n } }
 
 // WithOutput sets where Apply prints what it changes (default: nowhere).
@@ -160,6 +188,7 @@ type Provisioner struct {
 	admin      *gcrule.Admin
 	data       *bigtable.Client
 	force      bool
+	exact      bool
 	clock      Clock
 	sampleRows int
 	out        io.Writer
@@ -208,12 +237,24 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 			c.Action = CreateFamily
 		} else {
 			c.Action = SetRule
-			c.Lowers, c.Raises = direction(gcrule.Normalize(fams[f].GetGcRule()), gcrule.Normalize(gcrule.Expected(pol)))
+			c.from = gcrule.Normalize(fams[f].GetGcRule())
+			c.Lowers, c.Raises = direction(c.from, gcrule.Normalize(gcrule.Expected(pol)))
 			c.OneSecondAdoption = pol.Kind() == strategy.KindOneSecond
+			if c.Lowers {
+				x, err := p.examine(ctx, table, c, p.now(), true)
+				if err != nil {
+					return nil, err
+				}
+				c.Impact = x.impact(!p.exact)
+			}
 		}
 		plan.Changes = append(plan.Changes, c)
 	}
 	return plan, nil
+}
+
+func (p *Provisioner) now() bigtable.Timestamp {
+	return bigtable.Timestamp(p.clock.Now().UnixMicro())
 }
 
 // direction compares each limit: a limit that appears or shrinks lowers,
@@ -233,8 +274,9 @@ func direction(from, to gcrule.Normal) (lowers, raises bool) {
 }
 
 // Apply makes the table match schema and returns the plan it carried out.
-// It refuses a one-second adoption over real timestamps (see
-// RealTimestampsError) unless forced, before changing anything.
+// It refuses a change that would delete or hide stored cells
+// (ErrUnsafeAdoption; see CheckAdoptions) unless forced, before changing
+// anything.
 func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
 	plan, err := p.Plan(ctx, table, schema)
 	if err != nil {
@@ -243,19 +285,33 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 	return plan, p.Execute(ctx, plan, schema)
 }
 
-// CheckAdoptions runs the one-second safety scan for every adoption in
-// plan: nil, or a *RealTimestampsError (also when forced, so callers can
-// show it; Execute ignores it when forced).
+// CheckAdoptions runs the safety scans for every change of an existing
+// family's rule in plan, on a sample of the family's rows (every row with
+// WithExactCounts). It returns nil, a scan error, or the refusals joined
+// (errors.Join), each wrapping ErrUnsafeAdoption:
+//   - *RealTimestampsError: one-second expiry over cells at or before now;
+//   - *SequenceCellsError: an age rule over sequence numbers (timestamps
+//     before strategy.RealTimeFloor), or over cells past the new max age
+//     when the current rule is max versions;
+//   - *NotSequenceError: the sequence strategy over timestamps that are
+//     not seq*1000 below strategy.RealTimeFloor.
+//
+// Refusals are returned also when forced (marked Forced, saying what is
+// lost), so callers can show them; Execute then goes ahead.
 func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
+	var errs []error
+	now := p.now()
 	for _, c := range plan.Changes {
-		if !c.OneSecondAdoption {
+		if c.Action != SetRule || !c.Policy.Managed() {
 			continue
 		}
-		if err := p.scan(ctx, plan.Table, c.Family); err != nil {
+		x, err := p.examine(ctx, plan.Table, c, now, false)
+		if err != nil {
 			return err
 		}
+		errs = append(errs, x.refusals(plan.Table, c, now, p.force)...)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Execute carries out plan (from Plan, for schema) and prints it. A schema
@@ -268,11 +324,11 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		}
 	}
 	if err := p.CheckAdoptions(ctx, plan); err != nil {
-		var rt *RealTimestampsError
-		if !p.force || !errors.As(err, &rt) {
+		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err
 		}
-		fmt.Fprintf(p.out, "forced: %v\n", err)
+		// Each refusal is marked Forced and says what is lost.
+		fmt.Fprintf(p.out, "%v\n", err)
 	}
 	ac := p.admin.Client()
 	if plan.CreateTable {
@@ -296,49 +352,6 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		}
 	}
 	plan.Write(p.out)
-	return nil
-}
-
-// scan looks for cells of family with timestamps at or before now in a
-// sample of rows holding the family, spread over the table's row-key
-// ranges.
-func (p *Provisioner) scan(ctx context.Context, table, family string) error {
-	tbl := p.data.Open(table)
-	now := bigtable.Timestamp(p.clock.Now().UnixMicro())
-	// Timestamps are checked here, not by a server-side range: with a
-	// range filter LimitRows would count only matching rows and a clean
-	// table would be read to its end.
-	f := bigtable.ChainFilters(bigtable.FamilyFilter(filters.FamilyRegex(family)), bigtable.StripValueFilter())
-	keys, err := tbl.SampleRowKeys(ctx)
-	if err != nil {
-		return fmt.Errorf("bttl: sample row keys of %q: %w", table, err)
-	}
-	ranges := splitRanges(keys)
-	per := p.sampleRows / len(ranges)
-	if per < 1 {
-		per = 1
-	}
-	found := &RealTimestampsError{Table: table, Family: family, Now: now}
-	for _, rr := range ranges {
-		err := tbl.ReadRows(ctx, rr, func(r bigtable.Row) bool {
-			for _, it := range r[family] {
-				if it.Timestamp > now {
-					continue
-				}
-				if found.Cells == 0 {
-					found.Row, found.Column, found.Timestamp = it.Row, strings.TrimPrefix(it.Column, family+":"), it.Timestamp
-				}
-				found.Cells++
-			}
-			return true
-		}, bigtable.RowFilter(f), bigtable.LimitRows(int64(per)))
-		if err != nil {
-			return fmt.Errorf("bttl: sample scan of %q: %w", table, err)
-		}
-	}
-	if found.Cells > 0 {
-		return found
-	}
 	return nil
 }
 

@@ -44,6 +44,15 @@ const OneSecondMaxAge = time.Second
 // granularity.
 const MaxTimestamp = bigtable.Timestamp(math.MaxInt64 - math.MaxInt64%1000)
 
+// RealTimeFloor (2000-01-01T00:00:00Z) tells the two kinds of stored
+// timestamps apart: one at or after it is taken for a real time (a write
+// time, a server timestamp, an expiry instant), one before it for a
+// sequence number, seq*1000 with seq below 946,684,800,000. A sequence
+// scheme whose numbers are that large (milliseconds since the epoch, say)
+// cannot be told from real times, and a real time before 2000 is not one
+// bttl or a live system writes.
+const RealTimeFloor = bigtable.Timestamp(946_684_800_000_000)
+
 // maxVersions is the largest max-versions limit a GC rule can hold:
 // Bigtable's GcRule.max_num_versions is an int32 (the Go client's
 // MaxVersionsPolicy converts without a check, so a larger n would wrap).

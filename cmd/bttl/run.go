@@ -35,8 +35,8 @@ const usage = `usage: bttl -project P -instance I -schema FILE <command> [flags]
 commands:
   verify   compare each table's families and GC rules with the schema (exit 1 on mismatch)
   plan     show the family and GC-rule changes apply would make
-  apply    make them (asks for confirmation unless -yes; -force to adopt one-second
-           expiry over cells with real timestamps, deleting them)
+  apply    make them (asks for confirmation unless -yes; refuses a change that would
+           delete or hide stored cells unless -force)
   audit    scan a table and report per family: live cells, expired cells not yet
            collected, real/server timestamps in one-second families, sequence cells
            beyond the N kept, rows over 100 MB (-json for machines)
@@ -179,7 +179,7 @@ func (e *env) plans(p *provision.Provisioner) (plans []*provision.Plan, refusal,
 		}
 		pl.Write(e.stdout)
 		if err := p.CheckAdoptions(e.ctx, pl); err != nil {
-			if !errors.Is(err, provision.ErrRealTimestamps) {
+			if !errors.Is(err, provision.ErrUnsafeAdoption) {
 				return nil, nil, err
 			}
 			fmt.Fprintf(e.stdout, "  ! %v\n", err)
@@ -191,16 +191,23 @@ func (e *env) plans(p *provision.Provisioner) (plans []*provision.Plan, refusal,
 }
 
 func plan(e *env, args []string) int {
-	if !e.flags("plan", args, nil) {
+	var exact bool
+	if !e.flags("plan", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&exact, "exact", false, "count what a lowering change makes collectable over every row, not a sample")
+	}) {
 		return exitError
 	}
-	_, refusal, err := e.plans(e.provisioner())
+	var opts []provision.Option
+	if exact {
+		opts = append(opts, provision.WithExactCounts())
+	}
+	_, refusal, err := e.plans(e.provisioner(opts...))
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitError
 	}
 	if refusal != nil {
-		fmt.Fprintln(e.stdout, "apply will refuse the one-second adoption above without -force")
+		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force")
 	}
 	return exitOK
 }
@@ -210,7 +217,7 @@ func apply(e *env, args []string) int {
 	var sample int
 	if !e.flags("apply", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-		fs.BoolVar(&force, "force", false, "adopt one-second expiry even over cells with real timestamps (they are deleted)")
+		fs.BoolVar(&force, "force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
 		fs.IntVar(&sample, "sample-rows", 10_000, "rows the one-second safety scan reads per family")
 	}) {
 		return exitError
@@ -226,7 +233,7 @@ func apply(e *env, args []string) int {
 		return exitError
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a one-second adoption would delete cells with real timestamps; nothing changed (use -force to delete them)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
 		return exitFindings
 	}
 	pending := 0
@@ -253,7 +260,7 @@ func apply(e *env, args []string) int {
 		}
 		if err := p.Execute(e.ctx, pl, e.schemas[pl.Table]); err != nil {
 			fmt.Fprintln(e.stderr, err)
-			if errors.Is(err, provision.ErrRealTimestamps) {
+			if errors.Is(err, provision.ErrUnsafeAdoption) {
 				return exitFindings
 			}
 			return exitError
@@ -349,6 +356,16 @@ func writeReport(w io.Writer, r *audit.Report) {
 		}
 		if f.Expired > 0 {
 			fmt.Fprintf(w, "! family %q: %d expired cell(s), %d bytes, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry))
+		}
+		if f.NotSequence > 0 {
+			x := f.NotSequenceExample
+			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
+				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
+		}
+		if f.SequenceNumbers > 0 {
+			x := f.SequenceNumbersExample
+			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
+				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/audit"
+)
+
+// storedCells counts every cell of table on the emulator at addr, through
+// a plain client: what is physically there.
+func storedCells(t *testing.T, addr, table string) int {
+	t.Helper()
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	c, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	defer c.Close()
+	n := 0
+	require.NoError(t, c.Open(table).ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		for _, items := range r {
+			n += len(items)
+		}
+		return true
+	}))
+	return n
+}
+
+// Acceptance 0: 150 cells written by cbt as Sequence(3) keeps them
+// (seq*1000), schema moved to DefaultExpiry(48h): apply refuses with a
+// non-zero exit, the rule and all 150 cells stay; plan says apply will
+// refuse.
+func TestCBTSequenceToAgeRefused(t *testing.T) {
+	addr := startCBTEmulator(t)
+	cbt(t, addr, "createtable", "seqt", "families=doc:maxversions=3")
+	for r := 0; r < 10; r++ {
+		args := []string{"set", "seqt", fmt.Sprintf("doc#%02d", r)}
+		for c := 0; c < 5; c++ {
+			for seq := 1; seq <= 3; seq++ {
+				args = append(args, fmt.Sprintf("doc:c%d=v%d@%d", c, seq, seq*1000))
+			}
+		}
+		cbt(t, addr, args...)
+	}
+	require.Equal(t, 150, storedCells(t, addr, "seqt"))
+	target := writeFile(t, "age.yaml", "tables:\n  seqt:\n    doc: {strategy: default-expiry, ttl: 48h}\n")
+	current := writeFile(t, "seq.yaml", "tables:\n  seqt:\n    doc: {strategy: sequence, versions: 3}\n")
+	require.Equal(t, exitOK, bttl(t, addr, "", "-schema", current, "verify").code)
+
+	r := bttl(t, addr, "", "-schema", target, "plan")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "max_versions=3 -> max_age=48h0m0s")
+	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 150 cell(s)")
+	assert.Contains(t, r.stdout, "an age rule would delete a sequence family's cells")
+	assert.Contains(t, r.stdout, "apply will refuse")
+
+	r = bttl(t, addr, "", "-schema", target, "apply", "-yes")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `table "seqt", family "doc" (max_versions=3 -> max_age=48h0m0s): 150 cell(s)`)
+	assert.Contains(t, r.stderr, "refused")
+	assert.Contains(t, r.stderr, "nothing changed")
+	assert.NotContains(t, r.stdout, "applying:")
+	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", current, "verify").code, "the rule stays max_versions=3")
+	assert.Equal(t, 150, storedCells(t, addr, "seqt"), "every cell stays")
+}
+
+// Acceptance 1: three cells written by `cbt set` (real timestamps) under a
+// schema that makes the family Sequence(3): audit flags them, apply
+// refuses and changes nothing, -force proceeds and says what is hidden.
+func TestCBTSequenceOverRealTimestamps(t *testing.T) {
+	addr := startCBTEmulator(t)
+	cbt(t, addr, "createtable", "seqt")
+	cbt(t, addr, "createfamily", "seqt", "doc")
+	for _, v := range []string{"legacy-a", "legacy-b", "legacy-c"} {
+		cbt(t, addr, "set", "seqt", "d1", "doc:body="+v)
+	}
+	schema := writeFile(t, "schema.yaml", "tables:\n  seqt:\n    doc: {strategy: sequence, versions: 3}\n")
+
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-progress", "0")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var got struct{ Tables []audit.Report }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.Len(t, got.Tables, 1)
+	require.Len(t, got.Tables[0].Families, 1)
+	doc := got.Tables[0].Families[0]
+	assert.Equal(t, int64(3), doc.NotSequence)
+	assert.Equal(t, int64(3), doc.RealTimes)
+	require.NotNil(t, doc.NotSequenceExample)
+	assert.Equal(t, "d1", doc.NotSequenceExample.Row)
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-progress", "0")
+	assert.Contains(t, r.stdout, `! family "doc" (sequence): 3 cell(s) whose timestamps are not sequence numbers, 3 of them real times`)
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `the family holds timestamps that are not sequence numbers: table "seqt", family "doc": 3 cell(s)`)
+	assert.Contains(t, r.stdout, "first: row \"d1\", column \"body\", timestamp "+time.Now().UTC().Format("2006-01-02T"), "RFC 3339 UTC")
+	assert.Contains(t, r.stderr, "-force")
+	assert.Equal(t, exitFindings, bttl(t, addr, "", "-schema", schema, "verify").code, "nothing changed")
+	assert.Equal(t, 3, storedCells(t, addr, "seqt"))
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-force")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "bttl: the family holds timestamps that are not sequence numbers")
+	assert.Contains(t, r.stdout, "forced: they outrank every sequence number, so reads through bttl return them and hide new writes")
+	assert.NotContains(t, r.stdout, "or force")
+	assert.Contains(t, r.stdout, "none (never collected) -> max_versions=3 [lowers]")
+	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
+}
+
+// Acceptance 2: 1,000 cells written by `cbt import` 72 hours ago in a
+// family kept 30 days; lowering to 48h makes them all collectable at once.
+// plan prints the count, sampled by default and exact with -exact, and
+// apply's summary names the change and the count.
+func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
+	addr := startCBTEmulator(t)
+	cbt(t, addr, "createtable", "evt", "families=ev:maxage=720h")
+	old := bigtable.Time(time.Now().Add(-72 * time.Hour)).TruncateToMilliseconds()
+	var csv strings.Builder
+	csv.WriteString(",ev\n,e\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&csv, "ev#%04d,x%03d@%d\n", i, i%1000, old)
+	}
+	path := filepath.Join(t.TempDir(), "old.csv")
+	require.NoError(t, os.WriteFile(path, []byte(csv.String()), 0o600))
+	cbt(t, addr, "import", "evt", path, "timestamp=value-encoded")
+	require.Equal(t, 1000, storedCells(t, addr, "evt"))
+	schema := writeFile(t, "schema.yaml", "tables:\n  evt:\n    ev: {strategy: default-expiry, ttl: 48h}\n")
+
+	r := bttl(t, addr, "", "-schema", schema, "plan")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "max_age=720h0m0s -> max_age=48h0m0s [lowers]")
+	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 1000 cell(s), 4000 byte(s)")
+	assert.Contains(t, r.stdout, "sampled: 1000 of 1000 row(s), the whole family, so exact")
+
+	r = bttl(t, addr, "", "-schema", schema, "plan", "-exact")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 1000 cell(s), 4000 byte(s)")
+	assert.Contains(t, r.stdout, "exact: read all 1000 row(s) of the family")
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-sample-rows", "100")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	summary := r.stdout[strings.Index(r.stdout, "applying:"):]
+	assert.Contains(t, summary, `family "ev" (default-expiry(D=48h0m0s)): max_age=720h0m0s -> max_age=48h0m0s [lowers]`)
+	assert.Contains(t, summary, "collectable at once, and invisible through bttl: ")
+	assert.Contains(t, summary, "so at least this many", "a 100-row sample of 1,000 rows says it is a lower bound")
+	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
+}
