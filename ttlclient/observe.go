@@ -149,6 +149,7 @@ var refusalReasons = []struct {
 	{ErrGCRuleMismatch, "gc_rule_mismatch"},
 	{ErrNoAdminClient, "no_admin_client"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
+	{ErrMutationUnreadable, "mutation_unreadable"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps

@@ -51,7 +51,7 @@ func TestEverySentinelHasAReason(t *testing.T) {
 		"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
-		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
+		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrMutationUnreadable": ErrMutationUnreadable,
 	}
 	// ttlclient re-exports every strategy sentinel under the same name.
 	all := append(local, sentinelNames(t, "../strategy/errors.go")...)

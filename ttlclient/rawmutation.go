@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -13,14 +12,6 @@ import (
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/protobuf/proto"
 )
-
-// ErrMutationUnreadable: a *bigtable.Mutation or *bigtable.ReadModifyWrite
-// given to the TableAPI path could not be read in full, either because this
-// client version lays them out differently from the one bttl was checked
-// against (every such call then fails) or because it holds an operation bttl
-// does not know. Nothing is sent: a mutation is never passed on unchecked or
-// in part.
-var ErrMutationUnreadable = errors.New("bttl: cannot read *bigtable.Mutation")
 
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
 // TableAPI path reads their unexported fields at offsets found once with
