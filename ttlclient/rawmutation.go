@@ -149,8 +149,8 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 }
 
 // column is a qualifier as a string without copying it: the bytes belong to
-// the client mutation, which nothing changes after Set, and the string
-// lives no longer than the call.
+// the client mutation, whose methods never change them after Set (a
+// *CellError may keep the string after the call).
 func column(q []byte) string {
 	if len(q) == 0 {
 		return ""

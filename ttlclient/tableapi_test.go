@@ -404,3 +404,19 @@ func TestTableAPIReadsFiltered(t *testing.T) {
 	_, err = api.SampleRowKeys(e.ctx)
 	require.NoError(t, err)
 }
+
+// The one difference from ttlclient.Mutation: bigtable.Mutation.Set
+// truncates its timestamp to the millisecond before bttl sees it, so a
+// sequence timestamp that is not an exact seq*1000 (refused by
+// ttlclient.Mutation) arrives as the version below it.
+func TestTableAPISequenceTimestampArrivesTruncated(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	m := bigtable.NewMutation()
+	m.Set(famSeq, "c", 2500, []byte("v"))
+	require.NoError(t, e.tbl.API().Apply(e.ctx, "row", m))
+	assert.Equal(t, bigtable.Timestamp(2000), e.storedTimestamp(t, "row", famSeq, "c"))
+
+	tm := ttlclient.NewMutation()
+	tm.Set(famSeq, "c", 2500, []byte("v"))
+	require.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", tm), ttlclient.ErrInvalidSequence)
+}
