@@ -20,3 +20,19 @@ func opsPointer(l *rawLayout, m *bigtable.Mutation) unsafe.Pointer {
 func rmwOpsPointer(l *rawLayout, m *bigtable.ReadModifyWrite) unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(m), l.rmwOps)
 }
+
+// BuildAPI is what Table.API().Apply does before its RPC: read m, then
+// Build.
+func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, error) {
+	l, err := layout()
+	if err != nil {
+		return nil, err
+	}
+	dst := apiMutations.Get().(*Mutation)
+	defer putAPIMutation(dst)
+	tm, e := l.translate(m, dst)
+	if e != nil {
+		return nil, e.err
+	}
+	return t.build(row, tm, t.clock.Now(), false)
+}

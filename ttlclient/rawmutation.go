@@ -136,7 +136,7 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 	}
 	ops := l.opsOf(src)
 	if cap(dst.ops) < len(ops) {
-		dst.ops = make([]op, 0, max(len(ops), initialOps))
+		dst.ops = make([]op, 0, len(ops))
 	}
 	for _, pb := range ops {
 		o, err := translateOp(pb)

@@ -95,3 +95,31 @@ func BenchmarkTableAPIApplyBulk(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkTableAPIBuild: the work before the RPC only, the mutation built
+// once outside the loop, so the pair compares bttl's own cost (reading the
+// client's mutation, then the shared write path) without the client's
+// mutation construction or the server.
+func BenchmarkTableAPIBuild(b *testing.B) {
+	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
+		e := newBenchEnv(b, s)
+		tm := e.ttlMutation()
+		bm := e.apiMutation(b)
+		b.Run("impl=ttl", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.ttl.Build("row", tm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("impl=api", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.ttl.BuildAPI("row", bm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
