@@ -104,16 +104,17 @@ func TestTableAPIGuardrailsRefuseBeforeAnyRPC(t *testing.T) {
 
 // The rows of guardCases that need a cell option are, on the TableAPI
 // path, refusals of Table.Timestamp: the same sentinels, before any write.
-func TestTableAPITimestampGuardrails(t *testing.T) {
-	e := newEnv(t, mixedSchema())
+type timestampGuardCase struct {
+	name   string
+	family string
+	ttl    time.Duration
+	clock  time.Time
+	want   error
+}
+
+func timestampGuardCases() []timestampGuardCase {
 	nearMax := time.UnixMicro(int64(strategy.MaxTimestamp) - int64(time.Hour/time.Microsecond))
-	for _, c := range []struct {
-		name   string
-		family string
-		ttl    time.Duration
-		clock  time.Time
-		want   error
-	}{
+	return []timestampGuardCase{
 		{"zero TTL", famDef, 0, time.Time{}, ttlclient.ErrInvalidTTL},
 		{"negative TTL", famOne, -time.Second, time.Time{}, ttlclient.ErrInvalidTTL},
 		{"TTL below timestamp precision", famOne, 999 * time.Microsecond, time.Time{}, ttlclient.ErrInvalidTTL},
@@ -122,7 +123,27 @@ func TestTableAPITimestampGuardrails(t *testing.T) {
 		{"TTL on sequence family", famSeq, time.Hour, time.Time{}, ttlclient.ErrWrongCellOption},
 		{"TTL on unmanaged family", famPlain, time.Hour, time.Time{}, ttlclient.ErrWrongCellOption},
 		{"family not in schema", "nope", time.Hour, time.Time{}, ttlclient.ErrUnknownFamily},
-	} {
+	}
+}
+
+// Every sentinel of guardCases (the ttlclient.Mutation path) has a row on
+// the TableAPI path, as a *bigtable.Mutation or a Table.Timestamp refusal.
+func TestTableAPIGuardCasesCoverEverySentinel(t *testing.T) {
+	covered := map[error]bool{}
+	for _, c := range rawGuardCases() {
+		covered[c.want] = true
+	}
+	for _, c := range timestampGuardCases() {
+		covered[c.want] = true
+	}
+	for _, c := range guardCases() {
+		assert.True(t, covered[c.want], "%s: %v has no TableAPI row", c.name, c.want)
+	}
+}
+
+func TestTableAPITimestampGuardrails(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	for _, c := range timestampGuardCases() {
 		t.Run(c.name, func(t *testing.T) {
 			if !c.clock.IsZero() {
 				restore := e.h.Clock.Now()
