@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -81,12 +82,34 @@ func findLayout() (rawLayout, error) {
 			return l, err
 		}
 	}
+	// Every way to build a mutation must be one the self-check exercises: a
+	// method added in a later version could write a field bttl does not
+	// carry over, so an unknown method set fails closed.
+	if err := knownMethods(reflect.TypeOf((*bigtable.Mutation)(nil)), "AddIntToCell", "DeleteCellsInColumn",
+		"DeleteCellsInFamily", "DeleteRow", "DeleteTimestampRange", "MergeBytesToCell", "Set"); err != nil {
+		return l, err
+	}
+	if err := knownMethods(reflect.TypeOf((*bigtable.ReadModifyWrite)(nil)), "AppendValue", "Increment"); err != nil {
+		return l, err
+	}
 	rt := reflect.TypeOf(bigtable.ReadModifyWrite{})
 	if rt.NumField() != 1 {
 		return l, fmt.Errorf("%w: bigtable.ReadModifyWrite has %d fields, want 1", ErrMutationUnreadable, rt.NumField())
 	}
 	l.rmwOps, err = field(rt, "ops", reflect.TypeOf([]*btpb.ReadModifyWriteRule(nil)))
 	return l, err
+}
+
+// knownMethods checks that t's exported methods are exactly names, sorted.
+func knownMethods(t reflect.Type, names ...string) error {
+	got := make([]string, t.NumMethod())
+	for i := range got {
+		got[i] = t.Method(i).Name // sorted by reflect
+	}
+	if !slices.Equal(got, names) {
+		return fmt.Errorf("%w: %s has methods %v, bttl knows %v", ErrMutationUnreadable, t, got, names)
+	}
+	return nil
 }
 
 func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {

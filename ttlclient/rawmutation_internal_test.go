@@ -1,6 +1,7 @@
 package ttlclient
 
 import (
+	"reflect"
 	"testing"
 
 	"cloud.google.com/go/bigtable"
@@ -58,4 +59,12 @@ func TestMutationReaderRefusesUnknownOps(t *testing.T) {
 	_, e := l.translateRMW(rmw)
 	require.NotNil(t, e)
 	assert.ErrorIs(t, e.err, ErrMutationUnreadable)
+}
+
+// A method set other than the known one fails closed.
+func TestMutationReaderRefusesUnknownMethodSet(t *testing.T) {
+	mt := reflect.TypeOf((*bigtable.Mutation)(nil))
+	assert.ErrorIs(t, knownMethods(mt, "Set"), ErrMutationUnreadable)
+	assert.NoError(t, knownMethods(mt, "AddIntToCell", "DeleteCellsInColumn", "DeleteCellsInFamily", "DeleteRow",
+		"DeleteTimestampRange", "MergeBytesToCell", "Set"))
 }
