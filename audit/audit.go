@@ -94,6 +94,10 @@ type Options struct {
 	// Progress and ProgressEvery report progress (default every second).
 	Progress      Progress
 	ProgressEvery time.Duration
+	// ProgressKey, when set, is called alongside Progress with the key of
+	// the last row read, so a caller can place the scan among the table's
+	// split points (SampleRowKeys) and estimate the fraction done.
+	ProgressKey func(rows, cells int64, lastRowKey string)
 }
 
 // Scan reads the table and counts, at now, what schema's strategies make
@@ -157,9 +161,14 @@ func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy
 		if size > LargeRowBytes {
 			rep.RowsOver100MB++
 		}
-		if opt.Progress != nil && time.Since(last) >= every {
+		if (opt.Progress != nil || opt.ProgressKey != nil) && time.Since(last) >= every {
 			last = time.Now()
-			opt.Progress(rep.Rows, rep.Cells)
+			if opt.Progress != nil {
+				opt.Progress(rep.Rows, rep.Cells)
+			}
+			if opt.ProgressKey != nil {
+				opt.ProgressKey(rep.Rows, rep.Cells, r.Key())
+			}
 		}
 		return true
 	}, ropts...)

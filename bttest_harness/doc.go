@@ -41,4 +41,21 @@
 // keep a cell in a family without a GC rule to stay clear of it, or set
 // Config.NoGC. scripts/bttestrace reproduces it with the bigtable module
 // alone, rarely (one lost write in 9.4 million over 20 minutes on 2 cores).
+//
+// Both servers can also tear a read that runs while a write adds a column
+// to the same row (cloud.google.com/go/bigtable v1.58.0, bttest/inmem.go):
+// ReadRows copies the row under its lock but shares the family's sorted
+// column names with the copy, then iterates them unlocked, while the write
+// appends the new name and sorts the shared array in place (and a
+// DeleteFromColumn shifts it). Under -race the in-process server reports
+// the race; on either server the read can miss a column or return one
+// twice. The harness's in-process server never runs a ReadRows while a
+// MutateRow, MutateRows, CheckAndMutateRow or ReadModifyWriteRow runs
+// (reads run together, writes run together, the two take turns; a
+// ReadRows' responses are held until it has read everything, so a slow
+// client or a write from a ReadRows callback cannot block the gate), so
+// -race runs do not depend on the timing of background reads such as
+// ttlclient's shadow reads. cbtemulator, a separate process, is not
+// gated: a test there that reads a row while another goroutine adds
+// columns to it must tolerate or avoid a torn read.
 package bttestharness

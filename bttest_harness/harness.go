@@ -88,7 +88,8 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Addr = os.Getenv("BIGTABLE_EMULATOR_HOST")
 	}
 	if h.Addr == "" {
-		srv, err := bttest.NewServer("127.0.0.1:0", cfg.ServerOptions...)
+		opts := append(append([]grpc.ServerOption(nil), cfg.ServerOptions...), newReadWriteGate().serverOptions()...)
+		srv, err := bttest.NewServer("127.0.0.1:0", opts...)
 		if err != nil {
 			return nil, fmt.Errorf("start bttest server: %w", err)
 		}

@@ -1,7 +1,28 @@
 // Package filters builds the read filters that make a Bigtable read return
 // exactly the cells a complete garbage collection would keep.
 //
-// For a schema (family -> strategy.Policy) and a read time, the TTL filter is
+// When the table's families are known (WithFamilies: ttlclient.Open reads
+// them when it verifies the GC rules), the TTL filter has no regex. Families
+// whose rules are equal share a branch, every family is selected by name
+// with Family(f) (below), and when one rule covers every family the filter
+// is that rule alone:
+//
+//	TimestampRange[liveFrom(t), inf)       // age families only, one rule
+//	CellsPerColumnLimit(N)                 // sequence families only, one rule
+//	Interleave(                            // otherwise
+//	    Chain(Family(a), TimestampRange[liveFrom_a(t), inf)),          // an age rule
+//	    Chain(Interleave(Family(b), Family(c)), CellsPerColumnLimit(N)), // b, c share a rule
+//	    Family(u), ...                                                  // unmanaged, untouched
+//	)
+//
+// (an age rule with a max-versions limit chains CellsPerColumnLimit after its
+// range). A family missing from the list, one created after it was read, is
+// in no branch: reads return none of its cells, except under the bare rule,
+// which filters it like the others. Either way no expired cell of a schema
+// family is returned.
+//
+// Without WithFamilies, families outside the schema are unknown and must
+// pass untouched, so the filter is
 //
 //	Interleave(
 //	    Chain(Family(fam1), TimestampRange[liveFrom(t), inf)),     // age families
@@ -19,6 +40,11 @@
 // Chain(Family(f), TimestampRange[liveFrom(t), L)) per age family, and
 // Chain(TimestampRange[0, L), FamilyFilter(<the others>)); the family regex
 // then only sees cells older than L.
+//
+// Bigtable serves filters of at most MaxFilterBytes (20 KiB) serialized;
+// Builder.CheckSize tells a schema whose TTL filter is larger (the
+// complement regex grows with the managed names: about 60 of 20 bytes fill
+// it), and ttlclient.Open refuses such a table with ErrFilterTooLarge.
 //
 // A caller's filter is applied after the TTL filter: Chain(ttl, user). The order
 // matters: on a sequence family a caller's ValueFilter placed first could

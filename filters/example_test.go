@@ -1,6 +1,7 @@
 package filters_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -108,4 +109,49 @@ func ExampleChainProto() {
 	// Output:
 	// true
 	// 2
+}
+
+func ExampleWithFamilies() {
+	schema := strategy.Schema{
+		"clicks": strategy.DefaultExpiry(48 * time.Hour),
+		"views":  strategy.DefaultExpiry(48 * time.Hour),
+		"doc":    strategy.Sequence(3),
+	}
+	// The table's families, as read when it was opened: every family is
+	// selected by name (no regex), clicks and views share one branch, and
+	// meta passes untouched.
+	b, _ := filters.New(schema, filters.WithFamilies([]string{"clicks", "views", "doc", "meta"}))
+	fmt.Println(b.TTL(readAt))
+	// One rule for every family: the filter is that rule alone.
+	one, _ := filters.New(strategy.Schema{"s": strategy.OneSecond()}, filters.WithFamilies([]string{"s"}))
+	fmt.Println(one.TTL(readAt))
+	// Output:
+	// (((columnRangeFilter(clicks,,) + columnRangeFilter(views,,)) | timestamp_range(1893326400001000,0)) + (columnRangeFilter(doc,,) | col(*,3)) + columnRangeFilter(meta,,))
+	// timestamp_range(1893499200001000,0)
+}
+
+func ExampleBuilder_Size() {
+	b, _ := filters.New(strategy.Schema{"s": strategy.OneSecond()}, filters.WithFamilies([]string{"s", "meta"}))
+	// Bytes of the serialized filter a read sends.
+	fmt.Println(b.Size(readAt), "of at most", filters.MaxFilterBytes)
+	// Output: 36 of at most 20480
+}
+
+func ExampleBuilder_CheckSize() {
+	// Without the table's families, the families outside the schema are
+	// matched by a regex that grows with the managed names.
+	schema := strategy.Schema{}
+	for i := 0; i < 100; i++ {
+		schema[fmt.Sprintf("%c%c_events_%09d", 'a'+i%26, 'a'+i/26, i*7919)] = strategy.OneSecond()
+	}
+	b, _ := filters.New(schema)
+	err := b.CheckSize()
+	fmt.Println(errors.Is(err, filters.ErrFilterTooLarge))
+	var se *filters.SizeError
+	if errors.As(err, &se) {
+		fmt.Println(se.Bytes > se.Limit, se.FamiliesKnown)
+	}
+	// Output:
+	// true
+	// true false
 }

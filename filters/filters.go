@@ -25,7 +25,37 @@ type Builder struct {
 	static         bigtable.Filter // the whole TTL filter when no branch depends on time
 	unmanaged      bigtable.Filter // passes every family the schema does not manage
 	unmanagedRegex string          // its pattern, for TTLProto
+	exact          *exactForm      // the table's families are known: no regex (see WithFamilies)
 	cache          atomic.Pointer[cachedFilter]
+}
+
+// Option adjusts New.
+type Option func(*options)
+
+type options struct {
+	families []string
+	known    bool
+}
+
+// WithFamilies gives New every column family the table has (as read from
+// the table, when it was opened): the TTL filter then selects families by
+// name (ColumnRangeFilter, no regex), merges families that share a rule into
+// one branch, and is a bare TimestampRange or CellsPerColumn limit when one
+// rule covers every family. The schema's families count as known whether or
+// not they are listed.
+//
+// A family missing from names (one created after the list was read) is not
+// in the filter: reads return none of its cells, except when one rule
+// covers every known family, where the filter selects no family and the new
+// family's cells are filtered by that rule. It never makes a read return an
+// expired cell of a schema family. Without this option the families are
+// unknown and every family outside the schema is read untouched, through a
+// complement regex (ComplementRegex).
+func WithFamilies(names []string) Option {
+	return func(o *options) {
+		o.families = append(o.families[:0:0], names...)
+		o.known = true
+	}
 }
 
 type branch struct {
@@ -44,9 +74,13 @@ type cachedFilter struct {
 // New validates schema and prepares its filters. A schema with an
 // intersection rule cannot be expressed: schemas here are built from
 // strategy policies, which never produce one.
-func New(schema strategy.Schema) (*Builder, error) {
+func New(schema strategy.Schema, opts ...Option) (*Builder, error) {
 	if err := schema.Validate(); err != nil {
 		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	var managed []string
 	for fam, p := range schema {
@@ -85,6 +119,13 @@ func New(schema strategy.Schema) (*Builder, error) {
 		if br.constant != nil || br.perCol != nil {
 			b.ageOnly = false
 		}
+	}
+	if len(managed) > 0 && o.known {
+		b.exact = newExactForm(schema, o.families)
+		if !b.hasAge {
+			b.static = b.exact.build(0)
+		}
+		return b, nil
 	}
 	if len(managed) > 0 {
 		b.unmanagedRegex = ComplementRegex(managed)
@@ -134,6 +175,9 @@ func (b *Builder) Compose(now bigtable.Timestamp, user bigtable.Filter) bigtable
 // change with time, so a new bound costs one array backing every filter
 // list, a range and a chain per age family, and the interleave.
 func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
+	if b.exact != nil {
+		return b.exact.build(now)
+	}
 	if b.pastEnd(now) {
 		return b.buildPastEnd(now)
 	}
@@ -181,7 +225,7 @@ func (b *Builder) build(now bigtable.Timestamp) bigtable.Filter {
 // a family regex for every cell they test, reading live managed cells then
 // runs no regex at all.
 func (b *Builder) split(now bigtable.Timestamp) bigtable.Timestamp {
-	if !b.ageOnly {
+	if !b.ageOnly || b.exact != nil {
 		return 0
 	}
 	var hi bigtable.Timestamp

@@ -17,6 +17,9 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	if len(b.branches) == 0 {
 		return nil
 	}
+	if b.exact != nil {
+		return b.exact.proto(now)
+	}
 	if b.pastEnd(now) {
 		return b.pastEndProto(now)
 	}

@@ -9,8 +9,6 @@ package ttlclient_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -412,8 +410,7 @@ func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.Option
 	}
 	// No table exists: skip the GC-rule check Open would make.
 	// Its warning about that would land in the middle of benchmark lines.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tbl, err := ttlclient.Wrap(offlineClient, opts...).Open("offline", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quiet))
+	tbl, err := ttlclient.Wrap(offlineClient, opts...).Open("offline", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -173,17 +173,31 @@ func (c *Client) config(opts []Option) config {
 // ErrGCRuleMismatch (a gcrule.Mismatches holding one *GCRuleError per
 // family), ErrNoAdminClient, or the admin call's error.
 func (c *Client) Verify(ctx context.Context, table string, schema Schema) error {
-	return c.verify(ctx, table, schema, c.config(nil))
+	_, err := c.verify(ctx, table, schema, c.config(nil))
+	return err
 }
 
-func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg config) error {
+// verify checks the table's GC rules against schema and returns the names
+// of every family the table has, for the read filter.
+func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg config) ([]string, error) {
 	if err := schema.Validate(); err != nil {
-		return fmt.Errorf("verify table %q: %w", table, err)
+		return nil, fmt.Errorf("verify table %q: %w", table, err)
 	}
 	if cfg.admin == nil {
-		return &NoAdminError{Table: table}
+		return nil, &NoAdminError{Table: table}
 	}
-	return cfg.admin.Verify(ctx, table, schema)
+	fams, err := cfg.admin.Families(ctx, table)
+	if err != nil {
+		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+	}
+	if err := gcrule.Compare(table, schema, fams); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(fams))
+	for name := range fams {
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // Open returns a handle on table whose families follow schema. Families the
@@ -194,6 +208,25 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // family of the schema with the GC rule its strategy needs (see Verify),
 // within the verify timeout. Without an admin client it fails with
 // ErrNoAdminClient; WithoutVerify skips the check and logs that it did.
+//
+// The verification also reads the names of the table's families, and the
+// read filter is built for them: families are selected by name, with no
+// regex, and families sharing a rule share one branch. A family created
+// after Open (necessarily one the schema does not name: the schema's
+// families were checked) is not among them, so until the table is opened
+// again reads return none of its cells; except when one rule covers every
+// family the table had (a single managed family, say), where the filter is
+// that rule alone and the new family's cells are filtered by it. No read
+// returns an expired cell of a schema family either way. With WithoutVerify
+// the families are not read: every family outside the schema, whenever
+// created, is read untouched, through a complement regex that the emulators
+// evaluate slowly.
+//
+// Open fails with ErrFilterTooLarge (a *FilterSizeError) when the read
+// filter is larger than the largest filter Bigtable serves
+// (filters.MaxFilterBytes, 20 KiB): without the family names that can
+// happen from about 60 managed families of 20-byte names.
+//
 // Open is OpenContext with context.Background().
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.OpenContext(context.Background(), table, schema, opts...)
@@ -207,21 +240,30 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
 	}
-	fb, err := filters.New(schema)
-	if err != nil {
+	if err := schema.Validate(); err != nil {
 		recordOpenRefusal(rec, err)
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
+	var filterOpts []filters.Option
 	if cfg.skipVerify {
 		cfg.recordVerifySkipped(table, rec)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
-		err := c.verify(ctx, table, schema, cfg)
+		families, err := c.verify(ctx, table, schema, cfg)
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
 			return nil, fmt.Errorf("open table %q: %w", table, err)
 		}
+		filterOpts = append(filterOpts, filters.WithFamilies(families))
+	}
+	fb, err := filters.New(schema, filterOpts...)
+	if err == nil {
+		err = fb.CheckSize()
+	}
+	if err != nil {
+		recordOpenRefusal(rec, err)
+		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
 	own := make(Schema, len(schema))
 	hasAge := false

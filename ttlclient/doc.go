@@ -30,7 +30,13 @@
 //
 // Reads: every ReadRow, ReadRows and check-and-mutate predicate carries the
 // schema's TTL filter before the caller's own, so an expired cell is never
-// returned nor matched, whatever Bigtable's asynchronous GC has done.
+// returned nor matched, whatever Bigtable's asynchronous GC has done. The
+// filter is built for the families Open read from the table: no regex, one
+// branch per distinct rule, and the rule alone when one covers every
+// family. A family created after Open is not read until the table is
+// opened again (under the bare rule, it is filtered by that rule); see
+// Client.Open. A filter over the size Bigtable serves fails Open with
+// ErrFilterTooLarge.
 // The server reads an expired cell before the filter hides it, so the
 // statistics of bigtable.WithFullReadStats count it as seen: CellsSeenCount
 // and RowsSeenCount include the cells and rows the TTL filter hid, and

@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
@@ -55,6 +56,9 @@ var (
 	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
 	// see *NoAdminError.
 	ErrNoAdminClient = errors.New("bttl: no admin client to verify GC rules")
+	// ErrFilterTooLarge: Open found the schema's read filter larger than
+	// Bigtable serves (filters.MaxFilterBytes); see *FilterSizeError.
+	ErrFilterTooLarge = filters.ErrFilterTooLarge
 	// ErrUnsupportedReadOption: a read option whose filter the library cannot
 	// see, so it could not put the TTL filter first.
 	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
@@ -127,6 +131,10 @@ func truncate(s string, n int) string {
 // family, kind of mismatch, expected and actual rule. A failed Open or
 // Verify returns a gcrule.Mismatches of them (errors.As finds the first).
 type GCRuleError = gcrule.MismatchError
+
+// FilterSizeError is a read filter over the size Bigtable serves: its size,
+// the limit, and whether the table's families were known.
+type FilterSizeError = filters.SizeError
 
 // NoAdminError: Open was asked to verify GC rules without an admin client.
 type NoAdminError struct {

@@ -2,6 +2,8 @@ package ttlclient_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"testing"
@@ -98,3 +100,7 @@ func (e *env) storedTimestamp(t *testing.T, row, fam, col string) bigtable.Times
 	require.Len(t, found, 1, "cells of %s:%s", fam, col)
 	return found[0]
 }
+
+// quietLogger drops the WithoutVerify warning, which would land in the
+// middle of test and benchmark output.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -149,6 +149,7 @@ var refusalReasons = []struct {
 	{ErrGCRuleMismatch, "gc_rule_mismatch"},
 	{ErrNoAdminClient, "no_admin_client"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
+	{ErrFilterTooLarge, "filter_too_large"},
 	{ErrMutationUnreadable, "mutation_unreadable"},
 }
 

@@ -1,6 +1,7 @@
 package ttlclient_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -132,11 +133,13 @@ func TestFamilySelectionIsExactName(t *testing.T) {
 	assert.Contains(t, got[0]+got[1], "axb:old@1000=3")
 }
 
-// When every managed family expires by age, the read filter is split at the
-// latest live-from bound so that live cells need no family regex. A read
-// must still return exactly the live cells of the managed families and every
-// cell of the others (named unmanaged, or not in the schema at all), for
-// random timestamps around the bounds and random read times.
+// A read must return exactly the live cells of the managed families and
+// every cell of the others (named unmanaged, or not in the schema at all),
+// for random timestamps around the bounds and random read times, in both
+// forms of the filter: with the table's families read at Open (regex-free),
+// and WithoutVerify, where the filter is split at the latest live-from bound
+// so that live cells need no family regex, and where the family outside the
+// schema is created after Open and must still be read untouched.
 func TestSplitFilterKeepsExactlyTheLiveCells(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -147,8 +150,28 @@ func TestSplitFilterKeepsExactlyTheLiveCells(t *testing.T) {
 		"short": strategy.DefaultExpiry(10 * time.Minute),
 		"plain": strategy.Unmanaged(),
 	}
-	e := newEnv(t, schema)
-	require.NoError(t, e.h.Admin.CreateColumnFamily(e.ctx, e.tbl.Name(), "extra")) // not in the schema
+	for _, verified := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verified=%v", verified), func(t *testing.T) {
+			h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+			require.NoError(t, err)
+			defer h.Close()
+			e := &env{h: h, ctx: context.Background()}
+			require.NoError(t, h.CreateTable(e.ctx, "t", schema))
+			if verified {
+				require.NoError(t, h.Admin.CreateColumnFamily(e.ctx, "t", "extra")) // not in the schema, known at Open
+				e.tbl, err = h.Client.Open("t", schema)
+			} else {
+				e.tbl, err = h.Client.Open("t", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
+				require.NoError(t, err)
+				err = h.Admin.CreateColumnFamily(e.ctx, "t", "extra") // not in the schema, created after Open
+			}
+			require.NoError(t, err)
+			checkLiveCells(t, e, schema, rng)
+		})
+	}
+}
+
+func checkLiveCells(t *testing.T, e *env, schema strategy.Schema, rng *rand.Rand) {
 	start := e.h.Clock.Now()
 	base := bigtable.Time(start)
 	fams := []string{"one", "def", "short", "plain", "extra"}
@@ -180,7 +203,7 @@ func TestSplitFilterKeepsExactlyTheLiveCells(t *testing.T) {
 				}
 			}
 			sort.Strings(want)
-			assert.Equal(t, want, got, "row %s at now %d", row, now)
+			assert.Equal(t, want, got, "row %s at now %d, filter %s", row, now, e.tbl.Filters().TTL(now))
 		}
 	}
 }

@@ -6,6 +6,20 @@
 //	client, err := bigtable.NewClientWithConfig(ctx, project, instance,
 //		bigtable.ClientConfig{DisableSession: true}, guard.ClientOptions()...)
 //
+// Which requests are guarded. New takes table IDs, as Client.Open does,
+// not full names: a request is checked against a schema when its
+// table_name is projects/{project}/instances/{instance}/tables/{ID}, or
+// its authorized_view_name is
+// projects/{project}/instances/{instance}/tables/{ID}/authorizedViews/{view},
+// in any project and instance the client reaches. Names are parsed
+// exactly, segment by segment, so a project or instance whose ID happens
+// to be "tables" is just an ID. A request naming an authorized view is
+// checked and filtered as its table (the view's schema is the table's).
+// Materialized views are instance-level
+// (projects/{project}/instances/{instance}/materializedViews/{view}) and
+// their names do not say which table they read: WithMaterializedView
+// declares a view's families and policies by view ID.
+//
 // On a guarded table, MutateRow, every entry of MutateRows, both branches of
 // CheckAndMutateRow and ReadModifyWriteRow are checked before anything is
 // sent: a server timestamp (-1) on a managed family, a timestamp already
@@ -21,7 +35,36 @@
 //
 // WithReadFilter also puts the table's TTL filter in front of the filter of
 // every ReadRows request and CheckAndMutateRow predicate, so legacy reads
-// stop seeing expired cells that GC has not collected yet.
+// stop seeing expired cells that GC has not collected yet. A ReadRows of a
+// materialized view gets the filter of the schema WithMaterializedView
+// declared for it, and is refused (RuleUndeclaredMaterializedView) when
+// none was declared; declare an empty schema for a view with no managed
+// data. A continuous materialized view aggregates cells until GC really
+// removes them, so its aggregates include expired cells no filter can
+// take out.
+//
+// Fail closed. A request on a guarded method (the four writes; ReadRows
+// with WithReadFilter) that the guard cannot classify is refused with
+// FailedPrecondition, rule RuleUnclassifiable, and a message saying why:
+// a resource name that is not exactly one of the forms above, no name,
+// two names for different resources (a table and another table's
+// authorized view), top-level fields or a mutation kind newer than the
+// guard's protos, or a message that is not a protocol buffer or does not
+// decode as the method's request. A protocol buffer message of another Go
+// type (a dynamicpb.Message, say) is decoded from its wire form into the
+// generated type, checked, and that decoded request is what is sent.
+//
+// SQL. PrepareQuery and ExecuteQuery send SQL text the guard cannot
+// filter, and a query may read any table of the instance: while the guard
+// guards any managed family they are refused (RuleSQL), with or without
+// WithReadFilter, unless WithSQLAllowed is given.
+//
+// Streams. MutateRows and (with WithReadFilter) ReadRows streams are
+// opened only by a SendMsg whose request passed the guard, so whatever the
+// caller or an interceptor installed before the guard does first
+// (Context, Header, Trailer, RecvMsg on another goroutine, CloseSend), a
+// refusal reaches every later call as FailedPrecondition and nothing
+// reaches the server.
 //
 // The interceptors never modify the caller's request: a rewritten read is a
 // shallow copy (row sets and mutations are shared, not copied), so the
@@ -42,6 +85,6 @@
 //     GetClientConfiguration from moving traffic there (session load 0) and
 //     refuses session streams; create guarded clients with
 //     bigtable.ClientConfig{DisableSession: true}.
-//   - Admin RPCs, SampleRowKeys, SQL queries and change streams pass
-//     untouched.
+//   - Admin RPCs, SampleRowKeys (row keys only, no cells) and change
+//     streams pass untouched, as do reads without WithReadFilter.
 package wireguard

@@ -316,3 +316,70 @@ func rule(err error) string {
 	}
 	return err.Error()
 }
+
+// A materialized view's name does not say which table it reads, so with
+// WithReadFilter the guard filters reads of a view only by the schema
+// declared for it, and refuses reads of undeclared views before they are
+// sent.
+func ExampleWithMaterializedView() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	schema := strategy.Schema{"session": strategy.OneSecond(), "meta": strategy.Unmanaged()}
+	guard, err := wireguard.New(map[string]strategy.Schema{"sessions": schema}, wireguard.WithReadFilter(),
+		// "recent" keeps the table's families and timestamps: the table's
+		// filter fits it. "owners" carries only unmanaged data.
+		wireguard.WithMaterializedView("recent", schema),
+		wireguard.WithMaterializedView("owners", strategy.Schema{"meta": strategy.Unmanaged()}))
+	if err != nil {
+		panic(err)
+	}
+	client := dial(ctx, h.Addr, guard.DialOptions()...)
+	defer client.Close()
+
+	all := func(bigtable.Row) bool { return true }
+	// Neither emulator serves materialized views: declared views pass the
+	// guard and reach the server, which answers NotFound.
+	fmt.Println(status.Code(client.OpenMaterializedView("recent").ReadRows(ctx, bigtable.InfiniteRange(""), all)))
+	fmt.Println(rule(client.OpenMaterializedView("daily").ReadRows(ctx, bigtable.InfiniteRange(""), all)))
+	// Output:
+	// NotFound
+	// undeclared-materialized-view
+}
+
+// The guard cannot filter SQL: while it guards a managed family it refuses
+// queries, unless WithSQLAllowed accepts that they may return expired
+// cells.
+func ExampleWithSQLAllowed() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	schemas := map[string]strategy.Schema{"sessions": {"session": strategy.OneSecond()}}
+
+	strict, err := wireguard.New(schemas)
+	if err != nil {
+		panic(err)
+	}
+	client := dial(ctx, h.Addr, strict.DialOptions()...)
+	defer client.Close()
+	_, err = client.PrepareStatement(ctx, "SELECT _key FROM sessions", nil)
+	fmt.Println(rule(err))
+
+	lenient, err := wireguard.New(schemas, wireguard.WithSQLAllowed())
+	if err != nil {
+		panic(err)
+	}
+	client2 := dial(ctx, h.Addr, lenient.DialOptions()...)
+	defer client2.Close()
+	_, err = client2.PrepareStatement(ctx, "SELECT _key FROM sessions", nil)
+	fmt.Println(status.Code(err)) // the guard let it through; the emulator has no SQL
+	// Output:
+	// sql-query
+	// Unimplemented
+}

@@ -14,14 +14,27 @@ import (
 const cbtPath = "/usr/bin/cbt"
 
 // startCBTEmulator runs cbtemulator as a child process and returns its
-// address; it is killed when the test ends. The test is skipped, naming
-// the missing binary, without cbtemulator or cbt.
+// address; it is killed when the test ends. Without cbtemulator or cbt the
+// test is skipped, naming the missing binary, or fails in CI (CI=true).
 func startCBTEmulator(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(cbtPath); err != nil {
-		t.Skipf("%s not installed (.ci/run installs it): %v", cbtPath, err)
+		missing(t, "%s not installed (.ci/run installs it): %v", cbtPath, err)
+	}
+	if _, err := bttestharness.FindEmulator(); err != nil {
+		missing(t, "cbtemulator: %v", err)
 	}
 	return bttestharness.NewEmulator(t).Addr
+}
+
+// missing skips the test outside CI and fails it in CI, where every
+// binary the tests need is installed.
+func missing(t *testing.T, format string, a ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, a...)
+	}
+	t.Skipf(format, a...)
 }
 
 // cbt runs the real cbt CLI against the emulator at addr.

@@ -1,17 +1,24 @@
 // Command bttl checks and provisions the GC rules bttl's strategies need,
-// and audits what a table holds before a strategy is adopted.
+// audits what a table holds before a strategy is adopted, and writes a
+// schema file from an instance's existing tables.
 //
-//	bttl -project P -instance I -schema schema.yaml verify [-table T]
-//	bttl -project P -instance I -schema schema.yaml plan   [-table T]
-//	bttl -project P -instance I -schema schema.yaml apply  [-table T] [-yes] [-force]
-//	bttl -project P -instance I -schema schema.yaml audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N]
+//	bttl [global flags] verify [-table T]
+//	bttl [global flags] plan   [-table T]
+//	bttl [global flags] apply  [-table T] [-yes] [-force]
+//	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
+//	bttl [global flags] init   [-table T] [-force]
+//	bttl help [command]
 //
-// Flags follow cbt: -project and -instance name the instance, and
+// Global flags (before or after the command): -project, -instance,
+// -schema, -creds, -app-profile, -timeout, -version. Flags follow cbt:
+// -project and -instance name the instance, -creds a service account key
+// file (default: Application Default Credentials), and
 // BIGTABLE_EMULATOR_HOST points both clients at an emulator. The schema
 // file format is documented in package schemafile.
 //
-// Exit status: 0 when all is well, 1 when verify finds a mismatch or apply
-// refuses or is not confirmed, 2 on a usage or connection error.
+// Exit status: 0 when all is well, 1 on a finding or mismatch (or when
+// apply refuses or is not confirmed), 2 on a usage, file or connection
+// error, 130 when interrupted (Ctrl-C).
 package main
 
 import (
@@ -22,6 +29,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// After the first Ctrl-C the default handling returns: a second one
+	// kills the process if stopping cleanly takes too long.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

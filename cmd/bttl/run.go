@@ -1,377 +1,351 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/gcrule"
-	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )
 
 // Exit statuses.
 const (
-	exitOK       = 0
-	exitFindings = 1 // mismatch, refusal, not confirmed
-	exitError    = 2 // usage, file or connection error
+	exitOK          = 0
+	exitFindings    = 1   // mismatch, finding, refusal, not confirmed
+	exitError       = 2   // usage, file or connection error
+	exitInterrupted = 130 // SIGINT, as a shell reports it
 )
 
-const usage = `usage: bttl -project P -instance I -schema FILE <command> [flags]
-
-commands:
-  verify   compare each table's families and GC rules with the schema (exit 1 on mismatch)
-  plan     show the family and GC-rule changes apply would make
-  apply    make them (asks for confirmation unless -yes; refuses a change that would
-           delete or hide stored cells unless -force)
-  audit    scan a table and report per family: live cells, expired cells not yet
-           collected, real/server timestamps in one-second families, sequence cells
-           beyond the N kept, rows over 100 MB (-json for machines)
-
-BIGTABLE_EMULATOR_HOST points bttl at an emulator, as it does cbt.
+const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed);
+2 usage, file or connection error; 130 interrupted (Ctrl-C).
 `
 
-// env is what a command needs.
+const topHelp = `bttl checks and provisions the GC rules bttl's TTL strategies need, audits
+what tables hold, and writes a schema file from an instance's tables.
+
+usage: bttl [global flags] <command> [flags]
+
+Global flags may also follow the command: bttl verify -project p -instance i -schema s.yaml
+
+commands:
+  verify   compare each table's families and GC rules with the schema file
+  plan     show the family and GC-rule changes apply would make
+  apply    make them
+  audit    scan tables and report expired, mis-timestamped and excess cells
+  init     write a schema file from the instance's tables and GC rules
+  help     bttl help <command> shows a command's flags
+
+Credentials: Application Default Credentials (gcloud auth application-default
+login, or GOOGLE_APPLICATION_CREDENTIALS), or -creds FILE, a service account
+key file, as cbt takes. BIGTABLE_EMULATOR_HOST points bttl at an emulator.
+`
+
+// command is one subcommand. setup defines its flags on fs and returns
+// what to run once they are parsed.
+type command struct {
+	name, help  string
+	needsSchema bool
+	setup       func(fs *flag.FlagSet) invocation
+}
+
+// invocation is a parsed command: check validates flag combinations
+// (exit 2) before any client exists; run does the work.
+type invocation struct {
+	check func() error
+	run   func(e *env) int
+}
+
+func commands() []command {
+	return []command{verifyCommand, planCommand, applyCommand, auditCommand, initCommand}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	project, instance, schema string
+	creds, appProfile         string
+	timeout                   time.Duration
+	version                   bool
+}
+
+// define adds the global flags to fs without resetting values already
+// parsed (flag.StringVar would reset them to the default).
+func (g *globals) define(fs *flag.FlagSet) {
+	fs.Var(stringFlag{&g.project}, "project", "project `ID` (required)")
+	fs.Var(stringFlag{&g.instance}, "instance", "instance `ID` (required)")
+	fs.Var(stringFlag{&g.schema}, "schema", "schema `file`, JSON (.json) or YAML (init: the file to write; default stdout)")
+	fs.Var(stringFlag{&g.creds}, "creds", "service account key `file` (default: Application Default Credentials)")
+	fs.Var(stringFlag{&g.appProfile}, "app-profile", "app `profile` for data reads, e.g. a Data Boost profile for audits")
+	fs.Var(durationFlag{p: &g.timeout}, "timeout",
+		"limit each step that calls Bigtable (reading or changing one table's GC rules, starting an audit scan) to this `duration` (0: none)")
+	fs.Var(boolFlag{&g.version}, "version", "print the version and exit")
+}
+
+func newGlobals() *globals { return &globals{timeout: 30 * time.Second} }
+
+// flagSet is a FlagSet that reports errors on stderr and prints no usage
+// of its own: run prints help on stdout for -h.
+func flagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	return fs
+}
+
+func writeTopHelp(w io.Writer) {
+	fmt.Fprint(w, topHelp)
+	fmt.Fprintln(w, "\nglobal flags:")
+	fs := flagSet("bttl", w)
+	newGlobals().define(fs)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\n"+exitCodes)
+}
+
+func writeCommandHelp(w io.Writer, c command) {
+	fmt.Fprintf(w, "usage: bttl %s [flags]\n\n%s\nflags:\n", c.name, c.help)
+	fs := flagSet("bttl "+c.name, w)
+	c.setup(fs)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nand the global flags (bttl -h)\n\n"+exitCodes)
+}
+
+func writeVersion(w io.Writer) {
+	v := "(unknown)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version
+	}
+	fmt.Fprintf(w, "bttl %s %s\n", v, runtime.Version())
+}
+
+// run is the whole command, callable in-process by tests.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := newGlobals()
+	top := flagSet("bttl", stderr)
+	g.define(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeTopHelp(stdout)
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "run 'bttl -h' for usage")
+		return exitError
+	}
+	if g.version {
+		writeVersion(stdout)
+		return exitOK
+	}
+	if top.NArg() == 0 {
+		writeTopHelp(stderr)
+		return exitError
+	}
+	name, rest := top.Arg(0), top.Args()[1:]
+	if name == "help" {
+		switch {
+		case len(rest) == 0:
+			writeTopHelp(stdout)
+			return exitOK
+		case len(rest) > 1:
+			fmt.Fprintln(stderr, "usage: bttl help [command]")
+			return exitError
+		}
+		c, ok := lookup(rest[0])
+		if !ok {
+			fmt.Fprintf(stderr, "bttl help: unknown command %q; run 'bttl -h' for the list\n", rest[0])
+			return exitError
+		}
+		writeCommandHelp(stdout, c)
+		return exitOK
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "bttl: unknown command %q; run 'bttl -h' for the list\n", name)
+		return exitError
+	}
+	fs := flagSet("bttl "+name, stderr)
+	g.define(fs)
+	inv := c.setup(fs)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeCommandHelp(stdout, c)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "run 'bttl help %s' for usage\n", name)
+		return exitError
+	}
+	if g.version {
+		writeVersion(stdout)
+		return exitOK
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "bttl %s: %s\n", name, fmt.Sprintf(format, a...))
+		return exitError
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected arguments %q (flags go before them)", fs.Args())
+	}
+	if g.project == "" || g.instance == "" {
+		return usageErr("-project and -instance are required")
+	}
+	if c.needsSchema && g.schema == "" {
+		return usageErr("-schema is required")
+	}
+	if inv.check != nil {
+		if err := inv.check(); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	if g.creds != "" {
+		if _, err := os.Stat(g.creds); err != nil {
+			return usageErr("-creds: %v", err)
+		}
+	}
+	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now}
+	if c.needsSchema {
+		schemas, err := schemafile.Load(g.schema)
+		if err != nil {
+			return usageErr("-schema: %v", err)
+		}
+		e.schemas = schemas
+	}
+	// The emulator logs every GC pass through the standard logger of the
+	// process that embeds it; keep the command's output clean.
+	log.SetOutput(io.Discard)
+	var opts []option.ClientOption
+	if g.creds != "" {
+		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, g.creds))
+	}
+	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
+	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "bttl %s: data client: %v\n", name, err)
+		return exitError
+	}
+	defer data.Close()
+	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "bttl %s: admin client: %v\n", name, err)
+		return exitError
+	}
+	defer ac.Close()
+	e.data, e.admin = data, gcrule.NewAdmin(ac, g.project, g.instance)
+	return inv.run(e)
+}
+
+// env is what a command needs once its flags are parsed.
 type env struct {
+	name    string
 	ctx     context.Context
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
+	g       *globals
 	schemas map[string]strategy.Schema
-	tables  []string // the tables to act on, sorted
 	data    *bigtable.Client
 	admin   *gcrule.Admin
 	now     func() time.Time
 }
 
-// run is the whole command, callable in-process by tests.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bttl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	project := fs.String("project", "", "project ID (required)")
-	instance := fs.String("instance", "", "instance ID (required)")
-	schemaPath := fs.String("schema", "", "schema file, JSON (.json) or YAML (required)")
-	if err := fs.Parse(args); err != nil {
-		return exitError
+// step returns a context bounded by -timeout, for one step that calls
+// Bigtable.
+func (e *env) step() (context.Context, context.CancelFunc) {
+	if e.g.timeout <= 0 {
+		return context.WithCancel(e.ctx)
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitError
-	}
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	commands := map[string]func(*env, []string) int{"verify": verify, "plan": plan, "apply": apply, "audit": auditCmd}
-	f, ok := commands[cmd]
-	if !ok {
-		fmt.Fprintf(stderr, "bttl: unknown command %q\n", cmd)
-		fs.Usage()
-		return exitError
-	}
-	if *project == "" || *instance == "" || *schemaPath == "" {
-		fmt.Fprintln(stderr, "bttl: -project, -instance and -schema are required")
-		return exitError
-	}
-	schemas, err := schemafile.Load(*schemaPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitError
-	}
-	// The emulator logs every GC pass through the standard logger of the
-	// process that embeds it; keep the command's output clean.
-	log.SetOutput(io.Discard)
-	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}
-	data, err := bigtable.NewClientWithConfig(ctx, *project, *instance, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "bttl: data client: %v\n", err)
-		return exitError
-	}
-	defer data.Close()
-	ac, err := bigtable.NewAdminClient(ctx, *project, *instance)
-	if err != nil {
-		fmt.Fprintf(stderr, "bttl: admin client: %v\n", err)
-		return exitError
-	}
-	defer ac.Close()
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, schemas: schemas,
-		data: data, admin: gcrule.NewAdmin(ac, *project, *instance), now: time.Now}
-	return f(e, rest)
+	return context.WithTimeout(e.ctx, e.g.timeout)
 }
 
-// flags parses a command's flags, with -table common to all.
-func (e *env) flags(name string, args []string, define func(*flag.FlagSet)) bool {
-	fs := flag.NewFlagSet("bttl "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	table := fs.String("table", "", "act on this table of the schema file only (default: all)")
-	if define != nil {
-		define(fs)
+// endpoint names where the clients connect, for connection errors.
+func endpoint() string {
+	if a := os.Getenv("BIGTABLE_EMULATOR_HOST"); a != "" {
+		return a + " (BIGTABLE_EMULATOR_HOST)"
 	}
-	if err := fs.Parse(args); err != nil {
-		return false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "bttl %s: unexpected arguments %q\n", name, fs.Args())
-		return false
-	}
-	if *table != "" {
-		if _, ok := e.schemas[*table]; !ok {
-			fmt.Fprintf(e.stderr, "bttl %s: table %q is not in the schema file\n", name, *table)
-			return false
-		}
-		e.tables = []string{*table}
-		return true
-	}
-	for t := range e.schemas {
-		e.tables = append(e.tables, t)
-	}
-	sort.Strings(e.tables)
-	return true
+	return "bigtable.googleapis.com:443 / bigtableadmin.googleapis.com:443"
 }
 
-func verify(e *env, args []string) int {
-	if !e.flags("verify", args, nil) {
-		return exitError
-	}
-	code := exitOK
-	for _, t := range e.tables {
-		err := e.admin.Verify(e.ctx, t, e.schemas[t])
-		var ms gcrule.Mismatches
-		switch {
-		case errors.As(err, &ms):
-			code = exitFindings
-			fmt.Fprintf(e.stdout, "table %q: MISMATCH\n", t)
-			for _, m := range ms {
-				fmt.Fprintf(e.stdout, "  family %q (%s): %s: expected %s, actual %s\n", m.Family, m.Policy, m.Kind, m.Expected, m.Actual)
-			}
-		case err != nil:
-			fmt.Fprintln(e.stderr, err)
-			return exitError
-		default:
-			fmt.Fprintf(e.stdout, "table %q: ok\n", t)
-		}
-	}
-	return code
-}
+// interrupted reports a Ctrl-C: the command's context is cancelled.
+func (e *env) interrupted() bool { return errors.Is(e.ctx.Err(), context.Canceled) }
 
-func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
-	return provision.New(e.admin, e.data, append([]provision.Option{provision.WithOutput(e.stdout)}, opts...)...)
-}
-
-// plans computes every table's plan and prints it, with the one-second
-// adoptions apply would refuse (refusal) unless forced.
-func (e *env) plans(p *provision.Provisioner) (plans []*provision.Plan, refusal, err error) {
-	for _, t := range e.tables {
-		pl, err := p.Plan(e.ctx, t, e.schemas[t])
-		if err != nil {
-			return nil, nil, err
-		}
-		pl.Write(e.stdout)
-		if err := p.CheckAdoptions(e.ctx, pl); err != nil {
-			if !errors.Is(err, provision.ErrUnsafeAdoption) {
-				return nil, nil, err
-			}
-			fmt.Fprintf(e.stdout, "  ! %v\n", err)
-			refusal = errors.Join(refusal, err)
-		}
-		plans = append(plans, pl)
+// fail prints err, once prefixed, and returns the exit status it implies:
+// 130 when interrupted, else 2.
+func (e *env) fail(err error) int {
+	if e.interrupted() {
+		fmt.Fprintf(e.stderr, "bttl %s: interrupted\n", e.name)
+		return exitInterrupted
 	}
-	return plans, refusal, nil
-}
-
-func plan(e *env, args []string) int {
-	var exact bool
-	if !e.flags("plan", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&exact, "exact", false, "count what a lowering change makes collectable over every row, not a sample")
-	}) {
-		return exitError
-	}
-	var opts []provision.Option
-	if exact {
-		opts = append(opts, provision.WithExactCounts())
-	}
-	_, refusal, err := e.plans(e.provisioner(opts...))
-	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitError
-	}
-	if refusal != nil {
-		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force")
-	}
-	return exitOK
-}
-
-func apply(e *env, args []string) int {
-	var yes, force bool
-	var sample int
-	if !e.flags("apply", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-		fs.BoolVar(&force, "force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
-		fs.IntVar(&sample, "sample-rows", 10_000, "rows the one-second safety scan reads per family")
-	}) {
-		return exitError
-	}
-	opts := []provision.Option{provision.WithSampleRows(sample)}
-	if force {
-		opts = append(opts, provision.WithForce())
-	}
-	p := e.provisioner(opts...)
-	plans, refusal, err := e.plans(p)
-	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitError
-	}
-	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
-		return exitFindings
-	}
-	pending := 0
-	for _, pl := range plans {
-		if !pl.Empty() {
-			pending++
-		}
-	}
-	if pending == 0 {
-		return exitOK
-	}
-	if !yes {
-		fmt.Fprintf(e.stdout, "Apply these changes to %d table(s)? [y/N]: ", pending)
-		line, _ := bufio.NewReader(e.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(e.stdout, "aborted: nothing changed")
-			return exitFindings
-		}
-	}
-	fmt.Fprintln(e.stdout, "applying:")
-	for _, pl := range plans {
-		if pl.Empty() {
-			continue
-		}
-		if err := p.Execute(e.ctx, pl, e.schemas[pl.Table]); err != nil {
-			fmt.Fprintln(e.stderr, err)
-			if errors.Is(err, provision.ErrUnsafeAdoption) {
-				return exitFindings
-			}
-			return exitError
-		}
-	}
-	return exitOK
-}
-
-func auditCmd(e *env, args []string) int {
-	var asJSON bool
-	var prefix, start, end string
-	var opt audit.Options
-	if !e.flags("audit", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-		fs.StringVar(&prefix, "prefix", "", "scan only rows with this key prefix")
-		fs.StringVar(&start, "start", "", "scan from this row key (inclusive)")
-		fs.StringVar(&end, "end", "", "scan up to this row key (exclusive)")
-		fs.Float64Var(&opt.Sample, "sample", 0, "scan only this fraction of rows, in (0,1)")
-		fs.Int64Var(&opt.Limit, "limit", 0, "stop after this many rows")
-		fs.DurationVar(&opt.ProgressEvery, "progress", time.Second, "progress line interval on stderr (0: none)")
-	}) {
-		return exitError
-	}
+	msg := err.Error()
 	switch {
-	case prefix != "" && (start != "" || end != ""):
-		fmt.Fprintln(e.stderr, "bttl audit: -prefix excludes -start/-end")
-		return exitError
-	case prefix != "":
-		opt.Rows = bigtable.PrefixRange(prefix)
-	case end != "":
-		opt.Rows = bigtable.NewRange(start, end)
-	case start != "":
-		opt.Rows = bigtable.InfiniteRange(start)
+	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
+		msg = fmt.Sprintf("no answer from %s within %s (-timeout): %s", endpoint(), e.g.timeout, msg)
+	case status.Code(err) == codes.Unavailable:
+		msg = fmt.Sprintf("cannot reach %s: %s", endpoint(), msg)
 	}
-	progressed := false
-	if opt.ProgressEvery > 0 {
-		opt.Progress = func(rows, cells int64) {
-			progressed = true
-			fmt.Fprintf(e.stderr, "\rscanned %d rows, %d cells", rows, cells)
-		}
-	}
-	var reports []*audit.Report
-	for _, t := range e.tables {
-		now := bigtable.Timestamp(e.now().UnixMicro())
-		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, opt)
-		if progressed {
-			fmt.Fprintln(e.stderr)
-			progressed = false
-		}
-		if err != nil {
-			fmt.Fprintf(e.stderr, "bttl audit: table %q: %v\n", t, err)
-			return exitError
-		}
-		reports = append(reports, rep)
-		if !asJSON {
-			writeReport(e.stdout, rep)
-		}
-	}
-	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			Tables []*audit.Report `json:"tables"`
-		}{reports}); err != nil {
-			fmt.Fprintln(e.stderr, err)
-			return exitError
-		}
-	}
-	return exitOK
+	// One prefix: the library's errors carry their own "bttl: ".
+	msg = strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
+	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, msg)
+	return exitError
 }
 
-func ts(t bigtable.Timestamp) string {
-	if t == 0 {
-		return "-"
-	}
-	return t.Time().UTC().Format(time.RFC3339Nano)
+// tableFlag adds -table, common to the commands that act on the schema's
+// tables.
+func tableFlag(fs *flag.FlagSet) *string {
+	return fs.String("table", "", "act on this table of the schema file only (default: all)")
 }
 
-func writeReport(w io.Writer, r *audit.Report) {
-	fmt.Fprintf(w, "table %q at %s: %d rows, %d cells, %d rows over 100 MB (largest %d bytes)\n",
-		r.Table, ts(r.Now), r.Rows, r.Cells, r.RowsOver100MB, r.LargestRowBytes)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tSTRATEGY\tCELLS\tLIVE\tEXPIRED\tEXPIRED BYTES\tOLDEST EXPIRY\tAT/BEFORE NOW\tBEYOND N")
-	for _, f := range r.Families {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry), f.AtOrBeforeNow, f.BeyondKept)
+// tables returns the schema's tables to act on, sorted, or a usage error.
+func (e *env) tables(only string) ([]string, error) {
+	if only != "" {
+		if _, ok := e.schemas[only]; !ok {
+			return nil, fmt.Errorf("-table: table %q is not in the schema file", only)
+		}
+		return []string{only}, nil
 	}
-	_ = tw.Flush()
-	for _, f := range r.Families {
-		if f.AtOrBeforeNow > 0 {
-			x := f.AtOrBeforeNowExample
-			fmt.Fprintf(w, "! family %q (one-second): %d cell(s) with timestamps at or before now, as real or server timestamps are "+
-				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
-		}
-		if f.Expired > 0 {
-			fmt.Fprintf(w, "! family %q: %d expired cell(s), %d bytes, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry))
-		}
-		if f.NotSequence > 0 {
-			x := f.NotSequenceExample
-			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
-				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
-		}
-		if f.SequenceNumbers > 0 {
-			x := f.SequenceNumbersExample
-			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
-				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
-		}
-		if f.BeyondKept > 0 {
-			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)
-		}
+	out := make([]string, 0, len(e.schemas))
+	for t := range e.schemas {
+		out = append(out, t)
 	}
-	if r.RowsOver100MB > 0 {
-		fmt.Fprintf(w, "! %d row(s) over 100 MB\n", r.RowsOver100MB)
+	sort.Strings(out)
+	return out, nil
+}
+
+// worst combines exit statuses: interrupted > error > finding > ok.
+func worst(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case exitInterrupted:
+			return 3
+		case exitError:
+			return 2
+		case exitFindings:
+			return 1
+		}
+		return 0
 	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
 }

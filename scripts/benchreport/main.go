@@ -302,11 +302,169 @@ func interleavedTable(w io.Writer, r io.Reader) error {
 	return sc.Err()
 }
 
+// serverRuns parses BenchmarkServers* lines: per benchmark name, every
+// run's metrics, in file order.
+func serverRuns(r io.Reader) (map[string][]map[string]float64, []string, error) {
+	runs := map[string][]map[string]float64{}
+	var order []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := lineRE.FindStringSubmatch(sc.Text())
+		if m == nil || !strings.HasPrefix(m[1], "BenchmarkServers") {
+			continue
+		}
+		fields := strings.Fields(m[3])
+		vals := map[string]float64{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, nil, err
+			}
+			vals[fields[i+1]] = v
+		}
+		if _, ok := runs[m[1]]; !ok {
+			order = append(order, m[1])
+		}
+		runs[m[1]] = append(runs[m[1]], vals)
+	}
+	return runs, order, sc.Err()
+}
+
+func ratioOf(runs []map[string]float64, unit string) (ratio, bool) {
+	var s []float64
+	for _, r := range runs {
+		if v, ok := r[unit]; ok {
+			s = append(s, v)
+		}
+	}
+	if len(s) == 0 {
+		return ratio{}, false
+	}
+	sort.Float64s(s)
+	return ratio{med: median(s), min: s[0], max: s[len(s)-1]}, true
+}
+
+func medianOf(runs []map[string]float64, unit string) string {
+	var s []float64
+	for _, r := range runs {
+		if v, ok := r[unit]; ok {
+			s = append(s, v)
+		}
+	}
+	if len(s) == 0 {
+		return "-"
+	}
+	return num(median(s))
+}
+
+// param is the value of key=value in a benchmark name.
+func param(name, key string) string {
+	for _, p := range strings.Split(name, "/") {
+		if v, ok := strings.CutPrefix(p, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// serverTarget is issue 17's target for a BenchmarkServers row: the ratio
+// it is judged on and its bound.
+func serverTarget(schema, op string) (unit string, bound float64) {
+	switch {
+	case op == "ApplyBulk":
+		return "ttl/raw", 1.03
+	case schema == "4-family" && op == "ReadRows":
+		return "ttl/naive", 0.5
+	case schema == "4-family" && op == "ReadRow":
+		return "ttl/naive", 0.8
+	case (schema == "one-second" || schema == "default-expiry") && (op == "ReadRow" || op == "ReadRows"):
+		return "ttl/raw", 1.15
+	case schema == "sequence" && op == "ReadRows":
+		return "ttl/raw", 1.5
+	}
+	return "", 0
+}
+
+func serversTable(w io.Writer, r io.Reader) error {
+	runs, order, err := serverRuns(r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "| server | schema | op | raw ns/op | naive ns/op | ttl ns/op | ttl/naive: median [min, max] | ttl/raw: median [min, max] | target |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---|---|---|")
+	for _, name := range order {
+		if !strings.HasPrefix(name, "BenchmarkServers/") {
+			continue
+		}
+		rs := runs[name]
+		schema, op := param(name, "schema"), param(name, "op")
+		tn, okN := ratioOf(rs, "ttl/naive")
+		tr, _ := ratioOf(rs, "ttl/raw")
+		naive := "-"
+		if okN {
+			naive = tn.String()
+		}
+		verdictText := "-"
+		if unit, bound := serverTarget(schema, op); unit != "" {
+			r := tr
+			if unit == "ttl/naive" {
+				r = tn
+			}
+			verdictText = fmt.Sprintf("%s <= %s: %s", unit, trim(bound), verdict(r, bound))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", param(name, "server"), schema, op,
+			medianOf(rs, "raw-ns/op"), medianOf(rs, "naive-ns/op"), medianOf(rs, "ttl-ns/op"), naive, tr, verdictText)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Scale: ReadRows of rows of one cell (default expiry alone), ns per cell (medians of runs) and GC cycles per scan; growth is the 100,000-row ns/cell over the 10,000-row one (target: ttl's growth no more than raw's).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| server | rows | raw ns/cell | naive ns/cell | ttl ns/cell | ttl/raw: median [min, max] | ttl/naive: median [min, max] | GC cycles/scan |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|---:|")
+	type key struct{ server, rows string }
+	cell := map[key]map[string]float64{}
+	var servers []string
+	for _, name := range order {
+		if !strings.HasPrefix(name, "BenchmarkServersScale/") {
+			continue
+		}
+		rs := runs[name]
+		srv, rows := param(name, "server"), param(name, "rows")
+		tr, _ := ratioOf(rs, "ttl/raw")
+		tn, _ := ratioOf(rs, "ttl/naive")
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", srv, rows,
+			medianOf(rs, "raw-ns/cell"), medianOf(rs, "naive-ns/cell"), medianOf(rs, "ttl-ns/cell"), tr, tn, medianOf(rs, "gc/op"))
+		k := key{srv, rows}
+		cell[k] = map[string]float64{}
+		for _, impl := range []string{"raw", "naive", "ttl"} {
+			if r, ok := ratioOf(rs, impl+"-ns/cell"); ok {
+				cell[k][impl] = r.med
+			}
+		}
+		if len(servers) == 0 || servers[len(servers)-1] != srv {
+			servers = append(servers, srv)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| server | raw growth | naive growth | ttl growth | ttl grows no more than raw |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|")
+	for _, srv := range servers {
+		small, large := cell[key{srv, "10000"}], cell[key{srv, "100000"}]
+		if small == nil || large == nil {
+			continue
+		}
+		g := func(impl string) float64 { return large[impl] / small[impl] }
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %s |\n", srv, g("raw"), g("naive"), g("ttl"), okMissed(g("ttl") <= g("raw")))
+	}
+	return nil
+}
+
 func main() {
 	mainPath := flag.String("main", "", "output of the pair benchmarks")
 	scalePath := flag.String("scale", "", "output of the scale benchmarks")
 	interPath := flag.String("interleaved", "", "output of BenchmarkInterleaved")
-	section := flag.String("section", "main", "table to print: main, filter, interleaved or scale")
+	serversPath := flag.String("servers", "", "output of BenchmarkServers and BenchmarkServersScale")
+	section := flag.String("section", "main", "table to print: main, filter, interleaved, scale or servers")
 	flag.Parse()
 	path := *mainPath
 	switch *section {
@@ -314,6 +472,8 @@ func main() {
 		path = *scalePath
 	case "interleaved":
 		path = *interPath
+	case "servers":
+		path = *serversPath
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -321,6 +481,13 @@ func main() {
 		os.Exit(1)
 	}
 	defer f.Close()
+	if *section == "servers" {
+		if err := serversTable(os.Stdout, f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *section == "interleaved" {
 		if err := interleavedTable(os.Stdout, f); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"golang.org/x/term"
+
+	"github.com/bttl/bttl/audit"
+)
+
+var auditCommand = command{
+	name: "audit", needsSchema: true,
+	help: `Scans each table and reports per family: live cells, expired cells not yet
+collected (finding "expired"), real or server timestamps in one-second
+families and real times in sequence families ("real-timestamps"), other
+timestamps that are not sequence numbers in sequence families
+("not-sequence"), sequence numbers in age families ("sequence-numbers"),
+cells beyond the N versions kept ("beyond-kept"), and rows over 100 MB
+("large-rows"). A sampled (-sample) or limited (-limit) report says so.
+-fail-on makes the named findings exit 1, for CI; -metrics-out writes the
+figures for node_exporter's textfile collector. Progress goes to stderr
+when it is a terminal, or with -progress. Ctrl-C stops the scan (exit 130).
+Reads only: ReadRows and SampleRowKeys.
+`,
+	setup: func(fs *flag.FlagSet) invocation {
+		a := &auditArgs{}
+		a.table = tableFlag(fs)
+		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
+		fs.StringVar(&a.prefix, "prefix", "", "scan only rows with this key prefix")
+		fs.StringVar(&a.start, "start", "", "scan from this row key (inclusive)")
+		fs.StringVar(&a.end, "end", "", "scan up to this row key (exclusive)")
+		fs.Var(sampleFlag{&a.opt.Sample}, "sample", "scan only this `fraction` of rows, in (0,1] (default: every row)")
+		fs.Var(countFlag{&a.opt.Limit, 0}, "limit", "stop after `n` rows (0: no limit)")
+		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
+			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
+		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
+		fs.Var(failOnFlag{&a.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
+		return invocation{check: a.check, run: a.run}
+	},
+}
+
+type auditArgs struct {
+	table              *string
+	json               bool
+	prefix, start, end string
+	opt                audit.Options
+	every              time.Duration
+	progressSet        bool
+	failOn             []string
+	metricsOut         string
+}
+
+func (a *auditArgs) check() error {
+	switch {
+	case a.prefix != "" && (a.start != "" || a.end != ""):
+		return errors.New("-prefix excludes -start and -end")
+	case a.end != "" && a.start >= a.end:
+		return fmt.Errorf("-start %q must sort before -end %q", a.start, a.end)
+	}
+	return nil
+}
+
+// bounds is the scanned key range: [lo, hi), hi "" for the table's end.
+func (a *auditArgs) bounds() (lo, hi string) {
+	if a.prefix != "" {
+		return a.prefix, prefixEnd(a.prefix)
+	}
+	return a.start, a.end
+}
+
+// prefixEnd is the first key after every key with prefix.
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+func (a *auditArgs) run(e *env) int {
+	tables, err := e.tables(*a.table)
+	if err != nil {
+		return e.fail(err)
+	}
+	opt := a.opt
+	switch {
+	case a.prefix != "":
+		opt.Rows = bigtable.PrefixRange(a.prefix)
+	case a.end != "":
+		opt.Rows = bigtable.NewRange(a.start, a.end)
+	case a.start != "":
+		opt.Rows = bigtable.InfiniteRange(a.start)
+	}
+	if opt.Sample == 1 {
+		opt.Sample = 0 // every row: no sample filter
+	}
+	tty := isTerminal(e.stderr)
+	every := a.every
+	if !a.progressSet && tty {
+		every = time.Second
+	}
+	var reports []*audit.Report
+	for _, t := range tables {
+		// SampleRowKeys places the scan for the progress line, and is the
+		// first call: an unreachable endpoint fails here, within -timeout.
+		ctx, cancel := e.step()
+		keys, err := e.data.Open(t).SampleRowKeys(ctx)
+		cancel()
+		if err != nil {
+			return e.fail(fmt.Errorf("table %q: %w", t, err))
+		}
+		var pr *progress
+		topt := opt
+		if every > 0 {
+			lo, hi := a.bounds()
+			pr = newProgress(e.stderr, tty, keys, lo, hi, opt.Limit)
+			topt.ProgressEvery = every
+			topt.ProgressKey = pr.update
+		}
+		now := bigtable.Timestamp(e.now().UnixMicro())
+		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topt)
+		pr.done()
+		if err != nil {
+			return e.fail(fmt.Errorf("table %q: %w", t, err))
+		}
+		reports = append(reports, rep)
+		if !a.json {
+			writeReport(e.stdout, rep)
+			if s := a.scope(rep); s != "" {
+				fmt.Fprintf(e.stdout, "partial: %s\n", s)
+			}
+		}
+	}
+	if a.metricsOut != "" {
+		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
+			return e.fail(fmt.Errorf("-metrics-out: %w", err))
+		}
+	}
+	found := findings(reports)
+	if a.json {
+		out := struct {
+			Tables []*audit.Report `json:"tables"`
+			// Sample and Limit say a report is partial; Findings lists the
+			// kinds present, as -fail-on names them.
+			Sample   float64  `json:"sample,omitempty"`
+			Limit    int64    `json:"limit,omitempty"`
+			Findings []string `json:"findings"`
+		}{reports, a.opt.Sample, a.opt.Limit, found}
+		if out.Findings == nil {
+			out.Findings = []string{}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return e.fail(err)
+		}
+	}
+	var failing []string
+	for _, f := range a.failOn {
+		for _, g := range found {
+			if f == g {
+				failing = append(failing, f)
+			}
+		}
+	}
+	if len(failing) > 0 {
+		fmt.Fprintf(e.stderr, "bttl audit: findings named by -fail-on: %s\n", strings.Join(failing, ", "))
+		return exitFindings
+	}
+	return exitOK
+}
+
+// scope says how a report is partial ("" when it covers every row of the
+// scanned range).
+func (a *auditArgs) scope(r *audit.Report) string {
+	var parts []string
+	if a.opt.Sample > 0 && a.opt.Sample < 1 {
+		parts = append(parts, fmt.Sprintf("sampled about %g%% of rows (-sample %g): counts are of the sample", a.opt.Sample*100, a.opt.Sample))
+	}
+	if a.opt.Limit > 0 && r.Rows >= a.opt.Limit {
+		parts = append(parts, fmt.Sprintf("stopped at the row limit (-limit %d): later rows not read", a.opt.Limit))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// findings lists the kinds of finding present in reports, in -fail-on's
+// order.
+func findings(reports []*audit.Report) []string {
+	has := map[string]bool{}
+	for _, r := range reports {
+		if r.RowsOver100MB > 0 {
+			has[findLargeRows] = true
+		}
+		for _, f := range r.Families {
+			has[findExpired] = has[findExpired] || f.Expired > 0
+			has[findRealTimestamps] = has[findRealTimestamps] || f.AtOrBeforeNow > 0 || f.RealTimes > 0
+			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
+			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
+			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
+		}
+	}
+	var out []string
+	for _, k := range allFindings {
+		if has[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress writes the scan's progress: rows and cells read, and, from the
+// table's split points (SampleRowKeys), the fraction of key ranges done and
+// an ETA. On a terminal the line is rewritten in place; elsewhere each
+// update is a line of its own.
+type progress struct {
+	w       io.Writer
+	tty     bool
+	splits  []string // split keys inside the scanned range, sorted
+	limit   int64
+	start   time.Time
+	printed bool
+}
+
+func newProgress(w io.Writer, tty bool, keys []string, lo, hi string, limit int64) *progress {
+	p := &progress{w: w, tty: tty, limit: limit, start: time.Now()}
+	for _, k := range keys {
+		if k != "" && k > lo && (hi == "" || k < hi) {
+			p.splits = append(p.splits, k)
+		}
+	}
+	sort.Strings(p.splits)
+	return p
+}
+
+// fraction is how much of the scan is done when the last row read is key:
+// the key ranges wholly before it over all ranges, or the share of -limit
+// read, whichever is larger.
+func (p *progress) fraction(rows int64, key string) (f float64, done, total int) {
+	total = len(p.splits) + 1
+	done = sort.Search(len(p.splits), func(i int) bool { return p.splits[i] > key })
+	f = float64(done) / float64(total)
+	if p.limit > 0 {
+		f = max(f, float64(rows)/float64(p.limit))
+	}
+	return f, done, total
+}
+
+func (p *progress) update(rows, cells int64, key string) {
+	line := fmt.Sprintf("scanned %d rows, %d cells", rows, cells)
+	if f, done, total := p.fraction(rows, key); f > 0 {
+		elapsed := time.Since(p.start)
+		eta := time.Duration(float64(elapsed) * (1 - f) / f).Round(time.Second)
+		line += fmt.Sprintf(", about %.0f%% (%d of %d key ranges), ETA %s", 100*f, done, total, eta)
+	} else {
+		line += fmt.Sprintf(", in the first of %d key ranges", total)
+	}
+	p.printed = true
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line) // \x1b[K clears the rest of a longer previous line
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// done ends a terminal's progress line.
+func (p *progress) done() {
+	if p != nil && p.tty && p.printed {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func ts(t bigtable.Timestamp) string {
+	if t == 0 {
+		return "-"
+	}
+	return t.Time().UTC().Format(time.RFC3339Nano)
+}
+
+func writeReport(w io.Writer, r *audit.Report) {
+	fmt.Fprintf(w, "table %q at %s: %d rows, %d cells, %d rows over 100 MB (largest %d bytes)\n",
+		r.Table, ts(r.Now), r.Rows, r.Cells, r.RowsOver100MB, r.LargestRowBytes)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAMILY\tSTRATEGY\tCELLS\tLIVE\tEXPIRED\tEXPIRED BYTES\tOLDEST EXPIRY\tAT/BEFORE NOW\tBEYOND N")
+	for _, f := range r.Families {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry), f.AtOrBeforeNow, f.BeyondKept)
+	}
+	_ = tw.Flush()
+	for _, f := range r.Families {
+		if f.AtOrBeforeNow > 0 {
+			x := f.AtOrBeforeNowExample
+			fmt.Fprintf(w, "! family %q (one-second): %d cell(s) with timestamps at or before now, as real or server timestamps are "+
+				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
+		}
+		if f.Expired > 0 {
+			fmt.Fprintf(w, "! family %q: %d expired cell(s), %d bytes, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry))
+		}
+		if f.NotSequence > 0 {
+			x := f.NotSequenceExample
+			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
+				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
+		}
+		if f.SequenceNumbers > 0 {
+			x := f.SequenceNumbersExample
+			// A sequence number is not a time: printed raw.
+			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
+				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
+		}
+		if f.BeyondKept > 0 {
+			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)
+		}
+	}
+	if r.RowsOver100MB > 0 {
+		fmt.Fprintf(w, "! %d row(s) over 100 MB\n", r.RowsOver100MB)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Flag values that check what they are given: the flag package then
+// reports `invalid value "x" for flag -name: why`, and run exits 2.
+
+type stringFlag struct{ p *string }
+
+func (f stringFlag) Set(s string) error { *f.p = s; return nil }
+func (f stringFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+type boolFlag struct{ p *bool }
+
+func (f boolFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*f.p = v
+	return nil
+}
+func (f boolFlag) String() string   { return strconv.FormatBool(f.p != nil && *f.p) }
+func (f boolFlag) IsBoolFlag() bool { return true }
+
+// durationFlag is a duration >= 0; set records that it was given.
+type durationFlag struct {
+	p   *time.Duration
+	set *bool
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 30s or 2m")
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	*f.p = d
+	if f.set != nil {
+		*f.set = true
+	}
+	return nil
+}
+func (f durationFlag) String() string {
+	if f.p == nil {
+		return "0s"
+	}
+	return f.p.String()
+}
+
+// sampleFlag is a fraction in (0,1]; 1 reads every row.
+type sampleFlag struct{ p *float64 }
+
+func (f sampleFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0 && v <= 1) {
+		return errors.New("must be a fraction in (0,1], e.g. 0.01 for 1% of rows")
+	}
+	*f.p = v
+	return nil
+}
+func (f sampleFlag) String() string {
+	if f.p == nil || *f.p == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+// countFlag is an integer >= min.
+type countFlag struct {
+	p   *int64
+	min int64
+}
+
+func (f countFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < f.min {
+		return fmt.Errorf("must be an integer >= %d", f.min)
+	}
+	*f.p = v
+	return nil
+}
+func (f countFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*f.p, 10)
+}
+
+// The findings audit -fail-on can name.
+const (
+	findExpired        = "expired"
+	findRealTimestamps = "real-timestamps"
+	findBeyondKept     = "beyond-kept"
+	findLargeRows      = "large-rows"
+	// A sequence family holding timestamps that are not seq*1000.
+	findNotSequence = "not-sequence"
+	// An age family holding sequence numbers (the age rule deletes them).
+	findSequenceNumbers = "sequence-numbers"
+)
+
+var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers}
+
+// failOnFlag is a comma-separated list of findings, or "all".
+type failOnFlag struct{ p *[]string }
+
+func (f failOnFlag) Set(s string) error {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "all":
+			out = append(out, allFindings...)
+		case k == "":
+		default:
+			known := false
+			for _, a := range allFindings {
+				known = known || a == k
+			}
+			if !known {
+				return fmt.Errorf("unknown finding %q: want a comma-separated list of %s, or all", k, strings.Join(allFindings, ", "))
+			}
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return errors.New("empty list")
+	}
+	*f.p = out
+	return nil
+}
+func (f failOnFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}

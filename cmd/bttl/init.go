@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/schemafile"
+	"github.com/bttl/bttl/strategy"
+)
+
+var initCommand = command{
+	name: "init",
+	help: `Writes a schema file (YAML, as -schema takes) from the instance's tables and
+their families' GC rules, to the -schema file (default: stdout). Each rule
+gives a strategy: max age 1s -> one-second; max age D -> default-expiry D;
+max versions N -> sequence N; a union of age and versions -> the age
+strategy with max_versions; no rule -> unmanaged. A comment marks what a rule
+cannot tell (max age 1s may be a default-expiry family of 1s; max versions
+may be a plain versioned family with real timestamps: run bttl audit). A
+family whose rule fits no strategy (an intersection) is left out and named
+in a comment and on stderr. Reads only: ListTables and GetTable.
+`,
+	setup: func(fs *flag.FlagSet) invocation {
+		only := fs.String("table", "", "this table only (default: every table of the instance)")
+		force := fs.Bool("force", false, "overwrite the -schema file if it exists")
+		return invocation{run: func(e *env) int { return initSchema(e, *only, *force) }}
+	},
+}
+
+// classified is what one family's GC rule says about its strategy.
+type classified struct {
+	family schemafile.Family
+	ok     bool   // false: no strategy fits; family is left out
+	note   string // what the rule cannot tell, or why it fits none
+}
+
+// classify picks the strategy rule implies.
+func classify(rule *adminpb.GcRule) classified {
+	n := gcrule.Normalize(rule)
+	desc := gcrule.Describe(rule)
+	switch {
+	case n.Intersection || n.Unrecognized:
+		return classified{note: fmt.Sprintf("rule %s fits no bttl strategy (an intersection keeps what any one rule keeps; no read filter reproduces it); left out", desc)}
+	case !n.HasAge && !n.HasVersions:
+		return classified{family: schemafile.Family{Strategy: "unmanaged"}, ok: true, note: "no GC rule: never collected"}
+	case !n.HasAge:
+		return classified{family: schemafile.Family{Strategy: "sequence", Versions: int(n.Versions)}, ok: true,
+			note: fmt.Sprintf("%s: a sequence family, or a plain versioned family if its timestamps are real times (bttl audit tells; then use unmanaged)", desc)}
+	}
+	var f schemafile.Family
+	note := ""
+	if n.Age == strategy.OneSecondMaxAge {
+		f.Strategy = "one-second"
+		note = desc + ": one-second, or a default-expiry family with ttl 1s (same rule; one-second cells carry their expiry as timestamp, bttl audit tells)"
+	} else {
+		f.Strategy, f.TTL = "default-expiry", formatDuration(n.Age)
+	}
+	if n.HasVersions {
+		f.MaxVersions = int(n.Versions)
+	}
+	// A rule the strategies refuse (e.g. a sub-millisecond age) fits none.
+	p, err := f.Policy()
+	if err == nil {
+		err = p.Validate()
+	}
+	if err != nil {
+		return classified{note: fmt.Sprintf("rule %s fits no bttl strategy (%v); left out", desc, err)}
+	}
+	return classified{family: f, ok: true, note: note}
+}
+
+// formatDuration writes d as schemafile reads it: whole days as "7d".
+func formatDuration(d time.Duration) string {
+	day := 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return d.String()
+}
+
+func initSchema(e *env, only string, force bool) int {
+	if e.g.schema != "" && !force {
+		if _, err := os.Stat(e.g.schema); err == nil {
+			fmt.Fprintf(e.stderr, "bttl init: -schema %s exists; -force overwrites it\n", e.g.schema)
+			return exitError
+		}
+	}
+	ctx, cancel := e.step()
+	tables, err := e.admin.Client().Tables(ctx)
+	cancel()
+	if err != nil {
+		return e.fail(fmt.Errorf("list tables: %w", err))
+	}
+	sort.Strings(tables)
+	if only != "" {
+		found := false
+		for _, t := range tables {
+			found = found || t == only
+		}
+		if !found {
+			fmt.Fprintf(e.stderr, "bttl init: -table: no table %q in the instance\n", only)
+			return exitError
+		}
+		tables = []string{only}
+	}
+	tablesNode := &yaml.Node{Kind: yaml.MappingNode}
+	var skipped []string
+	for _, t := range tables {
+		ctx, cancel := e.step()
+		fams, err := e.admin.Families(ctx, t)
+		cancel()
+		if err != nil {
+			return e.fail(fmt.Errorf("table %q: %w", t, err))
+		}
+		names := make([]string, 0, len(fams))
+		for f := range fams {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		famsNode := &yaml.Node{Kind: yaml.MappingNode}
+		var left []string
+		for _, f := range names {
+			c := classify(fams[f].GetGcRule())
+			if !c.ok {
+				msg := fmt.Sprintf("table %q, family %q: %s", t, f, c.note)
+				left = append(left, msg)
+				fmt.Fprintf(e.stderr, "bttl init: could not classify %s\n", msg)
+				continue
+			}
+			key := str(f)
+			if c.note != "" {
+				key.HeadComment = c.note
+			}
+			famsNode.Content = append(famsNode.Content, key, familyNode(c.family))
+		}
+		if len(famsNode.Content) == 0 {
+			why := "no families"
+			if len(left) > 0 {
+				why = "no family bttl could classify"
+			}
+			skipped = append(skipped, fmt.Sprintf("table %q left out: %s", t, why))
+			for _, l := range left {
+				skipped = append(skipped, "  "+l)
+			}
+			continue
+		}
+		key := str(t)
+		if len(left) > 0 {
+			key.HeadComment = "not classified:\n" + strings.Join(left, "\n")
+		}
+		tablesNode.Content = append(tablesNode.Content, key, famsNode)
+	}
+	head := fmt.Sprintf("Written by bttl init from projects/%s/instances/%s at %s.\n"+
+		"Each strategy is read off the family's GC rule; review the comments, then run bttl audit.",
+		e.g.project, e.g.instance, e.now().UTC().Format(time.RFC3339))
+	if len(skipped) > 0 {
+		head += "\n" + strings.Join(skipped, "\n")
+	}
+	tablesKey := str("tables")
+	root := &yaml.Node{Kind: yaml.DocumentNode, HeadComment: head, Content: []*yaml.Node{{
+		Kind: yaml.MappingNode, Content: []*yaml.Node{tablesKey, tablesNode},
+	}}}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return e.fail(err)
+	}
+	if err := enc.Close(); err != nil {
+		return e.fail(err)
+	}
+	if len(tablesNode.Content) == 0 {
+		fmt.Fprintln(e.stderr, "bttl init: no table could be written; the file would not load")
+	}
+	if e.g.schema == "" {
+		_, err = e.stdout.Write(buf.Bytes())
+	} else {
+		err = writeFileAtomic(e.g.schema, buf.Bytes())
+		if err == nil {
+			fmt.Fprintf(e.stdout, "wrote %s: %d table(s)\n", e.g.schema, len(tablesNode.Content)/2)
+		}
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	if len(tablesNode.Content) == 0 {
+		return exitFindings
+	}
+	return exitOK
+}
+
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+func familyNode(f schemafile.Family) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	add := func(k, v, tag string) {
+		n.Content = append(n.Content, str(k), &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v})
+	}
+	add("strategy", f.Strategy, "!!str")
+	if f.TTL != "" {
+		add("ttl", f.TTL, "!!str")
+	}
+	if f.Versions != 0 {
+		add("versions", strconv.Itoa(f.Versions), "!!int")
+	}
+	if f.MaxVersions != 0 {
+		add("max_versions", strconv.Itoa(f.MaxVersions), "!!int")
+	}
+	return n
+}
+
+// writeFileAtomic writes through a temporary file in the same directory,
+// so a failure leaves no half-written schema.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".bttl-init-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
