@@ -441,3 +441,25 @@ func TestTableAPISequenceTimestampArrivesTruncated(t *testing.T) {
 	tm.Set(famSeq, "c", 2500, []byte("v"))
 	require.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", tm), ttlclient.ErrInvalidSequence)
 }
+
+// The caller's mutation is read, never changed: applied again later, its
+// server timestamp is assigned again at the new time, and the raw client
+// still sends it as a server timestamp.
+func TestTableAPILeavesCallerMutationUnchanged(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	api := e.tbl.API()
+	m := bigtable.NewMutation()
+	m.Set(famDef, "c", bigtable.ServerTime, []byte("v"))
+	require.NoError(t, api.Apply(e.ctx, "a", m))
+	e.h.Clock.Advance(time.Minute)
+	require.NoError(t, api.Apply(e.ctx, "b", m))
+	first, second := e.storedTimestamp(t, "a", famDef, "c"), e.storedTimestamp(t, "b", famDef, "c")
+	assert.Equal(t, first+bigtable.Timestamp(time.Minute/time.Microsecond), second)
+
+	// The server's real time is neither: bttl's clock started at the real
+	// time and was moved a minute ahead, and setting up took over 1ms.
+	require.NoError(t, e.tbl.Raw().Apply(e.ctx, "raw", m))
+	raw := e.storedTimestamp(t, "raw", famDef, "c")
+	assert.NotEqual(t, first, raw, "the mutation was rewritten in place")
+	assert.NotEqual(t, second, raw, "the mutation was rewritten in place")
+}
