@@ -226,7 +226,15 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // filter is larger than the largest filter Bigtable serves
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
+//
+// Open is OpenContext with context.Background().
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
+	return c.OpenContext(context.Background(), table, schema, opts...)
+}
+
+// OpenContext is Open with the caller's context for the admin call that
+// verifies GC rules, which is still bounded by the verify timeout.
+func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
 	cfg := c.config(opts)
 	var rec TableRecorder
 	if cfg.recorder != nil {
@@ -240,7 +248,7 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 	if cfg.skipVerify {
 		cfg.recordVerifySkipped(table, rec)
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.verifyTimeout)
+		ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
 		families, err := c.verify(ctx, table, schema, cfg)
 		cancel()
 		if err != nil {

@@ -62,6 +62,11 @@ var (
 	// ErrUnsupportedReadOption: a read option whose filter the library cannot
 	// see, so it could not put the TTL filter first.
 	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
+	// ErrMutationUnreadable: a *bigtable.Mutation or *bigtable.ReadModifyWrite
+	// given to Table.API could not be read in full: this client version lays
+	// them out differently from the one bttl checks for (every such call then
+	// fails), or it holds an operation bttl does not know. Nothing is sent.
+	ErrMutationUnreadable = errors.New("bttl: cannot read *bigtable.Mutation")
 )
 
 // Limits Bigtable enforces, checked before any RPC.

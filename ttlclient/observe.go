@@ -150,6 +150,7 @@ var refusalReasons = []struct {
 	{ErrNoAdminClient, "no_admin_client"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
 	{ErrFilterTooLarge, "filter_too_large"},
+	{ErrMutationUnreadable, "mutation_unreadable"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps

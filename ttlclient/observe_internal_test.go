@@ -52,7 +52,7 @@ func TestEverySentinelHasAReason(t *testing.T) {
 		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
 		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
-		"ErrFilterTooLarge": ErrFilterTooLarge,
+		"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
 	}
 	// ttlclient re-exports every strategy sentinel under the same name.
 	all := append(local, sentinelNames(t, "../strategy/errors.go")...)

@@ -1,0 +1,38 @@
+package ttlclient
+
+import (
+	"unsafe"
+
+	"cloud.google.com/go/bigtable"
+)
+
+// BreakMutationReader makes the TableAPI path behave as on a client version
+// whose *bigtable.Mutation layout bttl cannot read, until restore is called.
+func BreakMutationReader() (restore func()) {
+	rawBroken.Store(true)
+	return func() { rawBroken.Store(false) }
+}
+
+func opsPointer(l *rawLayout, m *bigtable.Mutation) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(m), l.ops)
+}
+
+func rmwOpsPointer(l *rawLayout, m *bigtable.ReadModifyWrite) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(m), l.rmwOps)
+}
+
+// BuildAPI is what Table.API().Apply does before its RPC: read m, then
+// Build.
+func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, error) {
+	l, err := layout()
+	if err != nil {
+		return nil, err
+	}
+	dst := apiMutations.Get().(*Mutation)
+	defer putAPIMutation(dst)
+	tm, e := l.translate(m, dst)
+	if e != nil {
+		return nil, e.err
+	}
+	return t.build(row, tm, t.clock.Now(), false)
+}

@@ -1,0 +1,40 @@
+package ttlclient_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// OpenContext passes the caller's context to the verifying admin call: a
+// cancelled context fails the open; a live one opens as Open does.
+func TestOpenContextUsesCallerContext(t *testing.T) {
+	h := bttestharness.New(t)
+	require.NoError(t, h.CreateTable(context.Background(), "t", mixedSchema()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tbl, err := h.Client.OpenContext(ctx, "t", mixedSchema())
+	require.Error(t, err)
+	assert.Nil(t, tbl)
+	assert.Equal(t, codes.Canceled, status.Code(err), "err: %v", err)
+
+	// Without verification there is no admin call for the context to stop.
+	tbl, err = h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithoutVerify())
+	require.NoError(t, err)
+	assert.Equal(t, "t", tbl.Name())
+
+	tbl, err = h.Client.OpenContext(context.Background(), "t", mixedSchema())
+	require.NoError(t, err)
+	assert.Equal(t, "t", tbl.Name())
+	tbl, err = h.Client.Open("t", mixedSchema())
+	require.NoError(t, err)
+	assert.Equal(t, "t", tbl.Name())
+}

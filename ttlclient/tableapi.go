@@ -1,0 +1,205 @@
+package ttlclient
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+)
+
+// tableAPI is a Table seen through the client's own interface.
+type tableAPI struct{ t *Table }
+
+var _ bigtable.TableAPI = tableAPI{}
+
+// API returns the table as a bigtable.TableAPI, the interface
+// bigtable.Client.OpenTable returns, so that code written against the plain
+// client, and its *bigtable.Mutation values, run through bttl unchanged.
+//
+// Its Apply and ApplyBulk give a *bigtable.Mutation exactly the semantics of
+// a Mutation: on a managed family a server timestamp (bigtable.ServerTime,
+// which is Auto) means the library assigns it from the family's default TTL
+// (refused where there is none), an explicit timestamp follows the family's
+// convention, conditional mutations get the TTL filter before their
+// predicate, and every guardrail refuses before any RPC with the same
+// sentinel errors. ApplyReadModifyWrite is refused on managed families;
+// reads are filtered as Table's.
+//
+// A *bigtable.Mutation has no accessors: the library reads its fields in
+// place, after checking once that it can on the client version in use. If
+// it cannot, or a mutation holds an operation it does not know, the write
+// fails with ErrMutationUnreadable and nothing is sent.
+//
+// Per-cell TTLs: pass Table.Timestamp(family, ttl) to Set. Code written for
+// bttl should prefer Mutation and WithTTL/WithSequence, which say what the
+// timestamp means and are checked against the family when applied.
+func (t *Table) API() bigtable.TableAPI { return tableAPI{t} }
+
+func (a tableAPI) unreadable(row string, e *rawOpError) error {
+	return a.t.refuse(row, e.family, e.column, e.err)
+}
+
+// Apply applies m through Table.Apply.
+func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
+	l, err := layout()
+	if err != nil {
+		return a.t.refuse(row, "", "", err)
+	}
+	dst := apiMutations.Get().(*Mutation)
+	defer putAPIMutation(dst)
+	tm, e := l.translate(m, dst)
+	if e != nil {
+		return a.unreadable(row, e)
+	}
+	return a.t.Apply(ctx, row, tm, opts...)
+}
+
+// apiMutations recycles the translations of Apply: the mutation sent is a
+// new *bigtable.Mutation, so the translation is garbage once Apply returns
+// (a refusal's *CellError holds strings of the caller's mutation, not of it).
+var apiMutations = sync.Pool{New: func() any { return new(Mutation) }}
+
+func putAPIMutation(m *Mutation) {
+	if cap(m.ops) > 1024 {
+		return // let a huge one go rather than keep it
+	}
+	clear(m.ops)
+	*m = Mutation{ops: m.ops[:0]}
+	apiMutations.Put(m)
+}
+
+// ApplyBulk applies muts through Table.ApplyBulk. A row that cannot be read
+// or that the guardrails refuse has its error at its index; the others are
+// written.
+func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigtable.Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
+	if len(rowKeys) != len(muts) {
+		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
+	}
+	l, err := layout()
+	if err != nil {
+		errs := make([]error, len(muts))
+		for i := range errs {
+			errs[i] = a.t.refuse(rowKeys[i], "", "", err)
+		}
+		return errs, nil
+	}
+	tms := make([]*Mutation, len(muts))
+	backing := make([]Mutation, len(muts))
+	// One array holds every row's ops.
+	total := 0
+	for _, m := range muts {
+		if m != nil {
+			total += len(l.opsOf(m))
+		}
+	}
+	all := make([]op, total)
+	for i, m := range muts {
+		if m != nil {
+			n := len(l.opsOf(m))
+			backing[i].ops, all = all[:0:n], all[n:]
+		}
+	}
+	var unread []error
+	for i, m := range muts {
+		if m == nil {
+			continue // nil stays nil: Table.ApplyBulk refuses it
+		}
+		tm, e := l.translate(m, &backing[i])
+		if e != nil {
+			if unread == nil {
+				unread = make([]error, len(muts))
+			}
+			unread[i] = a.unreadable(rowKeys[i], e)
+			continue
+		}
+		tms[i] = tm
+	}
+	if unread == nil {
+		return a.t.ApplyBulk(ctx, rowKeys, tms, opts...)
+	}
+	keys := make([]string, 0, len(rowKeys))
+	sent := make([]*Mutation, 0, len(rowKeys))
+	index := make([]int, 0, len(rowKeys))
+	for i := range muts {
+		if unread[i] == nil {
+			keys = append(keys, rowKeys[i])
+			sent = append(sent, tms[i])
+			index = append(index, i)
+		}
+	}
+	if len(sent) == 0 {
+		return unread, nil
+	}
+	errs, err := a.t.ApplyBulk(ctx, keys, sent, opts...)
+	for j, e := range errs {
+		unread[index[j]] = e
+	}
+	if err != nil && errs == nil {
+		// The whole call failed: a nil slot would read as "written".
+		for _, i := range index {
+			unread[i] = err
+		}
+	}
+	return unread, err
+}
+
+// ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
+// family m touches must be unmanaged.
+func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigtable.ReadModifyWrite) (bigtable.Row, error) {
+	l, err := layout()
+	if err != nil {
+		return nil, a.t.refuse(row, "", "", err)
+	}
+	rm, e := l.translateRMW(m)
+	if e != nil {
+		return nil, a.unreadable(row, e)
+	}
+	return a.t.ApplyReadModifyWrite(ctx, row, rm)
+}
+
+// ReadRow is Table.ReadRow.
+func (a tableAPI) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
+	return a.t.ReadRow(ctx, row, opts...)
+}
+
+// ReadRows is Table.ReadRows.
+func (a tableAPI) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtable.Row) bool, opts ...bigtable.ReadOption) error {
+	return a.t.ReadRows(ctx, arg, f, opts...)
+}
+
+// SampleRowKeys is Table.SampleRowKeys.
+func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
+	return a.t.SampleRowKeys(ctx)
+}
+
+// Timestamp is the timestamp to pass to bigtable.Mutation.Set for a cell of
+// family that must live ttl from now, at the table's clock: for code that
+// keeps building *bigtable.Mutation and applies it through API. Applied
+// through API, it is checked as an explicit timestamp of the family's
+// convention, which accepts it until the cell would have expired (a
+// one-second family's expiry instant must be after now; a default-expiry
+// cell must be live at now, so a ttl longer than D, whose timestamp lies in
+// the future, is accepted). Compute it just before Set: a ttl of a few
+// milliseconds can expire before the write arrives and is then refused
+// (ErrAlreadyExpired).
+//
+// It fails like Mutation.Set(family, column, Auto, v, WithTTL(ttl)) does:
+// ErrUnknownFamily, ErrWrongCellOption on a sequence or unmanaged family,
+// ErrInvalidTTL, ErrTimestampOverflow, ErrBeforeEpoch, in a *CellError.
+func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
+	p, ok := t.schema[family]
+	if !ok {
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: ErrUnknownFamily}
+	}
+	if !p.Managed() {
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl,
+			Err: fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)}
+	}
+	ts, err := p.WriteTimestamp(t.clock.Now(), ttl)
+	if err != nil {
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: err}
+	}
+	return ts, nil
+}
