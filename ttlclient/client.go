@@ -266,18 +266,20 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
 	own := make(Schema, len(schema))
-	hasAge := false
+	hasAge, singleValue := false, false
 	for fam, p := range schema {
 		own[fam] = p
 		hasAge = hasAge || p.MaxAge() > 0
+		singleValue = singleValue || p.IsSingleValue()
 	}
 	t := &Table{
-		name:    table,
-		raw:     c.raw.Open(table),
-		schema:  own,
-		filters: fb,
-		clock:   cfg.clock,
-		hasAge:  hasAge,
+		name:        table,
+		raw:         c.raw.Open(table),
+		schema:      own,
+		filters:     fb,
+		clock:       cfg.clock,
+		hasAge:      hasAge,
+		singleValue: singleValue,
 	}
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)
 	return t, nil

@@ -116,6 +116,22 @@ func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 	return *(*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
 }
 
+// withOpsCapacity gives m, a new mutation, room for n ops, when the layout
+// of bigtable.Mutation is known; m is returned either way. The field's type
+// is checked by findLayout, and an empty slice with capacity is a state
+// m's own methods reach by appending.
+func withOpsCapacity(m *bigtable.Mutation, n int) *bigtable.Mutation {
+	l, err := layout()
+	if err != nil || n <= 0 {
+		return m
+	}
+	ops := (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
+	if *ops == nil {
+		*ops = make([]*btpb.Mutation, 0, n)
+	}
+	return m
+}
+
 func (l *rawLayout) condOf(m *bigtable.Mutation) (cond bigtable.Filter, isCond bool, mtrue, mfalse *bigtable.Mutation) {
 	p := unsafe.Pointer(m)
 	return *(*bigtable.Filter)(unsafe.Add(p, l.cond)),

@@ -24,6 +24,9 @@ type Table struct {
 	obs     *observer // nil without a Recorder
 	ttlOpt  atomic.Pointer[cachedOption]
 	hasAge  bool // some family expires by age: the read filter changes with time
+	// singleValue: some family replaces a column's cells, so a Set may send
+	// a delete before it (room for it is reserved in the sent mutation).
+	singleValue bool
 }
 
 // Name is the table's name.
@@ -284,7 +287,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if len(m.ops) == 0 {
 			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		bm := bigtable.NewMutation()
+		bm := t.newSentMutation(len(m.ops))
 		if err := t.convert(row, m, now, bm); err != nil {
 			return nil, err
 		}
@@ -300,7 +303,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if b.isConditional {
 			return nil, t.refuse(row, "", "", ErrNestedCondition)
 		}
-		bm := bigtable.NewMutation()
+		bm := t.newSentMutation(len(b.ops))
 		return bm, t.convert(row, b, now, bm)
 	}
 	mtrue, err := branch(m.mtrue)
@@ -312,6 +315,17 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		return nil, err
 	}
 	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
+}
+
+// newSentMutation is an empty bigtable.Mutation with room for the changes
+// of a mutation of n ops, so that converting it grows no slice: appending
+// one by one would allocate five times for ten cells. Without the checked
+// layout of bigtable.Mutation (rawmutation.go) it is a plain NewMutation.
+func (t *Table) newSentMutation(n int) *bigtable.Mutation {
+	if t.singleValue {
+		n *= 2
+	}
+	return withOpsCapacity(bigtable.NewMutation(), n)
 }
 
 // convert appends m's operations to bm, rewriting managed timestamps.
