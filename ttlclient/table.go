@@ -87,31 +87,37 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	if refused == nil {
 		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
 	}
-	// Send only the rows that passed, then put their results back in place.
+	return applyPassed(ctx, rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+}
+
+// applyPassed sends only the rows whose slot in failed is nil, then puts
+// their results back in place, so failed[i] ends as row i's outcome.
+func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed []error,
+	apply func(context.Context, []string, []M, ...bigtable.ApplyOption) ([]error, error), opts []bigtable.ApplyOption) ([]error, error) {
 	keys := make([]string, 0, len(rowKeys))
-	sent := make([]*bigtable.Mutation, 0, len(rowKeys))
+	sent := make([]M, 0, len(rowKeys))
 	index := make([]int, 0, len(rowKeys))
-	for i, bm := range bms {
-		if bm != nil {
+	for i := range muts {
+		if failed[i] == nil {
 			keys = append(keys, rowKeys[i])
-			sent = append(sent, bm)
+			sent = append(sent, muts[i])
 			index = append(index, i)
 		}
 	}
 	if len(sent) == 0 {
-		return refused, nil
+		return failed, nil
 	}
-	errs, err := t.raw.ApplyBulk(ctx, keys, sent, opts...)
+	errs, err := apply(ctx, keys, sent, opts...)
 	for j, e := range errs {
-		refused[index[j]] = e
+		failed[index[j]] = e
 	}
 	if err != nil && errs == nil {
 		// The whole call failed: a nil slot would read as "written".
 		for _, i := range index {
-			refused[i] = err
+			failed[i] = err
 		}
 	}
-	return refused, err
+	return failed, err
 }
 
 // ReadRow reads one row, like bigtable.Table.ReadRow, returning only its

