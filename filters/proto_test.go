@@ -30,25 +30,8 @@ func TestTTLProtoIsWhatTheClientSends(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
-	require.NoError(t, err)
-	defer h.Close()
-	var mu sync.Mutex
-	var sent *btpb.RowFilter
-	capture := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		cs, err := streamer(ctx, desc, cc, method, opts...)
-		return &recordingStream{ClientStream: cs, record: func(f *btpb.RowFilter) { mu.Lock(); sent = f; mu.Unlock() }}, err
-	}
+	tbl, lastFilter := recordingTable(t)
 	ctx := context.Background()
-	c, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
-		option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		option.WithGRPCDialOption(grpc.WithStreamInterceptor(capture)))
-	require.NoError(t, err)
-	defer c.Close()
-	require.NoError(t, h.Admin.CreateTable(ctx, "t"))
-	tbl := c.Open("t")
 
 	policies := []strategy.Policy{
 		strategy.OneSecond(), strategy.OneSecond(strategy.WithMaxVersions(2)),
@@ -75,9 +58,7 @@ func TestTTLProtoIsWhatTheClientSends(t *testing.T) {
 			continue
 		}
 		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(b.TTL(now))))
-		mu.Lock()
-		got := sent
-		mu.Unlock()
+		got := lastFilter()
 		assert.True(t, proto.Equal(got, want), "schema %v now %d:\n sent %v\n TTLProto %v", schema, now, got, want)
 	}
 
@@ -86,6 +67,35 @@ func TestTTLProtoIsWhatTheClientSends(t *testing.T) {
 	assert.Same(t, one, filters.ChainProto(one, nil))
 	assert.Same(t, one, filters.ChainProto(nil, one))
 	assert.Len(t, filters.ChainProto(one, one).GetChain().GetFilters(), 2)
+}
+
+// recordingTable opens table "t" (families f, g, g.h) on a fresh bttest server through a client
+// whose interceptor records the filter of each ReadRows request it sends;
+// lastFilter returns the latest.
+func recordingTable(t *testing.T) (tbl *bigtable.Table, lastFilter func() *btpb.RowFilter) {
+	t.Helper()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	var mu sync.Mutex
+	var sent *btpb.RowFilter
+	capture := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		return &recordingStream{ClientStream: cs, record: func(f *btpb.RowFilter) { mu.Lock(); sent = f; mu.Unlock() }}, err
+	}
+	ctx := context.Background()
+	c, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
+		option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCDialOption(grpc.WithStreamInterceptor(capture)))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, h.Admin.CreateTable(ctx, "t"))
+	for _, fam := range []string{"f", "g", "g.h"} {
+		require.NoError(t, h.Admin.CreateColumnFamily(ctx, "t", fam))
+	}
+	return c.Open("t"), func() *btpb.RowFilter { mu.Lock(); defer mu.Unlock(); return sent }
 }
 
 type recordingStream struct {

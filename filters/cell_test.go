@@ -1,0 +1,97 @@
+package filters_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bttl/bttl/filters"
+)
+
+// A conditional mutation on filters.Cell applies only while that very cell
+// is stored: every neighbour that differs in one coordinate (family,
+// column, a column it prefixes, the next or previous millisecond, a value
+// it prefixes or extends) leaves it unapplied.
+func TestCellPinsExactlyOneCell(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	const ts = bigtable.Timestamp(1_700_000_000_123_000)
+	type cell struct {
+		fam, col string
+		ts       bigtable.Timestamp
+		val      string
+	}
+	pinned := []cell{
+		{"f", "c", ts, "v"},
+		{"f", "", ts, ""},                     // empty column and empty value
+		{"f", "c\x00\xff", ts, "\x00\xffa*"}, // bytes that are regex or range edge cases
+		{"g.h", "c", ts, strings.Repeat("x", 9000)},
+	}
+	neighbours := func(p cell) []cell {
+		return []cell{
+			{"g", p.col, p.ts, p.val}, {p.fam, p.col + "x", p.ts, p.val}, {p.fam, "x" + p.col, p.ts, p.val},
+			{p.fam, p.col, p.ts + 1000, p.val}, {p.fam, p.col, p.ts - 1000, p.val},
+			{p.fam, p.col, p.ts, p.val + "\x00"}, {p.fam, p.col, p.ts, "w" + p.val},
+		}
+	}
+	for i, p := range pinned {
+		pred, err := filters.Cell(p.fam, p.col, p.ts+999, []byte(p.val)) // any µs in the millisecond pins it
+		require.NoError(t, err)
+		for j, n := range append(neighbours(p), p) {
+			row := string(rune('a'+i)) + string(rune('a'+j))
+			m := bigtable.NewMutation()
+			m.Set(n.fam, n.col, n.ts, []byte(n.val))
+			require.NoError(t, tbl.Apply(ctx, row, m))
+			mark := bigtable.NewMutation()
+			mark.Set("f", "applied", 0, []byte("y"))
+			var matched bool
+			require.NoError(t, tbl.Apply(ctx, row, bigtable.NewCondMutation(pred, mark, nil), bigtable.GetCondMutationResult(&matched)))
+			assert.Equal(t, n == p, matched, "pin %q matched %q", p, n)
+		}
+		// The size check counts what the client sends for this predicate.
+		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(pred)))
+		assert.True(t, bytes.Contains(mustMarshal(t, lastFilter()), []byte(p.val)))
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+// Values too large for the predicate are refused with a typed error, not
+// pinned by a weaker predicate; the boundary is the service's filter limit
+// measured on the proto the client sends.
+func TestCellTooLargeToPin(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	largest := 0
+	for n := 10_000; n < 11_000; n++ {
+		pred, err := filters.Cell("f", "c", 1000, bytes.Repeat([]byte{'v'}, n))
+		if err != nil {
+			var pe *filters.PinError
+			require.True(t, errors.As(err, &pe))
+			assert.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
+			assert.Equal(t, n, pe.ValueBytes)
+			assert.Greater(t, pe.FilterBytes, filters.MaxFilterBytes)
+			break
+		}
+		largest = n
+		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(pred)))
+		assert.LessOrEqual(t, proto.Size(lastFilter()), filters.MaxFilterBytes, "value of %d bytes", n)
+	}
+	require.Positive(t, largest, "a 10,000-byte value must be pinnable")
+	pred, err := filters.Cell("f", "c", 1000, bytes.Repeat([]byte{'v'}, largest))
+	require.NoError(t, err)
+	require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(pred)))
+	assert.Greater(t, proto.Size(lastFilter())+2, filters.MaxFilterBytes, "the limit is reached at %d bytes, not earlier", largest)
+}
