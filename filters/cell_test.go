@@ -30,7 +30,7 @@ func TestCellPinsExactlyOneCell(t *testing.T) {
 	}
 	pinned := []cell{
 		{"f", "c", ts, "v"},
-		{"f", "", ts, ""},                     // empty column and empty value
+		{"f", "", ts, ""},                    // empty column and empty value
 		{"f", "c\x00\xff", ts, "\x00\xffa*"}, // bytes that are regex or range edge cases
 		{"g.h", "c", ts, strings.Repeat("x", 9000)},
 	}
