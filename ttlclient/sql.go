@@ -137,7 +137,7 @@ func (s *sqlSchemas) check(query string) error {
 		fams, ok := s.managed[table]
 		if !ok {
 			return &SQLError{Query: query, Table: table, Err: ErrSQLUnknownTable,
-				Reason: "not opened through this client, so its schema is unknown (open it, with strategy.Unmanaged families if it has no managed ones)"}
+				Reason: "its schema is unknown: this client has not opened it"}
 		}
 		if len(fams) > 0 {
 			names := make([]string, 0, len(fams))
@@ -282,7 +282,7 @@ func sqlTables(query string) ([]string, error) {
 // table-function arguments, an alias. It returns the name and the index of
 // the token after the item, which must end the query or start a clause.
 func sqlFromItem(toks []sqlToken, i int) (string, int, error) {
-	if i >= len(toks) || !toks[i].ident || isKeyword(toks[i], sqlNotAlias) {
+	if i >= len(toks) || !toks[i].ident || isKeyword(toks[i], sqlNotAlias) || isKeyword(toks[i], sqlFollowers) {
 		return "", 0, errors.New("no table name after FROM")
 	}
 	table := toks[i].text
