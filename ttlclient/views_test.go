@@ -277,3 +277,15 @@ func TestMaterializedViewIsReadOnlyAndFiltered(t *testing.T) {
 		assert.ErrorIs(t, err, ttlclient.ErrInvalidPolicy)
 	})
 }
+
+// A materialized view has no GC rules: opening one makes no admin call, so
+// a client without an admin client opens it, where Open of a table fails.
+func TestOpenMaterializedViewMakesNoAdminCall(t *testing.T) {
+	h := bttestharness.New(t)
+	c := ttlclient.Wrap(h.Raw, ttlclient.WithLogger(quietLogger()))
+	_, err := c.Open("t", strategy.Schema{famOne: strategy.OneSecond()})
+	require.ErrorIs(t, err, ttlclient.ErrNoAdminClient)
+	mv, err := c.OpenMaterializedView("mv", strategy.Schema{famOne: strategy.OneSecond()})
+	require.NoError(t, err)
+	assert.Equal(t, "mv", mv.Name())
+}
