@@ -44,6 +44,7 @@ type config struct {
 	sampling      float64
 	shadowLimit   int
 	rand          func() float64
+	sqlAllowed    bool // PrepareStatement sends queries reading managed families
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -112,6 +113,7 @@ type Client struct {
 	owned   bool
 	opts    []Option
 	shadows shadowPool // shadow reads of tables with a Recorder
+	sql     sqlSchemas // the schemas of what was opened, for PrepareStatement
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -235,6 +237,14 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 // OpenContext is Open with the caller's context for the admin call that
 // verifies GC rules, which is still bounded by the verify timeout.
 func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
+	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
+}
+
+// open returns a Table named table, sending its requests through raw (the
+// table, or one of its views), whose families follow schema. verify says
+// whether table names a table, whose GC rules can be checked: a
+// materialized view has none.
+func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, schema Schema, opts []Option, verify bool) (*Table, error) {
 	cfg := c.config(opts)
 	var rec TableRecorder
 	if cfg.recorder != nil {
@@ -245,9 +255,12 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
 	var filterOpts []filters.Option
-	if cfg.skipVerify {
+	switch {
+	case !verify:
+		// No GC rules to check: every family outside schema is read untouched.
+	case cfg.skipVerify:
 		cfg.recordVerifySkipped(table, rec)
-	} else {
+	default:
 		ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
 		families, err := c.verify(ctx, table, schema, cfg)
 		cancel()
@@ -274,7 +287,7 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 	}
 	t := &Table{
 		name:        table,
-		raw:         c.raw.Open(table),
+		raw:         raw,
 		schema:      own,
 		filters:     fb,
 		clock:       cfg.clock,
@@ -282,5 +295,6 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 		singleValue: singleValue,
 	}
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)
+	c.sql.remember(table, own)
 	return t, nil
 }

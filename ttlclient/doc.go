@@ -49,6 +49,16 @@
 // shifts when a cell disappears from reads relative to when GC may collect
 // it, so keep TTLs well above the clock error.
 //
+// Views and SQL: Client.OpenAuthorizedView opens an authorized view as its
+// table (same schema, same rewrites, guardrails and filter; requests name
+// the view), Client.OpenMaterializedView a read-only view whose managed
+// families the caller declares, and Table.API and MaterializedView.API give
+// the bigtable.TableAPI the plain client's OpenTable, OpenAuthorizedView and
+// OpenMaterializedView return. SQL carries no row filter:
+// Client.PrepareStatement refuses a query over a table with managed
+// families (ErrUnfilteredSQL) unless WithSQLAllowed says to accept expired
+// cells. See docs/design.md#views and docs/design.md#sql.
+//
 // What is not guarded: writes through Client.Raw, Table.Raw or any other
 // plain *bigtable.Client. The examples directory has runnable programs for
 // each strategy (go run ./examples/clickevents, onesecond, sequence,

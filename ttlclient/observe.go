@@ -171,7 +171,7 @@ func RefusalReason(err error) string {
 type observer struct {
 	rec      TableRecorder
 	schema   Schema
-	raw      *bigtable.Table
+	raw      bigtable.TableAPI
 	filters  *filters.Builder
 	clock    Clock
 	pool     *shadowPool

@@ -17,7 +17,7 @@ import (
 // reads get the TTL filter in front of the caller's.
 type Table struct {
 	name    string
-	raw     *bigtable.Table
+	raw     bigtable.TableAPI // the *bigtable.Table, or an authorized or materialized view
 	schema  Schema
 	filters *filters.Builder
 	clock   Clock
@@ -33,8 +33,13 @@ type Table struct {
 func (t *Table) Name() string { return t.name }
 
 // Raw is the underlying table. Writes and reads through it bypass the
-// library: no rewrite, no guardrail, no TTL filter.
-func (t *Table) Raw() *bigtable.Table { return t.raw }
+// library: no rewrite, no guardrail, no TTL filter. It is nil for a Table
+// opened with OpenAuthorizedView: Client.Raw().OpenAuthorizedView opens the
+// raw view.
+func (t *Table) Raw() *bigtable.Table {
+	raw, _ := t.raw.(*bigtable.Table)
+	return raw
+}
 
 // Policy is the policy of family, and whether the schema names it.
 func (t *Table) Policy(family string) (strategy.Policy, bool) {

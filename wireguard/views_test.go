@@ -149,3 +149,30 @@ func TestGuardRefusesSQLUnlessAllowed(t *testing.T) {
 		&btpb.PrepareQueryRequest{InstanceName: "projects/p/instances/i", Query: "SELECT 1"}, &btpb.PrepareQueryResponse{}, nil, invoker))
 	assert.True(t, sent)
 }
+
+// Issue 18, acceptance 4: a server-timestamp write sent through a raw
+// client to a guarded table's authorized view is refused on every write
+// path (MutateRow, MutateRows, both branches of CheckAndMutateRow). The
+// emulators answer a request naming a view NotFound (they serve no views),
+// so FailedPrecondition with the rule is what shows the guard refused it.
+func TestGuardRefusesServerTimeWritesThroughAView(t *testing.T) {
+	servers(t, func(t *testing.T, addr string) {
+		e := newInstanceEnv(t, addr, "p", "i")
+		view := e.guarded.OpenAuthorizedView("legacy", "v")
+		bad := bigtable.NewMutation()
+		bad.Set("one", "c", bigtable.ServerTime, []byte("v"))
+		requireCode(t, codes.FailedPrecondition, view.Apply(e.ctx, "r", bad), "rule "+wireguard.RuleServerTimestamp, `table "legacy"`)
+
+		good := bigtable.NewMutation()
+		good.Set("plain", "c", bigtable.ServerTime, []byte("v"))
+		_, err := view.ApplyBulk(e.ctx, []string{"ok", "r"}, []*bigtable.Mutation{good, bad})
+		requireCode(t, codes.FailedPrecondition, err, "rule "+wireguard.RuleServerTimestamp)
+
+		for _, cond := range []*bigtable.Mutation{
+			bigtable.NewCondMutation(bigtable.PassAllFilter(), bad, nil),
+			bigtable.NewCondMutation(bigtable.PassAllFilter(), nil, bad),
+		} {
+			requireCode(t, codes.FailedPrecondition, view.Apply(e.ctx, "r", cond), "rule "+wireguard.RuleServerTimestamp)
+		}
+	})
+}

@@ -1,0 +1,330 @@
+package ttlclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/bigtable"
+)
+
+var (
+	// ErrUnfilteredSQL: a SQL query reads a table (or materialized view)
+	// with managed families. SQL sends no row filter and GoogleSQL's
+	// temporal arguments bound every family of a table alike, so the query
+	// would return expired cells GC has not collected yet; see *SQLError
+	// for the families, and docs/design.md#sql.
+	ErrUnfilteredSQL = errors.New("bttl: SQL query reads managed families with no TTL filter")
+	// ErrSQLUnknownTable: the library cannot tell whether a SQL query reads
+	// managed families: it reads a table this client has not opened (so its
+	// schema is unknown), or its text could not be classified (a subquery,
+	// a join, a path, a comment or string left open). See *SQLError.
+	ErrSQLUnknownTable = errors.New("bttl: cannot tell which families a SQL query reads")
+)
+
+// SQLError is a refused SQL query: the query, the table it reads (empty
+// when it could not be found), the managed families at risk, and why.
+type SQLError struct {
+	Query    string
+	Table    string
+	Families []string // the table's managed families, sorted
+	Reason   string   // why the query could not be classified, if it could not
+	Err      error    // ErrUnfilteredSQL or ErrSQLUnknownTable
+}
+
+func (e *SQLError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	if e.Table != "" {
+		fmt.Fprintf(&b, " (table %q", e.Table)
+	} else {
+		b.WriteString(" (")
+	}
+	if len(e.Families) > 0 {
+		fmt.Fprintf(&b, ", managed families %q", e.Families)
+	}
+	if e.Reason != "" {
+		if e.Table != "" {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.Reason)
+	}
+	fmt.Fprintf(&b, ", query %q)", truncate(e.Query, 80))
+	b.WriteString(": read with ReadRows, or pass ttlclient.WithSQLAllowed() to accept expired cells")
+	return b.String()
+}
+
+func (e *SQLError) Unwrap() error { return e.Err }
+
+// WithSQLAllowed lets PrepareStatement send queries that read managed
+// families, accepting that they return expired cells GC has not collected
+// yet. Given to Wrap it holds for every query of the client; given among
+// PrepareStatement's options, for that query only. Table options ignore it.
+func WithSQLAllowed() Option { return func(cfg *config) { cfg.sqlAllowed = true } }
+
+// PrepareStatement prepares a SQL query, like
+// bigtable.Client.PrepareStatement, after checking what it reads. A query
+// has no row filter, so bttl cannot hide expired cells from it: it refuses,
+// before any RPC, a query reading a table or materialized view opened
+// through this client with a managed family (ErrUnfilteredSQL), and one
+// whose table this client has not opened or whose text it cannot classify
+// (ErrSQLUnknownTable), both in a *SQLError. Queries over tables of
+// unmanaged families only, and queries reading no table, are sent as they
+// are. WithSQLAllowed, given to Wrap or among opts, lets every query
+// through. The returned statement is the client's own: bind and execute it
+// as usual.
+//
+// The check reads the query's FROM clause: GoogleSQL for Bigtable reads one
+// table per query (no joins, subqueries or unions). A table opened with
+// only unmanaged families, even one opened just for this, is untouched.
+func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes map[string]bigtable.SQLType, opts ...bigtable.PrepareOption) (*bigtable.PreparedStatement, error) {
+	var own []Option
+	rest := make([]bigtable.PrepareOption, 0, len(opts))
+	for _, o := range opts {
+		if b, ok := o.(Option); ok {
+			own = append(own, b)
+			continue
+		}
+		rest = append(rest, o)
+	}
+	if cfg := c.config(own); !cfg.sqlAllowed {
+		if err := c.sql.check(query); err != nil {
+			return nil, err
+		}
+	}
+	return c.raw.PrepareStatement(ctx, query, paramTypes, rest...)
+}
+
+// sqlSchemas remembers the managed families of every table and view the
+// client opened. A name opened twice with different schemas keeps every
+// family either managed.
+type sqlSchemas struct {
+	mu      sync.RWMutex
+	managed map[string]map[string]bool
+}
+
+func (s *sqlSchemas) remember(name string, schema Schema) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.managed == nil {
+		s.managed = make(map[string]map[string]bool)
+	}
+	fams := s.managed[name]
+	if fams == nil {
+		fams = make(map[string]bool)
+		s.managed[name] = fams
+	}
+	for fam, p := range schema {
+		if p.Managed() {
+			fams[fam] = true
+		}
+	}
+}
+
+// check refuses query unless every table it reads is known and has no
+// managed family.
+func (s *sqlSchemas) check(query string) error {
+	tables, err := sqlTables(query)
+	if err != nil {
+		return &SQLError{Query: query, Reason: err.Error(), Err: ErrSQLUnknownTable}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, table := range tables {
+		fams, ok := s.managed[table]
+		if !ok {
+			return &SQLError{Query: query, Table: table, Err: ErrSQLUnknownTable,
+				Reason: "its schema is unknown: this client has not opened it"}
+		}
+		if len(fams) > 0 {
+			names := make([]string, 0, len(fams))
+			for fam := range fams {
+				names = append(names, fam)
+			}
+			sort.Strings(names)
+			return &SQLError{Query: query, Table: table, Families: names, Err: ErrUnfilteredSQL}
+		}
+	}
+	return nil
+}
+
+// sqlToken is one token of a GoogleSQL query: an identifier (quoted with
+// backquotes or not), a literal, or one punctuation character.
+type sqlToken struct {
+	text   string // an identifier's name, unquoted; a punctuation character
+	ident  bool
+	quoted bool
+}
+
+func (t sqlToken) keyword(k string) bool { return t.ident && !t.quoted && strings.EqualFold(t.text, k) }
+
+// sqlTokens splits query into tokens, skipping comments and the contents
+// of string and bytes literals.
+func sqlTokens(query string) ([]sqlToken, error) {
+	var out []sqlToken
+	for i := 0; i < len(query); {
+		c := query[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case c == '#' || c == '-' && strings.HasPrefix(query[i:], "--"):
+			for i < len(query) && query[i] != '\n' {
+				i++
+			}
+		case c == '/' && strings.HasPrefix(query[i:], "/*"):
+			end := strings.Index(query[i+2:], "*/")
+			if end < 0 {
+				return nil, errors.New("unterminated comment")
+			}
+			i += 2 + end + 2
+		case c == '\'' || c == '"' || c == '`':
+			quote := string(c)
+			if c != '`' && strings.HasPrefix(query[i:], quote+quote+quote) {
+				quote = quote + quote + quote
+			}
+			j := i + len(quote)
+			var b strings.Builder
+			for ; ; j++ {
+				if j >= len(query) {
+					return nil, fmt.Errorf("unterminated %s", quote)
+				}
+				if query[j] == '\\' && j+1 < len(query) {
+					j++
+					b.WriteByte(query[j])
+					continue
+				}
+				if strings.HasPrefix(query[j:], quote) {
+					break
+				}
+				b.WriteByte(query[j])
+			}
+			if c == '`' {
+				out = append(out, sqlToken{text: b.String(), ident: true, quoted: true})
+			} else {
+				out = append(out, sqlToken{text: "'"})
+			}
+			i = j + len(quote)
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			j := i + 1
+			for j < len(query) && (query[j] == '_' || 'a' <= query[j] && query[j] <= 'z' || 'A' <= query[j] && query[j] <= 'Z' || '0' <= query[j] && query[j] <= '9') {
+				j++
+			}
+			out = append(out, sqlToken{text: query[i:j], ident: true})
+			i = j
+		default:
+			out = append(out, sqlToken{text: query[i : i+1]})
+			i++
+		}
+	}
+	return out, nil
+}
+
+// sqlFollowers may follow a query's FROM item: anything else (a join, a
+// second table, a path) makes the query unclassifiable.
+var sqlFollowers = []string{"WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "QUALIFY", "WINDOW", "OFFSET"}
+
+// sqlNotAlias are keywords that, after a FROM item, are not its alias.
+var sqlNotAlias = []string{"JOIN", "CROSS", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "NATURAL",
+	"UNION", "INTERSECT", "EXCEPT", "ON", "USING", "TABLESAMPLE", "UNNEST", "WITH", "FOR", "PIVOT", "UNPIVOT", "SELECT"}
+
+func isKeyword(t sqlToken, set []string) bool {
+	for _, k := range set {
+		if t.keyword(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// sqlTables is the tables query reads: the FROM item of each top-level
+// SELECT (GoogleSQL for Bigtable has no joins or subqueries). FROM inside
+// parentheses is a function's (EXTRACT(DAY FROM ts)); a SELECT there, a
+// WITH clause, or anything but a clause keyword after the FROM item is
+// refused as unclassifiable rather than guessed at.
+func sqlTables(query string) ([]string, error) {
+	toks, err := sqlTokens(query)
+	if err != nil {
+		return nil, err
+	}
+	if len(toks) > 0 && toks[0].keyword("WITH") {
+		return nil, errors.New("a WITH clause")
+	}
+	var tables []string
+	depth := 0
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.text == "(" && !t.ident:
+			depth++
+		case t.text == ")" && !t.ident:
+			depth--
+		case t.keyword("SELECT") && depth > 0:
+			return nil, errors.New("a subquery")
+		case t.keyword("FROM") && depth == 0:
+			table, next, err := sqlFromItem(toks, i+1)
+			if err != nil {
+				return nil, err
+			}
+			tables = append(tables, table)
+			i = next - 1
+		}
+	}
+	if depth != 0 {
+		return nil, errors.New("unbalanced parentheses")
+	}
+	return tables, nil
+}
+
+// sqlFromItem reads the FROM item starting at toks[i]: a table name, its
+// table-function arguments, an alias. It returns the name and the index of
+// the token after the item, which must end the query or start a clause.
+func sqlFromItem(toks []sqlToken, i int) (string, int, error) {
+	if i >= len(toks) || !toks[i].ident || isKeyword(toks[i], sqlNotAlias) || isKeyword(toks[i], sqlFollowers) {
+		return "", 0, errors.New("no table name after FROM")
+	}
+	table := toks[i].text
+	i++
+	if i < len(toks) && toks[i].text == "." && !toks[i].ident {
+		return "", 0, fmt.Errorf("a path after FROM %s", table)
+	}
+	if i < len(toks) && toks[i].text == "(" && !toks[i].ident {
+		depth := 0
+		for ; i < len(toks); i++ {
+			if toks[i].ident {
+				if toks[i].keyword("SELECT") {
+					return "", 0, errors.New("a subquery")
+				}
+				continue
+			}
+			switch toks[i].text {
+			case "(":
+				depth++
+			case ")":
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if i >= len(toks) {
+			return "", 0, errors.New("unbalanced parentheses")
+		}
+		i++
+	}
+	if i < len(toks) && toks[i].keyword("AS") {
+		i++
+		if i >= len(toks) || !toks[i].ident {
+			return "", 0, errors.New("no alias after AS")
+		}
+		i++
+	} else if i < len(toks) && toks[i].ident && !isKeyword(toks[i], sqlFollowers) && !isKeyword(toks[i], sqlNotAlias) {
+		i++ // an alias
+	}
+	if i == len(toks) || toks[i].text == ";" && !toks[i].ident || isKeyword(toks[i], sqlFollowers) {
+		return table, i, nil
+	}
+	return "", 0, fmt.Errorf("%q after FROM %s", toks[i].text, table)
+}
