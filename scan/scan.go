@@ -263,7 +263,7 @@ func (r *runner) run(ctx context.Context) error {
 		stop := make(chan struct{})
 		go func() {
 			defer close(progressDone)
-			t := time.NewTicker(r.c.progressEvery)
+			t := time.NewTicker(max(r.c.progressEvery, time.Millisecond)) // a shorter tick would only spin
 			defer t.Stop()
 			for {
 				select {
