@@ -384,14 +384,16 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 	defer r.mu.Unlock()
 	cr := &r.ck.Ranges[i]
 	cr.Done, cr.Result, cr.fresh = true, res, true
-	r.rangesDone.Add(1)
-	r.weightDone.Add(int64(cr.Weight))
-	r.weightRun.Add(int64(cr.Weight))
 	if r.c.checkpoint != "" {
 		if err := r.ck.write(r.c.checkpoint, time.Now()); err != nil {
 			return err
 		}
 	}
+	// Counted once recorded: progress never reports a range as done that
+	// a kill now would read again.
+	r.rangesDone.Add(1)
+	r.weightDone.Add(int64(cr.Weight))
+	r.weightRun.Add(int64(cr.Weight))
 	return nil
 }
 
