@@ -26,7 +26,7 @@ type MergeError struct {
 func (e *MergeError) Error() string {
 	return fmt.Sprintf("audit: cannot merge the reports of table %q: %s", e.Table, e.Reason)
 }
-func (e *MergeError) Is(target error) bool { return target == ErrMerge }
+func (e *MergeError) Unwrap() error { return ErrMerge }
 
 // Merge combines the reports of the shards of one scan (Options.Scan with
 // scan.WithShard) into the report a single scan would have made: counts

@@ -20,8 +20,8 @@ type OptionError struct {
 	Reason string
 }
 
-func (e *OptionError) Error() string        { return fmt.Sprintf("scan: %s: %s", e.Option, e.Reason) }
-func (e *OptionError) Is(target error) bool { return target == ErrOption }
+func (e *OptionError) Error() string { return fmt.Sprintf("scan: %s: %s", e.Option, e.Reason) }
+func (e *OptionError) Unwrap() error { return ErrOption }
 
 // CheckpointError is a checkpoint file that cannot be used, usable with
 // errors.Is(err, ErrCheckpoint).
@@ -38,8 +38,14 @@ func (e *CheckpointError) Error() string {
 	}
 	return msg
 }
-func (e *CheckpointError) Is(target error) bool { return target == ErrCheckpoint }
-func (e *CheckpointError) Unwrap() error        { return e.Err }
+
+// Unwrap returns ErrCheckpoint and the underlying error, if any.
+func (e *CheckpointError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCheckpoint}
+	}
+	return []error{ErrCheckpoint, e.Err}
+}
 
 // RangeError is an error that stopped the scan while it read Range: the
 // callback's error, or ReadRows's.

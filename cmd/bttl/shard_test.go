@@ -346,3 +346,65 @@ func TestAuditSIGKILLResumesFromCheckpoint(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(resumed.stdout), &out))
 	t.Logf("checkpoint: %d of %d ranges done at the kill; the restart read %d of %d rows", done, len(file.Ranges), reread, out.Tables[0].Rows)
 }
+
+// TestAuditWorkersSpeedup (acceptance 6 of issue 21) audits
+// BTTL_AUDIT_SPEEDUP_CELLS cells (e.g. 1000000) on cbtemulator with the
+// built binary, with -workers 1 and -workers 4, twice each interleaved
+// (1, 4, 4, 1), and checks that 4 workers take at most 0.6x the single
+// worker's wall time (sums of both runs) and that every run's peak RSS
+// (/usr/bin/time) stays under 200 MB. Not in the default run:
+//
+//	BTTL_AUDIT_SPEEDUP_CELLS=1000000 go test -run TestAuditWorkersSpeedup -v -timeout 30m ./cmd/bttl
+func TestAuditWorkersSpeedup(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("BTTL_AUDIT_SPEEDUP_CELLS"))
+	if n <= 0 {
+		t.Skip("set BTTL_AUDIT_SPEEDUP_CELLS to run")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		missing(t, "needs /usr/bin/time: %v", err)
+	}
+	ac, dc, addr := emulatorClients(t)
+	bin := buildBttl(t)
+	now := bigtable.Now().TruncateToMilliseconds()
+	_, perRow := loadEvents(t, ac, dc, n/10, now)
+	schema := writeFile(t, "schema.yaml", schemaYAML)
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		t.Logf("load average before the audits: %s", strings.TrimSpace(string(load)))
+	}
+	audit := func(workers int) (time.Duration, int64) {
+		rssFile := filepath.Join(t.TempDir(), "maxrss")
+		cmd := exec.Command("/usr/bin/time", "-f", "%M", "-o", rssFile, bin, "-project", "p", "-instance", "i", "-schema", schema,
+			"audit", "-json", "-workers", strconv.Itoa(workers), "-now", now.Time().UTC().Format(time.RFC3339Nano))
+		cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+addr)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		start := time.Now()
+		require.NoError(t, cmd.Run())
+		elapsed := time.Since(start)
+		kib, err := os.ReadFile(rssFile)
+		require.NoError(t, err)
+		rss, err := strconv.ParseInt(strings.TrimSpace(string(kib)), 10, 64)
+		require.NoError(t, err, string(kib))
+		var got auditOutput
+		require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+		require.EqualValues(t, n/10*perRow, got.Tables[0].Cells)
+		t.Logf("-workers %d: %d cells in %s, peak RSS %.1f MB", workers, got.Tables[0].Cells, elapsed.Round(time.Millisecond), float64(rss)/1024)
+		require.Less(t, rss*1024, int64(200<<20), "peak RSS under 200 MB")
+		return elapsed, rss
+	}
+	var one, four time.Duration
+	for _, w := range []int{1, 4, 4, 1} {
+		d, _ := audit(w)
+		if w == 1 {
+			one += d
+		} else {
+			four += d
+		}
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		t.Logf("load average after the audits: %s", strings.TrimSpace(string(load)))
+	}
+	ratio := float64(four) / float64(one)
+	t.Logf("4 workers / 1 worker wall time: %.2f (%s / %s, two runs each)", ratio, four.Round(time.Millisecond), one.Round(time.Millisecond))
+	assert.LessOrEqual(t, ratio, 0.6, "4 workers take at most 0.6x the single worker's wall time")
+}
