@@ -53,7 +53,7 @@ func TestHelpFormsExitZeroWithoutNetwork(t *testing.T) {
 		assert.Less(t, time.Since(start), time.Second, "%q", args)
 	}
 	r := runRaw(context.Background(), "help", "audit")
-	for _, flag := range []string{"-fail-on", "-sample", "-limit", "-progress", "-table"} {
+	for _, flag := range []string{"-fail-on", "-sample", "-limit", "-progress", "-table", "-workers", "-cells-per-second", "-shard", "-shard-keys", "-suggest-shard-keys", "-checkpoint", "-now", "bttl audit merge"} {
 		assert.Contains(t, r.stdout, flag, "help audit lists %s", flag)
 	}
 
@@ -115,6 +115,17 @@ func TestBadFlagValuesExitTwoNamingTheFlag(t *testing.T) {
 		{"-fail-on", []string{"audit", "-fail-on", "expired,bogus"}},
 		{"-fail-on", []string{"audit", "-fail-on", ""}},
 		{"-progress", []string{"audit", "-progress", "-1s"}},
+		{"-workers", []string{"audit", "-workers", "0"}},
+		{"-cells-per-second", []string{"audit", "-cells-per-second", "-5"}},
+		{"-cells-per-second", []string{"audit", "-cells-per-second", "fast"}},
+		{"-shard", []string{"audit", "-shard", "2/2"}},
+		{"-shard", []string{"audit", "-shard", "1"}},
+		{"-now", []string{"audit", "-now", "yesterday"}},
+		{"-checkpoint", []string{"audit", "-checkpoint", "ck.json"}},
+		{"-limit", []string{"audit", "-limit", "5", "-workers", "2"}},
+		{"-limit", []string{"audit", "-limit", "5", "-shard", "0/2"}},
+		{"-shard-keys", []string{"audit", "-shard-keys", "keys.txt"}},
+		{"-suggest-shard-keys", []string{"audit", "-suggest-shard-keys", "1"}},
 		{"-timeout", []string{"-timeout", "-1s", "verify"}},
 		{"-timeout", []string{"verify", "-timeout", "soon"}},
 		{"-sample-rows", []string{"apply", "-sample-rows", "0"}},
