@@ -256,6 +256,13 @@ func (a *auditArgs) scope(r *audit.Report) string {
 	if a.opt.Sample > 0 && a.opt.Sample < 1 {
 		parts = append(parts, fmt.Sprintf("sampled about %g%% of rows (-sample %g): counts are of the sample", a.opt.Sample*100, a.opt.Sample))
 	}
+	if r.Shard != nil {
+		var covered []string
+		for _, rg := range r.Ranges {
+			covered = append(covered, rg.String())
+		}
+		parts = append(parts, fmt.Sprintf("shard %s, key range %s: merge the shards' -json reports with bttl audit merge", r.Shard, strings.Join(covered, " ")))
+	}
 	if a.opt.Limit > 0 && r.Rows >= a.opt.Limit {
 		parts = append(parts, fmt.Sprintf("stopped at the row limit (-limit %d): later rows not read", a.opt.Limit))
 	}

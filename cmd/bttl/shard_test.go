@@ -235,6 +235,10 @@ func TestAuditMergeRefusesMismatchedReports(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	otherSchema := writeFile(t, "other.json", r.stdout)
 
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-now", t0, "-shard", "1/2")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "partial: shard 1/2, key range [\"\\x80\\x00\\x00\\x00\", end): merge the shards' -json reports with bttl audit merge\n")
+
 	r = runRaw(ctx, "audit", "merge", s0, s1)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `table "events" at 2026-01-02T15:04:05Z: 200 rows, 200 cells`)
