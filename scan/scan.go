@@ -95,7 +95,9 @@ func Run(ctx context.Context, tbl *bigtable.Table, table string, f RowFunc, opts
 // RunRanges scans like Run, with callbacks per range: for results
 // gathered per range (audit's counts), merged in key order afterwards from
 // Summary.Ranges, including those an earlier run recorded in the
-// checkpoint. The Summary is returned also with an error.
+// checkpoint. Once reading started, the Summary is returned also with an
+// error (it is nil when the options or the checkpoint are refused, or
+// SampleRowKeys fails).
 func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFunc, opts ...Option) (*Summary, error) {
 	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
 	for _, o := range opts {
