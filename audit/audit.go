@@ -2,12 +2,16 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -74,10 +78,19 @@ type Report struct {
 	Rows  int64              `json:"rows"`
 	Cells int64              `json:"cells"`
 	// RowsOver100MB counts rows whose size (key, qualifiers, values and
-	// 8 bytes of timestamp per cell) exceeds LargeRowBytes.
+	// 8 bytes of timestamp per cell) exceeds LargestRowBytes.
 	RowsOver100MB   int64    `json:"rows_over_100mb"`
 	LargestRowBytes int64    `json:"largest_row_bytes"`
 	Families        []Family `json:"families"`
+	// Schema is each schema family's strategy, as Family.Strategy names
+	// it: what Merge checks reports agree on.
+	Schema map[string]string `json:"schema,omitempty"`
+	// Shard is the shard this report covers, when the scan was one of
+	// several (Options.Shard); nil for a whole scan or a merged report.
+	Shard *scan.Shard `json:"shard,omitempty"`
+	// Ranges are the key ranges the report covers, coalesced: one range
+	// for a complete scan (the scanned range, or the shard's piece of it).
+	Ranges []scan.Range `json:"ranges,omitempty"`
 }
 
 // Progress is called during the scan, at most once per interval.
@@ -85,101 +98,190 @@ type Progress func(rows, cells int64)
 
 // Options scope a scan.
 type Options struct {
-	// Rows is the row set to scan (default: the whole table).
-	Rows bigtable.RowSet
+	// Start and End bound the scanned keys: [Start, End), End "" for the
+	// table's end (default: the whole table).
+	Start, End string
 	// Sample, in (0,1), reads that fraction of rows (RowSampleFilter).
 	Sample float64
-	// Limit stops after that many rows (0: no limit).
+	// Limit stops after that many rows (0: no limit); with several
+	// workers, which rows is not defined.
 	Limit int64
 	// Progress and ProgressEvery report progress (default every second).
 	Progress      Progress
 	ProgressEvery time.Duration
-	// ProgressKey, when set, is called alongside Progress with the key of
-	// the last row read, so a caller can place the scan among the table's
-	// split points (SampleRowKeys) and estimate the fraction done.
-	ProgressKey func(rows, cells int64, lastRowKey string)
+	// ScanProgress, when set, is called alongside Progress with the
+	// scan's state: ranges done, fraction and ETA.
+	ScanProgress func(scan.Progress)
+	// Checkpoint names a file where the scan records finished ranges and
+	// their counts; a later Scan with the same table, schema, now, range
+	// and shard resumes from it (see docs/design.md#scan-engine).
+	Checkpoint string
+	// Scan passes options to the scan engine: scan.WithWorkers,
+	// scan.WithCellsPerSecond, scan.WithShard, scan.WithShardKeys,
+	// scan.WithRanges. Start, End, Sample, Limit, the progress functions
+	// and Checkpoint set the others.
+	Scan []scan.Option
+}
+
+// checkpointJob identifies an audit in its checkpoint: a restart must
+// classify at the same clock time, with the same schema and sample.
+type checkpointJob struct {
+	Kind   string             `json:"kind"`
+	Now    bigtable.Timestamp `json:"now"`
+	Schema map[string]string  `json:"schema"`
+	Sample float64            `json:"sample,omitempty"`
 }
 
 // Scan reads the table and counts, at now, what schema's strategies make
 // of its cells. Families not in schema are reported as "not in schema" and
-// counted live.
+// counted live. The table is read by the scan engine (package scan), in
+// parallel with scan.WithWorkers; counts are kept per key range and merged
+// in key order, so the report does not depend on the workers' order.
 func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy.Schema, now bigtable.Timestamp, opt Options) (*Report, error) {
-	rep := &Report{Table: name, Now: now}
-	fams := map[string]*Family{}
-	family := func(f string) *Family {
-		if s, ok := fams[f]; ok {
-			return s
-		}
-		s := &Family{Family: f, Strategy: "not in schema"}
-		if p, ok := schema[f]; ok {
-			s.Strategy, s.policy, s.managed, s.Versions = p.String(), p, p.Managed(), p.Versions()
-		}
-		fams[f] = s
-		return s
+	rep := &Report{Table: name, Now: now, Schema: map[string]string{}}
+	for f, p := range schema {
+		rep.Schema[f] = p.String()
 	}
-	for f := range schema {
-		family(f)
+	var mu sync.Mutex
+	parts := map[scan.Range]*tally{}
+	perRange := func(rg scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
+		t := newTally(schema, now)
+		mu.Lock()
+		parts[rg] = t // a range read again after a restart starts over
+		mu.Unlock()
+		return t.row, func() (json.RawMessage, error) { return json.Marshal(t.report()) }
 	}
-	rows := opt.Rows
-	if rows == nil {
-		rows = bigtable.InfiniteRange("")
-	}
-	var ropts []bigtable.ReadOption
+	sopts := []scan.Option{scan.WithRange(opt.Start, opt.End)}
 	if opt.Sample > 0 && opt.Sample < 1 {
-		ropts = append(ropts, bigtable.RowFilter(bigtable.RowSampleFilter(opt.Sample)))
+		sopts = append(sopts, scan.WithFilter(bigtable.RowSampleFilter(opt.Sample)))
 	}
 	if opt.Limit > 0 {
-		ropts = append(ropts, bigtable.LimitRows(opt.Limit))
+		sopts = append(sopts, scan.WithLimit(opt.Limit))
 	}
-	every := opt.ProgressEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	last := time.Now()
-	err := tbl.ReadRows(ctx, rows, func(r bigtable.Row) bool {
-		rep.Rows++
-		size := int64(len(r.Key()))
-		for f, items := range r {
-			s := family(f)
-			col, idx := "", 0
-			for _, it := range items {
-				n := int64(len(it.Value))
-				size += n + int64(len(it.Column)-len(f)-1) + 8
-				rep.Cells++
-				s.Cells++
-				s.Bytes += n
-				if it.Column != col {
-					col, idx = it.Column, 0
-				}
-				idx++ // cells of a column arrive newest first
-				s.count(it, idx, n, now)
-			}
+	if opt.Progress != nil || opt.ScanProgress != nil {
+		every := opt.ProgressEvery
+		if every <= 0 {
+			every = time.Second
 		}
-		if size > rep.LargestRowBytes {
-			rep.LargestRowBytes = size
-		}
-		if size > LargeRowBytes {
-			rep.RowsOver100MB++
-		}
-		if (opt.Progress != nil || opt.ProgressKey != nil) && time.Since(last) >= every {
-			last = time.Now()
+		sopts = append(sopts, scan.WithProgress(every, func(p scan.Progress) {
 			if opt.Progress != nil {
-				opt.Progress(rep.Rows, rep.Cells)
+				opt.Progress(p.Rows, p.Cells)
 			}
-			if opt.ProgressKey != nil {
-				opt.ProgressKey(rep.Rows, rep.Cells, r.Key())
+			if opt.ScanProgress != nil {
+				opt.ScanProgress(p)
 			}
+		}))
+	}
+	if opt.Checkpoint != "" {
+		job := checkpointJob{Kind: "audit", Now: now, Schema: rep.Schema}
+		if opt.Sample > 0 && opt.Sample < 1 {
+			job.Sample = opt.Sample
 		}
-		return true
-	}, ropts...)
+		sopts = append(sopts, scan.WithCheckpoint(opt.Checkpoint, job))
+	}
+	sum, err := scan.RunRanges(ctx, tbl, name, perRange, append(sopts, opt.Scan...)...)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range fams {
-		rep.Families = append(rep.Families, *s)
+	m := newMerger(rep)
+	for f := range schema {
+		m.family(newFamily(f, schema))
 	}
-	sort.Slice(rep.Families, func(i, j int) bool { return rep.Families[i].Family < rep.Families[j].Family })
+	for _, r := range sum.Ranges {
+		var part *Report
+		switch {
+		case r.Resumed:
+			part = &Report{}
+			if err := json.Unmarshal(r.Result, part); err != nil {
+				return nil, fmt.Errorf("audit: checkpoint %s: range %s: %w", opt.Checkpoint, r.Range, err)
+			}
+		case parts[r.Range] != nil: // read by this run (also a range a limit stopped)
+			part = parts[r.Range].report()
+		default:
+			continue
+		}
+		m.add(part)
+	}
+	m.done()
+	if sum.Shard.Count > 1 {
+		sh := sum.Shard
+		rep.Shard = &sh
+	}
+	rep.Ranges = sum.Covered()
 	return rep, nil
+}
+
+// tally counts one key range.
+type tally struct {
+	rep    Report
+	fams   map[string]*Family
+	schema strategy.Schema
+	now    bigtable.Timestamp
+}
+
+func newTally(schema strategy.Schema, now bigtable.Timestamp) *tally {
+	return &tally{fams: map[string]*Family{}, schema: schema, now: now}
+}
+
+func (t *tally) family(f string) *Family {
+	if s, ok := t.fams[f]; ok {
+		return s
+	}
+	s := newFamily(f, t.schema)
+	t.fams[f] = s
+	return s
+}
+
+func newFamily(f string, schema strategy.Schema) *Family {
+	s := &Family{Family: f, Strategy: notInSchema}
+	if p, ok := schema[f]; ok {
+		s.Strategy, s.policy, s.managed, s.Versions = p.String(), p, p.Managed(), p.Versions()
+	}
+	return s
+}
+
+// notInSchema is the Strategy of a family the schema does not name.
+const notInSchema = "not in schema"
+
+// row counts one row; rows of a range come one at a time, in key order.
+func (t *tally) row(_ context.Context, r bigtable.Row) error {
+	rep := &t.rep
+	rep.Rows++
+	size := int64(len(r.Key()))
+	for f, items := range r {
+		s := t.family(f)
+		col, idx := "", 0
+		for _, it := range items {
+			n := int64(len(it.Value))
+			size += n + int64(len(it.Column)-len(f)-1) + 8
+			rep.Cells++
+			s.Cells++
+			s.Bytes += n
+			if it.Column != col {
+				col, idx = it.Column, 0
+			}
+			idx++ // cells of a column arrive newest first
+			s.count(it, idx, n, t.now)
+		}
+	}
+	if size > rep.LargestRowBytes {
+		rep.LargestRowBytes = size
+	}
+	if size > LargeRowBytes {
+		rep.RowsOver100MB++
+	}
+	return nil
+}
+
+// report is the range's counts, families sorted.
+func (t *tally) report() *Report {
+	r := t.rep
+	r.Families = nil
+	for _, f := range t.fams {
+		r.Families = append(r.Families, *f)
+	}
+	sort.Slice(r.Families, func(i, j int) bool { return r.Families[i].Family < r.Families[j].Family })
+	return &r
 }
 
 // count classifies one cell, the idx-th newest of its column.

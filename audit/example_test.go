@@ -9,6 +9,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -70,4 +71,48 @@ func ExampleScan() {
 	// legacy   not in schema              live=1 expired=0 at-or-before-now=0 beyond-kept=0
 	// session  one-second                 live=0 expired=1 at-or-before-now=1 beyond-kept=0
 	// clicks expired for: 24h0m0s
+}
+
+// Shards of one audit, run by separate processes at the same now, merge
+// into the report a single scan makes.
+func ExampleMerge() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	schema := strategy.Schema{"clicks": strategy.DefaultExpiry(24 * time.Hour)}
+	if err := h.CreateTable(ctx, "events", schema); err != nil {
+		panic(err)
+	}
+	now := h.Clock.Now()
+	tbl := h.Raw.Open("events")
+	for i, key := range []string{"a#1", "m#1", "z#1"} {
+		m := bigtable.NewMutation()
+		m.Set("clicks", "c", bigtable.Time(now.Add(-time.Duration(i)*24*time.Hour)), []byte("click"))
+		if err := tbl.Apply(ctx, key, m); err != nil {
+			panic(err)
+		}
+	}
+	var shards []*audit.Report
+	for i := 0; i < 2; i++ {
+		rep, err := audit.Scan(ctx, tbl, "events", schema, bigtable.Time(now), audit.Options{
+			Scan: []scan.Option{scan.WithShard(i, 2), scan.WithShardKeys("n")},
+		})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("shard", rep.Shard, "rows:", rep.Rows, "covers:", rep.Ranges)
+		shards = append(shards, rep)
+	}
+	merged, err := audit.Merge(shards...)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("merged rows:", merged.Rows, "expired:", merged.Families[0].Expired, "covers:", merged.Ranges)
+	// Output:
+	// shard 0/2 rows: 2 covers: [["", "n")]
+	// shard 1/2 rows: 1 covers: [["n", end)]
+	// merged rows: 3 expired: 2 covers: [["", end)]
 }

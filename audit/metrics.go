@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"cloud.google.com/go/bigtable"
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,25 +127,25 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		largest.WithLabelValues(r.Table).Set(float64(r.LargestRowBytes))
 		when.WithLabelValues(r.Table).Set(seconds(r.Now))
 		for _, f := range r.Families {
-			kind := strategyLabel(f)
+			kind := f.kind()
 			l := []string{r.Table, f.Family, kind}
 			stored.WithLabelValues(l...).Set(float64(f.Cells))
 			storedBytes.WithLabelValues(l...).Set(float64(f.Bytes))
 			live.WithLabelValues(l...).Set(float64(f.Live))
 			// Every cell is live, expired or beyond the versions kept.
 			liveBytes.WithLabelValues(l...).Set(float64(f.Bytes - f.ExpiredBytes - f.BeyondKeptBytes))
-			k := f.policy.Kind()
-			if f.managed && (k == strategy.KindOneSecond || k == strategy.KindDefaultExpiry) {
+			oneSecond, defaultExpiry, sequence := kind == strategy.KindOneSecond.String(), kind == strategy.KindDefaultExpiry.String(), kind == strategy.KindSequence.String()
+			if oneSecond || defaultExpiry {
 				expired.WithLabelValues(l...).Set(float64(f.Expired))
 				expiredBytes.WithLabelValues(l...).Set(float64(f.ExpiredBytes))
 				if f.Expired > 0 {
 					oldest.WithLabelValues(l...).Set(seconds(f.OldestExpiry))
 				}
 			}
-			if f.managed && k == strategy.KindOneSecond {
+			if oneSecond {
 				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
 			}
-			if f.managed && (k == strategy.KindSequence || f.Versions > 0) {
+			if sequence || ((oneSecond || defaultExpiry) && f.Versions > 0) {
 				beyond.WithLabelValues(l...).Set(float64(f.BeyondKept))
 				beyondBytes.WithLabelValues(l...).Set(float64(f.BeyondKeptBytes))
 			}
@@ -153,12 +154,16 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 	return reg, nil
 }
 
-func strategyLabel(f Family) string {
-	// Scan names a family outside the schema by a Strategy of its own.
-	if !f.managed && f.Strategy != f.policy.String() {
+// kind is the family's strategy kind as Strategy names it (one-second,
+// default-expiry, sequence, unmanaged), or StrategyNotInSchema: read from
+// Strategy, which a report read back from JSON (audit merge) keeps.
+func (f Family) kind() string {
+	if f.Strategy == notInSchema {
 		return StrategyNotInSchema
 	}
-	return f.policy.Kind().String()
+	k, _, _ := strings.Cut(f.Strategy, "(")
+	k, _, _ = strings.Cut(k, "+")
+	return k
 }
 
 // seconds converts a Bigtable timestamp (microseconds) to Unix seconds.

@@ -6,7 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/scan"
 )
 
 var auditCommand = command{
@@ -27,12 +29,24 @@ timestamps that are not sequence numbers in sequence families
 cells beyond the N versions kept ("beyond-kept"), and rows over 100 MB
 ("large-rows"). A sampled (-sample) or limited (-limit) report says so.
 -fail-on makes the named findings exit 1, for CI; -metrics-out writes the
-figures for node_exporter's textfile collector. Progress goes to stderr
-when it is a terminal, or with -progress. Ctrl-C stops the scan (exit 130).
-Reads only: ReadRows and SampleRowKeys.
+figures for node_exporter's textfile collector. Progress (fraction of key
+ranges done, ETA) goes to stderr when it is a terminal, or with -progress.
+Ctrl-C stops the scan (exit 130). Reads only: ReadRows and SampleRowKeys.
+
+The table is cut at its SampleRowKeys points into key ranges, read by
+-workers streams at once, at most -cells-per-second. -shard i/n reads the
+i-th of n pieces of the scanned range, so n processes or machines share an
+audit: run each with the same -now (and -shard-keys, if any) and -json,
+then merge their reports with 'bttl audit merge'. The pieces are a function
+of the flags alone: by default an even split of the key space, which suits
+hashed keys; for keys with a common prefix, write keys once with
+-suggest-shard-keys n and pass the file to every shard as -shard-keys.
+-checkpoint FILE records finished ranges (one file per shard and table); a
+run restarted with the same flags skips them and reads unfinished ranges
+again. See docs/design.md#scan-engine.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
-		a := &auditArgs{}
+		a := &auditArgs{workers: 1}
 		a.table = tableFlag(fs)
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 		fs.StringVar(&a.prefix, "prefix", "", "scan only rows with this key prefix")
@@ -43,6 +57,13 @@ Reads only: ReadRows and SampleRowKeys.
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
+		fs.Var(countFlag{&a.workers, 1}, "workers", "read this many key ranges at once (`n` streams)")
+		fs.Var(rateFlag{&a.cellsPerSecond}, "cells-per-second", "read at most this many cells a second over all workers (`rate`; 0: no limit)")
+		fs.Var(shardFlag{&a.shard}, "shard", "scan only shard `i/n` of the scanned range (0 <= i < n), for n processes; merge their -json reports with bttl audit merge")
+		fs.StringVar(&a.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as -suggest-shard-keys writes them (default: an even split of the key space)")
+		fs.Var(countFlag{&a.suggest, 0}, "suggest-shard-keys", "print `n`-1 shard keys for n shards, from the table's sample points, and exit (needs -table when the schema has several tables)")
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "record finished key ranges in this `file` and resume from it (needs -now and -table when the schema has several tables)")
+		fs.Var(timeFlag{&a.now}, "now", "audit at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock: the same for every shard and restart")
 		fs.Var(failOnFlag{&a.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
 		return invocation{check: a.check, run: a.run}
 	},
@@ -57,6 +78,13 @@ type auditArgs struct {
 	progressSet        bool
 	failOn             []string
 	metricsOut         string
+	workers            int64
+	cellsPerSecond     float64
+	shard              scan.Shard
+	shardKeys          string
+	suggest            int64
+	checkpoint         string
+	now                time.Time
 }
 
 func (a *auditArgs) check() error {
@@ -65,6 +93,14 @@ func (a *auditArgs) check() error {
 		return errors.New("-prefix excludes -start and -end")
 	case a.end != "" && a.start >= a.end:
 		return fmt.Errorf("-start %q must sort before -end %q", a.start, a.end)
+	case a.opt.Limit > 0 && (a.workers > 1 || a.shard.Count > 1 || a.checkpoint != ""):
+		return errors.New("-limit reads a table's first rows: it excludes -workers above 1, -shard and -checkpoint")
+	case a.checkpoint != "" && a.now.IsZero():
+		return errors.New("-checkpoint needs -now, so that a restart audits at the same time")
+	case a.shardKeys != "" && a.shard.Count < 2:
+		return errors.New("-shard-keys needs -shard i/n with n of at least 2")
+	case a.suggest == 1:
+		return errors.New("-suggest-shard-keys: want at least 2 shards")
 	}
 	return nil
 }
@@ -94,17 +130,25 @@ func (a *auditArgs) run(e *env) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	opt := a.opt
-	switch {
-	case a.prefix != "":
-		opt.Rows = bigtable.PrefixRange(a.prefix)
-	case a.end != "":
-		opt.Rows = bigtable.NewRange(a.start, a.end)
-	case a.start != "":
-		opt.Rows = bigtable.InfiniteRange(a.start)
+	if len(tables) > 1 && (a.checkpoint != "" || a.suggest > 0) {
+		return e.fail(errors.New("-checkpoint and -suggest-shard-keys act on one table: give -table"))
 	}
+	opt := a.opt
+	opt.Start, opt.End = a.bounds()
 	if opt.Sample == 1 {
 		opt.Sample = 0 // every row: no sample filter
+	}
+	opt.Checkpoint = a.checkpoint
+	opt.Scan = append(opt.Scan, scan.WithWorkers(int(max(a.workers, 1))), scan.WithCellsPerSecond(a.cellsPerSecond))
+	if a.shard.Count > 1 {
+		opt.Scan = append(opt.Scan, scan.WithShard(a.shard.Index, a.shard.Count))
+	}
+	if a.shardKeys != "" {
+		keys, err := readShardKeys(a.shardKeys)
+		if err != nil {
+			return e.fail(fmt.Errorf("-shard-keys: %w", err))
+		}
+		opt.Scan = append(opt.Scan, scan.WithShardKeys(keys...))
 	}
 	tty := isTerminal(e.stderr)
 	every := a.every
@@ -113,23 +157,37 @@ func (a *auditArgs) run(e *env) int {
 	}
 	var reports []*audit.Report
 	for _, t := range tables {
-		// SampleRowKeys places the scan for the progress line, and is the
-		// first call: an unreachable endpoint fails here, within -timeout.
+		// SampleRowKeys is the first call, as the scan's own first call is:
+		// an unreachable endpoint fails here, within -timeout.
 		ctx, cancel := e.step()
-		keys, err := e.data.Open(t).SampleRowKeys(ctx)
+		_, err := e.data.Open(t).SampleRowKeys(ctx)
 		cancel()
 		if err != nil {
 			return e.fail(fmt.Errorf("table %q: %w", t, err))
 		}
+		if a.suggest > 0 {
+			ctx, cancel := e.step()
+			keys, err := scan.SuggestShardKeys(ctx, e.data.Open(t), opt.Start, opt.End, int(a.suggest))
+			cancel()
+			if err != nil {
+				return e.fail(fmt.Errorf("table %q: %w", t, err))
+			}
+			for _, k := range keys {
+				fmt.Fprintln(e.stdout, strconv.Quote(k))
+			}
+			return exitOK
+		}
 		var pr *progress
 		topt := opt
 		if every > 0 {
-			lo, hi := a.bounds()
-			pr = newProgress(e.stderr, tty, keys, lo, hi, opt.Limit)
+			pr = &progress{w: e.stderr, tty: tty, limit: opt.Limit}
 			topt.ProgressEvery = every
-			topt.ProgressKey = pr.update
+			topt.ScanProgress = pr.update
 		}
 		now := bigtable.Timestamp(e.now().UnixMicro())
+		if !a.now.IsZero() {
+			now = bigtable.Time(a.now)
+		}
 		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topt)
 		pr.done()
 		if err != nil {
@@ -148,16 +206,25 @@ func (a *auditArgs) run(e *env) int {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
+	return finish(e, reports, a.json, a.opt.Sample, a.opt.Limit, a.failOn)
+}
+
+// auditOutput is audit's JSON output, which audit merge reads back.
+type auditOutput struct {
+	Tables []*audit.Report `json:"tables"`
+	// Sample and Limit say a report is partial; Findings lists the
+	// kinds present, as -fail-on names them.
+	Sample   float64  `json:"sample,omitempty"`
+	Limit    int64    `json:"limit,omitempty"`
+	Findings []string `json:"findings"`
+}
+
+// finish prints the reports as JSON (the text form is printed as each table
+// is done) and returns the exit status -fail-on implies.
+func finish(e *env, reports []*audit.Report, asJSON bool, sample float64, limit int64, failOn []string) int {
 	found := findings(reports)
-	if a.json {
-		out := struct {
-			Tables []*audit.Report `json:"tables"`
-			// Sample and Limit say a report is partial; Findings lists the
-			// kinds present, as -fail-on names them.
-			Sample   float64  `json:"sample,omitempty"`
-			Limit    int64    `json:"limit,omitempty"`
-			Findings []string `json:"findings"`
-		}{reports, a.opt.Sample, a.opt.Limit, found}
+	if asJSON {
+		out := auditOutput{reports, sample, limit, found}
 		if out.Findings == nil {
 			out.Findings = []string{}
 		}
@@ -168,7 +235,7 @@ func (a *auditArgs) run(e *env) int {
 		}
 	}
 	var failing []string
-	for _, f := range a.failOn {
+	for _, f := range failOn {
 		for _, g := range found {
 			if f == g {
 				failing = append(failing, f)
@@ -176,7 +243,7 @@ func (a *auditArgs) run(e *env) int {
 		}
 	}
 	if len(failing) > 0 {
-		fmt.Fprintf(e.stderr, "bttl audit: findings named by -fail-on: %s\n", strings.Join(failing, ", "))
+		fmt.Fprintf(e.stderr, "bttl %s: findings named by -fail-on: %s\n", e.name, strings.Join(failing, ", "))
 		return exitFindings
 	}
 	return exitOK
@@ -188,6 +255,13 @@ func (a *auditArgs) scope(r *audit.Report) string {
 	var parts []string
 	if a.opt.Sample > 0 && a.opt.Sample < 1 {
 		parts = append(parts, fmt.Sprintf("sampled about %g%% of rows (-sample %g): counts are of the sample", a.opt.Sample*100, a.opt.Sample))
+	}
+	if r.Shard != nil {
+		var covered []string
+		for _, rg := range r.Ranges {
+			covered = append(covered, rg.String())
+		}
+		parts = append(parts, fmt.Sprintf("shard %s, key range %s: merge the shards' -json reports with bttl audit merge", r.Shard, strings.Join(covered, " ")))
 	}
 	if a.opt.Limit > 0 && r.Rows >= a.opt.Limit {
 		parts = append(parts, fmt.Sprintf("stopped at the row limit (-limit %d): later rows not read", a.opt.Limit))
@@ -225,52 +299,32 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progress writes the scan's progress: rows and cells read, and, from the
-// table's split points (SampleRowKeys), the fraction of key ranges done and
-// an ETA. On a terminal the line is rewritten in place; elsewhere each
-// update is a line of its own.
+// progress writes the scan's progress: rows and cells read, the fraction
+// of the key ranges (weighted by the table's sample points) done, and an
+// ETA. On a terminal the line is rewritten in place; elsewhere each update
+// is a line of its own. The scan calls update from one goroutine.
 type progress struct {
 	w       io.Writer
 	tty     bool
-	splits  []string // split keys inside the scanned range, sorted
 	limit   int64
-	start   time.Time
 	printed bool
 }
 
-func newProgress(w io.Writer, tty bool, keys []string, lo, hi string, limit int64) *progress {
-	p := &progress{w: w, tty: tty, limit: limit, start: time.Now()}
-	for _, k := range keys {
-		if k != "" && k > lo && (hi == "" || k < hi) {
-			p.splits = append(p.splits, k)
-		}
-	}
-	sort.Strings(p.splits)
-	return p
-}
-
-// fraction is how much of the scan is done when the last row read is key:
-// the key ranges wholly before it over all ranges, or the share of -limit
-// read, whichever is larger.
-func (p *progress) fraction(rows int64, key string) (f float64, done, total int) {
-	total = len(p.splits) + 1
-	done = sort.Search(len(p.splits), func(i int) bool { return p.splits[i] > key })
-	f = float64(done) / float64(total)
+func (p *progress) line(s scan.Progress) string {
+	line := fmt.Sprintf("scanned %d rows, %d cells", s.Rows, s.Cells)
+	f := s.Fraction
 	if p.limit > 0 {
-		f = max(f, float64(rows)/float64(p.limit))
+		f = max(f, float64(s.Rows)/float64(p.limit))
 	}
-	return f, done, total
+	line += fmt.Sprintf(", about %.0f%% (%d of %d key ranges)", 100*f, s.RangesDone, s.Ranges)
+	if s.ETA > 0 {
+		line += fmt.Sprintf(", ETA %s", s.ETA)
+	}
+	return line
 }
 
-func (p *progress) update(rows, cells int64, key string) {
-	line := fmt.Sprintf("scanned %d rows, %d cells", rows, cells)
-	if f, done, total := p.fraction(rows, key); f > 0 {
-		elapsed := time.Since(p.start)
-		eta := time.Duration(float64(elapsed) * (1 - f) / f).Round(time.Second)
-		line += fmt.Sprintf(", about %.0f%% (%d of %d key ranges), ETA %s", 100*f, done, total, eta)
-	} else {
-		line += fmt.Sprintf(", in the first of %d key ranges", total)
-	}
+func (p *progress) update(s scan.Progress) {
+	line := p.line(s)
 	p.printed = true
 	if p.tty {
 		fmt.Fprintf(p.w, "\r%s\x1b[K", line) // \x1b[K clears the rest of a longer previous line
@@ -284,6 +338,32 @@ func (p *progress) done() {
 	if p != nil && p.tty && p.printed {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// readShardKeys reads -shard-keys: one key per line; a line in double
+// quotes is a Go-quoted string (binary keys), as -suggest-shard-keys
+// writes them; blank lines are skipped.
+func readShardKeys(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if strings.HasPrefix(l, `"`) {
+			k, err := strconv.Unquote(l)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+			}
+			l = k
+		}
+		keys = append(keys, l)
+	}
+	return keys, nil
 }
 
 func ts(t bigtable.Timestamp) string {

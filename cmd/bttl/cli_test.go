@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
 )
 
@@ -52,7 +53,7 @@ func TestHelpFormsExitZeroWithoutNetwork(t *testing.T) {
 		assert.Less(t, time.Since(start), time.Second, "%q", args)
 	}
 	r := runRaw(context.Background(), "help", "audit")
-	for _, flag := range []string{"-fail-on", "-sample", "-limit", "-progress", "-table"} {
+	for _, flag := range []string{"-fail-on", "-sample", "-limit", "-progress", "-table", "-workers", "-cells-per-second", "-shard", "-shard-keys", "-suggest-shard-keys", "-checkpoint", "-now", "bttl audit merge"} {
 		assert.Contains(t, r.stdout, flag, "help audit lists %s", flag)
 	}
 
@@ -114,6 +115,17 @@ func TestBadFlagValuesExitTwoNamingTheFlag(t *testing.T) {
 		{"-fail-on", []string{"audit", "-fail-on", "expired,bogus"}},
 		{"-fail-on", []string{"audit", "-fail-on", ""}},
 		{"-progress", []string{"audit", "-progress", "-1s"}},
+		{"-workers", []string{"audit", "-workers", "0"}},
+		{"-cells-per-second", []string{"audit", "-cells-per-second", "-5"}},
+		{"-cells-per-second", []string{"audit", "-cells-per-second", "fast"}},
+		{"-shard", []string{"audit", "-shard", "2/2"}},
+		{"-shard", []string{"audit", "-shard", "1"}},
+		{"-now", []string{"audit", "-now", "yesterday"}},
+		{"-checkpoint", []string{"audit", "-checkpoint", "ck.json"}},
+		{"-limit", []string{"audit", "-limit", "5", "-workers", "2"}},
+		{"-limit", []string{"audit", "-limit", "5", "-shard", "0/2"}},
+		{"-shard-keys", []string{"audit", "-shard-keys", "keys.txt"}},
+		{"-suggest-shard-keys", []string{"audit", "-suggest-shard-keys", "1"}},
 		{"-timeout", []string{"-timeout", "-1s", "verify"}},
 		{"-timeout", []string{"verify", "-timeout", "soon"}},
 		{"-sample-rows", []string{"apply", "-sample-rows", "0"}},
@@ -361,25 +373,21 @@ func TestAuditSaysWhenPartial(t *testing.T) {
 	assert.NotContains(t, r.stderr, "\r", "lines, not carriage returns, off a terminal")
 }
 
-func TestProgressFractionAndETA(t *testing.T) {
+func TestProgressLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, false, []string{"b", "d", "f", ""}, "", "", 0)
-	p.start = time.Now().Add(-10 * time.Second)
-	f, done, total := p.fraction(5, "a")
-	assert.Equal(t, 0.0, f)
-	assert.Equal(t, []int{0, 4}, []int{done, total})
-	f, done, _ = p.fraction(5, "d")
-	assert.Equal(t, 0.5, f)
-	assert.Equal(t, 2, done)
-	p.update(100, 200, "d")
-	assert.Regexp(t, `^scanned 100 rows, 200 cells, about 50% \(2 of 4 key ranges\), ETA 1\ds\n$`, buf.String())
+	p := &progress{w: &buf}
+	p.update(scan.Progress{Ranges: 4, RangesDone: 2, Rows: 100, Cells: 200, Fraction: 0.5, ETA: 10 * time.Second})
+	assert.Equal(t, "scanned 100 rows, 200 cells, about 50% (2 of 4 key ranges), ETA 10s\n", buf.String())
+	buf.Reset()
+	p.update(scan.Progress{Ranges: 4, Rows: 1, Cells: 2})
+	assert.Equal(t, "scanned 1 rows, 2 cells, about 0% (0 of 4 key ranges)\n", buf.String(), "no ETA before a range is done")
 
-	// Split points outside the scanned range do not count; a limit gives
-	// its own fraction.
-	p = newProgress(&buf, false, []string{"b", "d", "f", ""}, "c", "e", 1000)
-	f, done, total = p.fraction(100, "c5")
-	assert.Equal(t, []int{0, 2}, []int{done, total})
-	assert.Equal(t, 0.1, f)
+	// A limit gives its own fraction; a terminal's line is rewritten.
+	buf.Reset()
+	p = &progress{w: &buf, tty: true, limit: 1000}
+	p.update(scan.Progress{Ranges: 4, Rows: 100, Fraction: 0})
+	p.done()
+	assert.Equal(t, "\rscanned 100 rows, 0 cells, about 10% (0 of 4 key ranges)\x1b[K\n", buf.String())
 }
 
 // classify: the strategy each GC rule implies.

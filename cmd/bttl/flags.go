@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bttl/bttl/scan"
 )
 
 // Flag values that check what they are given: the flag package then
@@ -147,4 +149,62 @@ func (f failOnFlag) String() string {
 		return ""
 	}
 	return strings.Join(*f.p, ",")
+}
+
+// rateFlag is a rate >= 0.
+type rateFlag struct{ p *float64 }
+
+func (f rateFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v != v {
+		return errors.New("must be a number >= 0 (0: no limit)")
+	}
+	*f.p = v
+	return nil
+}
+func (f rateFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+// shardFlag is i/n with 0 <= i < n.
+type shardFlag struct{ p *scan.Shard }
+
+func (f shardFlag) Set(s string) error {
+	sh, err := scan.ParseShard(s)
+	if err != nil {
+		var oe *scan.OptionError
+		if errors.As(err, &oe) {
+			return errors.New(oe.Reason)
+		}
+		return err
+	}
+	*f.p = sh
+	return nil
+}
+func (f shardFlag) String() string {
+	if f.p == nil || f.p.Count == 0 {
+		return ""
+	}
+	return f.p.String()
+}
+
+// timeFlag is an RFC 3339 time, kept in UTC.
+type timeFlag struct{ p *time.Time }
+
+func (f timeFlag) Set(s string) error {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return errors.New("want an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	}
+	*f.p = t.UTC()
+	return nil
+}
+func (f timeFlag) String() string {
+	if f.p == nil || f.p.IsZero() {
+		return ""
+	}
+	return f.p.Format(time.RFC3339Nano)
 }

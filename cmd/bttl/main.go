@@ -6,6 +6,9 @@
 //	bttl [global flags] plan   [-table T]
 //	bttl [global flags] apply  [-table T] [-yes] [-force]
 //	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
+//	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]
+//	bttl [global flags] audit  -table T -suggest-shard-keys N
+//	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
 //	bttl [global flags] init   [-table T] [-force]
 //	bttl help [command]
 //

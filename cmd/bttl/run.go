@@ -48,6 +48,7 @@ commands:
   plan     show the family and GC-rule changes apply would make
   apply    make them
   audit    scan tables and report expired, mis-timestamped and excess cells
+           (bttl audit merge FILE...: merge the reports of an audit's shards)
   init     write a schema file from the instance's tables and GC rules
   help     bttl help <command> shows a command's flags
 
@@ -61,7 +62,11 @@ key file, as cbt takes. BIGTABLE_EMULATOR_HOST points bttl at an emulator.
 type command struct {
 	name, help  string
 	needsSchema bool
-	setup       func(fs *flag.FlagSet) invocation
+	// offline commands read files only: no -project or -instance, no
+	// clients; args names the positional arguments they take.
+	offline bool
+	args    string
+	setup   func(fs *flag.FlagSet) invocation
 }
 
 // invocation is a parsed command: check validates flag combinations
@@ -76,6 +81,9 @@ func commands() []command {
 }
 
 func lookup(name string) (command, bool) {
+	if name == auditMergeCommand.name {
+		return auditMergeCommand, true
+	}
 	for _, c := range commands() {
 		if c.name == name {
 			return c, true
@@ -126,7 +134,11 @@ func writeTopHelp(w io.Writer) {
 }
 
 func writeCommandHelp(w io.Writer, c command) {
-	fmt.Fprintf(w, "usage: bttl %s [flags]\n\n%s\nflags:\n", c.name, c.help)
+	usage := "bttl " + c.name + " [flags]"
+	if c.args != "" {
+		usage += " " + c.args
+	}
+	fmt.Fprintf(w, "usage: %s\n\n%s\nflags:\n", usage, c.help)
 	fs := flagSet("bttl "+c.name, w)
 	c.setup(fs)
 	fs.PrintDefaults()
@@ -168,11 +180,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case len(rest) == 0:
 			writeTopHelp(stdout)
 			return exitOK
-		case len(rest) > 1:
+		case len(rest) > 2 || (len(rest) == 2 && rest[0]+" "+rest[1] != auditMergeCommand.name):
 			fmt.Fprintln(stderr, "usage: bttl help [command]")
 			return exitError
 		}
-		c, ok := lookup(rest[0])
+		c, ok := lookup(strings.Join(rest, " "))
 		if !ok {
 			fmt.Fprintf(stderr, "bttl help: unknown command %q; run 'bttl -h' for the list\n", rest[0])
 			return exitError
@@ -184,6 +196,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !ok {
 		fmt.Fprintf(stderr, "bttl: unknown command %q; run 'bttl -h' for the list\n", name)
 		return exitError
+	}
+	if name == "audit" && len(rest) > 0 && rest[0] == "merge" {
+		c, name, rest = auditMergeCommand, auditMergeCommand.name, rest[1:]
 	}
 	fs := flagSet("bttl "+name, stderr)
 	g.define(fs)
@@ -204,8 +219,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "bttl %s: %s\n", name, fmt.Sprintf(format, a...))
 		return exitError
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && c.args == "" {
 		return usageErr("unexpected arguments %q (flags go before them)", fs.Args())
+	}
+	if c.offline {
+		if inv.check != nil {
+			if err := inv.check(); err != nil {
+				return usageErr("%v", err)
+			}
+		}
+		e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
+		return inv.run(e)
 	}
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required")
@@ -267,6 +291,7 @@ type env struct {
 	data    *bigtable.Client
 	admin   *gcrule.Admin
 	now     func() time.Time
+	args    []string // an offline command's positional arguments
 }
 
 // step returns a context bounded by -timeout, for one step that calls

@@ -1,0 +1,177 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/audit"
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/scan"
+	"github.com/bttl/bttl/strategy"
+)
+
+var mixedSchema = strategy.Schema{
+	"session": strategy.OneSecond(),
+	"clicks":  strategy.DefaultExpiry(time.Hour),
+	"doc":     strategy.Sequence(2),
+}
+
+// loadMixed writes rows rows under binary hashed keys (spread over the key
+// space, so every shard of the even split gets some), each with a finding
+// that depends on the row: expired clicks, real times in session and doc,
+// versions beyond N, sequence numbers in clicks.
+func loadMixed(t *testing.T, h *bttestharness.Harness, rows int) (*bigtable.Table, bigtable.Timestamp) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, h.Admin.CreateTable(ctx, "t"))
+	for f := range mixedSchema {
+		require.NoError(t, h.Admin.CreateColumnFamily(ctx, "t", f))
+	}
+	tbl := h.Raw.Open("t")
+	now := bigtable.Time(h.Clock.Now()).TruncateToMilliseconds()
+	minute := bigtable.Timestamp(time.Minute / time.Microsecond)
+	var keys []string
+	var muts []*bigtable.Mutation
+	for i := 0; i < rows; i++ {
+		m := bigtable.NewMutation()
+		m.Set("clicks", "c", now-bigtable.Timestamp(i%120)*minute, []byte("click")) // expired past 60 minutes
+		if i%7 == 0 {
+			m.Set("clicks", "seq", 5000, []byte("s"))
+		}
+		if i%5 == 0 {
+			m.Set("session", "tok", now-bigtable.Timestamp(i)*minute, []byte("real time"))
+		} else {
+			m.Set("session", "tok", now+60*minute, []byte("expiry"))
+		}
+		for v := 1; v <= 1+i%3; v++ {
+			m.Set("doc", "body", bigtable.Timestamp(v*1000), []byte(fmt.Sprint("v", v)))
+		}
+		if i%11 == 0 {
+			m.Set("doc", "body", now, []byte("real"))
+		}
+		h := uint32(i) * 2654435761
+		keys = append(keys, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h), 'r'}))
+		muts = append(muts, m)
+	}
+	errs, err := tbl.ApplyBulk(ctx, keys, muts)
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	return tbl, now
+}
+
+// Counts kept per range and merged in key order: four workers report what
+// one does, examples included.
+func TestScanWithWorkersEqualsOneWorker(t *testing.T) {
+	h := bttestharness.New(t)
+	tbl, now := loadMixed(t, h, 3000)
+	ctx := context.Background()
+	one, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	require.NoError(t, err)
+	four, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithWorkers(4), scan.WithRanges(16)}})
+	require.NoError(t, err)
+	assert.Equal(t, one, four)
+	assert.EqualValues(t, 3000, one.Rows)
+	assert.Equal(t, []scan.Range{{}}, one.Ranges, "a whole scan covers the table")
+	assert.Nil(t, one.Shard)
+	for _, f := range one.Families {
+		t.Logf("%s: %+v", f.Family, f)
+	}
+	require.Len(t, one.Families, 3)
+	assert.NotNil(t, one.Families[0].SequenceNumbersExample, "clicks")
+	assert.NotNil(t, one.Families[1].NotSequenceExample, "doc")
+	assert.NotNil(t, one.Families[2].AtOrBeforeNowExample, "session")
+}
+
+// Acceptance 3 in the library: the reports of three shards merge into the
+// single scan's report; reports that do not fit together are refused.
+func TestShardReportsMergeToTheWholeReport(t *testing.T) {
+	h := bttestharness.New(t)
+	tbl, now := loadMixed(t, h, 2000)
+	ctx := context.Background()
+	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	require.NoError(t, err)
+	var shards []*audit.Report
+	for i := 2; i >= 0; i-- { // any order
+		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithShard(i, 3), scan.WithWorkers(2)}})
+		require.NoError(t, err)
+		require.Equal(t, &scan.Shard{Index: i, Count: 3}, r.Shard)
+		require.Len(t, r.Ranges, 1)
+		assert.NotZero(t, r.Rows, "shard %d", i)
+		shards = append(shards, r)
+	}
+	merged, err := audit.Merge(shards...)
+	require.NoError(t, err)
+	assert.Equal(t, whole, merged)
+
+	later, err := audit.Scan(ctx, tbl, "t", mixedSchema, now+1000, audit.Options{Scan: []scan.Option{scan.WithShard(0, 3)}})
+	require.NoError(t, err)
+	other, err := audit.Scan(ctx, tbl, "t", strategy.Schema{"doc": strategy.Sequence(3)}, now, audit.Options{Scan: []scan.Option{scan.WithShard(0, 3)}})
+	require.NoError(t, err)
+	narrow, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Start: "\x10", Scan: []scan.Option{scan.WithShard(0, 3)}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		reports []*audit.Report
+		reason  string
+	}{
+		{[]*audit.Report{shards[0], shards[1]}, "missing shard(s) 0/3"},
+		{[]*audit.Report{shards[0], shards[1], shards[2], shards[2]}, "two reports of shard 0/3"},
+		{[]*audit.Report{later, shards[1], shards[0]}, "different clock times"},
+		{[]*audit.Report{other, shards[1], shards[0]}, "different schemas"},
+		{[]*audit.Report{narrow, shards[1], shards[0]}, "an overlap between key ranges"},
+		{[]*audit.Report{whole, shards[0]}, "reports of 1 and 3 shards"},
+		{nil, "no reports"},
+	} {
+		_, err := audit.Merge(c.reports...)
+		require.ErrorIs(t, err, audit.ErrMerge, c.reason)
+		var merr *audit.MergeError
+		require.True(t, errors.As(err, &merr))
+		assert.Contains(t, merr.Reason, c.reason)
+	}
+}
+
+// A scan cancelled mid-way and restarted from its checkpoint reports what
+// an uninterrupted scan does: finished ranges' counts come from the
+// checkpoint, unfinished ones are counted again from their start.
+func TestScanResumedFromCheckpointEqualsUninterrupted(t *testing.T) {
+	h := bttestharness.New(t)
+	tbl, now := loadMixed(t, h, 4000)
+	ctx := context.Background()
+	want, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	require.NoError(t, err)
+
+	path := filepath.Join(t.TempDir(), "audit.checkpoint")
+	cctx, cancel := context.WithCancel(ctx)
+	var stoppedAt scan.Progress
+	_, err = audit.Scan(cctx, tbl, "t", mixedSchema, now, audit.Options{
+		Checkpoint: path, ProgressEvery: time.Millisecond,
+		ScanProgress: func(p scan.Progress) {
+			if p.RangesDone >= 4 && stoppedAt.Ranges == 0 {
+				stoppedAt = p
+				cancel()
+			}
+		},
+		Scan: []scan.Option{scan.WithWorkers(2), scan.WithRanges(20)},
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, stoppedAt.RangesDone, stoppedAt.Ranges, "stopped before the end")
+
+	_, err = audit.Scan(ctx, tbl, "t", mixedSchema, now+1, audit.Options{Checkpoint: path})
+	require.ErrorIs(t, err, scan.ErrCheckpoint, "another clock time: refused")
+	var rows int64
+	got, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{
+		Checkpoint: path, Progress: func(r, _ int64) { rows = r },
+		Scan: []scan.Option{scan.WithWorkers(2), scan.WithRanges(20)},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Less(t, rows, int64(4000), "the restart read only the unfinished ranges")
+	t.Logf("stopped at %d of %d ranges; the restart read %d rows", stoppedAt.RangesDone, stoppedAt.Ranges, rows)
+}

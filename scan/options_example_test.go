@@ -1,0 +1,209 @@
+package scan_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/scan"
+)
+
+// countRows scans events with opts and returns the rows delivered.
+func countRows(opts ...scan.Option) int64 {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	var rows atomic.Int64
+	_, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error {
+		rows.Add(1)
+		return nil
+	}, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return rows.Load()
+}
+
+func ExampleWithWorkers() {
+	fmt.Println(countRows(scan.WithWorkers(8)))
+	// Output: 1000
+}
+
+func ExampleWithRanges() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil }, scan.WithRanges(2))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(sum.Ranges) <= 2, sum.Rows)
+	// Output: true 1000
+}
+
+// At most 1,000 cells a second over all workers: the first second's
+// allowance at once, then the pace.
+func ExampleWithCellsPerSecond() {
+	start := time.Now()
+	rows := countRows(scan.WithCellsPerSecond(2000), scan.WithWorkers(2)) // 3,000 cells
+	fmt.Println(rows, time.Since(start) >= 400*time.Millisecond)
+	// Output: 1000 true
+}
+
+// Without shard keys the scanned range is split evenly in the key space:
+// a function of the options alone, which balances binary hashed keys. Keys
+// sharing the prefix "user#" all fall in one shard; SuggestShardKeys
+// balances them.
+func ExampleWithShard() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	for i := 0; i < 2; i++ {
+		sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil }, scan.WithShard(i, 2))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("shard %s: %s, %d rows\n", sum.Shard, sum.Piece, sum.Rows)
+	}
+	// Output:
+	// shard 0/2: ["", "\x80\x00\x00\x00"), 1000 rows
+	// shard 1/2: ["\x80\x00\x00\x00", end), 0 rows
+}
+
+func ExampleWithShardKeys() {
+	fmt.Println(countRows(scan.WithShard(1, 3), scan.WithShardKeys("user#0250", "user#0500")))
+	// Output: 250
+}
+
+func ExampleWithRange() {
+	fmt.Println(countRows(scan.WithRange("user#0100", "user#0200")))
+	// Output: 100
+}
+
+// A scan stopped (here by an error on row 600) and run again with the same
+// checkpoint reads only the ranges not finished before.
+func ExampleWithCheckpoint() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	dir, _ := os.MkdirTemp("", "scan")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "events.checkpoint")
+
+	stop := fmt.Errorf("stop")
+	_, err := scan.Run(ctx, tbl, "events", func(_ context.Context, r bigtable.Row) error {
+		if r.Key() == "user#0600" {
+			return stop
+		}
+		return nil
+	}, scan.WithCheckpoint(path, "job 1"), scan.WithRanges(4))
+	fmt.Println("first run:", err == nil)
+	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
+		scan.WithCheckpoint(path, "job 1"), scan.WithRanges(4))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("second run complete:", sum.Complete(), "read again fewer rows:", sum.Rows < 1000)
+	// Output:
+	// first run: false
+	// second run complete: true read again fewer rows: true
+}
+
+func ExampleWithProgress() {
+	var last scan.Progress
+	countRows(scan.WithProgress(time.Second, func(p scan.Progress) { last = p }))
+	fmt.Println(last.Rows, last.Fraction, last.RangesDone == last.Ranges)
+	// Output: 1000 1 true
+}
+
+// A filter applies to every read: here only family f's column c0.
+func ExampleWithFilter() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	var cells atomic.Int64
+	_, err := scan.Run(ctx, tbl, "events", func(_ context.Context, r bigtable.Row) error {
+		cells.Add(int64(len(r["f"])))
+		return nil
+	}, scan.WithFilter(bigtable.ColumnFilter("c0")))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(cells.Load())
+	// Output: 1000
+}
+
+func ExampleWithReadOptions() {
+	// LimitRows applies per range: one row from each.
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
+		scan.WithReadOptions(bigtable.LimitRows(1)))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(sum.Rows == int64(len(sum.Ranges)))
+	// Output: true
+}
+
+func ExampleWithLimit() {
+	fmt.Println(countRows(scan.WithLimit(10)))
+	// Output: 10
+}
+
+func ExampleCoalesce() {
+	fmt.Println(scan.Coalesce([]scan.Range{{Start: "m", End: ""}, {Start: "a", End: "f"}, {Start: "f", End: "k"}}))
+	// Output: [["a", "k") ["m", end)]
+}
+
+func ExampleRange_RowSet() {
+	r := scan.Range{Start: "a", End: "b"}
+	fmt.Println(r.RowSet())
+	// Output: ["a","b")
+}
+
+func ExampleRange_Contains() {
+	r := scan.Range{Start: "a", End: "b"}
+	fmt.Println(r.Contains("a"), r.Contains("az"), r.Contains("b"), scan.Range{Start: "a"}.Contains("zzz"))
+	// Output: true true false true
+}
+
+// Keys that are not valid UTF-8 are written in base64, which JSON keeps.
+func ExampleRange_MarshalJSON() {
+	b, _ := json.Marshal(scan.Range{Start: "user#1", End: "\xff"})
+	fmt.Println(string(b))
+	// Output: {"start":"user#1","end":{"base64":"/w=="}}
+}
+
+func ExampleRange_UnmarshalJSON() {
+	var r scan.Range
+	_ = json.Unmarshal([]byte(`{"start":"a","end":{"base64":"/w=="}}`), &r)
+	fmt.Printf("%q %q\n", r.Start, r.End)
+	// Output: "a" "\xff"
+}
+
+func ExampleSummary_Complete() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	sum, _ := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil }, scan.WithLimit(5))
+	fmt.Println(sum.Complete(), sum.Limited)
+	// Output: false true
+}
+
+func ExampleSummary_Covered() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	sum, _ := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
+		scan.WithRange("user#0100", "user#0900"))
+	fmt.Println(sum.Covered())
+	// Output: [["user#0100", "user#0900")]
+}
