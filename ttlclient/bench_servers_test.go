@@ -36,7 +36,8 @@ type benchSchema struct {
 type benchCell struct {
 	family, column string
 	opt            ttlclient.CellOption
-	unmanaged      bool // written at rawTS, with no option
+	ttl            time.Duration // the TTL opt gives, on an age family
+	unmanaged      bool          // written at rawTS, with no option
 	rawTS          func(now time.Time) bigtable.Timestamp
 }
 
@@ -52,10 +53,10 @@ func benchSchemas() []benchSchema {
 			c := benchCell{family: s.fam, column: fmt.Sprintf("col%02d", i)}
 			switch s.fam {
 			case famOne:
-				c.opt = ttlclient.WithTTL(time.Hour)
+				c.opt, c.ttl = ttlclient.WithTTL(time.Hour), time.Hour
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(time.Hour)) }
 			case famDef:
-				c.opt = ttlclient.WithTTL(30 * time.Minute)
+				c.opt, c.ttl = ttlclient.WithTTL(30*time.Minute), 30*time.Minute
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(-30 * time.Minute)) }
 			case famSeq:
 				c.opt = ttlclient.WithSequence(7)
@@ -71,7 +72,7 @@ func benchSchemas() []benchSchema {
 	for _, s := range benchStrategies() {
 		bs := benchSchema{name: s.name, schema: strategy.Schema{benchFam: s.policy}}
 		for _, col := range benchColumns {
-			bs.cells = append(bs.cells, benchCell{family: benchFam, column: col, opt: s.opt, rawTS: s.rawTS})
+			bs.cells = append(bs.cells, benchCell{family: benchFam, column: col, opt: s.opt, ttl: s.ttl, rawTS: s.rawTS})
 		}
 		out = append(out, bs)
 	}
@@ -176,6 +177,36 @@ func (e *serverEnv) ttlMutation(cells int) *ttlclient.Mutation {
 	return m
 }
 
+// apiMutation is ttlMutation's cells as code written for the plain client
+// writes them through Table.API(): a *bigtable.Mutation whose managed
+// cells get Table.Timestamp (one call per family and mutation) or seq*1000.
+func (e *serverEnv) apiMutation(b *testing.B) *bigtable.Mutation {
+	m := bigtable.NewMutation()
+	now := e.h.Clock.Now()
+	var (
+		fam string
+		ts  bigtable.Timestamp
+	)
+	for _, c := range e.s.cells {
+		if c.family != fam {
+			fam = c.family
+			switch p := e.s.schema[c.family]; {
+			case c.unmanaged:
+				ts = c.rawTS(now)
+			case p.Kind() == strategy.KindSequence:
+				ts = c.rawTS(now) // seq*1000
+			default:
+				var err error
+				if ts, err = e.ttl.Timestamp(c.family, c.ttl); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		m.Set(c.family, c.column, ts, benchValue)
+	}
+	return m
+}
+
 func (e *serverEnv) rawMutation() *bigtable.Mutation {
 	m := bigtable.NewMutation()
 	now := e.h.Clock.Now()
@@ -218,9 +249,10 @@ func countCells(n *int) func(bigtable.Row) bool {
 
 // interleave runs the impls once per iteration, rotating which goes first,
 // and reports each one's ns/op (and ns/cell when cells > 0), the ratios
-// ttl/raw, ttl/naive and naive/raw, and the GC cycles per iteration.
+// ttl/raw, ttl/naive and naive/raw (api/ttl and api/raw with an api impl:
+// the TableAPI path), and the GC cycles per iteration.
 func interleave(b *testing.B, cells int, impls map[string]func()) {
-	order := []string{"raw", "naive", "ttl"}
+	order := []string{"raw", "naive", "ttl", "api"}
 	var names []string
 	for _, n := range order {
 		if impls[n] != nil {
@@ -253,6 +285,10 @@ func interleave(b *testing.B, cells int, impls map[string]func()) {
 	if spent["naive"] > 0 {
 		b.ReportMetric(float64(spent["ttl"])/float64(spent["naive"]), "ttl/naive")
 		b.ReportMetric(float64(spent["naive"])/float64(spent["raw"]), "naive/raw")
+	}
+	if spent["api"] > 0 {
+		b.ReportMetric(float64(spent["api"])/float64(spent["ttl"]), "api/ttl")
+		b.ReportMetric(float64(spent["api"])/float64(spent["raw"]), "api/raw")
 	}
 	b.ReportMetric(float64(gc[0].Value.Uint64()-gc0)/float64(n), "gc/op")
 }
@@ -397,4 +433,70 @@ func (e *serverEnv) load2(b *testing.B, from, to int) {
 			b.Fatalf("load: %v %v", err, errs)
 		}
 	}
+}
+
+// BenchmarkServersWrites: Apply (one row of 10 cells) and ApplyBulk (100
+// rows of 10 cells) on both servers, for the 4-family schema and each
+// strategy alone, through the raw client (raw), the library's Mutation
+// (ttl) and the TableAPI path with the client's *bigtable.Mutation (api),
+// interleaved. Each side builds its mutations inside the timed call, as a
+// caller would.
+func BenchmarkServersWrites(b *testing.B) {
+	forEachServer(b, func(b *testing.B, h *bttestharness.Harness) {
+		for _, s := range benchSchemas() {
+			b.Run("schema="+s.name, func(b *testing.B) {
+				e := newServerEnv(b, h, s)
+				api := e.ttl.API()
+				must := func(err error) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.Run("op=Apply", func(b *testing.B) {
+					i := 0
+					key := func() string { i++; return rowKey("apply", i%1000) }
+					interleave(b, 0, map[string]func(){
+						"raw": func() { must(e.raw.Apply(e.ctx, key(), e.rawMutation())) },
+						"ttl": func() { must(e.ttl.Apply(e.ctx, key(), e.ttlMutation(len(s.cells)))) },
+						"api": func() { must(api.Apply(e.ctx, key(), e.apiMutation(b))) },
+					})
+				})
+				const bulkRows = 100
+				keys := make([]string, bulkRows)
+				for i := range keys {
+					keys[i] = rowKey("bulk", i)
+				}
+				mustBulk := func(errs []error, err error) {
+					if err != nil || errs != nil {
+						b.Fatal(err, errs)
+					}
+				}
+				b.Run("op=ApplyBulk", func(b *testing.B) {
+					interleave(b, 0, map[string]func(){
+						"raw": func() {
+							muts := make([]*bigtable.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.rawMutation()
+							}
+							mustBulk(e.raw.ApplyBulk(e.ctx, keys, muts))
+						},
+						"ttl": func() {
+							muts := make([]*ttlclient.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.ttlMutation(len(s.cells))
+							}
+							mustBulk(e.ttl.ApplyBulk(e.ctx, keys, muts))
+						},
+						"api": func() {
+							muts := make([]*bigtable.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.apiMutation(b)
+							}
+							mustBulk(api.ApplyBulk(e.ctx, keys, muts))
+						},
+					})
+				})
+			})
+		}
+	})
 }
