@@ -1,5 +1,5 @@
 // Command benchreport turns the output of the ttlclient benchmarks into the
-// tables of docs/benchmarks.md: per pair, raw and ttlclient ns/op, B/op,
+// tables of BENCHMARKS.md: per pair, raw and ttlclient ns/op, B/op,
 // allocs/op and the ratio; and the scale section. scripts/bench.sh runs it.
 //
 // Per pair of sub-benchmarks (impl=raw, impl=ttl) the time ratio is the
@@ -305,13 +305,19 @@ func interleavedTable(w io.Writer, r io.Reader) error {
 // serverRuns parses BenchmarkServers* lines: per benchmark name, every
 // run's metrics, in file order.
 func serverRuns(r io.Reader) (map[string][]map[string]float64, []string, error) {
+	return runsWithPrefix(r, "BenchmarkServers")
+}
+
+// runsWithPrefix is every run of each benchmark whose name starts with
+// prefix: its metrics by unit, benchmarks in file order.
+func runsWithPrefix(r io.Reader, prefix string) (map[string][]map[string]float64, []string, error) {
 	runs := map[string][]map[string]float64{}
 	var order []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		m := lineRE.FindStringSubmatch(sc.Text())
-		if m == nil || !strings.HasPrefix(m[1], "BenchmarkServers") {
+		if m == nil || !strings.HasPrefix(m[1], prefix) {
 			continue
 		}
 		fields := strings.Fields(m[3])
@@ -464,8 +470,26 @@ func main() {
 	scalePath := flag.String("scale", "", "output of the scale benchmarks")
 	interPath := flag.String("interleaved", "", "output of BenchmarkInterleaved")
 	serversPath := flag.String("servers", "", "output of BenchmarkServers and BenchmarkServersScale")
-	section := flag.String("section", "main", "table to print: main, filter, interleaved, scale or servers")
+	writesPath := flag.String("writes", "", "output of BenchmarkServersWrites")
+	buildPath := flag.String("build", "", "output of BenchmarkInterleavedBuild")
+	section := flag.String("section", "main", "table to print: main, filter, interleaved, scale, servers, writes or build")
 	flag.Parse()
+	if *section == "writes" || *section == "build" {
+		path, table := *writesPath, writesTable
+		if *section == "build" {
+			path, table = *buildPath, buildTable
+		}
+		f, err := os.Open(path)
+		if err == nil {
+			err = table(os.Stdout, f)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	path := *mainPath
 	switch *section {
 	case "scale":
@@ -511,4 +535,51 @@ func main() {
 		fmt.Fprintln(os.Stderr, "unknown section", *section)
 		os.Exit(2)
 	}
+}
+
+// writesTable is BenchmarkServersWrites: raw, ttl (ttlclient.Mutation) and
+// api (the TableAPI path) interleaved; targets ttl/raw <= 1.03 (issue 17)
+// and api/ttl <= 1.05 (issue 18).
+func writesTable(w io.Writer, r io.Reader) error {
+	runs, order, err := runsWithPrefix(r, "BenchmarkServersWrites/")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "| server | schema | op | raw ns/op | ttl ns/op | api ns/op | ttl/raw: median [min, max] | api/ttl: median [min, max] | ttl/raw <= 1.03 | api/ttl <= 1.05 |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---|---|---|---|")
+	for _, name := range order {
+		rs := runs[name]
+		tr, _ := ratioOf(rs, "ttl/raw")
+		at, _ := ratioOf(rs, "api/ttl")
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", param(name, "server"), param(name, "schema"), param(name, "op"),
+			medianOf(rs, "raw-ns/op"), medianOf(rs, "ttl-ns/op"), medianOf(rs, "api-ns/op"), tr, at, verdict(tr, 1.03), verdict(at, 1.05))
+	}
+	return nil
+}
+
+// buildTable is BenchmarkInterleavedBuild: the pure build of a 10-cell
+// mutation by raw, ttl and api, with allocations per mutation; target
+// ttl/raw <= 1.2 with at most 2 allocations more than raw (issue 17).
+func buildTable(w io.Writer, r io.Reader) error {
+	runs, order, err := runsWithPrefix(r, "BenchmarkInterleavedBuild/")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "| strategy | raw ns/op | ttl ns/op | api ns/op | raw allocs | ttl allocs | api allocs | ttl/raw: median [min, max] | api/ttl: median [min, max] | ttl/raw <= 1.2, allocs <= raw+2 |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|---|")
+	for _, name := range order {
+		rs := runs[name]
+		tr, _ := ratioOf(rs, "ttl/raw")
+		at, _ := ratioOf(rs, "api/ttl")
+		ra, _ := ratioOf(rs, "raw-allocs/op")
+		ta, _ := ratioOf(rs, "ttl-allocs/op")
+		v := verdict(tr, 1.2)
+		if ta.med > ra.med+2 {
+			v += "; allocs missed"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", param(name, "strategy"),
+			medianOf(rs, "raw-ns/op"), medianOf(rs, "ttl-ns/op"), medianOf(rs, "api-ns/op"),
+			medianOf(rs, "raw-allocs/op"), medianOf(rs, "ttl-allocs/op"), medianOf(rs, "api-allocs/op"), tr, at, v)
+	}
+	return nil
 }
