@@ -4,7 +4,7 @@ package ttlclient_test
 // in-process bttest server, same data, same process. Each pair is a pair of
 // sub-benchmarks impl=raw and impl=ttl run one after the other, so benchstat
 // can compare them and -count interleaves them. They do not run without
-// -bench. See docs/benchmarks.md and scripts/bench.sh.
+// -bench. See BENCHMARKS.md and scripts/bench.sh.
 
 import (
 	"context"
