@@ -37,9 +37,9 @@ SERVERS_SCALE_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScal
 PROF_SRV_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServers\$/server=bttest/schema=sequence/op=ReadRows' -benchtime 5x -cpuprofile $OUT/servers-seq.cpu -o $OUT/ttlclient.test"
 PROF_MUT_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkMutationBuild\$/strategy=default-expiry/impl=ttl' -benchtime 200000x -cpuprofile $OUT/mutation-ttl.cpu -o $OUT/ttlclient.test"
 
-WRITES_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersWrites\$' -benchtime 1s -count $WCOUNT -timeout 120m"
+WRITES_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersWrites\$' -benchtime 2s -count $WCOUNT -timeout 120m"
 BUILD_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkInterleavedBuild\$' -benchtime 1s -count $WCOUNT"
-SCALE17_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$' -benchtime 5x -count $WCOUNT -timeout 120m"
+SCALE17_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$' -benchtime 3x -count $WCOUNT -timeout 120m"
 PROF_BUILD_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkMutationBuild\$/strategy=default-expiry/impl=ttl' -benchtime 300000x -cpuprofile $OUT/build.cpu -o $OUT/ttlclient.test"
 PROF_SCALE10K_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$/server=bttest/rows=10000\$' -benchtime 3x -cpuprofile $OUT/scale.cpu -o $OUT/ttlclient.test"
 PROF_SCALE100K_CMD="go test ./ttlclient/ -run '^\$' -bench '^BenchmarkServersScale\$/server=bttest/rows=100000\$' -benchtime 3x -cpuprofile $OUT/scale.cpu -o $OUT/ttlclient.test"
