@@ -5,7 +5,7 @@ package ttlclient_test
 // the raw client unfiltered (impl raw), the raw client sending the filter a
 // user writes by hand from Bigtable's filter docs (naive), and the library
 // (ttl). Every iteration runs all three, rotating which goes first, so load
-// from other processes hits them alike. See docs/benchmarks.md.
+// from other processes hits them alike. See BENCHMARKS.md.
 
 import (
 	"context"
@@ -36,7 +36,8 @@ type benchSchema struct {
 type benchCell struct {
 	family, column string
 	opt            ttlclient.CellOption
-	unmanaged      bool // written at rawTS, with no option
+	ttl            time.Duration // the TTL opt gives, on an age family
+	unmanaged      bool          // written at rawTS, with no option
 	rawTS          func(now time.Time) bigtable.Timestamp
 }
 
@@ -52,10 +53,10 @@ func benchSchemas() []benchSchema {
 			c := benchCell{family: s.fam, column: fmt.Sprintf("col%02d", i)}
 			switch s.fam {
 			case famOne:
-				c.opt = ttlclient.WithTTL(time.Hour)
+				c.opt, c.ttl = ttlclient.WithTTL(time.Hour), time.Hour
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(time.Hour)) }
 			case famDef:
-				c.opt = ttlclient.WithTTL(30 * time.Minute)
+				c.opt, c.ttl = ttlclient.WithTTL(30*time.Minute), 30*time.Minute
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(-30 * time.Minute)) }
 			case famSeq:
 				c.opt = ttlclient.WithSequence(7)
@@ -71,7 +72,7 @@ func benchSchemas() []benchSchema {
 	for _, s := range benchStrategies() {
 		bs := benchSchema{name: s.name, schema: strategy.Schema{benchFam: s.policy}}
 		for _, col := range benchColumns {
-			bs.cells = append(bs.cells, benchCell{family: benchFam, column: col, opt: s.opt, rawTS: s.rawTS})
+			bs.cells = append(bs.cells, benchCell{family: benchFam, column: col, opt: s.opt, ttl: s.ttl, rawTS: s.rawTS})
 		}
 		out = append(out, bs)
 	}
@@ -176,6 +177,36 @@ func (e *serverEnv) ttlMutation(cells int) *ttlclient.Mutation {
 	return m
 }
 
+// apiMutation is ttlMutation's cells as code written for the plain client
+// writes them through Table.API(): a *bigtable.Mutation whose managed
+// cells get Table.Timestamp (one call per family and mutation) or seq*1000.
+func (e *serverEnv) apiMutation(b *testing.B) *bigtable.Mutation {
+	m := bigtable.NewMutation()
+	now := e.h.Clock.Now()
+	var (
+		fam string
+		ts  bigtable.Timestamp
+	)
+	for _, c := range e.s.cells {
+		if c.family != fam {
+			fam = c.family
+			switch p := e.s.schema[c.family]; {
+			case c.unmanaged:
+				ts = c.rawTS(now)
+			case p.Kind() == strategy.KindSequence:
+				ts = c.rawTS(now) // seq*1000
+			default:
+				var err error
+				if ts, err = e.ttl.Timestamp(c.family, c.ttl); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		m.Set(c.family, c.column, ts, benchValue)
+	}
+	return m
+}
+
 func (e *serverEnv) rawMutation() *bigtable.Mutation {
 	m := bigtable.NewMutation()
 	now := e.h.Clock.Now()
@@ -218,9 +249,12 @@ func countCells(n *int) func(bigtable.Row) bool {
 
 // interleave runs the impls once per iteration, rotating which goes first,
 // and reports each one's ns/op (and ns/cell when cells > 0), the ratios
-// ttl/raw, ttl/naive and naive/raw, and the GC cycles per iteration.
+// ttl/raw, ttl/naive and naive/raw (api/ttl and api/raw with an api impl:
+// the TableAPI path), the GC cycles per iteration and, when cells > 0, the
+// process's CPU time in the GC and in Go code per cell scanned (all impls
+// together: the garbage of one is collected during another).
 func interleave(b *testing.B, cells int, impls map[string]func()) {
-	order := []string{"raw", "naive", "ttl"}
+	order := []string{"raw", "naive", "ttl", "api"}
 	var names []string
 	for _, n := range order {
 		if impls[n] != nil {
@@ -228,10 +262,13 @@ func interleave(b *testing.B, cells int, impls map[string]func()) {
 		}
 	}
 	spent := map[string]time.Duration{}
-	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	// GC cycles, and the process's CPU time in the GC and in Go code (the
+	// in-process server's included): estimates by the runtime, whole
+	// process, all impls together.
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/user:cpu-seconds"}}
 	runtime.GC()
 	metrics.Read(gc)
-	gc0 := gc[0].Value.Uint64()
+	gc0, gcCPU0, userCPU0 := gc[0].Value.Uint64(), gc[1].Value.Float64(), gc[2].Value.Float64()
 	n := 0
 	for i := 0; b.Loop(); i++ {
 		for k := range names {
@@ -254,7 +291,16 @@ func interleave(b *testing.B, cells int, impls map[string]func()) {
 		b.ReportMetric(float64(spent["ttl"])/float64(spent["naive"]), "ttl/naive")
 		b.ReportMetric(float64(spent["naive"])/float64(spent["raw"]), "naive/raw")
 	}
+	if spent["api"] > 0 {
+		b.ReportMetric(float64(spent["api"])/float64(spent["ttl"]), "api/ttl")
+		b.ReportMetric(float64(spent["api"])/float64(spent["raw"]), "api/raw")
+	}
 	b.ReportMetric(float64(gc[0].Value.Uint64()-gc0)/float64(n), "gc/op")
+	if cells > 0 {
+		scanned := float64(n) * float64(len(names)) * float64(cells)
+		b.ReportMetric((gc[1].Value.Float64()-gcCPU0)*1e9/scanned, "gc-cpu-ns/cell")
+		b.ReportMetric((gc[2].Value.Float64()-userCPU0)*1e9/scanned, "user-cpu-ns/cell")
+	}
 }
 
 // BenchmarkServers: ReadRow (one row of 10 cells), ReadRows (1,000 rows of
@@ -351,11 +397,14 @@ func BenchmarkServersScale(b *testing.B) {
 		e := newServerEnv(b, h, s)
 		loaded := 0
 		for _, rows := range []int{10_000, 100_000} {
-			// One table, grown: the 100,000-row scan reads the 10,000 rows
-			// scanned before and 90,000 more.
-			e.load2(b, loaded, rows)
-			loaded = rows
 			b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+				// One table, grown: the 100,000-row scan reads the 10,000
+				// rows scanned before and 90,000 more. Loaded here, so a
+				// size filtered out by -bench loads nothing.
+				if loaded < rows {
+					e.load2(b, loaded, rows)
+					loaded = rows
+				}
 				scan := func(read func(context.Context, bigtable.RowSet, func(bigtable.Row) bool, ...bigtable.ReadOption) error, opts func() []bigtable.ReadOption) func() {
 					return func() {
 						n := 0
@@ -397,4 +446,70 @@ func (e *serverEnv) load2(b *testing.B, from, to int) {
 			b.Fatalf("load: %v %v", err, errs)
 		}
 	}
+}
+
+// BenchmarkServersWrites: Apply (one row of 10 cells) and ApplyBulk (100
+// rows of 10 cells) on both servers, for the 4-family schema and each
+// strategy alone, through the raw client (raw), the library's Mutation
+// (ttl) and the TableAPI path with the client's *bigtable.Mutation (api),
+// interleaved. Each side builds its mutations inside the timed call, as a
+// caller would.
+func BenchmarkServersWrites(b *testing.B) {
+	forEachServer(b, func(b *testing.B, h *bttestharness.Harness) {
+		for _, s := range benchSchemas() {
+			b.Run("schema="+s.name, func(b *testing.B) {
+				e := newServerEnv(b, h, s)
+				api := e.ttl.API()
+				must := func(err error) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.Run("op=Apply", func(b *testing.B) {
+					i := 0
+					key := func() string { i++; return rowKey("apply", i%1000) }
+					interleave(b, 0, map[string]func(){
+						"raw": func() { must(e.raw.Apply(e.ctx, key(), e.rawMutation())) },
+						"ttl": func() { must(e.ttl.Apply(e.ctx, key(), e.ttlMutation(len(s.cells)))) },
+						"api": func() { must(api.Apply(e.ctx, key(), e.apiMutation(b))) },
+					})
+				})
+				const bulkRows = 100
+				keys := make([]string, bulkRows)
+				for i := range keys {
+					keys[i] = rowKey("bulk", i)
+				}
+				mustBulk := func(errs []error, err error) {
+					if err != nil || errs != nil {
+						b.Fatal(err, errs)
+					}
+				}
+				b.Run("op=ApplyBulk", func(b *testing.B) {
+					interleave(b, 0, map[string]func(){
+						"raw": func() {
+							muts := make([]*bigtable.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.rawMutation()
+							}
+							mustBulk(e.raw.ApplyBulk(e.ctx, keys, muts))
+						},
+						"ttl": func() {
+							muts := make([]*ttlclient.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.ttlMutation(len(s.cells))
+							}
+							mustBulk(e.ttl.ApplyBulk(e.ctx, keys, muts))
+						},
+						"api": func() {
+							muts := make([]*bigtable.Mutation, bulkRows)
+							for i := range muts {
+								muts[i] = e.apiMutation(b)
+							}
+							mustBulk(api.ApplyBulk(e.ctx, keys, muts))
+						},
+					})
+				})
+			})
+		}
+	})
 }

@@ -4,11 +4,12 @@ package ttlclient_test
 // in-process bttest server, same data, same process. Each pair is a pair of
 // sub-benchmarks impl=raw and impl=ttl run one after the other, so benchstat
 // can compare them and -count interleaves them. They do not run without
-// -bench. See docs/benchmarks.md and scripts/bench.sh.
+// -bench. See BENCHMARKS.md and scripts/bench.sh.
 
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type benchStrategy struct {
 	name   string
 	policy strategy.Policy
 	opt    ttlclient.CellOption
+	ttl    time.Duration // the TTL opt gives, on an age family
 	rawTS  func(now time.Time) bigtable.Timestamp
 }
 
@@ -45,12 +47,14 @@ func benchStrategies() []benchStrategy {
 			name:   "one-second",
 			policy: strategy.OneSecond(),
 			opt:    ttlclient.WithTTL(time.Hour),
+			ttl:    time.Hour,
 			rawTS:  func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(time.Hour)) },
 		},
 		{
 			name:   "default-expiry",
 			policy: strategy.DefaultExpiry(time.Hour),
 			opt:    ttlclient.WithTTL(30 * time.Minute),
+			ttl:    30 * time.Minute,
 			rawTS:  func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(-30 * time.Minute)) },
 		},
 		{
@@ -629,10 +633,14 @@ func BenchmarkInterleaved(b *testing.B) {
 	})
 }
 
-// BenchmarkInterleavedBuild is BenchmarkMutationBuild with both sides in one
-// loop: blocks of 100 raw builds and 100 build+rewrites alternate, each
-// block timed, so load from other processes hits both alike. It reports
-// raw-ns/op, ttl-ns/op (per mutation) and ttl/raw.
+// BenchmarkInterleavedBuild is BenchmarkMutationBuild with the sides in one
+// loop: blocks of 100 raw builds (raw), 100 ttlclient.Mutation builds and
+// rewrites (ttl) and 100 TableAPI-path builds (api: the caller builds a
+// *bigtable.Mutation with Table.Timestamp, the library reads and rewrites
+// it) alternate, rotating which goes first, each block timed and its heap
+// allocations counted, so load from other processes hits the sides alike.
+// It reports per mutation raw-, ttl- and api-ns/op and -allocs/op, and the
+// ratios ttl/raw and api/ttl.
 func BenchmarkInterleavedBuild(b *testing.B) {
 	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
 		tbl := openOffline(b, strategy.Schema{benchFam: s.policy})
@@ -652,24 +660,53 @@ func BenchmarkInterleavedBuild(b *testing.B) {
 			}
 			benchSinkMut = bm
 		}
+		api := func() {
+			ts := bigtable.Timestamp(7000)
+			if s.ttl > 0 {
+				var err error
+				if ts, err = tbl.Timestamp(benchFam, s.ttl); err != nil {
+					b.Fatal(err)
+				}
+			}
+			m := bigtable.NewMutation()
+			for _, c := range benchColumns {
+				m.Set(benchFam, c, ts, benchValue)
+			}
+			bm, err := tbl.BuildAPI("row", m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSinkMut = bm
+		}
+		sides := []struct {
+			name  string
+			build func()
+		}{{"raw", raw}, {"ttl", lib}, {"api", api}}
 		const block = 100
-		var rawD, ttlD time.Duration
+		spent := make([]time.Duration, len(sides))
+		allocs := make([]uint64, len(sides))
+		var ms runtime.MemStats // exact counts, read outside the timed blocks
 		n := 0
-		for b.Loop() {
-			t0 := time.Now()
-			for range block {
-				raw()
+		for i := 0; b.Loop(); i++ {
+			for k := range sides {
+				j := (i + k) % len(sides)
+				runtime.ReadMemStats(&ms)
+				a0, t0 := ms.Mallocs, time.Now()
+				for range block {
+					sides[j].build()
+				}
+				spent[j] += time.Since(t0)
+				runtime.ReadMemStats(&ms)
+				allocs[j] += ms.Mallocs - a0
 			}
-			t1 := time.Now()
-			for range block {
-				lib()
-			}
-			t2 := time.Now()
-			rawD, ttlD = rawD+t1.Sub(t0), ttlD+t2.Sub(t1)
 			n += block
 		}
-		b.ReportMetric(float64(rawD.Nanoseconds())/float64(n), "raw-ns/op")
-		b.ReportMetric(float64(ttlD.Nanoseconds())/float64(n), "ttl-ns/op")
-		b.ReportMetric(float64(ttlD)/float64(rawD), "ttl/raw")
+		for j, side := range sides {
+			b.ReportMetric(float64(spent[j].Nanoseconds())/float64(n), side.name+"-ns/op")
+			b.ReportMetric(float64(allocs[j])/float64(n), side.name+"-allocs/op")
+		}
+		b.ReportMetric(float64(spent[1])/float64(spent[0]), "ttl/raw")
+		b.ReportMetric(float64(spent[2])/float64(spent[1]), "api/ttl")
+		b.ReportMetric(float64(spent[2])/float64(spent[0]), "api/raw")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 )
 
 // Auto asks the library to assign a cell's timestamp: from its TTL, its
@@ -105,6 +106,10 @@ func (m *Mutation) add(o op) {
 // managed-family timestamps the Table assigns when it is applied.
 type Mutation struct {
 	ops []op
+	// srcs, for a mutation read from a *bigtable.Mutation (the TableAPI
+	// path), are the caller's operations, one per op: those the rewrite
+	// leaves as they are are sent as they are.
+	srcs []*btpb.Mutation
 	// manyOpts holds the options of each Set given more than one, for the
 	// refusal to name them.
 	manyOpts [][]CellOption

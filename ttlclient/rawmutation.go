@@ -116,20 +116,100 @@ func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 	return *(*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
 }
 
-// withOpsCapacity gives m, a new mutation, room for n ops, when the layout
-// of bigtable.Mutation is known; m is returned either way. The field's type
-// is checked by findLayout, and an empty slice with capacity is a state
-// m's own methods reach by appending.
-func withOpsCapacity(m *bigtable.Mutation, n int) *bigtable.Mutation {
+// sentMutation is the bigtable.Mutation a write sends, being filled. With
+// the checked layout of bigtable.Mutation it appends to the mutation's ops
+// itself, sized once, and allocates the SetCell operations of one mutation
+// together, an array per proto type, rather than four allocations per cell
+// as bigtable.Mutation.Set makes; the protos are the ones Set builds
+// (rawSelfCheck compares them). Without the layout it is a plain
+// bigtable.Mutation filled by its own methods.
+type sentMutation struct {
+	bm  *bigtable.Mutation
+	ops *[]*btpb.Mutation // bm's ops; nil without the checked layout
+	// Room for the cells still to come: the protos are only read
+	// (marshalled) once sent. Three arrays rather than one of a struct of
+	// the three: a 10-cell struct array would be rounded up to the next
+	// size class by 11%.
+	muts  []btpb.Mutation
+	sets  []btpb.Mutation_SetCell_
+	cells []btpb.Mutation_SetCell
+	cols  []byte // their qualifiers
+}
+
+// newSentMutation is an empty mutation with room for n operations, so that
+// filling it grows no slice: appending one by one would allocate five times
+// for ten cells.
+func newSentMutation(n int) sentMutation {
 	l, err := layout()
-	if err != nil || n <= 0 {
-		return m
+	if err != nil {
+		return sentMutation{bm: bigtable.NewMutation()}
 	}
-	ops := (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
-	if *ops == nil {
-		*ops = make([]*btpb.Mutation, 0, n)
+	return l.newSentMutation(n)
+}
+
+func (l *rawLayout) newSentMutation(n int) sentMutation {
+	s := sentMutation{bm: bigtable.NewMutation()}
+	s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), l.ops))
+	if n > 0 {
+		*s.ops = make([]*btpb.Mutation, 0, n)
 	}
-	return m
+	return s
+}
+
+// reuse sends the caller's own operation i of m unchanged when m was read
+// from a *bigtable.Mutation (the TableAPI path) and reports whether it did.
+// The operation is shared, not copied: nothing writes to it.
+func (s *sentMutation) reuse(m *Mutation, i int) bool {
+	if m.srcs == nil || s.ops == nil {
+		return false
+	}
+	*s.ops = append(*s.ops, m.srcs[i])
+	return true
+}
+
+// set sends the Set m.ops[i] with timestamp ts.
+func (s *sentMutation) set(m *Mutation, i int, ts bigtable.Timestamp) {
+	o := &m.ops[i]
+	if s.ops == nil {
+		s.bm.Set(o.family, o.column, ts, o.value)
+		return
+	}
+	ts = ts.TruncateToMilliseconds()
+	if m.srcs != nil && m.srcs[i].GetSetCell().GetTimestampMicros() == int64(ts) {
+		s.reuse(m, i) // the caller's cell already has this timestamp
+		return
+	}
+	if len(s.cells) == 0 {
+		s.reserve(m.ops[i:])
+	}
+	pb, set, cell := &s.muts[0], &s.sets[0], &s.cells[0]
+	s.muts, s.sets, s.cells = s.muts[1:], s.sets[1:], s.cells[1:]
+	q := s.cols[:len(o.column):len(o.column)]
+	s.cols = s.cols[len(o.column):]
+	copy(q, o.column)
+	cell.FamilyName = o.family
+	cell.ColumnQualifier = q
+	cell.TimestampMicros = int64(ts)
+	cell.Value = o.value
+	set.SetCell = cell
+	pb.Mutation = set
+	*s.ops = append(*s.ops, pb)
+}
+
+// reserve makes room for the Sets among ops and their qualifiers: four
+// allocations for all the cells of a mutation.
+func (s *sentMutation) reserve(ops []op) {
+	n, cols := 0, 0
+	for i := range ops {
+		if ops[i].kind == opSet {
+			n++
+			cols += len(ops[i].column)
+		}
+	}
+	s.muts = make([]btpb.Mutation, n)
+	s.sets = make([]btpb.Mutation_SetCell_, n)
+	s.cells = make([]btpb.Mutation_SetCell, n)
+	s.cols = make([]byte, cols)
 }
 
 func (l *rawLayout) condOf(m *bigtable.Mutation) (cond bigtable.Filter, isCond bool, mtrue, mfalse *bigtable.Mutation) {
@@ -174,6 +254,7 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 		return dst, nil
 	}
 	ops := l.opsOf(src)
+	dst.srcs = ops
 	if cap(dst.ops) < len(ops) {
 		dst.ops = make([]op, 0, len(ops))
 	}
@@ -315,6 +396,33 @@ func rawSelfCheck(l *rawLayout) error {
 	for i := range wantOps {
 		if !proto.Equal(wantOps[i], gotOps[i]) {
 			return fmt.Errorf("%w: self-check: operation %d reads back as %v, want %v", ErrMutationUnreadable, i, gotOps[i], wantOps[i])
+		}
+	}
+	// The cells sentMutation builds itself are the ones Set builds, and the
+	// caller's operations it passes on are kept as they are.
+	sent := l.newSentMutation(len(got.ops))
+	for i := range got.ops {
+		switch got.ops[i].kind {
+		case opSet:
+			sent.set(got, i, got.ops[i].ts)
+		default:
+			sent.reuse(got, i)
+		}
+	}
+	if sentOps := l.opsOf(sent.bm); len(sentOps) != len(wantOps) {
+		return fmt.Errorf("%w: self-check: %d operations sent of %d", ErrMutationUnreadable, len(sentOps), len(wantOps))
+	}
+	got.srcs = nil // build every cell
+	sent = l.newSentMutation(len(got.ops))
+	for i := range got.ops {
+		if got.ops[i].kind == opSet {
+			sent.set(got, i, got.ops[i].ts)
+		}
+	}
+	sentOps := l.opsOf(sent.bm)
+	for i, j := range []int{0, 1} {
+		if !proto.Equal(sentOps[i], wantOps[j]) {
+			return fmt.Errorf("%w: self-check: cell %d built as %v, want %v", ErrMutationUnreadable, i, sentOps[i], wantOps[j])
 		}
 	}
 	// A conditional mutation: filter and both branches.

@@ -3,11 +3,15 @@ package ttlclient
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bttl/bttl/strategy"
 )
 
 // The mechanism works on the client version the module builds with.
@@ -68,3 +72,86 @@ func TestMutationReaderRefusesUnknownMethodSet(t *testing.T) {
 	assert.NoError(t, knownMethods(mt, "AddIntToCell", "DeleteCellsInColumn", "DeleteCellsInFamily", "DeleteRow",
 		"DeleteTimestampRange", "MergeBytesToCell", "Set"))
 }
+
+// The cells the write path builds itself are the protos the client's own
+// Set builds, for every timestamp and column shape; without the checked
+// layout it uses Set.
+func TestSentCellsAreTheClientsSetCells(t *testing.T) {
+	cells := []struct {
+		family, column string
+		ts             bigtable.Timestamp
+		value          []byte
+	}{
+		{"f", "c", 5000, []byte("v")},
+		{"f", "", bigtable.ServerTime, nil},
+		{"g", "a longer qualifier \x00\xff", 1234567, []byte{}},
+		{"f", "c", 0, []byte("x")},
+	}
+	m := new(Mutation)
+	want := bigtable.NewMutation()
+	for _, c := range cells {
+		m.Set(c.family, c.column, c.ts, c.value)
+		want.Set(c.family, c.column, c.ts, c.value)
+	}
+	l, err := layout()
+	require.NoError(t, err)
+	for _, withLayout := range []bool{true, false} {
+		var s sentMutation
+		if withLayout {
+			s = l.newSentMutation(len(m.ops))
+		} else {
+			s = sentMutation{bm: bigtable.NewMutation()}
+		}
+		for i := range m.ops {
+			s.set(m, i, m.ops[i].ts)
+		}
+		got, exp := l.opsOf(s.bm), l.opsOf(want)
+		require.Len(t, got, len(exp))
+		for i := range exp {
+			assert.True(t, proto.Equal(exp[i], got[i]), "layout %v, cell %d: got %v, want %v", withLayout, i, got[i], exp[i])
+		}
+	}
+}
+
+// The TableAPI path sends the caller's own operations where the rewrite
+// leaves them as they are (explicit timestamps, deletes, unmanaged cells),
+// builds a new cell where it assigns the timestamp (ServerTime on a
+// managed family), and never writes to the caller's operations.
+func TestTableAPISharesUnchangedOperations(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tbl := &Table{name: "t", clock: fixedClock(now), schema: Schema{
+		"def":   strategy.DefaultExpiry(time.Hour),
+		"plain": strategy.Unmanaged(),
+	}}
+	explicit := bigtable.Time(now.Add(-time.Minute)).TruncateToMilliseconds()
+	src := bigtable.NewMutation()
+	src.Set("def", "a", explicit, []byte("1"))
+	src.Set("def", "b", bigtable.ServerTime, []byte("2"))
+	src.Set("plain", "c", 7000, []byte("3"))
+	src.DeleteCellsInColumn("plain", "d")
+	src.DeleteTimestampRange("def", "e", 1000, 2000)
+	l, err := layout()
+	require.NoError(t, err)
+	before := make([]*btpb.Mutation, 0, 5)
+	for _, pb := range l.opsOf(src) {
+		before = append(before, proto.Clone(pb).(*btpb.Mutation))
+	}
+	sent, err := tbl.BuildAPI("row", src)
+	require.NoError(t, err)
+	in, out := l.opsOf(src), l.opsOf(sent)
+	require.Len(t, out, len(in))
+	for _, i := range []int{0, 2, 3, 4} {
+		assert.Same(t, in[i], out[i], "operation %d is sent as the caller's", i)
+	}
+	assert.NotSame(t, in[1], out[1], "a cell whose timestamp the library assigns is a new one")
+	assigned, err := strategy.DefaultExpiry(time.Hour).DefaultTimestamp(now)
+	require.NoError(t, err)
+	assert.Equal(t, int64(assigned), out[1].GetSetCell().GetTimestampMicros())
+	for i := range before {
+		assert.True(t, proto.Equal(before[i], in[i]), "caller's operation %d unchanged", i)
+	}
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }

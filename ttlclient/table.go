@@ -298,11 +298,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if len(m.ops) == 0 {
 			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		bm := t.newSentMutation(len(m.ops))
-		if err := t.convert(row, m, now, bm); err != nil {
-			return nil, err
-		}
-		return bm, nil
+		return t.convert(row, m, now)
 	}
 	if bulk {
 		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
@@ -314,8 +310,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if b.isConditional {
 			return nil, t.refuse(row, "", "", ErrNestedCondition)
 		}
-		bm := t.newSentMutation(len(b.ops))
-		return bm, t.convert(row, b, now, bm)
+		return t.convert(row, b, now)
 	}
 	mtrue, err := branch(m.mtrue)
 	if err != nil {
@@ -328,19 +323,14 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
 }
 
-// newSentMutation is an empty bigtable.Mutation with room for the changes
-// of a mutation of n ops, so that converting it grows no slice: appending
-// one by one would allocate five times for ten cells. Without the checked
-// layout of bigtable.Mutation (rawmutation.go) it is a plain NewMutation.
-func (t *Table) newSentMutation(n int) *bigtable.Mutation {
+// convert is the bigtable.Mutation to send for m's operations, with
+// managed timestamps rewritten, or the first refusal.
+func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutation, error) {
+	n := len(m.ops)
 	if t.singleValue {
-		n *= 2
+		n *= 2 // room for a delete before each Set
 	}
-	return withOpsCapacity(bigtable.NewMutation(), n)
-}
-
-// convert appends m's operations to bm, rewriting managed timestamps.
-func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mutation) error {
+	s := newSentMutation(n)
 	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
@@ -352,13 +342,15 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mut
 	for i := range m.ops {
 		o := &m.ops[i]
 		if o.kind == opDeleteRow {
-			bm.DeleteRow()
+			if !s.reuse(m, i) {
+				s.bm.DeleteRow()
+			}
 			continue
 		}
 		if !found || o.family != fam {
 			p, found = t.schema[o.family]
 			if !found {
-				return t.opError(row, o, ErrUnknownFamily)
+				return nil, t.opError(row, o, ErrUnknownFamily)
 			}
 			fam = o.family
 		}
@@ -368,44 +360,60 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mut
 				opts := m.manyOpts[o.n]
 				e := t.opError(row, o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", ErrWrongCellOption, len(opts)))
 				e.Options = opts
-				return e
+				return nil, e
 			}
 			if len(o.value) > MaxValueBytes {
-				return t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
+				return nil, t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
 			ts, err := cellTimestamp(p, o, now, nowMicros)
 			if err != nil {
-				return t.opError(row, o, err)
+				return nil, t.opError(row, o, err)
 			}
-			if p.IsSingleValue() {
-				bm.DeleteCellsInColumn(o.family, o.column)
-			}
-			bm.Set(o.family, o.column, ts, o.value)
-			t.obs.cell(p, o, ts, nowMicros)
+			t.putCell(&s, m, i, p, ts, nowMicros)
 		case opDeleteColumn:
-			bm.DeleteCellsInColumn(o.family, o.column)
+			if !s.reuse(m, i) {
+				s.bm.DeleteCellsInColumn(o.family, o.column)
+			}
 		case opDeleteRange:
 			if end := o.end(); o.ts < 0 || end < 0 || (end != 0 && strategy.Millis(end) <= strategy.Millis(o.ts)) {
-				return t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
+				return nil, t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
 			}
-			bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
+			if !s.reuse(m, i) {
+				s.bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
+			}
 		case opDeleteFamily:
-			bm.DeleteCellsInFamily(o.family)
+			if !s.reuse(m, i) {
+				s.bm.DeleteCellsInFamily(o.family)
+			}
 		case opAddInt, opMergeBytes:
 			if p.Managed() {
-				return t.opError(row, o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+				return nil, t.opError(row, o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
 			}
 			if o.ts < 0 {
-				return t.opError(row, o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
+				return nil, t.opError(row, o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
 			}
-			if o.kind == opAddInt {
-				bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
-			} else {
-				bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+			switch {
+			case s.reuse(m, i):
+			case o.kind == opAddInt:
+				s.bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
+			default:
+				s.bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
 			}
 		}
 	}
-	return nil
+	return s.bm, nil
+}
+
+// putCell adds to s the cell of m.ops[i], a Set on a family of policy p,
+// with its final timestamp ts, at nowMicros: the one place where each cell
+// sent is known with its family, policy and timestamp.
+func (t *Table) putCell(s *sentMutation, m *Mutation, i int, p strategy.Policy, ts, nowMicros bigtable.Timestamp) {
+	o := &m.ops[i]
+	if p.IsSingleValue() {
+		s.bm.DeleteCellsInColumn(o.family, o.column)
+	}
+	s.set(m, i, ts)
+	t.obs.cell(p, o, ts, nowMicros)
 }
 
 // cellTimestamp is the timestamp to write for a Set under policy p at now
