@@ -127,7 +127,7 @@ type Stats struct {
 	// ExpireSkipped: ones skipped as undecidable (model.ExpireUndecidable);
 	// WriteTimes: write times read back and compared.
 	Expires, Moved, ExpireSkipped, WriteTimes int
-	Reads, CellsCompared                           int
+	Reads, CellsCompared                      int
 	// StoredExpired: cells the server still stored although the model's view
 	// excluded them (expired or beyond N, not collected yet), summed over
 	// full checks. Collected: cells the server's GC had removed.
