@@ -22,6 +22,9 @@ type Family struct {
 	Versions    int    `json:"versions,omitempty" yaml:"versions,omitempty"`
 	MaxVersions int    `json:"max_versions,omitempty" yaml:"max_versions,omitempty"`
 	SingleValue bool   `json:"single_value,omitempty" yaml:"single_value,omitempty"`
+	MaxTTL      string `json:"max_ttl,omitempty" yaml:"max_ttl,omitempty"`
+	ClampTTL    bool   `json:"clamp_ttl,omitempty" yaml:"clamp_ttl,omitempty"`
+	WriteTime   bool   `json:"write_time,omitempty" yaml:"write_time,omitempty"`
 }
 
 // File is the whole file.
@@ -101,6 +104,24 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 	if f.SingleValue {
 		opts = append(opts, strategy.SingleValue())
 	}
+	var maxTTL time.Duration
+	if f.MaxTTL != "" {
+		d, err := duration("max_ttl", f.MaxTTL)
+		if err != nil {
+			return strategy.Policy{}, "max_ttl", err
+		}
+		maxTTL = d
+		opts = append(opts, strategy.WithMaxTTL(d))
+	}
+	if f.ClampTTL {
+		if f.MaxTTL == "" {
+			return bad("clamp_ttl", "clamp_ttl needs max_ttl")
+		}
+		opts = append(opts, strategy.ClampTTL())
+	}
+	if f.WriteTime {
+		opts = append(opts, strategy.WithWriteTime())
+	}
 	switch f.Strategy {
 	case "one-second":
 		if f.TTL != "" {
@@ -113,6 +134,9 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			d, err := duration("default_ttl", f.DefaultTTL)
 			if err != nil {
 				return strategy.Policy{}, "default_ttl", err
+			}
+			if maxTTL > 0 && d > maxTTL && !f.ClampTTL {
+				return bad("max_ttl", "max_ttl %s is below default_ttl %s", f.MaxTTL, f.DefaultTTL)
 			}
 			opts = append(opts, strategy.WithDefaultTTL(d))
 		}
@@ -131,13 +155,17 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		if err != nil {
 			return strategy.Policy{}, "ttl", err
 		}
+		if maxTTL > 0 && d > maxTTL {
+			return bad("max_ttl", "max_ttl %s is below ttl %s, the TTL of every cell written without one", f.MaxTTL, f.TTL)
+		}
 		p = strategy.DefaultExpiry(d, opts...)
 		key = "ttl" // what a validation error is about
 	case "sequence":
 		for _, o := range []struct {
 			key string
 			set bool
-		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue}} {
+		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue},
+			{"max_ttl", f.MaxTTL != ""}, {"clamp_ttl", f.ClampTTL}, {"write_time", f.WriteTime}} {
 			if o.set {
 				return bad(o.key, "sequence takes only versions")
 			}

@@ -59,6 +59,14 @@
 // families (ErrUnfilteredSQL) unless WithSQLAllowed says to accept expired
 // cells. See docs/design.md#views and docs/design.md#sql.
 //
+// Lifecycle (docs/design.md#lifecycle): Table.Expiry and RemainingTTL tell
+// a read cell's expiry without an RPC; Table.Expire, ExpireColumn and
+// ExpireRow give cells a new TTL by moving them atomically (a predicate
+// pins the exact cell, so a concurrent write is never overwritten and an
+// expired cell never revived); strategy.WithMaxTTL caps TTLs;
+// strategy.WithWriteTime records each cell's real write time in a hidden
+// companion cell that expires with it, read back with Table.WriteTime.
+//
 // What is not guarded: writes through Client.Raw, Table.Raw or any other
 // plain *bigtable.Client. The examples directory has runnable programs for
 // each strategy (go run ./examples/clickevents, onesecond, sequence,

@@ -354,6 +354,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutat
 			}
 			fam = o.family
 		}
+		var ts bigtable.Timestamp // a Set's, for its write-time companion
 		switch o.kind {
 		case opSet:
 			if o.cellOpt == cellOptMany {
@@ -365,8 +366,8 @@ func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutat
 			if len(o.value) > MaxValueBytes {
 				return nil, t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
-			ts, err := cellTimestamp(p, o, now, nowMicros)
-			if err != nil {
+			var err error
+			if ts, err = cellTimestamp(p, o, now, nowMicros); err != nil {
 				return nil, t.opError(row, o, err)
 			}
 			t.putCell(&s, m, i, p, ts, nowMicros)
@@ -398,6 +399,11 @@ func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutat
 				s.bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
 			default:
 				s.bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+			}
+		}
+		if p.HasWriteTime() {
+			if err := t.writeTimeCompanion(row, o, ts, nowMicros, s.bm); err != nil {
+				return nil, err
 			}
 		}
 	}
