@@ -168,7 +168,7 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 	for _, o := range opts {
 		o(&s)
 	}
-	_, ts, err := t.expireTimestamp(row, family, column, ttl)
+	p, ts, err := t.expireTimestamp(row, family, column, ttl)
 	if err != nil {
 		return false, err
 	}
@@ -177,7 +177,45 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 		return false, err
 	}
 	c := cells[0]
+	if ts < strategy.Millis(c.Timestamp) {
+		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
+			return false, err
+		}
+	}
 	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts)
+}
+
+// purgeHidden deletes the cells of family:column that a max-versions age
+// family (strategy.WithMaxVersions) hides: those beyond the column's newest
+// N live ones, which GC's max-versions rule removes and no read returns.
+// A move to an older timestamp must not run while they are stored: the
+// moved cell would sort below them and bring them back into view as live
+// versions (and push a live one out). They are dead, so deleting them
+// changes nothing any read sees. A family without the rule has none.
+func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p strategy.Policy) error {
+	n := p.Versions()
+	if n == 0 {
+		return nil
+	}
+	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(p.LiveFrom(t.now()), 0),
+		bigtable.StripValueFilter(),
+	)))
+	if err != nil {
+		return err
+	}
+	cells := r[family] // newest first
+	if len(cells) <= n {
+		return nil
+	}
+	below := strategy.Millis(cells[n-1].Timestamp)
+	m := bigtable.NewMutation()
+	m.DeleteTimestampRange(family, column, 0, below)
+	if p.HasWriteTime() {
+		m.DeleteTimestampRange(family, companionQualifier(column), 0, below)
+	}
+	return t.raw.Apply(ctx, row, m)
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
@@ -252,13 +290,18 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 	if len(cells) == 0 {
 		return 0, nil
 	}
-	_, ts, err := t.expireTimestamp(row, family, column, ttl)
+	p, ts, err := t.expireTimestamp(row, family, column, ttl)
 	if err != nil {
 		return 0, err
 	}
 	delta := ts - strategy.Millis(cells[0].Timestamp)
 	if delta == 0 {
 		return 0, nil
+	}
+	if delta < 0 {
+		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
+			return 0, err
+		}
 	}
 	order := make([]int, len(cells))
 	for i := range order {

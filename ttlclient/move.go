@@ -66,18 +66,20 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 		e.Timestamp = oldTS
 		return false, e
 	}
-	if target != old {
+	// A target already expired (a shortened older version) is not
+	// written: the move only deletes.
+	keep := p.IsLive(target, now)
+	if target != old && keep {
 		// Nothing may be stored at the target millisecond: the move's Set
 		// would overwrite it (a concurrent write with the same timestamp).
+		// A move that only deletes writes nothing there, so an expired
+		// cell GC has not collected yet at the target does not block it.
 		taken := bigtable.ChainFilters(
 			bigtable.ColumnRangeFilter(family, column, column+"\x00"),
 			bigtable.TimestampRangeFilterMicros(target, target+1000),
 		)
 		pin = bigtable.ConditionFilter(taken, bigtable.BlockAllFilter(), pin)
 	}
-	// A target already expired (a shortened older version) is not
-	// written: the move only deletes.
-	keep := p.IsLive(target, now)
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, old, old+1000)
 	if keep {
