@@ -46,7 +46,7 @@ func TestExpireColumnOnAMaxVersionsFamilyKeepsTheLiveVersions(t *testing.T) {
 func TestExpireColumnDeletesAVersionShiftedOntoAnExpiredCell(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	e.setTTL(t, "r", famOne, "c", "a", 10*time.Minute) // ts T0+10m
-	e.h.Clock.Advance(10 * time.Minute)                 // a expired, still stored
+	e.h.Clock.Advance(10 * time.Minute)                // a expired, still stored
 	e.setTTL(t, "r", famOne, "c", "b", 30*time.Minute)
 	e.setTTL(t, "r", famOne, "c", "c", 40*time.Minute)
 	// delta -30m: c -> now+10m, b -> now, exactly a's timestamp (expired).
