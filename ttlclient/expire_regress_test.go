@@ -1,6 +1,7 @@
 package ttlclient_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
 )
 
 // A max-versions age family hides a column's cells beyond the newest N.
@@ -54,4 +56,41 @@ func TestExpireColumnDeletesAVersionShiftedOntoAnExpiredCell(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, moved)
 	assert.Equal(t, []string{"one:c@" + itoa(int64(e.now())+(10*time.Minute).Microseconds()) + "=c"}, e.read(t, "r"))
+}
+
+// A value too large to pin is refused before any write: ExpireRow and
+// ExpireColumn know every cell they will move once they have read them, so
+// a large one found late must not leave the earlier ones moved.
+func TestExpireRowWithACellTooLargeToPinMovesNothing(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	m := ttlclient.NewMutation()
+	m.Set(famOne, "a", ttlclient.Auto, []byte("small"), ttlclient.WithTTL(time.Minute))
+	m.Set(famOne, "b", ttlclient.Auto, bytes.Repeat([]byte("x"), 20<<10), ttlclient.WithTTL(time.Minute))
+	e.apply(t, "r", m)
+	before := e.stored(t, "r")
+	moved, err := e.tbl.ExpireRow(e.ctx, "r", time.Hour)
+	require.ErrorIs(t, err, ttlclient.ErrCellTooLargeToPin)
+	assert.Zero(t, moved)
+	assert.Equal(t, short(before), short(e.stored(t, "r")), "nothing written in part")
+
+	e.setTTL(t, "s", famDef, "c", string(bytes.Repeat([]byte("y"), 20<<10)), time.Minute)
+	e.setTTL(t, "s", famDef, "c", "newest", 2*time.Minute)
+	before = e.stored(t, "s")
+	moved, err = e.tbl.ExpireColumn(e.ctx, "s", famDef, "c", time.Hour)
+	require.ErrorIs(t, err, ttlclient.ErrCellTooLargeToPin)
+	assert.Zero(t, moved)
+	assert.Equal(t, short(before), short(e.stored(t, "s")), "nothing written in part")
+}
+
+// short cuts each cell to 60 bytes, so a failure prints no 20 KB
+// value.
+func short(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		if len(c) > 60 {
+			c = c[:60] + "..."
+		}
+		out[i] = c
+	}
+	return out
 }

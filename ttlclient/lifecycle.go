@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -223,8 +224,9 @@ func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p s
 // so the versions keep their order and spacing (an older one shifted into
 // the past is deleted). Each cell moves in its own atomic conditional
 // mutation, with Expire's guarantees; moved counts the cells that moved.
-// Guardrails and errors as for Expire; a move that fails stops the call,
-// with the cells moved until then counted.
+// Guardrails and errors as for Expire (every cell read is checked for
+// ErrCellTooLargeToPin before the first move); a move that fails stops the
+// call, with the cells moved until then counted.
 func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (moved int, err error) {
 	if _, _, err := t.expireTimestamp(row, family, column, ttl); err != nil {
 		return 0, err
@@ -266,6 +268,13 @@ func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (m
 		return 0, err
 	}
 	for _, fam := range families {
+		for _, it := range r[fam] {
+			if err := t.checkPinnable(row, fam, strings.TrimPrefix(it.Column, fam+":"), it); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, fam := range families {
 		items := r[fam]
 		for i := 0; i < len(items); {
 			j := i + 1
@@ -303,6 +312,11 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 			return 0, err
 		}
 	}
+	for _, c := range cells {
+		if err := t.checkPinnable(row, family, column, c); err != nil {
+			return 0, err
+		}
+	}
 	order := make([]int, len(cells))
 	for i := range order {
 		order[i] = i
@@ -326,4 +340,16 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 		}
 	}
 	return moved, nil
+}
+
+// checkPinnable refuses, as moveCell would, a cell whose value is too large
+// to pin: ExpireColumn and ExpireRow check every cell they read before the
+// first move, so such a cell found late leaves nothing moved in part.
+func (t *Table) checkPinnable(row, family, column string, c bigtable.ReadItem) error {
+	if _, err := filters.Cell(family, column, strategy.Millis(c.Timestamp), c.Value); err != nil {
+		e := t.refuse(row, family, column, err)
+		e.Timestamp = c.Timestamp
+		return e
+	}
+	return nil
 }
