@@ -171,7 +171,9 @@ func sqlTokens(query string) ([]sqlToken, error) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '#' || c == '-' && strings.HasPrefix(query[i:], "--"):
-			for i < len(query) && query[i] != '\n' {
+			// GoogleSQL ends a line comment at a carriage return too:
+			// "--\rFROM t" reads t.
+			for i < len(query) && query[i] != '\n' && query[i] != '\r' {
 				i++
 			}
 		case c == '/' && strings.HasPrefix(query[i:], "/*"):
@@ -261,6 +263,9 @@ func sqlTables(query string) ([]string, error) {
 			depth++
 		case t.text == ")" && !t.ident:
 			depth--
+			if depth < 0 {
+				return nil, errors.New("unbalanced parentheses")
+			}
 		case t.keyword("SELECT") && depth > 0:
 			return nil, errors.New("a subquery")
 		case t.keyword("FROM") && depth == 0:

@@ -30,6 +30,8 @@ func TestSQLTables(t *testing.T) {
 		"SELECT * FROM t HAVING 1 = 1":                  {"t"},
 		"SELECT * FROM t WHERE _key IN UNNEST(@keys)":   {"t"},
 		"SELECT * FROM \n\tt\n":                         {"t"},
+		"SELECT 1 --\rFROM t":                           {"t"},
+		"SELECT 1 # x\rFROM t":                          {"t"},
 	}
 	for q, want := range found {
 		got, err := sqlTables(q)
@@ -54,6 +56,7 @@ func TestSQLTables(t *testing.T) {
 		"SELECT 'x FROM t":                          "unterminated '",
 		"SELECT `x FROM t":                          "unterminated `",
 		"SELECT 1 /* FROM t":                        "unterminated comment",
+		"SELECT ) FROM t (":                         "unbalanced parentheses",
 	}
 	for q, want := range refused {
 		_, err := sqlTables(q)
