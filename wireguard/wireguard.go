@@ -30,6 +30,7 @@ const (
 	RuleBeforeEpoch             = "before-epoch"              // a negative timestamp
 	RuleInvalidSequence         = "invalid-sequence"          // sequence family: not seq*1000 with seq >= 1
 	RuleServerAssignedTimestamp = "server-assigned-timestamp" // ReadModifyWrite, AddToCell, MergeToCell on a managed family
+	RuleReservedColumn          = "reserved-column"           // a qualifier from 0xFF 0xFF on in a family with write-time companions
 	RuleUnknownFamily           = "unknown-family"            // a family the table's schema does not name
 	RuleSessionDataPlane        = "session-data-plane"        // a session stream the guard cannot inspect
 	// RuleUnclassifiable: a request on a guarded method the guard cannot
@@ -490,6 +491,9 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 			if !p.Managed() {
 				continue
 			}
+			if v := t.checkReserved(p, fam, col); v != nil {
+				return v
+			}
 			ts := bigtable.Timestamp(x.SetCell.GetTimestampMicros())
 			if ts == bigtable.ServerTime {
 				return t.violation(RuleServerTimestamp, fam, col, fmt.Errorf("%w: a %s family", strategy.ErrServerTimestamp, p.Kind()))
@@ -512,6 +516,9 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 			continue
 		case *btpb.Mutation_DeleteFromColumn_:
 			fam, col = x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier()
+			if v := t.checkReserved(t.schema[fam], fam, col); v != nil {
+				return v
+			}
 		case *btpb.Mutation_DeleteFromFamily_:
 			fam = x.DeleteFromFamily.GetFamilyName()
 		case *btpb.Mutation_DeleteFromRow_:
@@ -524,6 +531,17 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 		if _, ok := t.schema[fam]; !ok {
 			return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 		}
+	}
+	return nil
+}
+
+// checkReserved refuses a qualifier of the range a family with write-time
+// companions (strategy.WithWriteTime) reserves: every read through bttl
+// hides it, so a cell written there is never read again, and one deleted
+// or written there is a companion's (docs/design.md#write-time).
+func (t *table) checkReserved(p strategy.Policy, fam string, col []byte) *violation {
+	if p.HasWriteTime() && strings.HasPrefix(string(col), filters.ReservedQualifierStart) {
+		return t.violation(RuleReservedColumn, fam, col, errors.New("the qualifier is in the range reserved for write-time companions"))
 	}
 	return nil
 }
