@@ -97,10 +97,11 @@ func (m *Model) liveColumn(rowKey, fam, col string, t int64) []cell {
 // move is the library's atomic cell move at read time t: it applies while
 // the cell is stored (the caller took it from the view) and nothing else
 // is stored at the target's millisecond; a target no longer live makes it
-// a delete.
+// a delete, which applies whatever is stored there.
 func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
 	r := m.rows[rowKey]
-	if target != c.ts {
+	keep := m.fams[fam].live(target, t)
+	if target != c.ts && keep {
 		for _, o := range r[fam][col] {
 			if o.ts == target {
 				return false
@@ -108,7 +109,7 @@ func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
 		}
 	}
 	r.deleteColumn(fam, col, c.ts, c.ts+1000)
-	if m.fams[fam].live(target, t) {
+	if keep {
 		c.ts, c.shadowed = target, false
 		r.set(fam, col, c)
 	}
