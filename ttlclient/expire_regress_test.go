@@ -2,6 +2,7 @@ package ttlclient_test
 
 import (
 	"bytes"
+	"cloud.google.com/go/bigtable"
 	"testing"
 	"time"
 
@@ -93,4 +94,19 @@ func short(cells []string) []string {
 		out[i] = c
 	}
 	return out
+}
+
+// ExpireCellAt names one millisecond. A negative timestamp names none that
+// a cell can have: its millisecond's end, 0, would read as an open end and
+// select the newest cell instead.
+func TestExpireCellAtANegativeTimestampIsRefused(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	e.setTTL(t, "r", famDef, "c", "v", 10*time.Minute)
+	before := e.stored(t, "r")
+	for _, ts := range []bigtable.Timestamp{-1, -999, -1000, ttlclient.Auto} {
+		applied, err := e.tbl.Expire(e.ctx, "r", famDef, "c", time.Hour, ttlclient.ExpireCellAt(ts))
+		require.ErrorIs(t, err, ttlclient.ErrBeforeEpoch, "ts %d", ts)
+		assert.False(t, applied)
+	}
+	assert.Equal(t, before, e.stored(t, "r"), "the newest cell did not move")
 }

@@ -82,7 +82,8 @@ type expireSettings struct {
 
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
-// newest live cell.
+// newest live cell. A negative ts (Auto included) is refused
+// (ErrBeforeEpoch).
 func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
 	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }
 }
@@ -172,6 +173,13 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 	p, ts, err := t.expireTimestamp(row, family, column, ttl)
 	if err != nil {
 		return false, err
+	}
+	if s.hasTS && s.ts < 0 {
+		// No cell has one; its millisecond's end, 0, would read as an
+		// open end and select the newest cell.
+		e := t.refuse(row, family, column, fmt.Errorf("%w: ExpireCellAt(%d)", ErrBeforeEpoch, s.ts))
+		e.Timestamp = s.ts
+		return false, e
 	}
 	cells, err := t.liveCells(ctx, row, family, column, s, true)
 	if err != nil || len(cells) == 0 {
