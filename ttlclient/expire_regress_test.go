@@ -110,3 +110,28 @@ func TestExpireCellAtANegativeTimestampIsRefused(t *testing.T) {
 	}
 	assert.Equal(t, before, e.stored(t, "r"), "the newest cell did not move")
 }
+
+// The hidden versions are deleted only while the column still holds its N
+// newest at or above the bound its read found: a live cell another Expire
+// moved under that bound meanwhile is not taken for a hidden one.
+func TestPurgeOfHiddenVersionsKeepsACellMovedUnderTheBound(t *testing.T) {
+	e := newEnv(t, strategy.Schema{"mv": strategy.DefaultExpiry(time.Hour, strategy.WithMaxVersions(2))})
+	e.setTTL(t, "r", "mv", "c", "b", 20*time.Minute)
+	bTS := e.storedTimestamp(t, "r", "mv", "c")
+	e.setTTL(t, "r", "mv", "c", "a", 30*time.Minute)
+	aTS := bTS + bigtable.Timestamp((10 * time.Minute).Microseconds())
+	// A read saw a third, hidden, version under b: the bound is b. Before
+	// the purge runs, a is moved under b (both stay live and visible).
+	applied, err := e.tbl.MoveCell(e.ctx, "r", "mv", "c", aTS, []byte("a"), bTS-bigtable.Timestamp((5*time.Minute).Microseconds()))
+	require.NoError(t, err)
+	require.True(t, applied)
+	require.Len(t, e.read(t, "r"), 2)
+	require.NoError(t, e.tbl.PurgeBelow(e.ctx, "r", "mv", "c", bTS))
+	assert.Len(t, e.read(t, "r"), 2, "a, live, is not deleted as a hidden version")
+
+	// With two cells at or above the bound, what lies under it is hidden
+	// and deleted.
+	e.setTTL(t, "r", "mv", "c", "n", 40*time.Minute)
+	require.NoError(t, e.tbl.PurgeBelow(e.ctx, "r", "mv", "c", bTS))
+	assert.Len(t, e.stored(t, "r"), 2)
+}

@@ -30,3 +30,9 @@ func (t *Table) Now() bigtable.Timestamp { return t.now() }
 func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
 	return t.moveCell(ctx, row, family, column, oldTS, value, newTS)
 }
+
+// PurgeBelow exposes purgeBelow, the deletion of the versions a
+// max-versions family hides, given the bound its read found.
+func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, below bigtable.Timestamp) error {
+	return t.purgeBelow(ctx, row, family, column, t.schema[family], below)
+}

@@ -218,13 +218,29 @@ func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p s
 	if len(cells) <= n {
 		return nil
 	}
-	below := strategy.Millis(cells[n-1].Timestamp)
+	return t.purgeBelow(ctx, row, family, column, p, strategy.Millis(cells[n-1].Timestamp))
+}
+
+// purgeBelow deletes family:column's cells under below, the n-th newest
+// live cell's millisecond when purgeHidden read the column, and their
+// companions.
+func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p strategy.Policy, below bigtable.Timestamp) error {
+	n := p.Versions()
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, 0, below)
 	if p.HasWriteTime() {
 		m.DeleteTimestampRange(family, companionQualifier(column), 0, below)
 	}
-	return t.raw.Apply(ctx, row, m)
+	// Only while at least n cells are still stored from below on: then
+	// every cell under it is beyond the n newest, collectable by GC's
+	// max-versions rule whatever moved meanwhile (a concurrent Expire may
+	// have moved a live cell under below, and the column have fewer).
+	atLeastN := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(below, 0),
+		bigtable.CellsPerRowOffsetFilter(n-1),
+	)
+	return t.raw.Apply(ctx, row, bigtable.NewCondMutation(atLeastN, m, nil))
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
