@@ -498,8 +498,16 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 			if ts == bigtable.ServerTime {
 				return t.violation(RuleServerTimestamp, fam, col, fmt.Errorf("%w: a %s family", strategy.ErrServerTimestamp, p.Kind()))
 			}
-			if _, err := p.CheckExplicit(now, ts); err != nil {
+			got, err := p.CheckExplicit(now, ts)
+			if err != nil {
 				return t.violation(ruleOf(err), fam, col, fmt.Errorf("%w (now %d)", err, now))
+			}
+			if got != strategy.Millis(ts) {
+				// A ClampTTL family lowered a TTL over its cap: the guard
+				// does not rewrite timestamps, so the longer TTL would be
+				// stored. Refuse it as a family without ClampTTL does.
+				return t.violation(ruleOf(strategy.ErrTTLTooLong), fam, col, fmt.Errorf("%w: timestamp %d is over the family's max TTL %s (now %d; the guard cannot clamp)",
+					strategy.ErrTTLTooLong, ts, p.MaxTTL(), now))
 			}
 			continue
 		case *btpb.Mutation_AddToCell_:

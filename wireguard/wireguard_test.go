@@ -357,3 +357,25 @@ func TestGuardRefusesReservedColumnsOfAWriteTimeFamily(t *testing.T) {
 	assert.Len(t, r["one"], 1)
 	assert.Len(t, r["wt"], 1)
 }
+
+// A family that clamps TTLs over its cap (ClampTTL) gets them lowered by
+// ttlclient; the guard cannot rewrite a plain client's timestamp, so a
+// timestamp over the cap is refused rather than stored with the longer TTL.
+func TestGuardRefusesATimestampOverTheCapOfAClampingFamily(t *testing.T) {
+	schema := strategy.Schema{
+		"capped": strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
+		"plain":  strategy.Unmanaged(),
+	}
+	e := newEnvSchema(t, schema)
+	m := bigtable.NewMutation()
+	m.Set("capped", "c", e.now()+bigtable.Timestamp((5*time.Hour).Microseconds()), []byte("v"))
+	err := e.tbl.Apply(e.ctx, "r", m)
+	requireRefused(t, err, "invalid-timestamp", "capped", "c")
+	assert.Contains(t, err.Error(), strategy.ErrTTLTooLong.Error())
+	assert.Nil(t, e.stored(t, "r"), "nothing reached the server")
+
+	m = bigtable.NewMutation()
+	m.Set("capped", "c", e.now()+bigtable.Timestamp((30*time.Minute).Microseconds()), []byte("v"))
+	require.NoError(t, e.tbl.Apply(e.ctx, "r", m), "within the cap")
+	assert.Len(t, e.stored(t, "r")["capped"], 1)
+}
