@@ -268,6 +268,10 @@ func sqlTables(query string) ([]string, error) {
 			}
 		case t.keyword("SELECT") && depth > 0:
 			return nil, errors.New("a subquery")
+		case t.text == "|" && !t.ident && i+1 < len(toks) && toks[i+1].text == ">" && !toks[i+1].ident:
+			// A pipe operator can read a table with no FROM before it
+			// ("SELECT 1 |> JOIN t ON TRUE").
+			return nil, errors.New("pipe syntax (|>)")
 		case t.keyword("FROM") && depth == 0:
 			table, next, err := sqlFromItem(toks, i+1)
 			if err != nil {

@@ -57,6 +57,8 @@ func TestSQLTables(t *testing.T) {
 		"SELECT `x FROM t":                          "unterminated `",
 		"SELECT 1 /* FROM t":                        "unterminated comment",
 		"SELECT ) FROM t (":                         "unbalanced parentheses",
+		"SELECT 1 AS k |> JOIN t USING (k)":         "pipe syntax",
+		"FROM t |> WHERE _key = 'a'":                `"|" after FROM t`,
 	}
 	for q, want := range refused {
 		_, err := sqlTables(q)
