@@ -6,6 +6,7 @@
 //	bttl [global flags] plan   [-table T]
 //	bttl [global flags] apply  [-table T] [-yes] [-force]
 //	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
+//	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-written-before T] [-expired delete|keep] [-dry-run]
 //	bttl [global flags] init   [-table T] [-force]
 //	bttl help [command]
 //

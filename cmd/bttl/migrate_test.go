@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cellKey is one stored cell: row, qualifier, timestamp.
+type cellKey struct {
+	row, col string
+	ts       bigtable.Timestamp
+}
+
+// storedFamily is every cell of family fam of table, unfiltered, by key;
+// a key seen twice fails the test (no cell may be duplicated).
+func storedFamily(t *testing.T, dc *bigtable.Client, table, fam string) map[cellKey]string {
+	t.Helper()
+	out := map[cellKey]string{}
+	err := dc.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		for _, it := range r[fam] {
+			k := cellKey{it.Row, strings.TrimPrefix(it.Column, fam+":"), it.Timestamp}
+			if _, dup := out[k]; dup {
+				t.Errorf("cell %v stored twice", k)
+			}
+			out[k] = string(it.Value)
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.FamilyFilter("^"+fam+"$")))
+	require.NoError(t, err)
+	return out
+}
+
+// loadRealTimestamps is the test loader: rows*cols cells of family fam
+// written by a plain client with real timestamps spread over the last 10
+// days (whole milliseconds), as a legacy writer leaves them. It returns
+// the model of what it wrote.
+func loadRealTimestamps(t *testing.T, dc *bigtable.Client, table, fam string, rows, cols int, now time.Time) map[cellKey]string {
+	t.Helper()
+	ctx := context.Background()
+	tbl := dc.Open(table)
+	model := make(map[cellKey]string, rows*cols)
+	const batch = 500
+	for lo := 0; lo < rows; lo += batch {
+		var keys []string
+		var muts []*bigtable.Mutation
+		for r := lo; r < min(lo+batch, rows); r++ {
+			row := fmt.Sprintf("row%07d", r)
+			m := bigtable.NewMutation()
+			for c := 0; c < cols; c++ {
+				col := fmt.Sprintf("c%02d", c)
+				ts := bigtable.Time(now.Add(-time.Duration(1+(r*cols+c)%864_000) * time.Second)).TruncateToMilliseconds()
+				v := row + "/" + col
+				m.Set(fam, col, ts, []byte(v))
+				model[cellKey{row, col, ts}] = v
+			}
+			keys = append(keys, row)
+			muts = append(muts, m)
+		}
+		errs, err := tbl.ApplyBulk(ctx, keys, muts)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+	}
+	return model
+}
+
+func shiftedModel(model map[cellKey]string, d time.Duration) map[cellKey]string {
+	out := make(map[cellKey]string, len(model))
+	for k, v := range model {
+		k.ts += bigtable.Timestamp(d / time.Microsecond)
+		out[k] = v
+	}
+	return out
+}
+
+// emulatorClients starts cbtemulator and returns admin and data clients
+// on it (the command dials it through BIGTABLE_EMULATOR_HOST).
+func emulatorClients(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
+	t.Helper()
+	addr := startCBTEmulator(t)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	return ac, dc, addr
+}
+
+// migrateCells is the size of the acceptance runs: 20,000 by default,
+// BTTL_MIGRATE_CELLS (e.g. 1000000) for the full run.
+func migrateCells(t *testing.T) int {
+	if s := os.Getenv("BTTL_MIGRATE_CELLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "BTTL_MIGRATE_CELLS")
+		return n
+	}
+	return 20_000
+}
+
+const oneSecondSchema = "tables: {legacy: {f: {strategy: one-second}}}\n"
+
+// Acceptance 1: cells with real timestamps (a legacy writer's, on
+// cbtemulator) migrated to one-second expiry with a 30-day TTL: every
+// cell's timestamp becomes its old one + 30 days, none lost or duplicated
+// (a full scan against the model); a second run changes nothing and says
+// so; bttl apply then accepts the one-second rule without -force.
+func TestMigrateRealToOneSecondThenApply(t *testing.T) {
+	ac, dc, addr := emulatorClients(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	n := migrateCells(t)
+	const cols = 10
+	now := time.Now()
+	start := time.Now()
+	model := loadRealTimestamps(t, dc, "legacy", "f", n/cols, cols, now)
+	t.Logf("loaded %d cells in %s", len(model), time.Since(start))
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"))
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	cutoff := now.UTC().Format(time.RFC3339Nano)
+	args := []string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d", "-written-before", cutoff}
+
+	r := bttl(t, addr, "", append(args, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "dry run: nothing written")
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) would be moved", len(model)))
+	assert.Regexp(t, `row "row\d+", column "c\d+": \S+Z -> \S+Z`, r.stdout, "examples in RFC 3339 UTC")
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "a dry run writes nothing")
+
+	// The one-second rule is refused before the migration.
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+
+	start = time.Now()
+	r = bttl(t, addr, "", args...)
+	elapsed := time.Since(start)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	t.Logf("migrated %d cells in %s (%.0f cells/s)", len(model), elapsed, float64(len(model))/elapsed.Seconds())
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) moved to their new timestamp", len(model)))
+	assert.Contains(t, r.stdout, "steps for a live system")
+	assert.Contains(t, r.stdout, "bttl apply")
+	require.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"),
+		"every cell at its old timestamp + 30 days, none lost or duplicated")
+
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, fmt.Sprintf("nothing to migrate: %d cell(s) already on the target", len(model)))
+	assert.NotContains(t, r.stdout, "moved to their new timestamp")
+	require.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"), "a second run changes nothing")
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "force")
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
+
+// Acceptance 2: the built binary killed (SIGKILL) mid-run and started
+// again ends in the same state as an uninterrupted run over the same
+// data, the model's.
+func TestMigrateKilledAndRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ac, dc, addr := emulatorClients(t)
+	bin := filepath.Join(t.TempDir(), "bttl")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	ctx := context.Background()
+	now := time.Now()
+	n := migrateCells(t)
+	for _, tb := range []string{"killed", "straight"} {
+		require.NoError(t, ac.CreateTable(ctx, tb))
+		require.NoError(t, ac.CreateColumnFamily(ctx, tb, "f"))
+	}
+	model := loadRealTimestamps(t, dc, "killed", "f", n/10, 10, now)
+	require.Equal(t, model, loadRealTimestamps(t, dc, "straight", "f", n/10, 10, now))
+	schema := writeFile(t, "s.yaml", "tables: {killed: {f: {strategy: one-second}}, straight: {f: {strategy: one-second}}}\n")
+	args := func(table string) []string {
+		return []string{"-project", "p", "-instance", "i", "-schema", schema, "migrate", "-table", table, "-family", "f",
+			"-from", "real", "-ttl", "30d", "-written-before", now.UTC().Format(time.RFC3339Nano)}
+	}
+	cmd := exec.Command(bin, args("killed")...)
+	cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+addr)
+	require.NoError(t, cmd.Start())
+	// Kill it once some cells, not all, have moved (timestamps past now).
+	moved := func() int {
+		c := 0
+		require.NoError(t, dc.Open("killed").ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+			c += len(r["f"])
+			return true
+		}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.TimestampRangeFilter(now, time.Time{}), bigtable.StripValueFilter()))))
+		return c
+	}
+	deadline := time.Now().Add(time.Minute)
+	var at int
+	for at = moved(); at == 0; at = moved() {
+		require.True(t, time.Now().Before(deadline), "no cell moved within a minute")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	at = moved()
+	t.Logf("killed after %d of %d cells moved", at, len(model))
+	require.Less(t, at, len(model), "killed mid-run")
+
+	for _, tb := range []string{"killed", "straight"} {
+		c := exec.Command(bin, args(tb)...)
+		c.Env = cmd.Env
+		out, err := c.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		if tb == "killed" {
+			assert.Contains(t, string(out), fmt.Sprintf("%d cell(s) moved to their new timestamp", len(model)-at))
+			assert.Contains(t, string(out), fmt.Sprintf("%d cell(s) already on the target", at))
+		}
+	}
+	want := shiftedModel(model, 30*24*time.Hour)
+	assert.Equal(t, want, storedFamily(t, dc, "killed", "f"), "the restarted run ends at the model")
+	assert.Equal(t, storedFamily(t, dc, "straight", "f"), storedFamily(t, dc, "killed", "f"), "identical to an uninterrupted run")
+}
+
+func TestMigrateUsageErrors(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: one-second}, g: {strategy: default-expiry, ttl: 48h}, u: {strategy: unmanaged}}}\n")
+	g := []string{"-project", "p", "-instance", "i", "-schema", schema, "migrate"}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"-table", []string{"-family", "f", "-from", "real", "-ttl", "1d"}},
+		{"-family", []string{"-table", "t", "-from", "real", "-ttl", "1d"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-ttl", "1d"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-from", "sequence"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-from", "default-expiry:0s"}},
+		{"-ttl", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1us"}},
+		{"-ttl", []string{"-table", "t", "-family", "f", "-from", "real", "-written-before", now}},
+		{"-ttl", []string{"-table", "t", "-family", "g", "-to-family", "f", "-from", "default-expiry:48h", "-ttl", "1d"}},
+		{"-ttl-rule", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl-rule", "prefix=a"}},
+		{"-ttl-rule", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl-rule", "ttl=1d", "-ttl", "2d", "-written-before", now}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d"}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", "yesterday"}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", "2999-01-01T00:00:00Z"}},
+		{"-expired", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", now, "-expired", "maybe"}},
+		{"-to-family", []string{"-table", "t", "-family", "f", "-from", "one-second", "-to-family", "nope"}},
+		{"-to-family", []string{"-table", "t", "-family", "f", "-from", "default-expiry:1d"}},
+		{"-schema", []string{"-table", "t", "-family", "u", "-from", "real", "-ttl", "1d", "-written-before", now}},
+		{"-table", []string{"-table", "nope", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", now}},
+		{"-examples", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-examples", "-1"}},
+	} {
+		start := time.Now()
+		r := runRaw(context.Background(), append(append([]string{}, g...), c.args...)...)
+		assert.Equal(t, exitError, r.code, "%q: %s", c.args, r.stdout)
+		assert.Contains(t, r.stderr, c.flag, "%q", c.args)
+		assert.NotContains(t, r.stderr, "cannot reach", "%q: refused before any RPC", c.args)
+		assert.Less(t, time.Since(start), 2*time.Second, "%q", c.args)
+	}
+	r := runRaw(context.Background(), "help", "migrate")
+	assert.Equal(t, exitOK, r.code)
+	for _, f := range []string{"-family", "-to-family", "-from", "-ttl", "-ttl-rule", "-written-before", "-expired", "-dry-run"} {
+		assert.Contains(t, r.stdout, f)
+	}
+	r = runRaw(context.Background(), "migrate", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "usage: bttl migrate")
+}
