@@ -1,0 +1,117 @@
+package scan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+const checkpointVersion = 1
+
+// checkpointFile is the checkpoint's JSON form: the shard's ranges, fixed
+// at the first run, and which are finished (with the result RunRanges'
+// done returned for each).
+type checkpointFile struct {
+	Version int               `json:"version"`
+	Table   string            `json:"table"`
+	Shard   Shard             `json:"shard"`
+	Piece   Range             `json:"piece"` // the shard's part of the scanned range
+	Job     json.RawMessage   `json:"job,omitempty"`
+	Updated string            `json:"updated"` // RFC 3339 UTC
+	Ranges  []checkpointRange `json:"ranges"`
+}
+
+type checkpointRange struct {
+	Range  Range           `json:"range"`
+	Weight int             `json:"weight"` // SampleRowKeys intervals merged into it
+	Done   bool            `json:"done"`
+	Result json.RawMessage `json:"result,omitempty"`
+	fresh  bool            // finished by this run
+}
+
+// loadCheckpoint reads the checkpoint at path; (nil, nil) when there is
+// none.
+func loadCheckpoint(path string) (*checkpointFile, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &CheckpointError{Path: path, Reason: "cannot read", Err: err}
+	}
+	var c checkpointFile
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, &CheckpointError{Path: path, Reason: "not a scan checkpoint", Err: err}
+	}
+	if c.Version != checkpointVersion {
+		return nil, &CheckpointError{Path: path, Reason: fmt.Sprintf("version %d, want %d", c.Version, checkpointVersion)}
+	}
+	return &c, nil
+}
+
+// fits checks that c was written for this scan, and that its ranges tile
+// its piece.
+func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job json.RawMessage) error {
+	mismatch := func(what string, got, want any) error {
+		return &CheckpointError{Path: path, Reason: fmt.Sprintf("written for %s %v, this scan is for %v", what, got, want)}
+	}
+	switch {
+	case c.Table != table:
+		return mismatch("table", c.Table, table)
+	case c.Shard != shard:
+		return mismatch("shard", c.Shard, shard)
+	case c.Piece != piece:
+		return mismatch("key range", c.Piece, piece)
+	}
+	var a, b bytes.Buffer
+	_ = json.Compact(&a, c.Job)
+	_ = json.Compact(&b, job)
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		return mismatch("job", a.String(), b.String())
+	}
+	start := piece.Start
+	for i, r := range c.Ranges {
+		if r.Range.Start != start || (r.Range.End != "" && r.Range.End <= r.Range.Start) || (r.Range.End == "") != (i == len(c.Ranges)-1 && piece.End == "") {
+			return &CheckpointError{Path: path, Reason: fmt.Sprintf("range %d %s does not follow the one before it", i, r.Range)}
+		}
+		start = r.Range.End
+	}
+	if len(c.Ranges) == 0 || start != piece.End {
+		return &CheckpointError{Path: path, Reason: "its ranges do not cover the shard's key range " + piece.String()}
+	}
+	return nil
+}
+
+// write replaces the file at path atomically: a temporary file in the same
+// directory, synced, then renamed over it.
+func (c *checkpointFile) write(path string, now time.Time) error {
+	c.Updated = now.UTC().Format(time.RFC3339)
+	b, err := json.MarshalIndent(c, "", " ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package scan
+
+import (
+	"time"
+
+	"cloud.google.com/go/bigtable"
+)
+
+// An Option configures a scan, as bigtable.ReadOption configures a read.
+type Option interface{ set(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) set(c *config) { f(c) }
+
+type config struct {
+	workers       int
+	ranges        int
+	cellsPerSec   float64
+	shard         Shard
+	shardKeys     []string
+	shardKeysSet  bool
+	start, end    string
+	checkpoint    string
+	job           any
+	progress      func(Progress)
+	progressEvery time.Duration
+	readOpts      []bigtable.ReadOption
+	limit         int64
+}
+
+// DefaultWorkers is the worker count without WithWorkers: one stream, the
+// load a plain ReadRows puts on the cluster.
+const DefaultWorkers = 1
+
+// WithWorkers sets how many ranges are read at once (default 1).
+func WithWorkers(n int) Option { return optionFunc(func(c *config) { c.workers = n }) }
+
+// WithRanges sets the target number of ranges a shard is cut into (default
+// max(64, 4 x workers)); fewer when SampleRowKeys returns fewer points
+// inside the shard. More ranges balance the workers better and lose less
+// work on a restart; each is one entry of the checkpoint.
+func WithRanges(n int) Option { return optionFunc(func(c *config) { c.ranges = n }) }
+
+// WithCellsPerSecond limits the rate of cells delivered to the callback,
+// over all workers (0: no limit). Cells, not rows, because both the read
+// cost and migrate's writes grow with cells; a row with more cells than
+// one second's allowance waits for as many seconds as it holds.
+func WithCellsPerSecond(r float64) Option {
+	return optionFunc(func(c *config) { c.cellsPerSec = r })
+}
+
+// WithShard scans only shard index of count (0 <= index < count): the
+// index-th of count contiguous pieces of the scanned range. Every process
+// given the same range, count and shard keys computes the same pieces; see
+// WithShardKeys.
+func WithShard(index, count int) Option {
+	return optionFunc(func(c *config) { c.shard = Shard{Index: index, Count: count} })
+}
+
+// WithShardKeys gives the count-1 keys that bound the shards, sorted, each
+// inside the scanned range: shard i is [keys[i-1], keys[i]). Without it the
+// scanned range is split evenly in the key space (keys read as big-endian
+// numbers), which balances hashed or uniformly spread keys only; a table
+// whose keys share a prefix ("user#...") needs keys chosen from its data,
+// e.g. by SuggestShardKeys, computed once and given to every process.
+func WithShardKeys(keys ...string) Option {
+	return optionFunc(func(c *config) { c.shardKeys, c.shardKeysSet = append([]string(nil), keys...), true })
+}
+
+// WithRange scans only the keys in [start, end); end "" is the table's
+// end (default: the whole table).
+func WithRange(start, end string) Option {
+	return optionFunc(func(c *config) { c.start, c.end = start, end })
+}
+
+// WithCheckpoint keeps the shard's progress in the file at path: created
+// at the first run with the shard's ranges, rewritten atomically as ranges
+// finish, and read by a later run, which skips the finished ranges. job,
+// marshalled to JSON, identifies the work (e.g. the audit's schema and
+// clock time): a checkpoint written for another job, table, range or
+// shard is refused with a *CheckpointError. The file is kept when the scan
+// completes; delete it to scan again from scratch.
+func WithCheckpoint(path string, job any) Option {
+	return optionFunc(func(c *config) { c.checkpoint, c.job = path, job })
+}
+
+// WithProgress calls f at most every interval during the scan, from a
+// single goroutine, and once at its end.
+func WithProgress(every time.Duration, f func(Progress)) Option {
+	return optionFunc(func(c *config) { c.progress, c.progressEvery = f, every })
+}
+
+// WithFilter applies a read filter to every read (e.g. a
+// RowSampleFilter, or a family or column filter).
+func WithFilter(f bigtable.Filter) Option {
+	return optionFunc(func(c *config) { c.readOpts = append(c.readOpts, bigtable.RowFilter(f)) })
+}
+
+// WithReadOptions passes read options to every ReadRows call. A
+// bigtable.LimitRows applies per range; use WithLimit for the whole scan.
+func WithReadOptions(opts ...bigtable.ReadOption) Option {
+	return optionFunc(func(c *config) { c.readOpts = append(c.readOpts, opts...) })
+}
+
+// WithLimit stops the scan after n rows were delivered (0: no limit). With
+// one worker these are the scanned range's first n rows; with several,
+// which rows is not defined. A range stopped by the limit is not finished.
+func WithLimit(n int64) Option { return optionFunc(func(c *config) { c.limit = n }) }

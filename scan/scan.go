@@ -1,0 +1,420 @@
+package scan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+)
+
+// RowFunc is called with each row read. It is called concurrently from the
+// workers, rows of one range in key order, one at a time per worker; a
+// non-nil error stops the scan. A restarted run delivers again the rows of
+// ranges that were unfinished (see WithCheckpoint).
+type RowFunc func(ctx context.Context, r bigtable.Row) error
+
+// RangeFunc is called when a worker starts a range, and returns the
+// callback for its rows and done, called after its last row, whose result
+// (JSON, or nil) the checkpoint records as the range's and Summary reports.
+// A range read again after a restart gets a new call: per-range state kept
+// by these closures starts over, so the results of a resumed scan count
+// each row once.
+type RangeFunc func(rg Range) (rows RowFunc, done func() (json.RawMessage, error))
+
+// Progress is a scan's state, for a progress line.
+type Progress struct {
+	Ranges, RangesDone int   // the shard's ranges; finished ones, by any run
+	Rows, Cells        int64 // delivered by this run
+	// Fraction is the share of the shard done, by finished ranges weighted
+	// by the SampleRowKeys intervals each spans (intervals hold about the
+	// same bytes).
+	Fraction float64
+	Elapsed  time.Duration
+	// ETA is the time left at this run's pace (0 until a range finishes).
+	ETA time.Duration
+}
+
+// RangeResult is one of the shard's ranges after a scan.
+type RangeResult struct {
+	Range Range
+	Done  bool // finished, by this run or an earlier one
+	// Resumed: finished by an earlier run (read from the checkpoint), not
+	// read again.
+	Resumed bool
+	Result  json.RawMessage // what RangeFunc's done returned
+}
+
+// Summary is what a scan did.
+type Summary struct {
+	Table  string
+	Shard  Shard
+	Piece  Range         // the shard's part of the scanned range
+	Ranges []RangeResult // the shard's ranges, in key order
+	// Rows and Cells were delivered by this run.
+	Rows, Cells int64
+	// Limited: the scan stopped at WithLimit's row count.
+	Limited bool
+}
+
+// Complete reports whether every range of the shard is finished.
+func (s *Summary) Complete() bool {
+	for _, r := range s.Ranges {
+		if !r.Done {
+			return false
+		}
+	}
+	return true
+}
+
+// Covered returns the key ranges finished ranges cover, coalesced.
+func (s *Summary) Covered() []Range {
+	var rs []Range
+	for _, r := range s.Ranges {
+		if r.Done {
+			rs = append(rs, r.Range)
+		}
+	}
+	return Coalesce(rs)
+}
+
+// Run scans the table (tbl, named table for the checkpoint) and calls f
+// with each row. See RowFunc for how f is called.
+func Run(ctx context.Context, tbl *bigtable.Table, table string, f RowFunc, opts ...Option) (*Summary, error) {
+	return RunRanges(ctx, tbl, table, func(Range) (RowFunc, func() (json.RawMessage, error)) {
+		return f, func() (json.RawMessage, error) { return nil, nil }
+	}, opts...)
+}
+
+// RunRanges scans like Run, with callbacks per range: for results
+// gathered per range (audit's counts), merged in key order afterwards from
+// Summary.Ranges, including those an earlier run recorded in the
+// checkpoint. The Summary is returned also with an error.
+func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFunc, opts ...Option) (*Summary, error) {
+	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
+	for _, o := range opts {
+		o.set(&c)
+	}
+	piece, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	job, err := json.Marshal(c.job)
+	if err != nil {
+		return nil, &OptionError{Option: "checkpoint", Reason: fmt.Sprintf("job: %v", err)}
+	}
+	if c.job == nil {
+		job = nil
+	}
+	s := &Summary{Table: table, Shard: c.shard, Piece: piece}
+	var ck *checkpointFile
+	if c.checkpoint != "" {
+		if ck, err = loadCheckpoint(c.checkpoint); err != nil {
+			return nil, err
+		}
+		if ck != nil {
+			if err := ck.fits(c.checkpoint, table, c.shard, piece, job); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if ck == nil {
+		keys, err := tbl.SampleRowKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+		}
+		ck = &checkpointFile{Version: checkpointVersion, Table: table, Shard: c.shard, Piece: piece, Job: job}
+		for _, r := range plan(piece, keys, c.targetRanges()) {
+			ck.Ranges = append(ck.Ranges, checkpointRange{Range: r.Range, Weight: r.weight})
+		}
+		if c.checkpoint != "" {
+			// Written before any read: the ranges are fixed from the first run.
+			if err := ck.write(c.checkpoint, time.Now()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &runner{c: c, tbl: tbl, f: f, ck: ck, s: s, start: time.Now()}
+	err = r.run(ctx)
+	return s, err
+}
+
+func (c *config) validate() (Range, error) {
+	bad := func(opt, format string, a ...any) (Range, error) {
+		return Range{}, &OptionError{Option: opt, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case c.workers < 1:
+		return bad("workers", "%d: want at least 1", c.workers)
+	case c.ranges < 0:
+		return bad("ranges", "%d: want at least 1 (0: default)", c.ranges)
+	case c.cellsPerSec < 0:
+		return bad("cells per second", "%g: want a positive rate (0: no limit)", c.cellsPerSec)
+	case c.limit < 0:
+		return bad("limit", "%d: want a positive row count (0: no limit)", c.limit)
+	case c.end != "" && c.start >= c.end:
+		return bad("range", "start %q must sort before end %q", c.start, c.end)
+	case c.progress != nil && c.progressEvery <= 0:
+		return bad("progress", "interval %s: want a positive interval", c.progressEvery)
+	}
+	if err := c.shard.check(); err != nil {
+		return Range{}, err
+	}
+	keys := c.shardKeys
+	if !c.shardKeysSet {
+		keys = splitKeySpace(c.start, c.end, c.shard.Count)
+	}
+	if len(keys) != c.shard.Count-1 {
+		return bad("shard keys", "%d keys for %d shards: want %d", len(keys), c.shard.Count, c.shard.Count-1)
+	}
+	bounds := append(append([]string{c.start}, keys...), c.end)
+	for i := 1; i < len(bounds); i++ {
+		if (bounds[i] != "" || i < len(bounds)-1) && bounds[i] <= bounds[i-1] {
+			return bad("shard keys", "%q does not sort after %q: shard keys must be sorted and inside the scanned range %s (too many shards for a narrow range?)",
+				bounds[i], bounds[i-1], Range{c.start, c.end})
+		}
+	}
+	return Range{Start: bounds[c.shard.Index], End: bounds[c.shard.Index+1]}, nil
+}
+
+func (c *config) targetRanges() int {
+	if c.ranges > 0 {
+		return c.ranges
+	}
+	return max(64, 4*c.workers)
+}
+
+type plannedRange struct {
+	Range
+	weight int
+}
+
+// plan cuts piece at the sampled keys inside it into at most target
+// ranges of about the same number of sample intervals; the first starts at
+// the piece's start and the last ends at its end (open-ended when it is).
+func plan(piece Range, sampled []string, target int) []plannedRange {
+	var keys []string
+	for _, k := range sampled {
+		if k != "" && k > piece.Start && (piece.End == "" || k < piece.End) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	uniq := keys[:0]
+	for i, k := range keys {
+		if i == 0 || k != keys[i-1] {
+			uniq = append(uniq, k)
+		}
+	}
+	keys = uniq
+	bounds := append(append([]string{piece.Start}, keys...), piece.End)
+	intervals := len(bounds) - 1
+	n := min(intervals, max(target, 1))
+	out := make([]plannedRange, 0, n)
+	for j := 0; j < n; j++ {
+		lo, hi := j*intervals/n, (j+1)*intervals/n
+		out = append(out, plannedRange{Range{bounds[lo], bounds[hi]}, hi - lo})
+	}
+	return out
+}
+
+type runner struct {
+	c     config
+	tbl   *bigtable.Table
+	f     RangeFunc
+	ck    *checkpointFile
+	s     *Summary
+	start time.Time
+
+	mu          sync.Mutex // guards ck and the checkpoint file
+	rows, cells atomic.Int64
+	weightRun   atomic.Int64 // weight finished by this run
+	rangesDone  atomic.Int64
+	weightDone  atomic.Int64
+	limited     atomic.Bool
+}
+
+func (r *runner) run(ctx context.Context) error {
+	total := 0
+	var todo []int
+	for i, cr := range r.ck.Ranges {
+		total += cr.Weight
+		if cr.Done {
+			r.rangesDone.Add(1)
+			r.weightDone.Add(int64(cr.Weight))
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	var lim *rate.Limiter
+	if r.c.cellsPerSec > 0 {
+		lim = rate.NewLimiter(rate.Limit(r.c.cellsPerSec), max(1, int(r.c.cellsPerSec)))
+	}
+	var progressDone chan struct{}
+	stopProgress := func() {}
+	if r.c.progress != nil {
+		progressDone = make(chan struct{})
+		stop := make(chan struct{})
+		go func() {
+			defer close(progressDone)
+			t := time.NewTicker(r.c.progressEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					r.c.progress(r.progress(total))
+				}
+			}
+		}()
+		stopProgress = func() { close(stop); <-progressDone; r.c.progress(r.progress(total)) }
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	next := make(chan int)
+	g.Go(func() error {
+		defer close(next)
+		for _, i := range todo {
+			select {
+			case next <- i:
+			case <-gctx.Done():
+				return nil
+			}
+		}
+		return nil
+	})
+	for w := 0; w < min(r.c.workers, max(len(todo), 1)); w++ {
+		g.Go(func() error {
+			for i := range next {
+				if r.limited.Load() {
+					continue // drain: the feeder must not block
+				}
+				if err := r.scanRange(gctx, i, lim); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	stopProgress()
+	if err == nil {
+		err = ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.Rows, r.s.Cells, r.s.Limited = r.rows.Load(), r.cells.Load(), r.limited.Load()
+	for _, cr := range r.ck.Ranges {
+		r.s.Ranges = append(r.s.Ranges, RangeResult{Range: cr.Range, Done: cr.Done, Resumed: cr.Done && !cr.fresh, Result: cr.Result})
+	}
+	return err
+}
+
+func (r *runner) progress(total int) Progress {
+	p := Progress{
+		Ranges: len(r.ck.Ranges), RangesDone: int(r.rangesDone.Load()),
+		Rows: r.rows.Load(), Cells: r.cells.Load(), Elapsed: time.Since(r.start),
+	}
+	if total > 0 {
+		p.Fraction = float64(r.weightDone.Load()) / float64(total)
+	}
+	if run := r.weightRun.Load(); run > 0 {
+		left := float64(int64(total) - r.weightDone.Load())
+		p.ETA = time.Duration(float64(p.Elapsed) * left / float64(run)).Round(time.Second)
+	}
+	return p
+}
+
+// scanRange reads range i; an error stops the scan.
+func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error {
+	rg := r.ck.Ranges[i].Range // fixed at planning: read without the lock
+	rows, done := r.f(rg)
+	var ferr error
+	stopped := false
+	err := r.tbl.ReadRows(ctx, rg.RowSet(), func(row bigtable.Row) bool {
+		if n := r.rows.Add(1); r.c.limit > 0 && n > r.c.limit {
+			r.rows.Add(-1)
+			r.limited.Store(true)
+			stopped = true
+			return false
+		}
+		n := 0
+		for _, items := range row {
+			n += len(items)
+		}
+		r.cells.Add(int64(n))
+		if lim != nil {
+			for left := n; left > 0; left -= lim.Burst() {
+				if ferr = lim.WaitN(ctx, min(left, lim.Burst())); ferr != nil {
+					return false
+				}
+			}
+		}
+		if ferr = rows(ctx, row); ferr != nil {
+			return false
+		}
+		return true
+	}, r.c.readOpts...)
+	if ctx.Err() != nil && ferr == nil {
+		// Stopped: a gRPC Canceled status is said as context.Canceled, and
+		// a stream that ended without error may still have missed rows.
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return &RangeError{Range: rg, Err: err}
+	}
+	if stopped {
+		return nil
+	}
+	res, err := done()
+	if err != nil {
+		return &RangeError{Range: rg, Err: err}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cr := &r.ck.Ranges[i]
+	cr.Done, cr.Result, cr.fresh = true, res, true
+	r.rangesDone.Add(1)
+	r.weightDone.Add(int64(cr.Weight))
+	r.weightRun.Add(int64(cr.Weight))
+	if r.c.checkpoint != "" {
+		if err := r.ck.write(r.c.checkpoint, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SuggestShardKeys returns count-1 keys that cut [start, end) (end "":
+// the table's end) into count shards of about the same size, from the
+// table's SampleRowKeys points. The points change as the table does, so
+// compute the keys once and give the same keys to every process
+// (WithShardKeys; the CLI's -shard-keys).
+func SuggestShardKeys(ctx context.Context, tbl *bigtable.Table, start, end string, count int) ([]string, error) {
+	if count < 1 {
+		return nil, &OptionError{Option: "shard", Reason: fmt.Sprintf("%d shards: want at least 1", count)}
+	}
+	sampled, err := tbl.SampleRowKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+	}
+	rs := plan(Range{start, end}, sampled, count)
+	if len(rs) < count {
+		return nil, &OptionError{Option: "shard", Reason: fmt.Sprintf("the table's sample points cut %s into %d pieces only: too few for %d shards", Range{start, end}, len(rs), count)}
+	}
+	keys := make([]string, 0, count-1)
+	for _, r := range rs[1:] {
+		keys = append(keys, r.Start)
+	}
+	return keys, nil
+}
