@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -43,6 +45,12 @@ func WithClock(c Clock) Option {
 // would change, and write nothing.
 func WithDryRun() Option { return func(m *Migrator) { m.dryRun = true } }
 
+// WithCheckpoint makes Run keep its progress in the file at path
+// (scan.WithCheckpoint), recording the plan as the checkpoint's job: a
+// restarted Run skips the ranges finished, and a checkpoint written for
+// another plan (or a dry run) is refused.
+func WithCheckpoint(path string) Option { return func(m *Migrator) { m.checkpoint = path } }
+
 // WithExamples keeps up to n examples of changed cells in Stats (default
 // 5).
 func WithExamples(n int) Option { return func(m *Migrator) { m.maxExamples = max(n, 0) } }
@@ -52,26 +60,28 @@ func WithExamples(n int) Option { return func(m *Migrator) { m.maxExamples = max
 // workers call it.
 type Migrator struct {
 	tbl         *bigtable.Table
+	table       string
+	checkpoint  string
 	plan        Plan
 	cutoff      bigtable.Timestamp
 	clock       Clock
 	dryRun      bool
 	maxExamples int
 
-	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
-	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
+	total tally // this Migrator's, over every row it was given
 
 	mu       sync.Mutex
 	examples []Example
 }
 
 // New checks plan (Plan.Validate; and, in place, that WrittenBefore is not
-// after now) and returns a Migrator for tbl.
-func New(tbl *bigtable.Table, plan Plan, opts ...Option) (*Migrator, error) {
+// after now) and returns a Migrator for tbl, named table (as scan.Run
+// takes it, for the checkpoint).
+func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrator, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Migrator{tbl: tbl, plan: plan, clock: systemClock{}, maxExamples: 5}
+	m := &Migrator{tbl: tbl, table: table, plan: plan, clock: systemClock{}, maxExamples: 5}
 	for _, o := range opts {
 		o(m)
 	}
@@ -149,17 +159,64 @@ func (s Stats) Unmoved() int64 {
 	return s.Changed + s.Collisions + s.TooLargeToPin + s.OutOfRange + s.NotRealTimes
 }
 
-// Stats is what the Migrator has done so far.
+// Stats is what the Migrator has done so far, over every row it was
+// given (by Run, or MigrateRow directly).
 func (m *Migrator) Stats() Stats {
 	m.mu.Lock()
 	ex := append([]Example(nil), m.examples...)
 	m.mu.Unlock()
+	st := m.total.stats()
+	st.Examples = ex
+	return st
+}
+
+// tally counts cells by outcome; safe for concurrent use.
+type tally struct {
+	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
+	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
+}
+
+func (t *tally) stats() Stats {
 	return Stats{
-		Rows: m.rows.Load(), Cells: m.cells.Load(), Moved: m.moved.Load(), OnTarget: m.onTarget.Load(),
-		ExpiredDeleted: m.expiredDeleted.Load(), ExpiredLeft: m.expiredLeft.Load(), Changed: m.changed.Load(),
-		Collisions: m.collisions.Load(), TooLargeToPin: m.tooLarge.Load(), OutOfRange: m.outOfRange.Load(),
-		NotRealTimes: m.notReal.Load(), Examples: ex,
+		Rows: t.rows.Load(), Cells: t.cells.Load(), Moved: t.moved.Load(), OnTarget: t.onTarget.Load(),
+		ExpiredDeleted: t.expiredDeleted.Load(), ExpiredLeft: t.expiredLeft.Load(), Changed: t.changed.Load(),
+		Collisions: t.collisions.Load(), TooLargeToPin: t.tooLarge.Load(), OutOfRange: t.outOfRange.Load(),
+		NotRealTimes: t.notReal.Load(),
 	}
+}
+
+// counter is one outcome's counters: the Migrator's total and, during
+// Run, the range's.
+type counter []*atomic.Int64
+
+func (c counter) Add(n int64) {
+	for _, a := range c {
+		a.Add(n)
+	}
+}
+
+// counters are the counters a row adds to.
+type counters struct {
+	rows, cells, moved, onTarget, expiredDeleted, expiredLeft counter
+	changed, collisions, tooLarge, outOfRange, notReal        counter
+}
+
+func countersOf(ts ...*tally) *counters {
+	c := &counters{}
+	for _, t := range ts {
+		c.rows = append(c.rows, &t.rows)
+		c.cells = append(c.cells, &t.cells)
+		c.moved = append(c.moved, &t.moved)
+		c.onTarget = append(c.onTarget, &t.onTarget)
+		c.expiredDeleted = append(c.expiredDeleted, &t.expiredDeleted)
+		c.expiredLeft = append(c.expiredLeft, &t.expiredLeft)
+		c.changed = append(c.changed, &t.changed)
+		c.collisions = append(c.collisions, &t.collisions)
+		c.tooLarge = append(c.tooLarge, &t.tooLarge)
+		c.outOfRange = append(c.outOfRange, &t.outOfRange)
+		c.notReal = append(c.notReal, &t.notReal)
+	}
+	return c
 }
 
 func (m *Migrator) example(x Example) {
@@ -170,17 +227,91 @@ func (m *Migrator) example(x Example) {
 	m.mu.Unlock()
 }
 
-// Run reads rows (one range, on this goroutine) and migrates each row.
-func (m *Migrator) Run(ctx context.Context, rows bigtable.RowSet) (Stats, error) {
-	var rowErr error
-	err := m.tbl.ReadRows(ctx, rows, func(r bigtable.Row) bool {
-		rowErr = m.MigrateRow(ctx, r)
-		return rowErr == nil
-	}, bigtable.RowFilter(m.Filter()))
-	if err == nil {
-		err = rowErr
+// Report is what Run did.
+type Report struct {
+	// Stats are this run's: the rows it read and what it did to them.
+	Stats
+	// Earlier sums what earlier runs recorded in the checkpoint for the
+	// ranges they finished, which this run did not read again.
+	Earlier Stats
+	// Scan is the scan engine's summary: ranges, which are done, which
+	// were resumed from the checkpoint.
+	Scan *scan.Summary
+}
+
+// Run scans the table with the scan engine (package scan: its options
+// set the workers, the cells/s limit, the shard, the key range and the
+// checkpoint) and migrates every row. The source family (and, in a copy,
+// the target family) is all that is read. With scan.WithCheckpoint, the
+// checkpoint's job is the plan: a checkpoint of another plan is refused,
+// and a restarted run skips the ranges finished and reads the others again
+// (which moves nothing twice: see the package doc). The Report is returned
+// also with an error.
+func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error) {
+	rep := &Report{}
+	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
+	opts = m.withJob(opts)
+	sum, err := scan.RunRanges(ctx, m.tbl, m.table, func(scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
+		var rg tally
+		n := countersOf(&m.total, &rg)
+		return func(ctx context.Context, r bigtable.Row) error {
+				return m.migrateRow(ctx, r, n)
+			}, func() (json.RawMessage, error) {
+				return json.Marshal(rg.stats())
+			}
+	}, opts...)
+	rep.Stats, rep.Scan = m.Stats(), sum
+	if sum != nil {
+		for _, r := range sum.Ranges {
+			if !r.Resumed || r.Result == nil {
+				continue
+			}
+			var st Stats
+			if err := json.Unmarshal(r.Result, &st); err == nil {
+				rep.Earlier = rep.Earlier.plus(st)
+			}
+		}
 	}
-	return m.Stats(), err
+	return rep, err
+}
+
+// withJob adds the checkpoint (WithCheckpoint), whose job is the plan, so
+// that a checkpoint is never resumed by another plan or a dry run.
+func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
+	p := m.plan
+	var rules []string
+	for _, r := range p.TTL {
+		rules = append(rules, r.String())
+	}
+	job := struct {
+		Migrate       string   `json:"migrate"`
+		TTL           []string `json:"ttl,omitempty"`
+		WrittenBefore string   `json:"written_before,omitempty"`
+		Expired       string   `json:"expired"`
+		DryRun        bool     `json:"dry_run,omitempty"`
+	}{p.String(), rules, "", p.Expired.String(), m.dryRun}
+	if !p.WrittenBefore.IsZero() {
+		job.WrittenBefore = formatTime(p.WrittenBefore)
+	}
+	if m.checkpoint == "" {
+		return opts
+	}
+	return append(opts, scan.WithCheckpoint(m.checkpoint, job))
+}
+
+func (s Stats) plus(o Stats) Stats {
+	s.Rows += o.Rows
+	s.Cells += o.Cells
+	s.Moved += o.Moved
+	s.OnTarget += o.OnTarget
+	s.ExpiredDeleted += o.ExpiredDeleted
+	s.ExpiredLeft += o.ExpiredLeft
+	s.Changed += o.Changed
+	s.Collisions += o.Collisions
+	s.TooLargeToPin += o.TooLargeToPin
+	s.OutOfRange += o.OutOfRange
+	s.NotRealTimes += o.NotRealTimes
+	return s
 }
 
 // cell is one stored cell of a column: its timestamp and value.
@@ -196,11 +327,15 @@ type cell struct {
 // errors of the RPCs (the row's remaining cells are not tried); every
 // cell it cannot move is counted in Stats.
 func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
+	return m.migrateRow(ctx, r, countersOf(&m.total))
+}
+
+func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) error {
 	src := r[m.plan.Family]
 	if len(src) == 0 {
 		return nil
 	}
-	m.rows.Add(1)
+	n.rows.Add(1)
 	row := src[0].Row
 	// Cells of a column arrive together, newest first.
 	bySrc := map[string][]cell{}
@@ -221,7 +356,7 @@ func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
 		}
 	}
 	for _, q := range order {
-		if err := m.migrateColumn(ctx, row, q, bySrc[q], byTgt[q]); err != nil {
+		if err := m.migrateColumn(ctx, n, row, q, bySrc[q], byTgt[q]); err != nil {
 			return err
 		}
 	}
@@ -233,25 +368,25 @@ func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
 // the newest first when cells move later (the oldest first when they move
 // earlier) never lands a cell on one not yet moved; occupied tracks the
 // target column as the moves go.
-func (m *Migrator) migrateColumn(ctx context.Context, row, q string, cells, target []cell) error {
-	m.cells.Add(int64(len(cells)))
+func (m *Migrator) migrateColumn(ctx context.Context, n *counters, row, q string, cells, target []cell) error {
+	n.cells.Add(int64(len(cells)))
 	occupied := make(map[bigtable.Timestamp][]byte, len(target))
 	for _, c := range target {
 		occupied[c.ts] = c.value
 	}
-	if n, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && n < cells[0].ts {
+	if to, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && to < cells[0].ts {
 		cells = append([]cell(nil), cells...)
 		sort.Slice(cells, func(i, j int) bool { return cells[i].ts < cells[j].ts })
 	}
 	for _, c := range cells {
-		if err := m.migrateCell(ctx, row, q, c, occupied); err != nil {
+		if err := m.migrateCell(ctx, n, row, q, c, occupied); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (m *Migrator) migrateCell(ctx context.Context, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
+func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
 	p := m.plan
 	now := bigtable.Time(m.clock.Now())
 	if p.fromReal() {
@@ -261,43 +396,43 @@ func (m *Migrator) migrateCell(ctx context.Context, row, q string, c cell, occup
 			// DeleteExpired: `bttl apply` refuses a one-second rule over
 			// any timestamp at or before now.
 			if p.Expired == DeleteExpired && !p.To.IsLive(c.ts, now) {
-				return m.deleteCell(ctx, row, q, c, occupied)
+				return m.deleteCell(ctx, cnt, row, q, c, occupied)
 			}
-			m.onTarget.Add(1)
+			cnt.onTarget.Add(1)
 			return nil
 		}
 		if c.ts < strategy.RealTimeFloor {
-			m.notReal.Add(1)
+			cnt.notReal.Add(1)
 			return nil
 		}
 	}
 	n, ok := p.newTimestamp(row, q, c.ts)
 	if !ok {
-		m.outOfRange.Add(1)
+		cnt.outOfRange.Add(1)
 		return nil
 	}
 	if !p.To.IsLive(n, now) {
 		if p.inPlace() && p.Expired == DeleteExpired {
-			return m.deleteCell(ctx, row, q, c, occupied)
+			return m.deleteCell(ctx, cnt, row, q, c, occupied)
 		}
-		m.expiredLeft.Add(1)
+		cnt.expiredLeft.Add(1)
 		return nil
 	}
 	if n == c.ts && p.inPlace() {
-		m.onTarget.Add(1)
+		cnt.onTarget.Add(1)
 		return nil
 	}
 	if v, taken := occupied[n]; taken {
 		if !p.inPlace() && bytes.Equal(v, c.value) {
-			m.onTarget.Add(1) // copied by an earlier run
+			cnt.onTarget.Add(1) // copied by an earlier run
 		} else {
-			m.collisions.Add(1)
+			cnt.collisions.Add(1)
 		}
 		return nil
 	}
 	pin, err := filters.Cell(p.Family, q, c.ts, c.value)
 	if errors.Is(err, filters.ErrCellTooLargeToPin) {
-		m.tooLarge.Add(1)
+		cnt.tooLarge.Add(1)
 		return nil
 	}
 	if err != nil {
@@ -313,22 +448,22 @@ func (m *Migrator) migrateCell(ctx context.Context, row, q string, c cell, occup
 		return fmt.Errorf("bttl: migrate row %q, column %q, timestamp %s: %w", row, q, formatTimestamp(c.ts), err)
 	}
 	if !applied {
-		m.changed.Add(1)
+		cnt.changed.Add(1)
 		return nil
 	}
 	if p.inPlace() {
 		delete(occupied, c.ts)
 	}
 	occupied[n] = c.value
-	m.moved.Add(1)
+	cnt.moved.Add(1)
 	m.example(Example{Row: row, Column: q, Old: c.ts, New: n})
 	return nil
 }
 
-func (m *Migrator) deleteCell(ctx context.Context, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
+func (m *Migrator) deleteCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
 	pin, err := filters.Cell(m.plan.Family, q, c.ts, c.value)
 	if errors.Is(err, filters.ErrCellTooLargeToPin) {
-		m.tooLarge.Add(1)
+		cnt.tooLarge.Add(1)
 		return nil
 	}
 	if err != nil {
@@ -341,11 +476,11 @@ func (m *Migrator) deleteCell(ctx context.Context, row, q string, c cell, occupi
 		return fmt.Errorf("bttl: delete expired cell of row %q, column %q, timestamp %s: %w", row, q, formatTimestamp(c.ts), err)
 	}
 	if !applied {
-		m.changed.Add(1)
+		cnt.changed.Add(1)
 		return nil
 	}
 	delete(occupied, c.ts)
-	m.expiredDeleted.Add(1)
+	cnt.expiredDeleted.Add(1)
 	m.example(Example{Row: row, Column: q, Old: c.ts, Deleted: true})
 	return nil
 }

@@ -94,30 +94,34 @@ func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "events", strategy.Schema{"f": strategy.Unmanaged()}))
 	tbl := h.Raw.Open("events")
+	const table = "events"
 	now := h.Clock.Now()
 	model := load(t, tbl, "f", 50, 4, now, 10*day)
 	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
 		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: now}
 
-	dry, err := migrate.New(tbl, plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	dry, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
 	require.NoError(t, err)
-	st, err := dry.Run(ctx, bigtable.InfiniteRange(""))
+	rep, err := dry.Run(ctx)
 	require.NoError(t, err)
+	st := rep.Stats
 	assert.Equal(t, int64(200), st.Moved, "dry run counts what it would move")
 	assert.Len(t, st.Examples, 5)
 	assert.Equal(t, model, stored(t, tbl, "f"), "a dry run writes nothing")
 
-	m, err := migrate.New(tbl, plan, migrate.WithClock(h.Clock))
+	m, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
-	st, err = m.Run(ctx, bigtable.InfiniteRange(""))
+	rep, err = m.Run(ctx)
 	require.NoError(t, err)
+	st = rep.Stats
 	assert.Equal(t, migrate.Stats{Rows: 50, Cells: 200, Moved: 200, Examples: st.Examples}, st)
 	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"), "every cell at its old timestamp + 30 days")
 
-	m2, err := migrate.New(tbl, plan, migrate.WithClock(h.Clock))
+	m2, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
-	st, err = m2.Run(ctx, bigtable.InfiniteRange(""))
+	rep, err = m2.Run(ctx)
 	require.NoError(t, err)
+	st = rep.Stats
 	assert.Equal(t, int64(0), st.Changes(), "a second run changes nothing")
 	assert.Equal(t, int64(200), st.OnTarget)
 	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"))
@@ -133,6 +137,7 @@ func TestExpiredCellsDeletedOrKept(t *testing.T) {
 			ctx := context.Background()
 			require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
 			tbl := h.Raw.Open("t")
+			const table = "t"
 			now := h.Clock.Now()
 			cutoff := now.Add(-time.Hour)
 			at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
@@ -142,11 +147,12 @@ func TestExpiredCellsDeletedOrKept(t *testing.T) {
 			m.Set("f", "bttl-expired", at(-time.Minute), []byte("a bttl write whose expiry passed"))
 			m.Set("f", "bttl-live", at(time.Hour), []byte("a bttl write"))
 			require.NoError(t, tbl.Apply(ctx, "r", m))
-			mg, err := migrate.New(tbl, migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+			mg, err := migrate.New(tbl, table, migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
 				TTL: migrate.TTLRules{{TTL: 2 * day}}, WrittenBefore: cutoff, Expired: action}, migrate.WithClock(h.Clock))
 			require.NoError(t, err)
-			st, err := mg.Run(ctx, bigtable.InfiniteRange(""))
+			rep, err := mg.Run(ctx)
 			require.NoError(t, err)
+			st := rep.Stats
 			got := stored(t, tbl, "f")
 			assert.Equal(t, "live for a day", got[key{"r", "new", at(day)}])
 			assert.Equal(t, "a bttl write", got[key{"r", "bttl-live", at(time.Hour)}])
@@ -173,6 +179,7 @@ func TestSkipsWhatItMustNotTouch(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
 	tbl := h.Raw.Open("t")
+	const table = "t"
 	now := h.Clock.Now()
 	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
 	m := bigtable.NewMutation()
@@ -183,7 +190,7 @@ func TestSkipsWhatItMustNotTouch(t *testing.T) {
 	require.NoError(t, tbl.Apply(ctx, "r", m))
 	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
 		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}
-	mg, err := migrate.New(tbl, plan, migrate.WithClock(h.Clock))
+	mg, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
 	require.NoError(t, err)
@@ -207,10 +214,11 @@ func TestSkipsWhatItMustNotTouch(t *testing.T) {
 	assert.Len(t, got, 4)
 
 	// A rerun moves the writer's value (it carries a real timestamp too).
-	mg, err = migrate.New(tbl, plan, migrate.WithClock(h.Clock))
+	mg, err = migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
-	st, err = mg.Run(ctx, bigtable.InfiniteRange(""))
+	rep, err := mg.Run(ctx)
 	require.NoError(t, err)
+	st = rep.Stats
 	assert.Equal(t, int64(1), st.Moved)
 	assert.Equal(t, "new value", stored(t, tbl, "f")[key{"r", "changed", at(-time.Hour + day)}])
 }
@@ -257,7 +265,7 @@ func TestPlanValidate(t *testing.T) {
 	assert.ErrorIs(t, p.Validate(), migrate.ErrInvalidTTLRule)
 	p = ok
 	p.WrittenBefore = now.Add(time.Hour)
-	_, err := migrate.New(nil, p)
+	_, err := migrate.New(nil, "t", p)
 	var pe *migrate.PlanError
 	require.True(t, errors.As(err, &pe), "%v", err)
 	assert.Equal(t, "WrittenBefore", pe.Field, "a cutoff in the future is refused")

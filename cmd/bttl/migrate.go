@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )
@@ -48,6 +48,20 @@ meanwhile, a collision, a value too large to pin): run it again.
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells (default 5)")
+		a.workers = 1
+		fs.Var(countFlag{&a.workers, 1}, "workers", "migrate this many key ranges at once (default 1)")
+		fs.Var(countFlag{&a.qps, 0}, "qps", "at most this many cells a second, each one conditional write (0: no limit)")
+		fs.Func("shard", "migrate only shard `i/n` of the table (0 <= i < n), for n processes each taking one; give each its own -checkpoint", func(s string) error {
+			sh, err := scan.ParseShard(s)
+			if err != nil {
+				return errors.New(strings.TrimPrefix(err.Error(), "scan: shard: "))
+			}
+			a.shard = &sh
+			return nil
+		})
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`: a rerun after a crash or Ctrl-C skips the key ranges finished (a file of another plan is refused)")
+		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
+			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
 		return invocation{check: a.check, run: a.run}
 	},
 }
@@ -62,6 +76,11 @@ type migrateArgs struct {
 	expired                 migrate.ExpiredAction
 	dryRun                  bool
 	examples                int64
+	workers, qps            int64
+	shard                   *scan.Shard
+	checkpoint              string
+	every                   time.Duration
+	progressSet             bool
 }
 
 func (a *migrateArgs) check() error {
@@ -74,6 +93,8 @@ func (a *migrateArgs) check() error {
 		return errors.New("-from is required: real, one-second or default-expiry:D")
 	case (a.ttl != 0 || len(a.rules) > 0) && a.from.Kind() != strategy.KindUnmanaged:
 		return errors.New("-ttl and -ttl-rule apply to -from real only: other cells keep their expiry instant")
+	case a.dryRun && a.checkpoint != "":
+		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
 	}
 	return nil
 }
@@ -144,7 +165,10 @@ func (a *migrateArgs) run(e *env) int {
 	if a.dryRun {
 		opts = append(opts, migrate.WithDryRun())
 	}
-	m, err := migrate.New(tbl, p, opts...)
+	if a.checkpoint != "" {
+		opts = append(opts, migrate.WithCheckpoint(a.checkpoint))
+	}
+	m, err := migrate.New(tbl, a.table, p, opts...)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", flagError(err))
 		return exitError
@@ -153,11 +177,36 @@ func (a *migrateArgs) run(e *env) int {
 	if !p.WrittenBefore.IsZero() {
 		fmt.Fprintf(e.stdout, "timestamps before %s are real write times; later ones expiry instants, left alone\n", formatRFC3339(p.WrittenBefore))
 	}
-	stop := a.progress(e, m)
-	st, err := m.Run(e.ctx, bigtable.InfiniteRange(""))
-	stop()
+	sopts := []scan.Option{scan.WithWorkers(int(a.workers)), scan.WithCellsPerSecond(float64(a.qps))}
+	if a.shard != nil {
+		sopts = append(sopts, scan.WithShard(a.shard.Index, a.shard.Count))
+	}
+	tty := isTerminal(e.stderr)
+	every := a.every
+	if !a.progressSet && tty {
+		every = time.Second
+	}
+	var pl *progressLine
+	if every > 0 {
+		pl = &progressLine{w: e.stderr, tty: tty, m: m}
+		sopts = append(sopts, scan.WithProgress(every, pl.update))
+	}
+	rep, err := m.Run(e.ctx, sopts...)
+	pl.done()
 	if err != nil {
+		if errors.Is(err, scan.ErrOption) || errors.Is(err, scan.ErrCheckpoint) {
+			fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+			return exitError
+		}
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
+	}
+	st := rep.Stats
+	if a.shard != nil {
+		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.shard, rep.Scan.Piece)
+	}
+	if n := resumed(rep.Scan); n > 0 {
+		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
+			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
 	}
 	writeMigrateStats(e.stdout, st, a.dryRun)
 	fmt.Fprintln(e.stdout, "\nsteps for a live system (this command is the migration step):")
@@ -171,31 +220,44 @@ func (a *migrateArgs) run(e *env) int {
 	return exitOK
 }
 
-// progress prints rows and cells done every second while stderr is a
-// terminal; the returned func stops it.
-func (a *migrateArgs) progress(e *env, m *migrate.Migrator) func() {
-	if !isTerminal(e.stderr) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprintln(e.stderr)
-				return
-			case <-t.C:
-				st := m.Stats()
-				fmt.Fprintf(e.stderr, "\rread %d rows, %d cells; moved %d, deleted %d\x1b[K", st.Rows, st.Cells, st.Moved, st.ExpiredDeleted)
-			}
+// resumed counts the ranges an earlier run finished.
+func resumed(s *scan.Summary) int {
+	n := 0
+	for _, r := range s.Ranges {
+		if r.Resumed {
+			n++
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+	}
+	return n
+}
+
+// progressLine writes the scan's progress with the migration's counts: on
+// a terminal rewritten in place, elsewhere a line per update.
+type progressLine struct {
+	w       io.Writer
+	tty     bool
+	m       *migrate.Migrator
+	printed bool
+}
+
+func (p *progressLine) update(pr scan.Progress) {
+	st := p.m.Stats()
+	line := fmt.Sprintf("read %d rows, %d cells; moved %d, deleted %d; %.0f%% of %d key ranges", st.Rows, st.Cells, st.Moved, st.ExpiredDeleted, 100*pr.Fraction, pr.Ranges)
+	if pr.ETA > 0 {
+		line += fmt.Sprintf(", ETA %s", pr.ETA.Round(time.Second))
+	}
+	p.printed = true
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *progressLine) done() {
+	if p != nil && p.tty && p.printed {
+		fmt.Fprintln(p.w)
+	}
 }
 
 func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool) {
