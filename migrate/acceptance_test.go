@@ -51,8 +51,9 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 	w, err := h.Client.Open("live", ttlclient.Schema{"f": strategy.OneSecond()}, ttlclient.WithoutVerify())
 	require.NoError(t, err)
 
-	m, err := migrate.New(raw, "live", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: switched}, migrate.WithClock(h.Clock))
+	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: switched}
+	m, err := migrate.New(raw, "live", plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	var migrating atomic.Bool
 	migrating.Store(true)
@@ -108,7 +109,7 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 
 	// A rerun (the steps say: until it reports nothing) finds only the
 	// writer's cells, on the target already.
-	m2, err := migrate.New(raw, "live", m.Plan(), migrate.WithClock(h.Clock))
+	m2, err := migrate.New(raw, "live", plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	rep, err := m2.Run(ctx)
 	require.NoError(t, err)

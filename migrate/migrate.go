@@ -159,9 +159,6 @@ func (s Stats) Unmoved() int64 {
 	return s.Changed + s.Collisions + s.TooLargeToPin + s.OutOfRange + s.NotRealTimes
 }
 
-// Plan is the plan the Migrator runs.
-func (m *Migrator) Plan() Plan { return m.plan }
-
 // Stats is what the Migrator has done so far, over every row it was
 // given (by Run, or MigrateRow directly).
 func (m *Migrator) Stats() Stats {

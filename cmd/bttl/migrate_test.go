@@ -136,7 +136,7 @@ func TestMigrateRealToOneSecondThenApply(t *testing.T) {
 	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"))
 	schema := writeFile(t, "s.yaml", oneSecondSchema)
 	cutoff := now.UTC().Format(time.RFC3339Nano)
-	args := []string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d", "-written-before", cutoff}
+	args := []string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d", "-written-before", cutoff, "-workers", "4"}
 
 	r := bttl(t, addr, "", append(args, "-dry-run")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
