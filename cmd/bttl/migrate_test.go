@@ -303,3 +303,52 @@ func TestMigrateUsageErrors(t *testing.T) {
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "usage: bttl migrate")
 }
+
+// D -> D' by copy from the command line: a dry run shows examples and
+// writes nothing, the run copies every live cell keeping its expiry, a
+// second run reports nothing to migrate; a value too large to pin makes
+// it exit 1 and is not copied.
+func TestMigrateCopyDefaultExpiry(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "clicks", ColumnFamilies: map[string]bigtable.Family{
+		"f": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)}, "g": {GCPolicy: bigtable.MaxAgePolicy(24 * time.Hour)},
+	}}))
+	now := bigtable.Now().TruncateToMilliseconds()
+	hour := bigtable.Timestamp(time.Hour / time.Microsecond)
+	m := bigtable.NewMutation()
+	m.Set("f", "a", now-hour, []byte("live 47h more"))
+	m.Set("f", "b", now-30*hour, []byte("live 18h more"))
+	m.Set("f", "c", now-50*hour, []byte("expired 2h ago"))
+	require.NoError(t, dc.Open("clicks").Apply(ctx, "r1", m))
+	schema := writeFile(t, "s.yaml", "tables: {clicks: {f: {strategy: default-expiry, ttl: 48h}, g: {strategy: default-expiry, ttl: 24h}}}\n")
+	args := []string{"-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-to-family", "g"}
+
+	r := bttl(t, addr, "", append(args, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 cell(s) would be moved")
+	assert.Contains(t, r.stdout, "1 cell(s) expired under the target, left as they are for GC")
+	assert.Contains(t, r.stdout, fmt.Sprintf(`row "r1", column "a": %s -> %s`, formatTS(now-hour), formatTS(now+23*hour)))
+	assert.Empty(t, storedFamily(t, dc, "clicks", "g"), "a dry run writes nothing")
+
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "2 cell(s) moved to their new timestamp")
+	assert.Contains(t, r.stdout, `bttl apply a schema that adds family "g"`)
+	assert.Equal(t, map[cellKey]string{{"r1", "a", now + 23*hour}: "live 47h more", {"r1", "b", now - 6*hour}: "live 18h more"},
+		storedFamily(t, dc, "clicks", "g"), "each copied cell expires when it did: ts + 24h = old ts + 48h")
+	assert.Len(t, storedFamily(t, dc, "clicks", "f"), 3, "the source is left as it is")
+
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "nothing to migrate: 2 cell(s) already on the target")
+
+	big := bigtable.NewMutation()
+	big.Set("f", "big", now, make([]byte, 11<<10))
+	require.NoError(t, dc.Open("clicks").Apply(ctx, "r2", big))
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "1 cell(s) not moved: value over about 10 KB")
+	assert.Contains(t, r.stderr, "1 cell(s) not moved")
+	assert.Len(t, storedFamily(t, dc, "clicks", "g"), 2)
+}
