@@ -43,14 +43,14 @@ meanwhile, a collision, a value too large to pin): run it again.
 		fs.Var(fromFlag{&a.from, &a.fromSet}, "from", "how the family's timestamps are written now: `real`, one-second or default-expiry:D (required)")
 		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL of cells with real timestamps no -ttl-rule matches, e.g. 30d (default: the target's default TTL in the schema file)")
 		fs.Var(ttlRuleFlag{&a.rules}, "ttl-rule", "a TTL for some cells with real timestamps, `prefix=P,column=C,ttl=D` (prefix and column optional; repeatable, first match wins)")
-		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; earlier timestamps are real write times")
+		fs.Var(instantFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; earlier timestamps are real write times")
 		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: `delete` (then bttl apply needs no -force) or keep (left for GC)")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells (default 5)")
 		a.workers = 1
 		fs.Var(countFlag{&a.workers, 1}, "workers", "migrate this many key ranges at once (default 1)")
-		fs.Var(countFlag{&a.qps, 0}, "qps", "at most this many cells a second, each one conditional write (0: no limit)")
+		fs.Var(countFlag{&a.cellsPerSecond, 0}, "cells-per-second", "migrate at most this many cells a second over all workers, each one conditional write (`rate`; 0: no limit)")
 		fs.Func("shard", "migrate only shard `i/n` of the table (0 <= i < n), for n processes each taking one; give each its own -checkpoint", func(s string) error {
 			sh, err := scan.ParseShard(s)
 			if err != nil {
@@ -76,7 +76,7 @@ type migrateArgs struct {
 	expired                 migrate.ExpiredAction
 	dryRun                  bool
 	examples                int64
-	workers, qps            int64
+	workers, cellsPerSecond int64
 	shard                   *scan.Shard
 	checkpoint              string
 	every                   time.Duration
@@ -177,7 +177,7 @@ func (a *migrateArgs) run(e *env) int {
 	if !p.WrittenBefore.IsZero() {
 		fmt.Fprintf(e.stdout, "timestamps before %s are real write times; later ones expiry instants, left alone\n", formatRFC3339(p.WrittenBefore))
 	}
-	sopts := []scan.Option{scan.WithWorkers(int(a.workers)), scan.WithCellsPerSecond(float64(a.qps))}
+	sopts := []scan.Option{scan.WithWorkers(int(a.workers)), scan.WithCellsPerSecond(float64(a.cellsPerSecond))}
 	if a.shard != nil {
 		sopts = append(sopts, scan.WithShard(a.shard.Index, a.shard.Count))
 	}
@@ -387,10 +387,10 @@ func (f ttlRuleFlag) Set(s string) error {
 
 func (f ttlRuleFlag) String() string { return "" }
 
-// timeFlag is an RFC 3339 instant.
-type timeFlag struct{ p *time.Time }
+// instantFlag is an RFC 3339 instant.
+type instantFlag struct{ p *time.Time }
 
-func (f timeFlag) Set(s string) error {
+func (f instantFlag) Set(s string) error {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return errors.New("want an RFC 3339 time such as 2026-11-25T14:00:00Z")
@@ -399,7 +399,7 @@ func (f timeFlag) Set(s string) error {
 	return nil
 }
 
-func (f timeFlag) String() string {
+func (f instantFlag) String() string {
 	if f.p == nil || f.p.IsZero() {
 		return ""
 	}

@@ -88,9 +88,9 @@ func shiftedModel(model map[cellKey]string, d time.Duration) map[cellKey]string 
 	return out
 }
 
-// emulatorClients starts cbtemulator and returns admin and data clients
+// migrateEmulator starts cbtemulator and returns admin and data clients
 // on it (the command dials it through BIGTABLE_EMULATOR_HOST).
-func emulatorClients(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
+func migrateEmulator(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
 	t.Helper()
 	addr := startCBTEmulator(t)
 	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
@@ -123,7 +123,7 @@ const oneSecondSchema = "tables: {legacy: {f: {strategy: one-second}}}\n"
 // (a full scan against the model); a second run changes nothing and says
 // so; bttl apply then accepts the one-second rule without -force.
 func TestMigrateRealToOneSecondThenApply(t *testing.T) {
-	ac, dc, addr := emulatorClients(t)
+	ac, dc, addr := migrateEmulator(t)
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTable(ctx, "legacy"))
 	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
@@ -180,7 +180,7 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	ac, dc, addr := emulatorClients(t)
+	ac, dc, addr := migrateEmulator(t)
 	bin := filepath.Join(t.TempDir(), "bttl")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
@@ -199,7 +199,7 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 			"-from", "real", "-ttl", "30d", "-written-before", now.UTC().Format(time.RFC3339Nano)}
 	}
 	ckpt := filepath.Join(t.TempDir(), "killed.checkpoint")
-	cmd := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt, "-qps", strconv.Itoa(n/20))...)
+	cmd := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt, "-cells-per-second", strconv.Itoa(n/20))...)
 	cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+addr)
 	require.NoError(t, cmd.Start())
 	// Kill it once a key range is finished (the checkpoint says so) and
@@ -351,4 +351,33 @@ func TestMigrateCopyDefaultExpiry(t *testing.T) {
 	assert.Contains(t, r.stdout, "1 cell(s) not moved: value over about 10 KB")
 	assert.Contains(t, r.stderr, "1 cell(s) not moved")
 	assert.Len(t, storedFamily(t, dc, "clicks", "g"), 2)
+}
+
+// Two processes' shards (-shard 0/2, 1/2, each with its checkpoint) move
+// every cell exactly once between them. (Without shard keys the key space
+// is split evenly, so these "row..." keys all fall in shard 0.)
+func TestMigrateShards(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	now := time.Now()
+	model := loadRealTimestamps(t, dc, "legacy", "f", 300, 5, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	dir := t.TempDir()
+	moved := 0
+	for i := 0; i < 2; i++ {
+		r := bttl(t, addr, "", "-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-written-before", now.UTC().Format(time.RFC3339Nano), "-shard", fmt.Sprintf("%d/2", i),
+			"-checkpoint", filepath.Join(dir, fmt.Sprintf("shard%d", i)), "-workers", "2")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, fmt.Sprintf("shard %d/2: keys", i))
+		if m := regexp.MustCompile(`(\d+) cell\(s\) moved`).FindStringSubmatch(r.stdout); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			moved += n
+		}
+		assert.NotRegexp(t, `[1-9]\d* cell\(s\) already on the target`, r.stdout, "shards are disjoint")
+	}
+	assert.Equal(t, len(model), moved)
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
 }
