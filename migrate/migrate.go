@@ -390,7 +390,10 @@ func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string
 	p := m.plan
 	now := bigtable.Time(m.clock.Now())
 	if p.fromReal() {
-		if p.inPlace() && c.ts >= m.cutoff {
+		// Strictly after the cutoff's millisecond: a bttl write at or after
+		// WrittenBefore stamps ms(now + ttl) with ttl >= 1ms, past it; a
+		// legacy write just before WrittenBefore can share its millisecond.
+		if p.inPlace() && c.ts > m.cutoff {
 			// A bttl write or a cell migrated already: its timestamp is
 			// an expiry instant. One already past is deleted too under
 			// DeleteExpired: `bttl apply` refuses a one-second rule over

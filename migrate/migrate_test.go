@@ -270,3 +270,25 @@ func TestPlanValidate(t *testing.T) {
 	require.True(t, errors.As(err, &pe), "%v", err)
 	assert.Equal(t, "WrittenBefore", pe.Field, "a cutoff in the future is refused")
 }
+
+// A legacy write just before WrittenBefore, in its millisecond, is a real
+// write time and moves (a bttl write at or after WrittenBefore stamps a
+// later millisecond).
+func TestLegacyCellInTheCutoffMillisecondMoves(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	ms := h.Clock.Now() // a whole millisecond
+	m := bigtable.NewMutation()
+	m.Set("f", "c", bigtable.Time(ms), []byte("written at ms+0.2ms"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	h.Clock.Set(ms.Add(time.Second))
+	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: ms.Add(500 * time.Microsecond)}, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rep.Moved)
+	assert.Equal(t, map[key]string{{"r", "c", bigtable.Time(ms.Add(day))}: "written at ms+0.2ms"}, stored(t, tbl, "f"))
+}

@@ -62,11 +62,12 @@ type Plan struct {
 	TTL TTLRules
 	// WrittenBefore (in place from real write times, required) is an
 	// instant at or after which every writer of Family writes through
-	// bttl with the one-second policy: a timestamp before it is a real
-	// write time to migrate, one at or after it an expiry instant (a bttl
-	// write, or a cell already migrated) to leave alone. Migrated
-	// timestamps land at or after it (or the cell is expired), which is
-	// what makes a second run change nothing.
+	// bttl with the one-second policy: a timestamp in its millisecond or
+	// before is a real write time to migrate, a later one an expiry
+	// instant (a bttl write, ms(now + ttl) with ttl >= 1ms, or a cell
+	// already migrated) to leave alone. Migrated timestamps land after it
+	// (or the cell is expired), which is what makes a second run change
+	// nothing.
 	WrittenBefore time.Time
 	// Expired: what an in-place run does with cells already expired under
 	// To (default DeleteExpired). A copy never copies them.
