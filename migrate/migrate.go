@@ -121,9 +121,10 @@ type Stats struct {
 	Rows, Cells int64
 	// Moved cells got their new timestamp (in place) or were copied.
 	Moved int64
-	// OnTarget cells needed nothing: in place, timestamps at or after
-	// WrittenBefore (bttl writes and migrated cells); in a copy, cells
-	// whose target cell (same column, new timestamp, same value) exists.
+	// OnTarget cells needed nothing: in place, timestamps after
+	// WrittenBefore's millisecond (bttl writes and migrated cells); in a
+	// copy, cells whose target cell (same column, new timestamp, same
+	// value) exists.
 	OnTarget int64
 	// ExpiredDeleted cells were expired under the target and deleted
 	// (in place, DeleteExpired); ExpiredLeft were left as they are
