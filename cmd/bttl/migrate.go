@@ -41,15 +41,15 @@ meanwhile, a collision, a value too large to pin): run it again.
 		fs.StringVar(&a.family, "family", "", "the family holding the cells (required)")
 		fs.StringVar(&a.toFamily, "to-family", "", "copy into this family (its policy from the schema file) instead of migrating in place")
 		fs.Var(fromFlag{&a.from, &a.fromSet}, "from", "how the family's timestamps are written now: `real`, one-second or default-expiry:D (required)")
-		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL of cells with real timestamps no -ttl-rule matches, e.g. 30d (default: the target's default TTL in the schema file)")
+		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL (a `duration`, e.g. 30d) of cells with real timestamps no -ttl-rule matches (default: the target's default TTL in the schema file)")
 		fs.Var(ttlRuleFlag{&a.rules}, "ttl-rule", "a TTL for some cells with real timestamps, `prefix=P,column=C,ttl=D` (prefix and column optional; repeatable, first match wins)")
-		fs.Var(instantFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; earlier timestamps are real write times")
+		fs.Var(instantFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; timestamps up to it are real write times, later ones expiry instants")
 		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: `delete` (then bttl apply needs no -force) or keep (left for GC)")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		a.examples = 5
-		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells (default 5)")
+		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
 		a.workers = 1
-		fs.Var(countFlag{&a.workers, 1}, "workers", "migrate this many key ranges at once (default 1)")
+		fs.Var(countFlag{&a.workers, 1}, "workers", "migrate this many key ranges at once (`n` streams)")
 		fs.Var(countFlag{&a.cellsPerSecond, 0}, "cells-per-second", "migrate at most this many cells a second over all workers, each one conditional write (`rate`; 0: no limit)")
 		fs.Func("shard", "migrate only shard `i/n` of the table (0 <= i < n), for n processes each taking one; give each its own -checkpoint", func(s string) error {
 			sh, err := scan.ParseShard(s)
