@@ -333,15 +333,17 @@ func TestMigrateCopyDefaultExpiry(t *testing.T) {
 
 	r = bttl(t, addr, "", args...)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Empty(t, r.stderr, "no progress when stderr is not a terminal")
 	assert.Contains(t, r.stdout, "2 cell(s) moved to their new timestamp")
 	assert.Contains(t, r.stdout, `bttl apply a schema that adds family "g"`)
 	assert.Equal(t, map[cellKey]string{{"r1", "a", now + 23*hour}: "live 47h more", {"r1", "b", now - 6*hour}: "live 18h more"},
 		storedFamily(t, dc, "clicks", "g"), "each copied cell expires when it did: ts + 24h = old ts + 48h")
 	assert.Len(t, storedFamily(t, dc, "clicks", "f"), 3, "the source is left as it is")
 
-	r = bttl(t, addr, "", args...)
+	r = bttl(t, addr, "", append(args, "-progress", "1ms")...)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "nothing to migrate: 2 cell(s) already on the target")
+	assert.Regexp(t, `(?m)^read 1 rows, 3 cells; moved 0, deleted 0; 100% of \d+ key ranges$`, r.stderr, "-progress: a line per update, the last at the end")
 
 	big := bigtable.NewMutation()
 	big.Set("f", "big", now, make([]byte, 11<<10))
