@@ -6,13 +6,15 @@
 // expiry instant.
 //
 // Each cell is moved by one conditional row mutation whose predicate pins
-// the exact old cell (filters.Cell: column, millisecond, value), with
-// DeleteTimestampRange over the old millisecond and Set at the new
-// timestamp in its true branch (a copy into a new family only sets). A
-// cell a concurrent writer replaced or deleted meanwhile no longer
-// matches: the move does nothing and is counted (Stats.Changed), so a
-// newer value is never overwritten and a removed cell never revived. A
-// value too large to pin (over about 10 KB) is counted and not moved.
+// the exact old cell (filters.Cell: column, millisecond, value) and
+// requires the new timestamp's slot to be empty, with DeleteTimestampRange
+// over the old millisecond and Set at the new timestamp in its true branch
+// (a copy into a new family only sets). A cell a concurrent writer
+// replaced or deleted meanwhile no longer matches, nor does one whose new
+// timestamp a writer took: the move does nothing and is counted
+// (Stats.Changed), so no value is ever overwritten and a removed cell never
+// revived. A value too large to pin (over about 10 KB) is counted and not
+// moved.
 //
 // A run is idempotent: a second run changes nothing and says so. In
 // place, from real write times to one-second expiry, the timestamps to

@@ -131,7 +131,8 @@ type Stats struct {
 	// (KeepExpired, or a copy, which never copies them).
 	ExpiredDeleted, ExpiredLeft int64
 	// Changed cells were changed or removed by someone else between the
-	// read and the move (the pinning predicate did not match): skipped.
+	// read and the move, or someone wrote a cell on their new timestamp
+	// (the predicate did not match): skipped, nothing overwritten.
 	Changed int64
 	// Collisions: another cell already holds the new timestamp in that
 	// column: not moved, never overwritten.
@@ -323,8 +324,9 @@ type cell struct {
 
 // MigrateRow migrates the source family's cells of one row, read with
 // Filter: one conditional row mutation per cell, whose predicate pins the
-// exact old cell (filters.Cell), so a cell changed meanwhile is skipped
-// and nothing a concurrent writer wrote is overwritten. It returns only
+// exact old cell (filters.Cell) and an empty target slot, so a cell changed
+// meanwhile is skipped and nothing a concurrent writer wrote is
+// overwritten. It returns only
 // errors of the RPCs (the row's remaining cells are not tried); every
 // cell it cannot move is counted in Stats.
 func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
@@ -434,7 +436,7 @@ func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string
 		}
 		return nil
 	}
-	pin, err := filters.Cell(p.Family, q, c.ts, c.value)
+	pin, err := m.movePredicate(q, c, n)
 	if errors.Is(err, filters.ErrCellTooLargeToPin) {
 		cnt.tooLarge.Add(1)
 		return nil
@@ -462,6 +464,32 @@ func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string
 	cnt.moved.Add(1)
 	m.example(Example{Row: row, Column: q, Old: c.ts, New: n})
 	return nil
+}
+
+// movePredicate matches while the old cell is stored (filters.Cell) and
+// no cell holds the new timestamp in the target column: a Condition whose
+// predicate is the target slot, with no true filter (a cell there makes
+// the whole predicate match nothing) and the pin as false filter. A
+// write that lands on the new timestamp after the row was read is
+// therefore never replaced by the move's Set.
+func (m *Migrator) movePredicate(q string, c cell, to bigtable.Timestamp) (bigtable.Filter, error) {
+	p := m.plan
+	// The pin is checked against the limit with room for the condition:
+	// the slot holds the family once and the qualifier twice, plus under
+	// 64 bytes of framing, and a byte of value counts twice in a pin.
+	pad := (len(p.target())+2*len(q)+64)/2 + 1
+	if _, err := filters.Cell(p.Family, q, c.ts, append(append([]byte(nil), c.value...), make([]byte, pad)...)); err != nil {
+		return nil, err
+	}
+	pin, err := filters.Cell(p.Family, q, c.ts, c.value)
+	if err != nil {
+		return nil, err
+	}
+	slot := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(p.target(), q, q+"\x00"),
+		bigtable.TimestampRangeFilterMicros(to, to+1000),
+	)
+	return bigtable.ConditionFilter(slot, nil, pin), nil
 }
 
 func (m *Migrator) deleteCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {

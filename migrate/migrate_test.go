@@ -292,3 +292,33 @@ func TestLegacyCellInTheCutoffMillisecondMoves(t *testing.T) {
 	assert.Equal(t, int64(1), rep.Moved)
 	assert.Equal(t, map[key]string{{"r", "c", bigtable.Time(ms.Add(day))}: "written at ms+0.2ms"}, stored(t, tbl, "f"))
 }
+
+// A write landing on a cell's new timestamp after the row was read is not
+// replaced by the move: the predicate also requires the target slot to be
+// empty. The old cell stays, counted as changed meanwhile.
+func TestWriteOnTheNewTimestampMeanwhileIsKept(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	now := h.Clock.Now()
+	old := bigtable.Time(now.Add(-time.Hour))
+	m := bigtable.NewMutation()
+	m.Set("f", "c", old, []byte("legacy"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	w := bigtable.NewMutation()
+	w.Set("f", "c", old+bigtable.Timestamp(day/time.Microsecond), []byte("a bttl write at that very expiry"))
+	require.NoError(t, tbl.Apply(ctx, "r", w))
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	assert.Equal(t, int64(1), mg.Stats().Changed)
+	assert.Equal(t, int64(0), mg.Stats().Moved)
+	assert.Equal(t, map[key]string{
+		{"r", "c", old}: "legacy",
+		{"r", "c", old + bigtable.Timestamp(day/time.Microsecond)}: "a bttl write at that very expiry",
+	}, stored(t, tbl, "f"))
+}
