@@ -326,9 +326,8 @@ type cell struct {
 // Filter: one conditional row mutation per cell, whose predicate pins the
 // exact old cell (filters.Cell) and an empty target slot, so a cell changed
 // meanwhile is skipped and nothing a concurrent writer wrote is
-// overwritten. It returns only
-// errors of the RPCs (the row's remaining cells are not tried); every
-// cell it cannot move is counted in Stats.
+// overwritten. It returns only errors of the RPCs (the row's remaining
+// cells are not tried); every cell it cannot move is counted in Stats.
 func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
 	return m.migrateRow(ctx, r, countersOf(&m.total))
 }
