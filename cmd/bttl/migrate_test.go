@@ -166,7 +166,9 @@ func TestMigrateRealToOneSecondThenApply(t *testing.T) {
 	assert.NotContains(t, r.stdout, "moved to their new timestamp")
 	require.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"), "a second run changes nothing")
 
-	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	// -timeout 0: apply's safety scan reads every cell of the family,
+	// longer than the default 30s at 1,000,000 cells on a loaded machine.
+	r = bttl(t, addr, "", "-schema", schema, "-timeout", "0", "apply", "-yes")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.NotContains(t, r.stdout+r.stderr, "force")
 	r = bttl(t, addr, "", "-schema", schema, "verify")
