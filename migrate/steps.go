@@ -17,7 +17,7 @@ func (p Plan) Steps() []string {
 			fmt.Sprintf("switch every writer of family %q to bttl with the %s schema (a TTL per cell or a default TTL); until the rule is applied, open with ttlclient.WithoutVerify (or guard plain clients with wireguard). The instant the last one switched is -written-before", f, p.To),
 			"keep readers as they are (plain reads, or bttl with the current schema): a bttl reader with the one-second schema would hide every cell not migrated yet",
 			"run bttl migrate -written-before <that instant>; rerun it until it reports nothing to migrate (a cell changed meanwhile is picked up by the next run)",
-			fmt.Sprintf("bttl apply the %s rule (max age 1s): its scan finds no timestamp at or before now once expired cells are deleted (with -expired keep, or bttl writers using TTLs shorter than the gap between migrate and apply, it needs -force, which only hides and collects expired cells)", strategy.OneSecond()),
+			fmt.Sprintf("bttl apply the %s rule (max age 1s): its scan finds no timestamp at or before now once expired cells are deleted (with -expired keep, or bttl writers using TTLs shorter than the gap between migrate and apply, it needs -force, which then hides and collects only expired cells provided the last migrate run left no cell unmoved)", strategy.OneSecond()),
 			"switch readers to bttl with the one-second schema, and drop WithoutVerify from the writers (bttl verify passes)",
 		}
 	}
