@@ -43,22 +43,12 @@ meanwhile, a collision, a value too large to pin): run it again.
 		fs.Var(fromFlag{&a.from, &a.fromSet}, "from", "how the family's timestamps are written now: `real`, one-second or default-expiry:D (required)")
 		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL (a `duration`, e.g. 30d) of cells with real timestamps no -ttl-rule matches (default: the target's default TTL in the schema file)")
 		fs.Var(ttlRuleFlag{&a.rules}, "ttl-rule", "a TTL for some cells with real timestamps, `prefix=P,column=C,ttl=D` (prefix and column optional; repeatable, first match wins)")
-		fs.Var(instantFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; timestamps up to it are real write times, later ones expiry instants")
+		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; timestamps up to it are real write times, later ones expiry instants")
 		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: `delete` (then bttl apply needs no -force) or keep (left for GC)")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
-		a.workers = 1
-		fs.Var(countFlag{&a.workers, 1}, "workers", "migrate this many key ranges at once (`n` streams)")
-		fs.Var(countFlag{&a.cellsPerSecond, 0}, "cells-per-second", "migrate at most this many cells a second over all workers, each one conditional write (`rate`; 0: no limit)")
-		fs.Func("shard", "migrate only shard `i/n` of the table (0 <= i < n), for n processes each taking one; give each its own -checkpoint", func(s string) error {
-			sh, err := scan.ParseShard(s)
-			if err != nil {
-				return errors.New(strings.TrimPrefix(err.Error(), "scan: shard: "))
-			}
-			a.shard = &sh
-			return nil
-		})
+		a.scan.register(fs, "migrate")
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`: a rerun after a crash or Ctrl-C skips the key ranges finished (a file of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
@@ -76,8 +66,7 @@ type migrateArgs struct {
 	expired                 migrate.ExpiredAction
 	dryRun                  bool
 	examples                int64
-	workers, cellsPerSecond int64
-	shard                   *scan.Shard
+	scan                    scanFlags
 	checkpoint              string
 	every                   time.Duration
 	progressSet             bool
@@ -96,7 +85,7 @@ func (a *migrateArgs) check() error {
 	case a.dryRun && a.checkpoint != "":
 		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
 	}
-	return nil
+	return a.scan.check()
 }
 
 // plan builds the migration plan from the flags and the schema file: a
@@ -177,9 +166,10 @@ func (a *migrateArgs) run(e *env) int {
 	if !p.WrittenBefore.IsZero() {
 		fmt.Fprintf(e.stdout, "timestamps before %s are real write times; later ones expiry instants, left alone\n", formatRFC3339(p.WrittenBefore))
 	}
-	sopts := []scan.Option{scan.WithWorkers(int(a.workers)), scan.WithCellsPerSecond(float64(a.cellsPerSecond))}
-	if a.shard != nil {
-		sopts = append(sopts, scan.WithShard(a.shard.Index, a.shard.Count))
+	sopts, err := a.scan.options()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+		return exitError
 	}
 	tty := isTerminal(e.stderr)
 	every := a.every
@@ -201,8 +191,8 @@ func (a *migrateArgs) run(e *env) int {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
 	}
 	st := rep.Stats
-	if a.shard != nil {
-		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.shard, rep.Scan.Piece)
+	if a.scan.sharded() {
+		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
 	}
 	if n := resumed(rep.Scan); n > 0 {
 		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
@@ -386,25 +376,6 @@ func (f ttlRuleFlag) Set(s string) error {
 }
 
 func (f ttlRuleFlag) String() string { return "" }
-
-// instantFlag is an RFC 3339 instant.
-type instantFlag struct{ p *time.Time }
-
-func (f instantFlag) Set(s string) error {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return errors.New("want an RFC 3339 time such as 2026-11-25T14:00:00Z")
-	}
-	*f.p = t
-	return nil
-}
-
-func (f instantFlag) String() string {
-	if f.p == nil || f.p.IsZero() {
-		return ""
-	}
-	return formatRFC3339(*f.p)
-}
 
 // expiredFlag is delete or keep.
 type expiredFlag struct{ p *migrate.ExpiredAction }
