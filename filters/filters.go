@@ -293,7 +293,7 @@ func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
 // write-time companions (strategy.WithWriteTime): the TTL filter selects
 // such a family with a column range ending there, so no read through bttl
 // returns a companion, and no regex is added (docs/design.md#write-time).
-const ReservedQualifierStart = "\xff\xff"
+const ReservedQualifierStart = strategy.ReservedQualifierStart
 
 // familySelect is familyOnly, or, for a family with write-time companions
 // (hide), the family's qualifiers below ReservedQualifierStart: still a

@@ -238,3 +238,26 @@ func ExampleSchema_Validate() {
 	fmt.Println(s.Validate())
 	// Output: bttl: invalid policy: family name "bad fam"
 }
+
+// A write-time companion: its qualifier for column "token", and its value
+// read back.
+func ExampleWriteTimeColumn() {
+	fmt.Printf("%q\n", strategy.WriteTimeColumn("token"))
+	// Output: "\xff\xffbttl.wt\x00token"
+}
+
+func ExampleWriteTimeValue() {
+	v := strategy.WriteTimeValue(bigtable.Timestamp(1_700_000_000_123_456))
+	fmt.Println(len(v), v)
+	// Output: 8 [0 6 10 36 24 32 32 120]
+}
+
+func ExampleParseWriteTime() {
+	wt, err := strategy.ParseWriteTime(strategy.WriteTimeValue(1_700_000_000_123_456))
+	fmt.Println(wt, err)
+	_, err = strategy.ParseWriteTime([]byte("short"))
+	fmt.Println(err)
+	// Output:
+	// 1700000000123000 <nil>
+	// bttl: write-time companion value is not 8 bytes
+}

@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +34,7 @@ func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp
 		if p := t.schema[o.family]; p.IsSingleValue() {
 			bm.DeleteCellsInColumn(o.family, q)
 		}
-		bm.Set(o.family, q, ts, encodeWriteTime(strategy.Millis(now)))
+		bm.Set(o.family, q, ts, strategy.WriteTimeValue(now))
 	case opDeleteColumn:
 		bm.DeleteCellsInColumn(o.family, q)
 	case opDeleteRange:
@@ -51,19 +50,13 @@ func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp
 // starting with it are reserved in such a family. It sorts after every
 // qualifier not starting with 0xFF 0xFF, so reads hide companions with one
 // column range, no regex (docs/design.md#write-time).
-const CompanionPrefix = "\xff\xffbttl.wt\x00"
+const CompanionPrefix = strategy.WriteTimePrefix
 
 // companionHidesFrom is the first qualifier a read of a write-time family
 // hides: every qualifier from it on is reserved.
 const companionHidesFrom = filters.ReservedQualifierStart
 
-func companionQualifier(column string) string { return CompanionPrefix + column }
-
-// encodeWriteTime is a companion's value: the write time in microseconds
-// since the epoch (a whole millisecond), 8 bytes big-endian.
-func encodeWriteTime(us bigtable.Timestamp) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(us))
-}
+func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }
 
 // readCompanion is the stored value of column's companion in the
 // millisecond ms, or nil when there is none.
@@ -104,8 +97,9 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	if len(v) != 8 {
+	wt, err := strategy.ParseWriteTime(v)
+	if err != nil {
 		return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrNoWriteTime)
 	}
-	return time.UnixMicro(int64(binary.BigEndian.Uint64(v))), nil
+	return time.UnixMicro(int64(wt)), nil
 }

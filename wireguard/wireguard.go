@@ -30,8 +30,9 @@ const (
 	RuleBeforeEpoch             = "before-epoch"              // a negative timestamp
 	RuleInvalidSequence         = "invalid-sequence"          // sequence family: not seq*1000 with seq >= 1
 	RuleServerAssignedTimestamp = "server-assigned-timestamp" // ReadModifyWrite, AddToCell, MergeToCell on a managed family
-	RuleReservedColumn          = "reserved-column"           // a qualifier from 0xFF 0xFF on in a family with write-time companions
 	RuleUnknownFamily           = "unknown-family"            // a family the table's schema does not name
+	RuleTTLTooLong              = "ttl-too-long"              // a timestamp over the family's max TTL (strategy.WithMaxTTL)
+	RuleReservedColumn          = "reserved-column"           // a write-time family's qualifier from 0xFF 0xFF on, not a companion of the same request's cell
 	RuleSessionDataPlane        = "session-data-plane"        // a session stream the guard cannot inspect
 	// RuleUnclassifiable: a request on a guarded method the guard cannot
 	// classify: a malformed or conflicting resource name, no name, fields
@@ -127,9 +128,10 @@ type viewDecl struct {
 }
 
 type table struct {
-	id      string
-	schema  strategy.Schema
-	filters *filters.Builder
+	id        string
+	schema    strategy.Schema
+	filters   *filters.Builder
+	writeTime bool // some family records write times (strategy.WithWriteTime)
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -150,12 +152,13 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		own := make(strategy.Schema, len(s))
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb}
 		for f, p := range s {
-			own[f] = p
+			t.schema[f] = p
+			t.writeTime = t.writeTime || p.HasWriteTime()
 			g.managed = g.managed || p.Managed()
 		}
-		return &table{id: id, schema: own, filters: fb}, nil
+		return t, nil
 	}
 	for id, s := range schemas {
 		t, err := newTable("table", id, s)
@@ -298,8 +301,14 @@ func (g *Guard) check(method string, req any) (any, error) {
 		if err != nil || t == nil {
 			return r, err
 		}
-		if v := t.checkMutations(g.now(), r.GetMutations()); v != nil {
+		ms, v := t.checkMutations(g.now(), r.GetMutations())
+		if v != nil {
 			return nil, v.status(method, r.GetRowKey(), -1)
+		}
+		if !sameSlice(ms, r.GetMutations()) {
+			c := shallowCopy(r)
+			c.Mutations = ms
+			return c, nil
 		}
 		return r, nil
 	case methodMutateRows:
@@ -308,10 +317,25 @@ func (g *Guard) check(method string, req any) (any, error) {
 			return r, err
 		}
 		now := g.now()
+		var entries []*btpb.MutateRowsRequest_Entry // a copy, once an entry changes
 		for i, e := range r.GetEntries() {
-			if v := t.checkMutations(now, e.GetMutations()); v != nil {
+			ms, v := t.checkMutations(now, e.GetMutations())
+			if v != nil {
 				return nil, v.status(method, e.GetRowKey(), i)
 			}
+			if !sameSlice(ms, e.GetMutations()) {
+				if entries == nil {
+					entries = append([]*btpb.MutateRowsRequest_Entry(nil), r.GetEntries()...)
+				}
+				c := shallowCopy(e)
+				c.Mutations = ms
+				entries[i] = c
+			}
+		}
+		if entries != nil {
+			c := shallowCopy(r)
+			c.Entries = entries
+			return c, nil
 		}
 		return r, nil
 	case methodCheckAndMut:
@@ -320,17 +344,24 @@ func (g *Guard) check(method string, req any) (any, error) {
 			return r, err
 		}
 		now := g.now()
-		for _, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
-			if v := t.checkMutations(now, ms); v != nil {
-				return nil, v.status(method, r.GetRowKey(), -1)
-			}
+		mtrue, v := t.checkMutations(now, r.GetTrueMutations())
+		if v != nil {
+			return nil, v.status(method, r.GetRowKey(), -1)
 		}
-		if g.readFilter && t.filters.Managed() {
+		mfalse, v := t.checkMutations(now, r.GetFalseMutations())
+		if v != nil {
+			return nil, v.status(method, r.GetRowKey(), -1)
+		}
+		filter := g.readFilter && t.filters.Managed()
+		if filter || !sameSlice(mtrue, r.GetTrueMutations()) || !sameSlice(mfalse, r.GetFalseMutations()) {
 			// A shallow copy: the caller's request is left as it is, so
 			// a retry sends the same predicate once more, and row keys
 			// and mutations are shared, not copied.
 			c := shallowCopy(r)
-			c.PredicateFilter = filters.ChainProto(t.filters.TTLProto(now), r.GetPredicateFilter())
+			c.TrueMutations, c.FalseMutations = mtrue, mfalse
+			if filter {
+				c.PredicateFilter = filters.ChainProto(t.filters.TTLProto(now), r.GetPredicateFilter())
+			}
 			return c, nil
 		}
 		return r, nil
@@ -476,8 +507,20 @@ func (t *table) violation(rule, family string, column []byte, err error) *violat
 	return &violation{rule: rule, table: t.id, family: family, column: string(column), err: err}
 }
 
-// checkMutations applies docs/design.md#guardrails to a row's mutations.
-func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *violation {
+// checkMutations applies docs/design.md#guardrails to a row's mutations,
+// and returns them with the write-time companions a family with
+// strategy.WithWriteTime needs added (ms itself when none is missing).
+func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
+	if v := t.checkEach(now, ms); v != nil {
+		return nil, v
+	}
+	if !t.writeTime {
+		return ms, nil
+	}
+	return t.addCompanions(now, ms)
+}
+
+func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violation {
 	for _, m := range ms {
 		var fam string
 		var col []byte
@@ -491,23 +534,19 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 			if !p.Managed() {
 				continue
 			}
-			if v := t.checkReserved(p, fam, col); v != nil {
-				return v
-			}
 			ts := bigtable.Timestamp(x.SetCell.GetTimestampMicros())
 			if ts == bigtable.ServerTime {
 				return t.violation(RuleServerTimestamp, fam, col, fmt.Errorf("%w: a %s family", strategy.ErrServerTimestamp, p.Kind()))
 			}
-			got, err := p.CheckExplicit(now, ts)
+			sent, err := p.CheckExplicit(now, ts)
 			if err != nil {
 				return t.violation(ruleOf(err), fam, col, fmt.Errorf("%w (now %d)", err, now))
 			}
-			if got != strategy.Millis(ts) {
-				// A ClampTTL family lowered a TTL over its cap: the guard
-				// does not rewrite timestamps, so the longer TTL would be
-				// stored. Refuse it as a family without ClampTTL does.
-				return t.violation(ruleOf(strategy.ErrTTLTooLong), fam, col, fmt.Errorf("%w: timestamp %d is over the family's max TTL %s (now %d; the guard cannot clamp)",
-					strategy.ErrTTLTooLong, ts, p.MaxTTL(), now))
+			if p.Kind() != strategy.KindSequence && sent != strategy.Millis(ts) {
+				// A family that clamps TTLs lowered this one: the guard
+				// refuses rather than rewrite the caller's timestamp.
+				return t.violation(RuleTTLTooLong, fam, col, fmt.Errorf("%w: timestamp %d is over the family's max TTL %s (the wire guard does not clamp)",
+					strategy.ErrTTLTooLong, ts, p.MaxTTL()))
 			}
 			continue
 		case *btpb.Mutation_AddToCell_:
@@ -524,9 +563,6 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 			continue
 		case *btpb.Mutation_DeleteFromColumn_:
 			fam, col = x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier()
-			if v := t.checkReserved(t.schema[fam], fam, col); v != nil {
-				return v
-			}
 		case *btpb.Mutation_DeleteFromFamily_:
 			fam = x.DeleteFromFamily.GetFamilyName()
 		case *btpb.Mutation_DeleteFromRow_:
@@ -539,17 +575,6 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) *vio
 		if _, ok := t.schema[fam]; !ok {
 			return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 		}
-	}
-	return nil
-}
-
-// checkReserved refuses a qualifier of the range a family with write-time
-// companions (strategy.WithWriteTime) reserves: every read through bttl
-// hides it, so a cell written there is never read again, and one deleted
-// or written there is a companion's (docs/design.md#write-time).
-func (t *table) checkReserved(p strategy.Policy, fam string, col []byte) *violation {
-	if p.HasWriteTime() && strings.HasPrefix(string(col), filters.ReservedQualifierStart) {
-		return t.violation(RuleReservedColumn, fam, col, errors.New("the qualifier is in the range reserved for write-time companions"))
 	}
 	return nil
 }
@@ -581,6 +606,8 @@ func ruleOf(err error) string {
 		return RuleBeforeEpoch
 	case errors.Is(err, strategy.ErrInvalidSequence):
 		return RuleInvalidSequence
+	case errors.Is(err, strategy.ErrTTLTooLong):
+		return RuleTTLTooLong
 	}
 	return "invalid-timestamp"
 }

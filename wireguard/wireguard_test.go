@@ -3,8 +3,6 @@ package wireguard_test
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,12 +39,6 @@ type env struct {
 // to it with the guard installed through option.WithGRPCDialOption.
 func newEnv(t *testing.T, opts ...wireguard.Option) *env {
 	t.Helper()
-	return newEnvSchema(t, legacySchema, opts...)
-}
-
-// newEnvSchema is newEnv with table "legacy" following schema.
-func newEnvSchema(t *testing.T, schema strategy.Schema, opts ...wireguard.Option) *env {
-	t.Helper()
 	// With BIGTABLE_EMULATOR_HOST set the client ignores dial options; this
 	// test dials the endpoint itself.
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
@@ -55,10 +47,10 @@ func newEnvSchema(t *testing.T, schema strategy.Schema, opts ...wireguard.Option
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "legacy", schema))
+	require.NoError(t, h.CreateTable(ctx, "legacy", legacySchema))
 	require.NoError(t, h.CreateTable(ctx, "other", strategy.Schema{"one": strategy.OneSecond()}))
 
-	g, err := wireguard.New(map[string]strategy.Schema{"legacy": schema}, append([]wireguard.Option{wireguard.WithClock(h.Clock)}, opts...)...)
+	g, err := wireguard.New(map[string]strategy.Schema{"legacy": legacySchema}, append([]wireguard.Option{wireguard.WithClock(h.Clock)}, opts...)...)
 	require.NoError(t, err)
 	copts := append([]option.ClientOption{
 		option.WithEndpoint(h.Addr),
@@ -321,61 +313,4 @@ func TestDialOptionsAndPreDialedConnections(t *testing.T) {
 	defer guarded.Close()
 	err = guarded.Open("legacy").Apply(ctx, "guarded", bad)
 	assert.Equal(t, codes.FailedPrecondition, status.Code(err), err)
-}
-
-// A family with write-time companions reserves the qualifiers from 0xFF 0xFF
-// on: every guarded read hides them (the read filter selects the family
-// below them), so a plain client's cell there would be written and never
-// read again, and one named like a companion would forge a write time.
-func TestGuardRefusesReservedColumnsOfAWriteTimeFamily(t *testing.T) {
-	schema := strategy.Schema{
-		"wt":    strategy.OneSecond(strategy.WithWriteTime()),
-		"one":   strategy.OneSecond(),
-		"plain": strategy.Unmanaged(),
-	}
-	e := newEnvSchema(t, schema, wireguard.WithReadFilter())
-	exp := e.now() + bigtable.Timestamp(time.Hour/time.Microsecond)
-	for _, col := range []string{"\xff\xffdata", "\xff\xffbttl.wt\x00c"} {
-		m := bigtable.NewMutation()
-		m.Set("wt", col, exp, []byte("hidden"))
-		err := e.tbl.Apply(e.ctx, "r", m)
-		quoted := strings.Trim(strconv.Quote(col), `"`) // as the refusal prints it
-		requireRefused(t, err, wireguard.RuleReservedColumn, "wt", quoted)
-		m = bigtable.NewMutation()
-		m.DeleteCellsInColumn("wt", col)
-		requireRefused(t, e.tbl.Apply(e.ctx, "r", m), wireguard.RuleReservedColumn, "wt", quoted)
-	}
-	assert.Nil(t, e.stored(t, "r"), "nothing reached the server")
-
-	// The same qualifier is an ordinary one in a family without companions.
-	m := bigtable.NewMutation()
-	m.Set("one", "\xff\xffdata", exp, []byte("seen"))
-	m.Set("wt", "c", exp, []byte("v"))
-	require.NoError(t, e.tbl.Apply(e.ctx, "r", m))
-	r, err := e.tbl.ReadRow(e.ctx, "r")
-	require.NoError(t, err)
-	assert.Len(t, r["one"], 1)
-	assert.Len(t, r["wt"], 1)
-}
-
-// A family that clamps TTLs over its cap (ClampTTL) gets them lowered by
-// ttlclient; the guard cannot rewrite a plain client's timestamp, so a
-// timestamp over the cap is refused rather than stored with the longer TTL.
-func TestGuardRefusesATimestampOverTheCapOfAClampingFamily(t *testing.T) {
-	schema := strategy.Schema{
-		"capped": strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
-		"plain":  strategy.Unmanaged(),
-	}
-	e := newEnvSchema(t, schema)
-	m := bigtable.NewMutation()
-	m.Set("capped", "c", e.now()+bigtable.Timestamp((5*time.Hour).Microseconds()), []byte("v"))
-	err := e.tbl.Apply(e.ctx, "r", m)
-	requireRefused(t, err, "invalid-timestamp", "capped", "c")
-	assert.Contains(t, err.Error(), strategy.ErrTTLTooLong.Error())
-	assert.Nil(t, e.stored(t, "r"), "nothing reached the server")
-
-	m = bigtable.NewMutation()
-	m.Set("capped", "c", e.now()+bigtable.Timestamp((30*time.Minute).Microseconds()), []byte("v"))
-	require.NoError(t, e.tbl.Apply(e.ctx, "r", m), "within the cap")
-	assert.Len(t, e.stored(t, "r")["capped"], 1)
 }

@@ -46,7 +46,7 @@ run restarted with the same flags skips them and reads unfinished ranges
 again. See docs/design.md#scan-engine.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
-		a := &auditArgs{workers: 1}
+		a := &auditArgs{}
 		a.table = tableFlag(fs)
 		fs.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 		fs.StringVar(&a.prefix, "prefix", "", "scan only rows with this key prefix")
@@ -57,10 +57,7 @@ again. See docs/design.md#scan-engine.
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
-		fs.Var(countFlag{&a.workers, 1}, "workers", "read this many key ranges at once (`n` streams)")
-		fs.Var(rateFlag{&a.cellsPerSecond}, "cells-per-second", "read at most this many cells a second over all workers (`rate`; 0: no limit)")
-		fs.Var(shardFlag{&a.shard}, "shard", "scan only shard `i/n` of the scanned range (0 <= i < n), for n processes; merge their -json reports with bttl audit merge")
-		fs.StringVar(&a.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as -suggest-shard-keys writes them (default: an even split of the key space)")
+		a.scan.register(fs, "read")
 		fs.Var(countFlag{&a.suggest, 0}, "suggest-shard-keys", "print `n`-1 shard keys for n shards, from the table's sample points, and exit (needs -table when the schema has several tables)")
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "record finished key ranges in this `file` and resume from it (needs -now and -table when the schema has several tables)")
 		fs.Var(timeFlag{&a.now}, "now", "audit at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock: the same for every shard and restart")
@@ -78,10 +75,7 @@ type auditArgs struct {
 	progressSet        bool
 	failOn             []string
 	metricsOut         string
-	workers            int64
-	cellsPerSecond     float64
-	shard              scan.Shard
-	shardKeys          string
+	scan               scanFlags
 	suggest            int64
 	checkpoint         string
 	now                time.Time
@@ -93,16 +87,14 @@ func (a *auditArgs) check() error {
 		return errors.New("-prefix excludes -start and -end")
 	case a.end != "" && a.start >= a.end:
 		return fmt.Errorf("-start %q must sort before -end %q", a.start, a.end)
-	case a.opt.Limit > 0 && (a.workers > 1 || a.shard.Count > 1 || a.checkpoint != ""):
+	case a.opt.Limit > 0 && (a.scan.workers > 1 || a.scan.sharded() || a.checkpoint != ""):
 		return errors.New("-limit reads a table's first rows: it excludes -workers above 1, -shard and -checkpoint")
 	case a.checkpoint != "" && a.now.IsZero():
 		return errors.New("-checkpoint needs -now, so that a restart audits at the same time")
-	case a.shardKeys != "" && a.shard.Count < 2:
-		return errors.New("-shard-keys needs -shard i/n with n of at least 2")
 	case a.suggest == 1:
 		return errors.New("-suggest-shard-keys: want at least 2 shards")
 	}
-	return nil
+	return a.scan.check()
 }
 
 // bounds is the scanned key range: [lo, hi), hi "" for the table's end.
@@ -139,17 +131,11 @@ func (a *auditArgs) run(e *env) int {
 		opt.Sample = 0 // every row: no sample filter
 	}
 	opt.Checkpoint = a.checkpoint
-	opt.Scan = append(opt.Scan, scan.WithWorkers(int(max(a.workers, 1))), scan.WithCellsPerSecond(a.cellsPerSecond))
-	if a.shard.Count > 1 {
-		opt.Scan = append(opt.Scan, scan.WithShard(a.shard.Index, a.shard.Count))
+	sopts, err := a.scan.options()
+	if err != nil {
+		return e.fail(err)
 	}
-	if a.shardKeys != "" {
-		keys, err := readShardKeys(a.shardKeys)
-		if err != nil {
-			return e.fail(fmt.Errorf("-shard-keys: %w", err))
-		}
-		opt.Scan = append(opt.Scan, scan.WithShardKeys(keys...))
-	}
+	opt.Scan = append(opt.Scan, sopts...)
 	tty := isTerminal(e.stderr)
 	every := a.every
 	if !a.progressSet && tty {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -207,4 +208,49 @@ func (f timeFlag) String() string {
 		return ""
 	}
 	return f.p.Format(time.RFC3339Nano)
+}
+
+// scanFlags are the scan engine's flags (docs/design.md#scan-engine), the
+// same for every command that reads a whole table.
+type scanFlags struct {
+	workers        int64
+	cellsPerSecond float64
+	shard          scan.Shard
+	shardKeys      string
+}
+
+// register adds the flags to fs; verb says what the command does to a key
+// range ("read", "migrate").
+func (s *scanFlags) register(fs *flag.FlagSet, verb string) {
+	s.workers = 1
+	fs.Var(countFlag{&s.workers, 1}, "workers", verb+" this many key ranges at once (`n` streams)")
+	fs.Var(rateFlag{&s.cellsPerSecond}, "cells-per-second", verb+" at most this many cells a second over all workers (`rate`; 0: no limit)")
+	fs.Var(shardFlag{&s.shard}, "shard", verb+" only shard `i/n` of the key space (0 <= i < n), for n processes each taking one")
+	fs.StringVar(&s.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as bttl audit -suggest-shard-keys writes them (default: an even split of the key space)")
+}
+
+func (s *scanFlags) check() error {
+	if s.shardKeys != "" && s.shard.Count < 2 {
+		return errors.New("-shard-keys needs -shard i/n with n of at least 2")
+	}
+	return nil
+}
+
+// sharded reports whether -shard splits the work.
+func (s *scanFlags) sharded() bool { return s.shard.Count > 1 }
+
+// options are the scan options the flags give.
+func (s *scanFlags) options() ([]scan.Option, error) {
+	opts := []scan.Option{scan.WithWorkers(int(max(s.workers, 1))), scan.WithCellsPerSecond(s.cellsPerSecond)}
+	if s.sharded() {
+		opts = append(opts, scan.WithShard(s.shard.Index, s.shard.Count))
+	}
+	if s.shardKeys != "" {
+		keys, err := readShardKeys(s.shardKeys)
+		if err != nil {
+			return nil, fmt.Errorf("-shard-keys: %w", err)
+		}
+		opts = append(opts, scan.WithShardKeys(keys...))
+	}
+	return opts, nil
 }

@@ -9,6 +9,7 @@
 //	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]
 //	bttl [global flags] audit  -table T -suggest-shard-keys N
 //	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
+//	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-written-before T] [-expired delete|keep] [-dry-run]
 //	bttl [global flags] init   [-table T] [-force]
 //	bttl help [command]
 //

@@ -49,6 +49,7 @@ commands:
   apply    make them
   audit    scan tables and report expired, mis-timestamped and excess cells
            (bttl audit merge FILE...: merge the reports of an audit's shards)
+  migrate  move a family's existing cells onto its strategy (real timestamps to one-second, D to D')
   init     write a schema file from the instance's tables and GC rules
   help     bttl help <command> shows a command's flags
 
@@ -77,7 +78,7 @@ type invocation struct {
 }
 
 func commands() []command {
-	return []command{verifyCommand, planCommand, applyCommand, auditCommand, initCommand}
+	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand}
 }
 
 func lookup(name string) (command, bool) {

@@ -153,7 +153,7 @@ func TestAuditCountsEachKind(t *testing.T) {
 	schema := writeFile(t, "schema.yaml", schemaYAML)
 	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-progress", "1ns")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "scanned 1 rows", "progress line")
+	assert.Contains(t, r.stderr, "scanned 2 rows, 11 cells", "the last progress line counts every row")
 	var got struct{ Tables []audit.Report }
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
 	require.Len(t, got.Tables, 1)

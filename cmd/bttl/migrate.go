@@ -1,0 +1,400 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/scan"
+	"github.com/bttl/bttl/schemafile"
+	"github.com/bttl/bttl/strategy"
+)
+
+var migrateCommand = command{
+	name: "migrate", needsSchema: true,
+	help: `Moves the cells a family already holds onto the strategy the schema file gives
+the target family (-family in place, or -to-family): real timestamps (-from
+real) to one-second expiry, each cell expiring at its write time plus a TTL
+(-ttl, or -ttl-rule per row-key prefix and column); one-second or
+default-expiry D (-from default-expiry:D) to default expiry D' or one-second,
+each cell keeping its expiry instant. In place only from real timestamps to
+one-second (-written-before required: the instant every writer writes through
+bttl); the other plans copy into a new family (-to-family), since there a
+shifted timestamp cannot be told from an unshifted one.
+
+Each cell moves by one conditional mutation pinning the exact old cell: a
+cell changed meanwhile is skipped and counted, nothing is overwritten. A
+second run changes nothing and says so. -dry-run prints what would change.
+The command prints the steps for a live system (writers to bttl first, then
+migrate, then bttl apply). Exit 1 when cells could not be moved (changed
+meanwhile, a collision, a value too large to pin): run it again.
+`,
+	setup: func(fs *flag.FlagSet) invocation {
+		a := &migrateArgs{}
+		fs.StringVar(&a.table, "table", "", "the table (required)")
+		fs.StringVar(&a.family, "family", "", "the family holding the cells (required)")
+		fs.StringVar(&a.toFamily, "to-family", "", "copy into this family (its policy from the schema file) instead of migrating in place")
+		fs.Var(fromFlag{&a.from, &a.fromSet}, "from", "how the family's timestamps are written now: `real`, one-second or default-expiry:D (required)")
+		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL (a `duration`, e.g. 30d) of cells with real timestamps no -ttl-rule matches (default: the target's default TTL in the schema file)")
+		fs.Var(ttlRuleFlag{&a.rules}, "ttl-rule", "a TTL for some cells with real timestamps, `prefix=P,column=C,ttl=D` (prefix and column optional; repeatable, first match wins)")
+		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; timestamps up to it are real write times, later ones expiry instants")
+		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: `delete` (then bttl apply needs no -force) or keep (left for GC)")
+		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
+		a.examples = 5
+		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
+		a.scan.register(fs, "migrate")
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`: a rerun after a crash or Ctrl-C skips the key ranges finished (a file of another plan is refused)")
+		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
+			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
+		return invocation{check: a.check, run: a.run}
+	},
+}
+
+type migrateArgs struct {
+	table, family, toFamily string
+	from                    strategy.Policy
+	fromSet                 bool
+	ttl                     time.Duration
+	rules                   migrate.TTLRules
+	writtenBefore           time.Time
+	expired                 migrate.ExpiredAction
+	dryRun                  bool
+	examples                int64
+	scan                    scanFlags
+	checkpoint              string
+	every                   time.Duration
+	progressSet             bool
+}
+
+func (a *migrateArgs) check() error {
+	switch {
+	case a.table == "":
+		return errors.New("-table is required")
+	case a.family == "":
+		return errors.New("-family is required")
+	case !a.fromSet:
+		return errors.New("-from is required: real, one-second or default-expiry:D")
+	case (a.ttl != 0 || len(a.rules) > 0) && a.from.Kind() != strategy.KindUnmanaged:
+		return errors.New("-ttl and -ttl-rule apply to -from real only: other cells keep their expiry instant")
+	case a.dryRun && a.checkpoint != "":
+		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
+	}
+	return a.scan.check()
+}
+
+// plan builds the migration plan from the flags and the schema file: a
+// usage error (exit 2) when they do not make one.
+func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, error) {
+	schema, ok := schemas[a.table]
+	if !ok {
+		return migrate.Plan{}, fmt.Errorf("-table: table %q is not in the schema file", a.table)
+	}
+	target, flagName := a.family, "-family"
+	if a.toFamily != "" {
+		target, flagName = a.toFamily, "-to-family"
+	}
+	to, ok := schema[target]
+	if !ok {
+		return migrate.Plan{}, fmt.Errorf("%s: family %q is not in the schema file's table %q, which gives the target strategy", flagName, target, a.table)
+	}
+	p := migrate.Plan{Family: a.family, From: a.from, To: to, ToFamily: a.toFamily, WrittenBefore: a.writtenBefore, Expired: a.expired}
+	if a.from.Kind() == strategy.KindUnmanaged {
+		p.TTL = append(p.TTL, a.rules...)
+		ttl := a.ttl
+		if ttl == 0 {
+			ttl = to.DefaultTTL()
+		}
+		if ttl == 0 {
+			return migrate.Plan{}, fmt.Errorf("-ttl is required: cells with real timestamps carry no TTL and the schema gives family %q no default TTL", target)
+		}
+		p.TTL = append(p.TTL, migrate.TTLRule{TTL: ttl})
+	}
+	if err := p.Validate(); err != nil {
+		return migrate.Plan{}, flagError(err)
+	}
+	return p, nil
+}
+
+// flagError names the flag behind a plan error.
+func flagError(err error) error {
+	var pe *migrate.PlanError
+	if errors.As(err, &pe) {
+		flag := map[string]string{"Family": "-family", "ToFamily": "-to-family", "From": "-from", "To": "-schema",
+			"WrittenBefore": "-written-before", "TTL": "-ttl", "Expired": "-expired"}[pe.Field]
+		return fmt.Errorf("%s: %s", flag, strings.TrimPrefix(err.Error(), "bttl: "))
+	}
+	if errors.Is(err, migrate.ErrInvalidTTLRule) {
+		return fmt.Errorf("-ttl-rule: %s", strings.TrimPrefix(err.Error(), "bttl: "))
+	}
+	return err
+}
+
+func (a *migrateArgs) run(e *env) int {
+	p, err := a.plan(e.schemas)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+		return exitError
+	}
+	tbl := e.data.Open(a.table)
+	// The first call, bounded by -timeout: an unreachable endpoint or a
+	// missing table fails here.
+	ctx, cancel := e.step()
+	_, err = tbl.SampleRowKeys(ctx)
+	cancel()
+	if err != nil {
+		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
+	}
+	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples))}
+	if a.dryRun {
+		opts = append(opts, migrate.WithDryRun())
+	}
+	if a.checkpoint != "" {
+		opts = append(opts, migrate.WithCheckpoint(a.checkpoint))
+	}
+	m, err := migrate.New(tbl, a.table, p, opts...)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", flagError(err))
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "table %q, %s\n", a.table, p)
+	if !p.WrittenBefore.IsZero() {
+		fmt.Fprintf(e.stdout, "timestamps before %s are real write times; later ones expiry instants, left alone\n", formatRFC3339(p.WrittenBefore))
+	}
+	sopts, err := a.scan.options()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+		return exitError
+	}
+	tty := isTerminal(e.stderr)
+	every := a.every
+	if !a.progressSet && tty {
+		every = time.Second
+	}
+	var pl *progressLine
+	if every > 0 {
+		pl = &progressLine{w: e.stderr, tty: tty, m: m}
+		sopts = append(sopts, scan.WithProgress(every, pl.update))
+	}
+	rep, err := m.Run(e.ctx, sopts...)
+	pl.done()
+	if err != nil {
+		if errors.Is(err, scan.ErrOption) || errors.Is(err, scan.ErrCheckpoint) {
+			fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+			return exitError
+		}
+		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
+	}
+	st := rep.Stats
+	if a.scan.sharded() {
+		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
+	}
+	if n := resumed(rep.Scan); n > 0 {
+		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
+			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
+	}
+	writeMigrateStats(e.stdout, st, a.dryRun)
+	fmt.Fprintln(e.stdout, "\nsteps for a live system (this command is the migration step):")
+	for i, s := range p.Steps() {
+		fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, s)
+	}
+	if n := st.Unmoved(); n > 0 {
+		fmt.Fprintf(e.stderr, "bttl migrate: %d cell(s) not moved (see above); run bttl migrate again once they are dealt with\n", n)
+		return exitFindings
+	}
+	return exitOK
+}
+
+// resumed counts the ranges an earlier run finished.
+func resumed(s *scan.Summary) int {
+	n := 0
+	for _, r := range s.Ranges {
+		if r.Resumed {
+			n++
+		}
+	}
+	return n
+}
+
+// progressLine writes the scan's progress with the migration's counts: on
+// a terminal rewritten in place, elsewhere a line per update.
+type progressLine struct {
+	w       io.Writer
+	tty     bool
+	m       *migrate.Migrator
+	printed bool
+}
+
+func (p *progressLine) update(pr scan.Progress) {
+	st := p.m.Stats()
+	line := fmt.Sprintf("read %d rows, %d cells; moved %d, deleted %d; %.0f%% of %d key ranges", st.Rows, st.Cells, st.Moved, st.ExpiredDeleted, 100*pr.Fraction, pr.Ranges)
+	if pr.ETA > 0 {
+		line += fmt.Sprintf(", ETA %s", pr.ETA.Round(time.Second))
+	}
+	p.printed = true
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *progressLine) done() {
+	if p != nil && p.tty && p.printed {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool) {
+	would := ""
+	if dry {
+		would = "would be "
+		fmt.Fprintln(w, "dry run: nothing written")
+	}
+	fmt.Fprintf(w, "read %d row(s), %d cell(s)\n", st.Rows, st.Cells)
+	if st.Changes() == 0 && st.Unmoved() == 0 {
+		fmt.Fprintf(w, "nothing to migrate: %d cell(s) already on the target, %d expired cell(s) left for GC\n", st.OnTarget, st.ExpiredLeft)
+	}
+	for _, l := range []struct {
+		n    int64
+		what string
+	}{
+		{st.Moved, would + "moved to their new timestamp"},
+		{st.OnTarget, "already on the target (nothing to do)"},
+		{st.ExpiredDeleted, "expired under the target, " + would + "deleted"},
+		{st.ExpiredLeft, "expired under the target, left as they are for GC"},
+		{st.Changed, "changed or removed by a writer meanwhile: skipped (a rerun picks up what is left)"},
+		{st.Collisions, "not moved: another cell holds the new timestamp in that column (never overwritten)"},
+		{st.TooLargeToPin, "not moved: value over about 10 KB, too large to pin in a predicate (never moved unpinned)"},
+		{st.OutOfRange, "not moved: new timestamp out of range"},
+		{st.NotRealTimes, "not moved: timestamp before 2000, a sequence number rather than a write time"},
+	} {
+		if l.n > 0 {
+			fmt.Fprintf(w, "  %d cell(s) %s\n", l.n, l.what)
+		}
+	}
+	if len(st.Examples) > 0 {
+		fmt.Fprintln(w, "examples:")
+		for _, x := range st.Examples {
+			if x.Deleted {
+				fmt.Fprintf(w, "  row %q, column %q: %s deleted (expired)\n", x.Row, x.Column, formatTS(x.Old))
+				continue
+			}
+			fmt.Fprintf(w, "  row %q, column %q: %s -> %s\n", x.Row, x.Column, formatTS(x.Old), formatTS(x.New))
+		}
+	}
+}
+
+func formatRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func formatTS(t bigtable.Timestamp) string { return formatRFC3339(t.Time()) }
+
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
+
+// fromFlag is real, one-second or default-expiry:D.
+type fromFlag struct {
+	p   *strategy.Policy
+	set *bool
+}
+
+func (f fromFlag) Set(s string) error {
+	switch {
+	case s == "real":
+		*f.p = strategy.Unmanaged()
+	case s == "one-second":
+		*f.p = strategy.OneSecond()
+	case strings.HasPrefix(s, "default-expiry:"):
+		d, err := schemafile.ParseDuration(strings.TrimPrefix(s, "default-expiry:"))
+		if err != nil {
+			return err
+		}
+		p := strategy.DefaultExpiry(d)
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		*f.p = p
+	default:
+		return errors.New("want real, one-second or default-expiry:D (e.g. default-expiry:48h)")
+	}
+	*f.set = true
+	return nil
+}
+
+func (f fromFlag) String() string {
+	if f.p == nil || f.set == nil || !*f.set {
+		return ""
+	}
+	if f.p.Kind() == strategy.KindUnmanaged {
+		return "real"
+	}
+	if f.p.Kind() == strategy.KindDefaultExpiry {
+		return "default-expiry:" + f.p.DefaultTTL().String()
+	}
+	return f.p.Kind().String()
+}
+
+// ttlFlag is a TTL of at least 1ms in whole milliseconds, days and weeks
+// allowed.
+type ttlFlag struct{ p *time.Duration }
+
+func (f ttlFlag) Set(s string) error {
+	d, err := schemafile.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < time.Millisecond || d%time.Millisecond != 0 {
+		return errors.New("must be a positive whole number of milliseconds, e.g. 30d")
+	}
+	*f.p = d
+	return nil
+}
+
+func (f ttlFlag) String() string {
+	if f.p == nil || *f.p == 0 {
+		return ""
+	}
+	return f.p.String()
+}
+
+// ttlRuleFlag appends one rule per use.
+type ttlRuleFlag struct{ p *migrate.TTLRules }
+
+func (f ttlRuleFlag) Set(s string) error {
+	r, err := migrate.ParseTTLRule(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "bttl: "))
+	}
+	*f.p = append(*f.p, r)
+	return nil
+}
+
+func (f ttlRuleFlag) String() string { return "" }
+
+// expiredFlag is delete or keep.
+type expiredFlag struct{ p *migrate.ExpiredAction }
+
+func (f expiredFlag) Set(s string) error {
+	switch s {
+	case "delete":
+		*f.p = migrate.DeleteExpired
+	case "keep":
+		*f.p = migrate.KeepExpired
+	default:
+		return errors.New("want delete or keep")
+	}
+	return nil
+}
+
+func (f expiredFlag) String() string {
+	if f.p == nil {
+		return "delete"
+	}
+	return f.p.String()
+}

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cellKey is one stored cell: row, qualifier, timestamp.
+type cellKey struct {
+	row, col string
+	ts       bigtable.Timestamp
+}
+
+// storedFamily is every cell of family fam of table, unfiltered, by key;
+// a key seen twice fails the test (no cell may be duplicated).
+func storedFamily(t *testing.T, dc *bigtable.Client, table, fam string) map[cellKey]string {
+	t.Helper()
+	out := map[cellKey]string{}
+	err := dc.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		for _, it := range r[fam] {
+			k := cellKey{it.Row, strings.TrimPrefix(it.Column, fam+":"), it.Timestamp}
+			if _, dup := out[k]; dup {
+				t.Errorf("cell %v stored twice", k)
+			}
+			out[k] = string(it.Value)
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.FamilyFilter("^"+fam+"$")))
+	require.NoError(t, err)
+	return out
+}
+
+// loadRealTimestamps is the test loader: rows*cols cells of family fam
+// written by a plain client with real timestamps spread over the last 10
+// days (whole milliseconds), as a legacy writer leaves them. It returns
+// the model of what it wrote.
+func loadRealTimestamps(t *testing.T, dc *bigtable.Client, table, fam string, rows, cols int, now time.Time) map[cellKey]string {
+	t.Helper()
+	ctx := context.Background()
+	tbl := dc.Open(table)
+	model := make(map[cellKey]string, rows*cols)
+	const batch = 500
+	for lo := 0; lo < rows; lo += batch {
+		var keys []string
+		var muts []*bigtable.Mutation
+		for r := lo; r < min(lo+batch, rows); r++ {
+			row := fmt.Sprintf("row%07d", r)
+			m := bigtable.NewMutation()
+			for c := 0; c < cols; c++ {
+				col := fmt.Sprintf("c%02d", c)
+				ts := bigtable.Time(now.Add(-time.Duration(1+(r*cols+c)%864_000) * time.Second)).TruncateToMilliseconds()
+				v := row + "/" + col
+				m.Set(fam, col, ts, []byte(v))
+				model[cellKey{row, col, ts}] = v
+			}
+			keys = append(keys, row)
+			muts = append(muts, m)
+		}
+		errs, err := tbl.ApplyBulk(ctx, keys, muts)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+	}
+	return model
+}
+
+func shiftedModel(model map[cellKey]string, d time.Duration) map[cellKey]string {
+	out := make(map[cellKey]string, len(model))
+	for k, v := range model {
+		k.ts += bigtable.Timestamp(d / time.Microsecond)
+		out[k] = v
+	}
+	return out
+}
+
+// migrateEmulator starts cbtemulator and returns admin and data clients
+// on it (the command dials it through BIGTABLE_EMULATOR_HOST).
+func migrateEmulator(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
+	t.Helper()
+	addr := startCBTEmulator(t)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	return ac, dc, addr
+}
+
+// migrateCells is the size of the acceptance runs: 20,000 by default,
+// BTTL_MIGRATE_CELLS (e.g. 1000000) for the full run.
+func migrateCells(t *testing.T) int {
+	if s := os.Getenv("BTTL_MIGRATE_CELLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "BTTL_MIGRATE_CELLS")
+		return n
+	}
+	return 20_000
+}
+
+const oneSecondSchema = "tables: {legacy: {f: {strategy: one-second}}}\n"
+
+// Acceptance 1: cells with real timestamps (a legacy writer's, on
+// cbtemulator) migrated to one-second expiry with a 30-day TTL: every
+// cell's timestamp becomes its old one + 30 days, none lost or duplicated
+// (a full scan against the model); a second run changes nothing and says
+// so; bttl apply then accepts the one-second rule without -force.
+func TestMigrateRealToOneSecondThenApply(t *testing.T) {
+	ac, dc, addr := migrateEmulator(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	n := migrateCells(t)
+	const cols = 10
+	now := time.Now()
+	start := time.Now()
+	model := loadRealTimestamps(t, dc, "legacy", "f", n/cols, cols, now)
+	t.Logf("loaded %d cells in %s", len(model), time.Since(start))
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"))
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	cutoff := now.UTC().Format(time.RFC3339Nano)
+	args := []string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d", "-written-before", cutoff, "-workers", "4"}
+
+	r := bttl(t, addr, "", append(args, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "dry run: nothing written")
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) would be moved", len(model)))
+	assert.Regexp(t, `row "row\d+", column "c\d+": \S+Z -> \S+Z`, r.stdout, "examples in RFC 3339 UTC")
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "a dry run writes nothing")
+
+	// The one-second rule is refused before the migration.
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+
+	start = time.Now()
+	r = bttl(t, addr, "", args...)
+	elapsed := time.Since(start)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	t.Logf("migrated %d cells in %s (%.0f cells/s)", len(model), elapsed, float64(len(model))/elapsed.Seconds())
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) moved to their new timestamp", len(model)))
+	assert.Contains(t, r.stdout, "steps for a live system")
+	assert.Contains(t, r.stdout, "bttl apply")
+	require.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"),
+		"every cell at its old timestamp + 30 days, none lost or duplicated")
+
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, fmt.Sprintf("nothing to migrate: %d cell(s) already on the target", len(model)))
+	assert.NotContains(t, r.stdout, "moved to their new timestamp")
+	require.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"), "a second run changes nothing")
+
+	// -timeout 0: apply's safety scan reads every cell of the family,
+	// longer than the default 30s at 1,000,000 cells on a loaded machine.
+	r = bttl(t, addr, "", "-schema", schema, "-timeout", "0", "apply", "-yes")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "force")
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
+
+// Acceptance 2: the built binary killed (SIGKILL) mid-run and started
+// again ends in the same state as an uninterrupted run over the same
+// data, the model's.
+func TestMigrateKilledAndRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ac, dc, addr := migrateEmulator(t)
+	bin := filepath.Join(t.TempDir(), "bttl")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	ctx := context.Background()
+	now := time.Now()
+	n := migrateCells(t)
+	for _, tb := range []string{"killed", "straight"} {
+		require.NoError(t, ac.CreateTable(ctx, tb))
+		require.NoError(t, ac.CreateColumnFamily(ctx, tb, "f"))
+	}
+	model := loadRealTimestamps(t, dc, "killed", "f", n/10, 10, now)
+	require.Equal(t, model, loadRealTimestamps(t, dc, "straight", "f", n/10, 10, now))
+	schema := writeFile(t, "s.yaml", "tables: {killed: {f: {strategy: one-second}}, straight: {f: {strategy: one-second}}}\n")
+	args := func(table string) []string {
+		return []string{"-project", "p", "-instance", "i", "-schema", schema, "migrate", "-table", table, "-family", "f",
+			"-from", "real", "-ttl", "30d", "-written-before", now.UTC().Format(time.RFC3339Nano)}
+	}
+	ckpt := filepath.Join(t.TempDir(), "killed.checkpoint")
+	cmd := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt, "-cells-per-second", strconv.Itoa(n/20))...)
+	cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+addr)
+	require.NoError(t, cmd.Start())
+	// Kill it once a key range is finished (the checkpoint says so) and
+	// some cells, not all, have moved (timestamps past now).
+	moved := func() int {
+		c := 0
+		require.NoError(t, dc.Open("killed").ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+			c += len(r["f"])
+			return true
+		}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.TimestampRangeFilter(now, time.Time{}), bigtable.StripValueFilter()))))
+		return c
+	}
+	rangesDone := func() (done, total int) {
+		b, err := os.ReadFile(ckpt)
+		if err != nil {
+			return 0, 0 // not written yet (it is replaced by a rename, never seen half written)
+		}
+		var ck struct{ Ranges []struct{ Done bool } }
+		require.NoError(t, json.Unmarshal(b, &ck), "%s", b)
+		for _, r := range ck.Ranges {
+			if r.Done {
+				done++
+			}
+		}
+		return done, len(ck.Ranges)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for d, _ := rangesDone(); d == 0; d, _ = rangesDone() {
+		require.True(t, time.Now().Before(deadline), "no key range finished within 2 minutes")
+		time.Sleep(10 * time.Millisecond) // polling another process's file: no clock to inject
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	at := moved()
+	done, total := rangesDone()
+	t.Logf("killed after %d of %d cells moved, %d of %d key ranges finished", at, len(model), done, total)
+	require.Less(t, at, len(model), "killed mid-run")
+	require.Less(t, done, total, "killed mid-run")
+
+	c := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt)...)
+	c.Env = cmd.Env
+	out, err = c.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("resumed from %s: %d of %d key range(s) finished by an earlier run, not read again", ckpt, done, total))
+	mr := regexp.MustCompile(`(?m)^read (\d+) row\(s\)`).FindStringSubmatch(string(out))
+	require.NotNil(t, mr, "%s", out)
+	rowsRead, _ := strconv.Atoi(mr[1])
+	assert.Less(t, rowsRead, n/10, "the restarted run reads only the unfinished ranges")
+	c = exec.Command(bin, args("straight")...)
+	c.Env = cmd.Env
+	out, err = c.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	want := shiftedModel(model, 30*24*time.Hour)
+	assert.Equal(t, want, storedFamily(t, dc, "killed", "f"), "the restarted run ends at the model")
+	assert.Equal(t, storedFamily(t, dc, "straight", "f"), storedFamily(t, dc, "killed", "f"), "identical to an uninterrupted run")
+}
+
+func TestMigrateUsageErrors(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: one-second}, g: {strategy: default-expiry, ttl: 48h}, u: {strategy: unmanaged}}}\n")
+	g := []string{"-project", "p", "-instance", "i", "-schema", schema, "migrate"}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"-table", []string{"-family", "f", "-from", "real", "-ttl", "1d"}},
+		{"-family", []string{"-table", "t", "-from", "real", "-ttl", "1d"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-ttl", "1d"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-from", "sequence"}},
+		{"-from", []string{"-table", "t", "-family", "f", "-from", "default-expiry:0s"}},
+		{"-ttl", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1us"}},
+		{"-ttl", []string{"-table", "t", "-family", "f", "-from", "real", "-written-before", now}},
+		{"-ttl", []string{"-table", "t", "-family", "g", "-to-family", "f", "-from", "default-expiry:48h", "-ttl", "1d"}},
+		{"-ttl-rule", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl-rule", "prefix=a"}},
+		{"-ttl-rule", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl-rule", "ttl=1d", "-ttl", "2d", "-written-before", now}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d"}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", "yesterday"}},
+		{"-written-before", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", "2999-01-01T00:00:00Z"}},
+		{"-expired", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", now, "-expired", "maybe"}},
+		{"-to-family", []string{"-table", "t", "-family", "f", "-from", "one-second", "-to-family", "nope"}},
+		{"-to-family", []string{"-table", "t", "-family", "f", "-from", "default-expiry:1d"}},
+		{"-schema", []string{"-table", "t", "-family", "u", "-from", "real", "-ttl", "1d", "-written-before", now}},
+		{"-table", []string{"-table", "nope", "-family", "f", "-from", "real", "-ttl", "1d", "-written-before", now}},
+		{"-examples", []string{"-table", "t", "-family", "f", "-from", "real", "-ttl", "1d", "-examples", "-1"}},
+	} {
+		start := time.Now()
+		r := runRaw(context.Background(), append(append([]string{}, g...), c.args...)...)
+		assert.Equal(t, exitError, r.code, "%q: %s", c.args, r.stdout)
+		assert.Contains(t, r.stderr, c.flag, "%q", c.args)
+		assert.NotContains(t, r.stderr, "cannot reach", "%q: refused before any RPC", c.args)
+		assert.Less(t, time.Since(start), 2*time.Second, "%q", c.args)
+	}
+	r := runRaw(context.Background(), "help", "migrate")
+	assert.Equal(t, exitOK, r.code)
+	for _, f := range []string{"-family", "-to-family", "-from", "-ttl", "-ttl-rule", "-written-before", "-expired", "-dry-run"} {
+		assert.Contains(t, r.stdout, f)
+	}
+	r = runRaw(context.Background(), "migrate", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "usage: bttl migrate")
+}
+
+// D -> D' by copy from the command line: a dry run shows examples and
+// writes nothing, the run copies every live cell keeping its expiry, a
+// second run reports nothing to migrate; a value too large to pin makes
+// it exit 1 and is not copied.
+func TestMigrateCopyDefaultExpiry(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "clicks", ColumnFamilies: map[string]bigtable.Family{
+		"f": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)}, "g": {GCPolicy: bigtable.MaxAgePolicy(24 * time.Hour)},
+	}}))
+	now := bigtable.Now().TruncateToMilliseconds()
+	hour := bigtable.Timestamp(time.Hour / time.Microsecond)
+	m := bigtable.NewMutation()
+	m.Set("f", "a", now-hour, []byte("live 47h more"))
+	m.Set("f", "b", now-30*hour, []byte("live 18h more"))
+	m.Set("f", "c", now-50*hour, []byte("expired 2h ago"))
+	require.NoError(t, dc.Open("clicks").Apply(ctx, "r1", m))
+	schema := writeFile(t, "s.yaml", "tables: {clicks: {f: {strategy: default-expiry, ttl: 48h}, g: {strategy: default-expiry, ttl: 24h}}}\n")
+	args := []string{"-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-to-family", "g"}
+
+	r := bttl(t, addr, "", append(args, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 cell(s) would be moved")
+	assert.Contains(t, r.stdout, "1 cell(s) expired under the target, left as they are for GC")
+	assert.Contains(t, r.stdout, fmt.Sprintf(`row "r1", column "a": %s -> %s`, formatTS(now-hour), formatTS(now+23*hour)))
+	assert.Empty(t, storedFamily(t, dc, "clicks", "g"), "a dry run writes nothing")
+
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Empty(t, r.stderr, "no progress when stderr is not a terminal")
+	assert.Contains(t, r.stdout, "2 cell(s) moved to their new timestamp")
+	assert.Contains(t, r.stdout, `bttl apply a schema that adds family "g"`)
+	assert.Equal(t, map[cellKey]string{{"r1", "a", now + 23*hour}: "live 47h more", {"r1", "b", now - 6*hour}: "live 18h more"},
+		storedFamily(t, dc, "clicks", "g"), "each copied cell expires when it did: ts + 24h = old ts + 48h")
+	assert.Len(t, storedFamily(t, dc, "clicks", "f"), 3, "the source is left as it is")
+
+	r = bttl(t, addr, "", append(args, "-progress", "1ms")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "nothing to migrate: 2 cell(s) already on the target")
+	assert.Regexp(t, `(?m)^read 1 rows, 3 cells; moved 0, deleted 0; 100% of \d+ key ranges$`, r.stderr, "-progress: a line per update, the last at the end")
+
+	big := bigtable.NewMutation()
+	big.Set("f", "big", now, make([]byte, 11<<10))
+	require.NoError(t, dc.Open("clicks").Apply(ctx, "r2", big))
+	r = bttl(t, addr, "", args...)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "1 cell(s) not moved: value over about 10 KB")
+	assert.Contains(t, r.stderr, "1 cell(s) not moved")
+	assert.Len(t, storedFamily(t, dc, "clicks", "g"), 2)
+}
+
+// Two processes' shards (-shard 0/2, 1/2, each with its checkpoint) move
+// every cell exactly once between them. (Without shard keys the key space
+// is split evenly, so these "row..." keys all fall in shard 0.)
+func TestMigrateShards(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	now := time.Now()
+	model := loadRealTimestamps(t, dc, "legacy", "f", 300, 5, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	dir := t.TempDir()
+	moved := 0
+	for i := 0; i < 2; i++ {
+		r := bttl(t, addr, "", "-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-written-before", now.UTC().Format(time.RFC3339Nano), "-shard", fmt.Sprintf("%d/2", i),
+			"-checkpoint", filepath.Join(dir, fmt.Sprintf("shard%d", i)), "-workers", "2")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, fmt.Sprintf("shard %d/2: keys", i))
+		if m := regexp.MustCompile(`(\d+) cell\(s\) moved`).FindStringSubmatch(r.stdout); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			moved += n
+		}
+		assert.NotRegexp(t, `[1-9]\d* cell\(s\) already on the target`, r.stdout, "shards are disjoint")
+	}
+	assert.Equal(t, len(model), moved)
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
+}

@@ -1,0 +1,324 @@
+package migrate_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/strategy"
+)
+
+// key is one stored cell: row, qualifier, timestamp.
+type key struct {
+	row, col string
+	ts       bigtable.Timestamp
+}
+
+// stored is every cell of family fam in table, unfiltered (what is
+// physically there), by key. A key seen twice fails the test: no cell
+// may be duplicated.
+func stored(t *testing.T, tbl *bigtable.Table, fam string) map[key]string {
+	t.Helper()
+	out := map[key]string{}
+	err := tbl.ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		for _, it := range r[fam] {
+			k := key{it.Row, it.Column[len(fam)+1:], it.Timestamp}
+			if _, dup := out[k]; dup {
+				t.Errorf("cell %v stored twice", k)
+			}
+			out[k] = string(it.Value)
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.FamilyFilter("^"+fam+"$")))
+	require.NoError(t, err)
+	return out
+}
+
+// load writes rows*cols cells of family fam with real timestamps spread
+// over the last span (whole milliseconds, all distinct per column) and
+// returns them.
+func load(t *testing.T, tbl *bigtable.Table, fam string, rows, cols int, now time.Time, span time.Duration) map[key]string {
+	t.Helper()
+	ctx := context.Background()
+	want := map[key]string{}
+	const batch = 500
+	for lo := 0; lo < rows; lo += batch {
+		var keys []string
+		var muts []*bigtable.Mutation
+		for r := lo; r < min(lo+batch, rows); r++ {
+			m := bigtable.NewMutation()
+			row := fmt.Sprintf("row%07d", r)
+			for c := 0; c < cols; c++ {
+				ago := time.Duration(1+(r*cols+c)%int(span/time.Second)) * time.Second
+				ts := bigtable.Time(now.Add(-ago)).TruncateToMilliseconds()
+				col := fmt.Sprintf("c%02d", c)
+				v := fmt.Sprintf("%s/%s", row, col)
+				m.Set(fam, col, ts, []byte(v))
+				want[key{row, col, ts}] = v
+			}
+			keys = append(keys, row)
+			muts = append(muts, m)
+		}
+		errs, err := tbl.ApplyBulk(ctx, keys, muts)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+	}
+	return want
+}
+
+// shifted is model with every timestamp moved by d.
+func shifted(model map[key]string, d time.Duration) map[key]string {
+	out := make(map[key]string, len(model))
+	for k, v := range model {
+		k.ts += bigtable.Timestamp(d / time.Microsecond)
+		out[k] = v
+	}
+	return out
+}
+
+const day = 24 * time.Hour
+
+func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "events", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("events")
+	const table = "events"
+	now := h.Clock.Now()
+	model := load(t, tbl, "f", 50, 4, now, 10*day)
+	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: now}
+
+	dry, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	require.NoError(t, err)
+	rep, err := dry.Run(ctx)
+	require.NoError(t, err)
+	st := rep.Stats
+	assert.Equal(t, int64(200), st.Moved, "dry run counts what it would move")
+	assert.Len(t, st.Examples, 5)
+	assert.Equal(t, model, stored(t, tbl, "f"), "a dry run writes nothing")
+
+	m, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err = m.Run(ctx)
+	require.NoError(t, err)
+	st = rep.Stats
+	assert.Equal(t, migrate.Stats{Rows: 50, Cells: 200, Moved: 200, Examples: st.Examples}, st)
+	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"), "every cell at its old timestamp + 30 days")
+
+	m2, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err = m2.Run(ctx)
+	require.NoError(t, err)
+	st = rep.Stats
+	assert.Equal(t, int64(0), st.Changes(), "a second run changes nothing")
+	assert.Equal(t, int64(200), st.OnTarget)
+	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"))
+}
+
+// Cells already expired under the target (written more than the TTL ago)
+// are deleted, or left as they are for GC, as the plan says; bttl-written
+// cells already expired are deleted too, live ones left alone.
+func TestExpiredCellsDeletedOrKept(t *testing.T) {
+	for _, action := range []migrate.ExpiredAction{migrate.DeleteExpired, migrate.KeepExpired} {
+		t.Run(action.String(), func(t *testing.T) {
+			h := bttestharness.New(t)
+			ctx := context.Background()
+			require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+			tbl := h.Raw.Open("t")
+			const table = "t"
+			now := h.Clock.Now()
+			cutoff := now.Add(-time.Hour)
+			at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+			m := bigtable.NewMutation()
+			m.Set("f", "old", at(-3*day), []byte("expired a day ago"))
+			m.Set("f", "new", at(-day), []byte("live for a day"))
+			m.Set("f", "bttl-expired", at(-time.Minute), []byte("a bttl write whose expiry passed"))
+			m.Set("f", "bttl-live", at(time.Hour), []byte("a bttl write"))
+			require.NoError(t, tbl.Apply(ctx, "r", m))
+			mg, err := migrate.New(tbl, table, migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+				TTL: migrate.TTLRules{{TTL: 2 * day}}, WrittenBefore: cutoff, Expired: action}, migrate.WithClock(h.Clock))
+			require.NoError(t, err)
+			rep, err := mg.Run(ctx)
+			require.NoError(t, err)
+			st := rep.Stats
+			got := stored(t, tbl, "f")
+			assert.Equal(t, "live for a day", got[key{"r", "new", at(day)}])
+			assert.Equal(t, "a bttl write", got[key{"r", "bttl-live", at(time.Hour)}])
+			assert.Equal(t, int64(1), st.Moved)
+			if action == migrate.DeleteExpired {
+				assert.Len(t, got, 2)
+				assert.Equal(t, int64(2), st.ExpiredDeleted)
+				assert.Equal(t, int64(1), st.OnTarget)
+			} else {
+				assert.Len(t, got, 4)
+				assert.Equal(t, "expired a day ago", got[key{"r", "old", at(-3 * day)}])
+				assert.Equal(t, int64(1), st.ExpiredLeft)
+				assert.Equal(t, int64(2), st.OnTarget)
+			}
+		})
+	}
+}
+
+// A cell changed after the row was read is skipped and counted; a new
+// timestamp another cell holds is not overwritten; a value too large to
+// pin is counted and not moved. A rerun finds what is still to do.
+func TestSkipsWhatItMustNotTouch(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	const table = "t"
+	now := h.Clock.Now()
+	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+	m := bigtable.NewMutation()
+	m.Set("f", "changed", at(-time.Hour), []byte("old value"))
+	m.Set("f", "collide", at(-time.Hour), []byte("legacy"))
+	m.Set("f", "collide", at(-time.Hour+day), []byte("a bttl write at the very same expiry"))
+	m.Set("f", "large", at(-time.Hour), bytes.Repeat([]byte("x"), 11<<10))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}
+	mg, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	// A writer replaces the cell between the read and the move.
+	w := bigtable.NewMutation()
+	w.DeleteCellsInColumn("f", "changed")
+	w.Set("f", "changed", at(-time.Hour), []byte("new value"))
+	require.NoError(t, tbl.Apply(ctx, "r", w))
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	st := mg.Stats()
+	assert.Equal(t, int64(1), st.Changed)
+	assert.Equal(t, int64(1), st.Collisions)
+	assert.Equal(t, int64(1), st.TooLargeToPin)
+	assert.Equal(t, int64(1), st.OnTarget)
+	assert.Equal(t, int64(0), st.Moved)
+	assert.Equal(t, int64(3), st.Unmoved())
+	got := stored(t, tbl, "f")
+	assert.Equal(t, "new value", got[key{"r", "changed", at(-time.Hour)}], "the writer's value is untouched")
+	assert.Equal(t, "a bttl write at the very same expiry", got[key{"r", "collide", at(-time.Hour + day)}])
+	assert.Equal(t, "legacy", got[key{"r", "collide", at(-time.Hour)}])
+	assert.Len(t, got, 4)
+
+	// A rerun moves the writer's value (it carries a real timestamp too).
+	mg, err = migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	st = rep.Stats
+	assert.Equal(t, int64(1), st.Moved)
+	assert.Equal(t, "new value", stored(t, tbl, "f")[key{"r", "changed", at(-time.Hour + day)}])
+}
+
+func TestPlanValidate(t *testing.T) {
+	now := time.Now()
+	ok := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now}
+	require.NoError(t, ok.Validate())
+	for name, c := range map[string]struct {
+		field string
+		edit  func(p *migrate.Plan)
+	}{
+		"no family":        {"Family", func(p *migrate.Plan) { p.Family = "" }},
+		"bad family":       {"Family", func(p *migrate.Plan) { p.Family = "a b" }},
+		"same family":      {"ToFamily", func(p *migrate.Plan) { p.ToFamily = "f"; p.WrittenBefore = time.Time{} }},
+		"sequence source":  {"From", func(p *migrate.Plan) { p.From = strategy.Sequence(2) }},
+		"sequence target":  {"To", func(p *migrate.Plan) { p.To = strategy.Sequence(2) }},
+		"unmanaged target": {"To", func(p *migrate.Plan) { p.To = strategy.Unmanaged() }},
+		"no cutoff":        {"WrittenBefore", func(p *migrate.Plan) { p.WrittenBefore = time.Time{} }},
+		"ancient cutoff":   {"WrittenBefore", func(p *migrate.Plan) { p.WrittenBefore = time.Unix(5, 0) }},
+		"cutoff in a copy": {"WrittenBefore", func(p *migrate.Plan) { p.ToFamily = "g" }},
+		"default in place": {"ToFamily", func(p *migrate.Plan) { p.To = strategy.DefaultExpiry(day) }},
+		"D to D' in place": {"ToFamily", func(p *migrate.Plan) {
+			p.From, p.To, p.TTL = strategy.DefaultExpiry(day), strategy.DefaultExpiry(2*day), nil
+		}},
+		"TTL on an age source": {"TTL", func(p *migrate.Plan) {
+			p.From = strategy.DefaultExpiry(day)
+			p.ToFamily = "g"
+			p.WrittenBefore = time.Time{}
+		}},
+		"bad action": {"Expired", func(p *migrate.Plan) { p.Expired = 7 }},
+	} {
+		p := ok
+		c.edit(&p)
+		err := p.Validate()
+		var pe *migrate.PlanError
+		if assert.ErrorAs(t, err, &pe, name) {
+			assert.ErrorIs(t, err, migrate.ErrInvalidPlan, name)
+			assert.Equal(t, c.field, pe.Field, "%s: %v", name, err)
+		}
+	}
+	p := ok
+	p.TTL = migrate.TTLRules{{Prefix: "a", TTL: day}}
+	assert.ErrorIs(t, p.Validate(), migrate.ErrInvalidTTLRule)
+	p = ok
+	p.WrittenBefore = now.Add(time.Hour)
+	_, err := migrate.New(nil, "t", p)
+	var pe *migrate.PlanError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	assert.Equal(t, "WrittenBefore", pe.Field, "a cutoff in the future is refused")
+}
+
+// A legacy write just before WrittenBefore, in its millisecond, is a real
+// write time and moves (a bttl write at or after WrittenBefore stamps a
+// later millisecond).
+func TestLegacyCellInTheCutoffMillisecondMoves(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	ms := h.Clock.Now() // a whole millisecond
+	m := bigtable.NewMutation()
+	m.Set("f", "c", bigtable.Time(ms), []byte("written at ms+0.2ms"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	h.Clock.Set(ms.Add(time.Second))
+	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: ms.Add(500 * time.Microsecond)}, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rep.Moved)
+	assert.Equal(t, map[key]string{{"r", "c", bigtable.Time(ms.Add(day))}: "written at ms+0.2ms"}, stored(t, tbl, "f"))
+}
+
+// A write landing on a cell's new timestamp after the row was read is not
+// replaced by the move: the predicate also requires the target slot to be
+// empty. The old cell stays, counted as changed meanwhile.
+func TestWriteOnTheNewTimestampMeanwhileIsKept(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	now := h.Clock.Now()
+	old := bigtable.Time(now.Add(-time.Hour))
+	m := bigtable.NewMutation()
+	m.Set("f", "c", old, []byte("legacy"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	w := bigtable.NewMutation()
+	w.Set("f", "c", old+bigtable.Timestamp(day/time.Microsecond), []byte("a bttl write at that very expiry"))
+	require.NoError(t, tbl.Apply(ctx, "r", w))
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	assert.Equal(t, int64(1), mg.Stats().Changed)
+	assert.Equal(t, int64(0), mg.Stats().Moved)
+	assert.Equal(t, map[key]string{
+		{"r", "c", old}: "legacy",
+		{"r", "c", old + bigtable.Timestamp(day/time.Microsecond)}: "a bttl write at that very expiry",
+	}, stored(t, tbl, "f"))
+}

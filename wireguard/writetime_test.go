@@ -1,0 +1,169 @@
+package wireguard_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/wireguard"
+)
+
+var lifecycleSchema = strategy.Schema{
+	"wt":    strategy.OneSecond(strategy.WithWriteTime()),
+	"cap":   strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour)),
+	"clamp": strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour), strategy.ClampTTL()),
+	"plain": strategy.Unmanaged(),
+}
+
+// lifecycleEnv is a guarded plain client on table "t" of lifecycleSchema,
+// on the in-process server.
+func lifecycleEnv(t *testing.T) (*bttestharness.Harness, *bigtable.Table) {
+	t.Helper()
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", lifecycleSchema))
+	g, err := wireguard.New(map[string]strategy.Schema{"t": lifecycleSchema}, wireguard.WithClock(h.Clock), wireguard.WithReadFilter())
+	require.NoError(t, err)
+	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
+		append([]option.ClientOption{option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}, g.ClientOptions()...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	return h, plain.Open("t")
+}
+
+// A plain client's write to a write-time family gets the companion bttl's
+// client writes (same timestamp, the guard's clock as write time), so
+// Table.WriteTime works for it; deletes take the companion along.
+func TestGuardAddsWriteTimeCompanions(t *testing.T) {
+	h, tbl := lifecycleEnv(t)
+	ctx := context.Background()
+	now := h.Clock.Now()
+	exp := bigtable.Time(now.Add(time.Hour)).TruncateToMilliseconds()
+
+	for _, col := range []string{"c", ""} {
+		m := bigtable.NewMutation()
+		m.Set("wt", col, exp, []byte("v"))
+		m.Set("plain", col, exp, []byte("p"))
+		require.NoError(t, tbl.Apply(ctx, "r"+col, m))
+		stored, err := h.Stored(ctx, "t", "r"+col)
+		require.NoError(t, err)
+		require.Len(t, stored["wt"], 2, "the cell and its companion")
+		assert.Equal(t, "wt:"+strategy.WriteTimeColumn(col), stored["wt"][1].Column)
+		assert.Equal(t, exp, stored["wt"][1].Timestamp, "same timestamp: GC removes both together")
+		wt, err := strategy.ParseWriteTime(stored["wt"][1].Value)
+		require.NoError(t, err)
+		assert.Equal(t, bigtable.Time(now).TruncateToMilliseconds(), wt)
+		assert.Len(t, stored["plain"], 1, "other families get none")
+	}
+
+	// bttl's client through the guard: reads hide the companion, WriteTime finds it.
+	bt, err := h.Client.Open("t", lifecycleSchema)
+	require.NoError(t, err)
+	row, err := bt.ReadRow(ctx, "rc")
+	require.NoError(t, err)
+	require.Len(t, row["wt"], 1)
+	got, err := bt.WriteTime(ctx, row["wt"][0])
+	require.NoError(t, err)
+	assert.True(t, now.Truncate(time.Millisecond).Equal(got), "write time %s, want %s", got, now)
+
+	del := bigtable.NewMutation()
+	del.DeleteCellsInColumn("wt", "c")
+	require.NoError(t, tbl.Apply(ctx, "rc", del))
+	stored, err := h.Stored(ctx, "t", "rc")
+	require.NoError(t, err)
+	assert.Empty(t, stored["wt"], "the delete took the companion too")
+}
+
+// A request that already carries the companions (bttl's client behind the
+// guard) is sent as it is: nothing doubled. In a bulk, only the rows that
+// need companions change.
+func TestGuardKeepsCompanionsItIsGiven(t *testing.T) {
+	h, tbl := lifecycleEnv(t)
+	ctx := context.Background()
+	exp := bigtable.Time(h.Clock.Now().Add(time.Hour)).TruncateToMilliseconds()
+	given := strategy.WriteTimeValue(12345_000)
+	with := bigtable.NewMutation()
+	with.Set("wt", "c", exp, []byte("v"))
+	with.Set("wt", strategy.WriteTimeColumn("c"), exp, given)
+	without := bigtable.NewMutation()
+	without.Set("wt", "c", exp, []byte("v"))
+	errs, err := tbl.ApplyBulk(ctx, []string{"with", "without"}, []*bigtable.Mutation{with, without})
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	for row, wantValue := range map[string][]byte{"with": given, "without": nil} {
+		stored, err := h.Stored(ctx, "t", row)
+		require.NoError(t, err)
+		require.Len(t, stored["wt"], 2, row)
+		if wantValue != nil {
+			assert.Equal(t, wantValue, stored["wt"][1].Value, row)
+		}
+	}
+}
+
+// Writes to the reserved qualifiers that are not the companion of a change
+// in the same request are refused: they would forge or orphan write times.
+func TestGuardRefusesForgedCompanions(t *testing.T) {
+	h, tbl := lifecycleEnv(t)
+	ctx := context.Background()
+	exp := bigtable.Time(h.Clock.Now().Add(time.Hour)).TruncateToMilliseconds()
+	for _, col := range []string{strategy.WriteTimeColumn("c"), "\xff\xffx", "\xff\xff"} {
+		m := bigtable.NewMutation()
+		m.Set("wt", col, exp, []byte("forged"))
+		err := tbl.Apply(ctx, "r", m)
+		require.Error(t, err, "%q", col)
+		assert.Contains(t, err.Error(), "rule "+wireguard.RuleReservedColumn)
+	}
+	// A companion at another timestamp than its cell's is no companion.
+	m := bigtable.NewMutation()
+	m.Set("wt", "c", exp, []byte("v"))
+	m.Set("wt", strategy.WriteTimeColumn("c"), exp+1000, strategy.WriteTimeValue(1000))
+	assert.ErrorContains(t, tbl.Apply(ctx, "r", m), "rule "+wireguard.RuleReservedColumn)
+	// Unmanaged families reserve nothing.
+	ok := bigtable.NewMutation()
+	ok.Set("plain", "\xff\xffx", exp, []byte("p"))
+	require.NoError(t, tbl.Apply(ctx, "p", ok))
+
+	stored, err := h.Stored(ctx, "t", "r")
+	require.NoError(t, err)
+	assert.Empty(t, stored, "nothing refused was written")
+}
+
+// A timestamp over the family's max TTL is refused with its own rule; the
+// guard does not clamp (it never rewrites a caller's timestamp), even where
+// bttl's client would.
+func TestGuardRefusesTTLOverTheCap(t *testing.T) {
+	h, tbl := lifecycleEnv(t)
+	ctx := context.Background()
+	now := h.Clock.Now()
+	// Default expiry D=1h: ts = expiry - D, so a 3h TTL is ts = now + 2h.
+	over := bigtable.Time(now.Add(2 * time.Hour)).TruncateToMilliseconds()
+	within := bigtable.Time(now.Add(30 * time.Minute)).TruncateToMilliseconds()
+	for _, fam := range []string{"cap", "clamp"} {
+		m := bigtable.NewMutation()
+		m.Set(fam, "c", over, []byte("v"))
+		err := tbl.Apply(ctx, "r", m)
+		require.Error(t, err, fam)
+		assert.Contains(t, err.Error(), "rule "+wireguard.RuleTTLTooLong, fam)
+
+		ok := bigtable.NewMutation()
+		ok.Set(fam, "c", within, []byte("v"))
+		require.NoError(t, tbl.Apply(ctx, "ok", ok), fam)
+	}
+	stored, err := h.Stored(ctx, "t", "r")
+	require.NoError(t, err)
+	assert.Empty(t, stored)
+}
