@@ -2,10 +2,10 @@ package ttlclient_test
 
 import (
 	"bytes"
-	"cloud.google.com/go/bigtable"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +30,8 @@ func TestExpireOnAMaxVersionsFamilyDoesNotReviveAHiddenVersion(t *testing.T) {
 	}
 }
 
+// ExpireColumn shortening both live versions of a 2-version column moves
+// them under the hidden third: the two live ones stay the ones read.
 func TestExpireColumnOnAMaxVersionsFamilyKeepsTheLiveVersions(t *testing.T) {
 	e := newEnv(t, strategy.Schema{"mv": strategy.DefaultExpiry(time.Hour, strategy.WithMaxVersions(2))})
 	e.setTTL(t, "r", "mv", "c", "v1", 10*time.Minute)
