@@ -43,6 +43,42 @@ func (e *PinError) Unwrap() error { return ErrCellTooLargeToPin }
 // Cell returns a *PinError (ErrCellTooLargeToPin) rather than a weaker
 // predicate; the caller decides what to do with such cells.
 func Cell(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.Filter, error) {
+	f, p := cellPin(family, column, ts, value)
+	if n := proto.Size(p); n > MaxFilterBytes {
+		return nil, &PinError{Family: family, Column: column, Timestamp: ts, ValueBytes: len(value), FilterBytes: n}
+	}
+	return f, nil
+}
+
+// CellMove is the predicate of a conditional mutation that moves a stored
+// cell to toFamily:column at toTS (the same family, or another for a
+// copy): it matches while the cell Cell pins is stored and nothing is
+// stored in the target column's millisecond of toTS, so the move's Set
+// never replaces a cell a concurrent writer put there after the caller
+// read the row. The size limit counts the whole predicate (*PinError,
+// ErrCellTooLargeToPin).
+func CellMove(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, toTS bigtable.Timestamp) (bigtable.Filter, error) {
+	pin, pinProto := cellPin(family, column, ts, value)
+	to := toTS - toTS%1000
+	slot := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(to, to+1000),
+	)
+	p := &btpb.RowFilter{Filter: &btpb.RowFilter_Condition_{Condition: &btpb.RowFilter_Condition{
+		PredicateFilter: chainProto(columnProto(toFamily, column), rangeProto(to, to+1000)),
+		TrueFilter:      &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}},
+		FalseFilter:     pinProto,
+	}}}
+	if n := proto.Size(p); n > MaxFilterBytes {
+		return nil, &PinError{Family: family, Column: column, Timestamp: ts, ValueBytes: len(value), FilterBytes: n}
+	}
+	return bigtable.ConditionFilter(slot, bigtable.BlockAllFilter(), pin), nil
+}
+
+// cellPin is the predicate Cell builds and its proto, built here as the
+// client would send it (the Go client's filters do not expose their
+// protos) to measure it.
+func cellPin(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.Filter, *btpb.RowFilter) {
 	ms := ts - ts%1000
 	// Non-nil start: an empty value pins the empty value ("" closed), not an open start.
 	start := append(make([]byte, 0, len(value)), value...)
@@ -52,27 +88,23 @@ func Cell(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.
 		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
 		bigtable.ValueRangeFilter(start, end),
 	)
-	if n := cellPinSize(family, column, ms, start, end); n > MaxFilterBytes {
-		return nil, &PinError{Family: family, Column: column, Timestamp: ts, ValueBytes: len(value), FilterBytes: n}
-	}
-	return f, nil
-}
-
-// cellPinSize is the serialized size of the predicate Cell builds (the Go
-// client's filters do not expose their protos, so it is built here as the
-// client would).
-func cellPinSize(family, column string, ms bigtable.Timestamp, start, end []byte) int {
-	cr := &btpb.ColumnRange{FamilyName: family, EndQualifier: &btpb.ColumnRange_EndQualifierOpen{EndQualifierOpen: []byte(column + "\x00")}}
-	if column != "" {
-		cr.StartQualifier = &btpb.ColumnRange_StartQualifierClosed{StartQualifierClosed: []byte(column)}
-	}
 	p := chainProto(
-		&btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: cr}},
+		columnProto(family, column),
 		rangeProto(ms, ms+1000),
 		&btpb.RowFilter{Filter: &btpb.RowFilter_ValueRangeFilter{ValueRangeFilter: &btpb.ValueRange{
 			StartValue: &btpb.ValueRange_StartValueClosed{StartValueClosed: start},
 			EndValue:   &btpb.ValueRange_EndValueOpen{EndValueOpen: end},
 		}}},
 	)
-	return proto.Size(p)
+	return f, p
+}
+
+// columnProto is ColumnRangeFilter(family, column, column+"\x00"), one
+// column, as the client sends it (an empty start qualifier is left unset).
+func columnProto(family, column string) *btpb.RowFilter {
+	cr := &btpb.ColumnRange{FamilyName: family, EndQualifier: &btpb.ColumnRange_EndQualifierOpen{EndQualifierOpen: []byte(column + "\x00")}}
+	if column != "" {
+		cr.StartQualifier = &btpb.ColumnRange_StartQualifierClosed{StartQualifierClosed: []byte(column)}
+	}
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: cr}}
 }

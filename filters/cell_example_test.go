@@ -47,3 +47,42 @@ func ExampleCell() {
 	// true
 	// false
 }
+
+// CellMove also requires the target millisecond to be free: a move never
+// replaces a cell a concurrent writer put there.
+func ExampleCellMove() {
+	ctx := context.Background()
+	h, _ := bttestharness.StartWithConfig(ctx, bttestharness.Config{NoGC: true})
+	defer h.Close()
+	if err := h.Admin.CreateTable(ctx, "t"); err != nil {
+		panic(err)
+	}
+	if err := h.Admin.CreateColumnFamily(ctx, "t", "f"); err != nil {
+		panic(err)
+	}
+	tbl := h.Raw.Open("t")
+	m := bigtable.NewMutation()
+	m.Set("f", "c", 5000, []byte("v"))
+	m.Set("f", "c", 9000, []byte("newer")) // a concurrent write at the target
+	_ = tbl.Apply(ctx, "r", m)
+
+	move := func(to bigtable.Timestamp) bool {
+		pred, err := filters.CellMove("f", "c", 5000, []byte("v"), "f", to)
+		if err != nil {
+			panic(err)
+		}
+		mv := bigtable.NewMutation()
+		mv.DeleteTimestampRange("f", "c", 5000, 6000)
+		mv.Set("f", "c", to, []byte("v"))
+		var applied bool
+		if err := tbl.Apply(ctx, "r", bigtable.NewCondMutation(pred, mv, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+			panic(err)
+		}
+		return applied
+	}
+	fmt.Println(move(9000)) // taken: not applied, "newer" kept
+	fmt.Println(move(8000)) // free
+	// Output:
+	// false
+	// true
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -94,4 +95,60 @@ func TestCellTooLargeToPin(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(pred)))
 	assert.Greater(t, proto.Size(lastFilter())+2, filters.MaxFilterBytes, "the limit is reached at %d bytes, not earlier", largest)
+}
+
+// CellMove matches while the pinned cell is stored and the target
+// millisecond is free, in the same family or another one.
+func TestCellMoveNeedsThePinAndAFreeTarget(t *testing.T) {
+	tbl, _ := recordingTable(t)
+	ctx := context.Background()
+	const ts, to = bigtable.Timestamp(1_000_000), bigtable.Timestamp(9_000_000)
+	cases := []struct {
+		name     string
+		toFamily string
+		extra    func(m *bigtable.Mutation)
+		want     bool
+	}{
+		{"pinned, target free", "f", func(*bigtable.Mutation) {}, true},
+		{"target taken", "f", func(m *bigtable.Mutation) { m.Set("f", "c", to+999, []byte("other")) }, false},
+		{"target taken in another column", "f", func(m *bigtable.Mutation) { m.Set("f", "d", to, []byte("x")) }, true},
+		{"copy, the source family's cell at the target time does not block", "g", func(m *bigtable.Mutation) { m.Set("f", "c", to, []byte("x")) }, true},
+		{"copy, target family taken", "g", func(m *bigtable.Mutation) { m.Set("g", "c", to, []byte("x")) }, false},
+		{"copy, free", "g", func(*bigtable.Mutation) {}, true},
+	}
+	for i, tc := range cases {
+		row := fmt.Sprintf("m%d", i)
+		m := bigtable.NewMutation()
+		m.Set("f", "c", ts, []byte("v"))
+		tc.extra(m)
+		require.NoError(t, tbl.Apply(ctx, row, m))
+		pred, err := filters.CellMove("f", "c", ts, []byte("v"), tc.toFamily, to)
+		require.NoError(t, err)
+		mark := bigtable.NewMutation()
+		mark.Set("f", "applied", 0, []byte("y"))
+		var matched bool
+		require.NoError(t, tbl.Apply(ctx, row, bigtable.NewCondMutation(pred, mark, nil), bigtable.GetCondMutationResult(&matched)))
+		assert.Equal(t, tc.want, matched, tc.name)
+	}
+}
+
+// The size limit counts CellMove's whole predicate as the client sends it.
+func TestCellMoveTooLargeToPin(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	largest := 0
+	for n := 10_000; n < 11_000; n++ {
+		pred, err := filters.CellMove("f", "column", 1000, bytes.Repeat([]byte{'v'}, n), "g.h", 5000)
+		if err != nil {
+			require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
+			break
+		}
+		largest = n
+		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(pred)))
+		require.LessOrEqual(t, proto.Size(lastFilter()), filters.MaxFilterBytes, "value of %d bytes", n)
+	}
+	require.Positive(t, largest)
+	assert.Greater(t, proto.Size(lastFilter())+2, filters.MaxFilterBytes, "the limit is reached at %d bytes, not earlier", largest)
+	_, err := filters.Cell("f", "column", 1000, bytes.Repeat([]byte{'v'}, largest+1))
+	assert.NoError(t, err, "the pin alone is smaller than the move's predicate")
 }

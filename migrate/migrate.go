@@ -465,30 +465,12 @@ func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string
 	return nil
 }
 
-// movePredicate matches while the old cell is stored (filters.Cell) and
-// no cell holds the new timestamp in the target column: a Condition whose
-// predicate is the target slot, with no true filter (a cell there makes
-// the whole predicate match nothing) and the pin as false filter. A
-// write that lands on the new timestamp after the row was read is
-// therefore never replaced by the move's Set.
+// movePredicate matches while the old cell is stored and no cell holds
+// the new timestamp in the target column (filters.CellMove): a write that
+// lands on the new timestamp after the row was read is never replaced by
+// the move's Set.
 func (m *Migrator) movePredicate(q string, c cell, to bigtable.Timestamp) (bigtable.Filter, error) {
-	p := m.plan
-	// The pin is checked against the limit with room for the condition:
-	// the slot holds the family once and the qualifier twice, plus under
-	// 64 bytes of framing, and a byte of value counts twice in a pin.
-	pad := (len(p.target())+2*len(q)+64)/2 + 1
-	if _, err := filters.Cell(p.Family, q, c.ts, append(append([]byte(nil), c.value...), make([]byte, pad)...)); err != nil {
-		return nil, err
-	}
-	pin, err := filters.Cell(p.Family, q, c.ts, c.value)
-	if err != nil {
-		return nil, err
-	}
-	slot := bigtable.ChainFilters(
-		bigtable.ColumnRangeFilter(p.target(), q, q+"\x00"),
-		bigtable.TimestampRangeFilterMicros(to, to+1000),
-	)
-	return bigtable.ConditionFilter(slot, nil, pin), nil
+	return filters.CellMove(m.plan.Family, q, c.ts, c.value, m.plan.target(), to)
 }
 
 func (m *Migrator) deleteCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {

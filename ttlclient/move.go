@@ -60,25 +60,23 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 	if !p.IsLive(old, now) {
 		return false, nil
 	}
-	pin, err := filters.Cell(family, column, old, value)
+	// A target already expired (a shortened older version) is not
+	// written: the move only deletes. Otherwise nothing may be stored at
+	// the target millisecond: the move's Set would overwrite it (a
+	// concurrent write with the same timestamp). A move that only deletes
+	// writes nothing there, so an expired cell GC has not collected yet at
+	// the target does not block it.
+	keep := p.IsLive(target, now)
+	var pin bigtable.Filter
+	if target != old && keep {
+		pin, err = filters.CellMove(family, column, old, value, family, target)
+	} else {
+		pin, err = filters.Cell(family, column, old, value)
+	}
 	if err != nil {
 		e := t.refuse(row, family, column, err)
 		e.Timestamp = oldTS
 		return false, e
-	}
-	// A target already expired (a shortened older version) is not
-	// written: the move only deletes.
-	keep := p.IsLive(target, now)
-	if target != old && keep {
-		// Nothing may be stored at the target millisecond: the move's Set
-		// would overwrite it (a concurrent write with the same timestamp).
-		// A move that only deletes writes nothing there, so an expired
-		// cell GC has not collected yet at the target does not block it.
-		taken := bigtable.ChainFilters(
-			bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-			bigtable.TimestampRangeFilterMicros(target, target+1000),
-		)
-		pin = bigtable.ConditionFilter(taken, bigtable.BlockAllFilter(), pin)
 	}
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, old, old+1000)
