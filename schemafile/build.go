@@ -28,7 +28,7 @@ const (
 	maxVersions = math.MaxInt32
 )
 
-var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value"}
+var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value", "idle_ttl", "idle_debounce"}
 
 // build gives the tree its meaning, checking everything but the policies'
 // combination rules (Family.policy) in file order.
@@ -123,6 +123,13 @@ func buildFamily(f entry) (strategy.Policy, *Error) {
 			fam.MaxVersions, err = intValue(e.val)
 		case "single_value":
 			fam.SingleValue, err = boolValue(e.val)
+		case "idle_ttl":
+			fam.IdleTTL, err = durationValue(e.val)
+		case "idle_debounce":
+			var v float64
+			if v, err = fractionValue(e.val); err == nil {
+				fam.IdleDebounce = &v
+			}
 		default:
 			return strategy.Policy{}, unknownKey(e, familyKeys)
 		}
@@ -209,6 +216,21 @@ func intValue(n *node) (int, error) {
 		return 0, fmt.Errorf("%w: %s is out of range: at least 1", strategy.ErrInvalidPolicy, s)
 	}
 	return int(v), nil
+}
+
+var decimalFraction = regexp.MustCompile(`^(0|[1-9][0-9]*)?(\.[0-9]+)?$`)
+
+// fractionValue reads a plain decimal number such as 0.1 or 0: no sign, no
+// exponent, no NaN or infinity, nothing YAML 1.1 and 1.2 would read apart.
+func fractionValue(n *node) (float64, error) {
+	if n.kind != kindNumber || n.text == "" || n.text == "." || !decimalFraction.MatchString(n.text) {
+		return 0, fmt.Errorf("want a decimal fraction such as 0.1, not %s %q", n.kind, n.text)
+	}
+	v, err := strconv.ParseFloat(n.text, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a decimal fraction such as 0.1, not %q", n.text)
+	}
+	return v, nil
 }
 
 func boolValue(n *node) (bool, error) {

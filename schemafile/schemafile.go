@@ -22,6 +22,12 @@ type Family struct {
 	Versions    int    `json:"versions,omitempty" yaml:"versions,omitempty"`
 	MaxVersions int    `json:"max_versions,omitempty" yaml:"max_versions,omitempty"`
 	SingleValue bool   `json:"single_value,omitempty" yaml:"single_value,omitempty"`
+	// IdleTTL is the family's time-to-idle (strategy.WithIdleTTL), on an
+	// age strategy.
+	IdleTTL string `json:"idle_ttl,omitempty" yaml:"idle_ttl,omitempty"`
+	// IdleDebounce is its debounce as a fraction of IdleTTL, in [0, 1)
+	// (strategy.WithIdleDebounce); nil for the default.
+	IdleDebounce *float64 `json:"idle_debounce,omitempty" yaml:"idle_debounce,omitempty"`
 }
 
 // File is the whole file.
@@ -101,6 +107,25 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 	if f.SingleValue {
 		opts = append(opts, strategy.SingleValue())
 	}
+	if f.IdleTTL != "" {
+		d, err := duration("idle_ttl", f.IdleTTL)
+		if err != nil {
+			return strategy.Policy{}, "idle_ttl", err
+		}
+		if d < time.Millisecond {
+			return bad("idle_ttl", "idle_ttl %s must be at least 1ms", f.IdleTTL)
+		}
+		opts = append(opts, strategy.WithIdleTTL(d))
+	}
+	if f.IdleDebounce != nil {
+		if f.IdleTTL == "" {
+			return bad("idle_debounce", "idle_debounce needs idle_ttl")
+		}
+		if v := *f.IdleDebounce; !(v >= 0 && v < 1) {
+			return bad("idle_debounce", "idle_debounce %g must be a fraction of idle_ttl in [0, 1)", v)
+		}
+		opts = append(opts, strategy.WithIdleDebounce(*f.IdleDebounce))
+	}
 	switch f.Strategy {
 	case "one-second":
 		if f.TTL != "" {
@@ -137,7 +162,8 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		for _, o := range []struct {
 			key string
 			set bool
-		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue}} {
+		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue},
+			{"idle_ttl", f.IdleTTL != ""}, {"idle_debounce", f.IdleDebounce != nil}} {
 			if o.set {
 				return bad(o.key, "sequence takes only versions")
 			}
