@@ -14,6 +14,9 @@ var (
 	// ErrInvalidTTL: a TTL below 1ms (zero, negative, or a conversion that
 	// produced a nonsense duration).
 	ErrInvalidTTL = errors.New("bttl: invalid TTL")
+	// ErrTTLTooLong: a TTL over the family's cap (WithMaxTTL), or an
+	// explicit timestamp implying one.
+	ErrTTLTooLong = errors.New("bttl: TTL over the family's max TTL")
 	// ErrTimestampOverflow: the timestamp for this TTL does not fit in int64.
 	ErrTimestampOverflow = errors.New("bttl: timestamp overflows")
 	// ErrBeforeEpoch: the timestamp would land before the Unix epoch.

@@ -32,6 +32,8 @@ func TestIdleValidate(t *testing.T) {
 		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(math.NaN())),
 		strategy.Sequence(3, strategy.WithIdleTTL(time.Hour)),
 		strategy.Unmanaged().With(strategy.WithIdleTTL(time.Hour)),
+		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour)),
+		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
 	}
 	for _, p := range bad {
 		assert.ErrorIs(t, p.Validate(), strategy.ErrInvalidPolicy, p.String())

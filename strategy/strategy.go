@@ -75,6 +75,9 @@ type Policy struct {
 	idleTTL     time.Duration // time-to-idle: a read cell is refreshed to expire idleTTL later
 	debounce    float64       // fraction of idleTTL, when debounceSet (else DefaultIdleDebounce)
 	debounceSet bool
+	maxTTL      time.Duration // a cap on a cell's TTL; zero: no cap
+	clampTTL    bool          // a TTL over maxTTL is lowered to it, not refused
+	writeTime   bool          // every cell records its real write time (companion cell)
 }
 
 // Option adjusts a Policy.
@@ -122,6 +125,23 @@ func WithIdleDebounce(fraction float64) Option {
 		}
 	}
 }
+
+// WithMaxTTL caps the TTL of the family's cells at d: a write (or an
+// extend) whose TTL is longer, or whose explicit timestamp implies a longer
+// one, is refused with ErrTTLTooLong before any RPC, unless ClampTTL is
+// also given. Age strategies only.
+func WithMaxTTL(d time.Duration) Option { return func(p *Policy) { p.maxTTL = d } }
+
+// ClampTTL makes a family with WithMaxTTL lower a longer TTL to the cap
+// instead of refusing it. It is a separate, explicit option because a
+// clamped TTL silently shortens what the caller asked for.
+func ClampTTL() Option { return func(p *Policy) { p.clampTTL = true } }
+
+// WithWriteTime makes every cell written to the family also record its real
+// write time, in a companion cell of the same family with the same
+// timestamp, so that GC removes both together (age strategies only; see
+// docs/design.md#write-time).
+func WithWriteTime() Option { return func(p *Policy) { p.writeTime = true } }
 
 // OneSecond is one-second expiry: GC max age 1s, each cell's timestamp is the
 // moment it expires. It cannot be adopted on a family that holds real
@@ -213,6 +233,17 @@ func (p Policy) IdleRefreshTimestamp(now time.Time) (bigtable.Timestamp, error) 
 	return p.WriteTimestamp(now, p.idleTTL)
 }
 
+// MaxTTL is the cap on a cell's TTL (zero: none).
+func (p Policy) MaxTTL() time.Duration { return p.maxTTL }
+
+// ClampsTTL reports whether a TTL over MaxTTL is lowered to it rather than
+// refused.
+func (p Policy) ClampsTTL() bool { return p.clampTTL }
+
+// HasWriteTime reports whether the family records each cell's real write
+// time in a companion cell.
+func (p Policy) HasWriteTime() bool { return p.writeTime }
+
 // MaxAge is the GC max age the family must carry (zero for sequence and
 // unmanaged families).
 func (p Policy) MaxAge() time.Duration {
@@ -242,6 +273,15 @@ func (p Policy) String() string {
 	if p.idleTTL != 0 || p.debounceSet {
 		s += fmt.Sprintf("+idle(%s,debounce=%g)", p.idleTTL, p.IdleDebounce())
 	}
+	if p.maxTTL > 0 {
+		s += fmt.Sprintf("+maxttl(%s)", p.maxTTL)
+		if p.clampTTL {
+			s += "+clamp"
+		}
+	}
+	if p.writeTime {
+		s += "+writetime"
+	}
 	return s
 }
 
@@ -252,7 +292,8 @@ func (p Policy) Validate() error {
 	}
 	switch p.kind {
 	case KindUnmanaged:
-		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue || p.idleTTL != 0 || p.debounceSet {
+		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue || p.maxTTL != 0 || p.clampTTL || p.writeTime ||
+			p.idleTTL != 0 || p.debounceSet {
 			return bad("an unmanaged family takes no options")
 		}
 		return nil
@@ -280,6 +321,12 @@ func (p Policy) Validate() error {
 		if p.idleTTL != 0 || p.debounceSet {
 			return bad("a sequence family has no TTL to keep alive (time-to-idle)")
 		}
+		if p.maxTTL != 0 || p.clampTTL {
+			return bad("a sequence family has no TTL to cap")
+		}
+		if p.writeTime {
+			return bad("a sequence family's timestamps are versions, not times: record write times in a column of your own")
+		}
 		return nil
 	default:
 		return bad("unknown kind")
@@ -297,6 +344,20 @@ func (p Policy) Validate() error {
 	}
 	if p.versions < 0 {
 		return bad("max versions %d is negative", p.versions)
+	}
+	if p.maxTTL < 0 || (p.maxTTL > 0 && p.maxTTL < time.Millisecond) {
+		return bad("max TTL %s must be at least 1ms", p.maxTTL)
+	}
+	if p.clampTTL && p.maxTTL == 0 {
+		return bad("ClampTTL needs WithMaxTTL")
+	}
+	if p.maxTTL > 0 && p.defaultTTL > p.maxTTL && (p.kind == KindDefaultExpiry || !p.clampTTL) {
+		return bad("default TTL %s is over the max TTL %s", p.defaultTTL, p.maxTTL)
+	}
+	if p.maxTTL > 0 && p.idleTTL > p.maxTTL {
+		// Even with ClampTTL: a refresh clamped below the idle TTL less the
+		// debounce would be due again at once, on every read.
+		return bad("idle TTL %s is over the max TTL %s", p.idleTTL, p.maxTTL)
 	}
 	if p.versions > maxVersions {
 		return bad("max versions %d is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
@@ -350,6 +411,10 @@ func (p Policy) WriteTimestamp(now time.Time, ttl time.Duration) (bigtable.Times
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("%w: %s is below 1ms, the timestamp precision", ErrInvalidTTL, ttl)
 	}
+	ttl, err := p.CapTTL(ttl)
+	if err != nil {
+		return 0, err
+	}
 	var offset time.Duration
 	switch p.kind {
 	case KindOneSecond:
@@ -368,6 +433,19 @@ func (p Policy) WriteTimestamp(now time.Time, ttl time.Duration) (bigtable.Times
 		return 0, fmt.Errorf("%w: now %s + %s - D lands at %d", ErrBeforeEpoch, formatTime(now), ttl, ts)
 	}
 	return ts, nil
+}
+
+// CapTTL applies the family's max TTL to ttl: ttl itself when there is no
+// cap or it is within it, the cap when the family clamps, and otherwise
+// ErrTTLTooLong.
+func (p Policy) CapTTL(ttl time.Duration) (time.Duration, error) {
+	if p.maxTTL == 0 || ttl <= p.maxTTL {
+		return ttl, nil
+	}
+	if p.clampTTL {
+		return p.maxTTL, nil
+	}
+	return 0, fmt.Errorf("%w: %s is over the family's max TTL %s", ErrTTLTooLong, ttl, p.maxTTL)
 }
 
 // addNanos is now+d in microseconds, rounded down once: the sum is exact in
@@ -454,6 +532,17 @@ func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, e
 		ms := Millis(ts)
 		if !p.IsLive(ms, now) {
 			return 0, fmt.Errorf("%w: timestamp %d has expired at now %d", ErrAlreadyExpired, ts, now)
+		}
+		if p.maxTTL > 0 {
+			// The TTL the timestamp implies, in microseconds (no overflow:
+			// the cell is live, so its expiry is after now).
+			if left := p.Expiry(ms) - now; left > bigtable.Timestamp(p.maxTTL/time.Microsecond) {
+				if !p.clampTTL {
+					return 0, fmt.Errorf("%w: timestamp %d gives a TTL of %dµs, over the family's max TTL %s",
+						ErrTTLTooLong, ts, left, p.maxTTL)
+				}
+				return p.WriteTimestamp(time.UnixMicro(int64(now)), p.maxTTL)
+			}
 		}
 		return ms, nil
 	}

@@ -1,6 +1,8 @@
 package ttlclient
 
 import (
+	"context"
+
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
@@ -22,3 +24,9 @@ func (t *Table) Filters() *filters.Builder { return t.filters }
 
 // Now is the table's clock in microseconds.
 func (t *Table) Now() bigtable.Timestamp { return t.now() }
+
+// MoveCell exposes moveCell, the atomic cell move Expire and time-to-idle
+// build on.
+func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
+	return t.moveCell(ctx, row, family, column, oldTS, value, newTS)
+}

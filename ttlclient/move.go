@@ -1,0 +1,81 @@
+package ttlclient
+
+import (
+	"context"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
+)
+
+// ErrCellTooLargeToPin: a cell whose value is too large (over about 10 KB)
+// to pin in a predicate, so it cannot be moved atomically to a new
+// timestamp (Expire, time-to-idle); see filters.PinError.
+var ErrCellTooLargeToPin = filters.ErrCellTooLargeToPin
+
+// moveCell moves one stored cell of an age family, family:column at oldTS
+// holding value, to newTS, atomically: one conditional row mutation whose
+// predicate pins that exact cell (filters.Cell: column, the millisecond of
+// oldTS, the value) and whose true branch deletes the old cell (every cell
+// in oldTS's millisecond, which is only that one: stored timestamps are
+// whole milliseconds) and writes value at newTS; the false branch is
+// empty. applied reports whether the predicate matched, that is whether
+// the cell was still stored, with that value, when the server ran the
+// mutation. A concurrent writer's newer value at another timestamp is
+// neither overwritten nor deleted, and a cell GC has collected is not
+// revived (the predicate no longer matches).
+//
+// The caller has checked the family (an age family) and computed newTS by
+// its convention (strategy.Policy.WriteTimestamp). A cell already expired
+// at the table's clock is not moved (applied false, no RPC), as the TTL
+// filter in front of a predicate would not match it either. A value too big
+// to pin is a *CellError wrapping a *filters.PinError
+// (ErrCellTooLargeToPin), with nothing sent.
+//
+// On a family with a write-time companion (see companion.go) the companion
+// cell at oldTS moves with it, keeping its value: pass the companion's
+// stored value as companion (nil when the family has none, or to have
+// moveCell read it first).
+func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (applied bool, err error) {
+	return t.moveCellWith(ctx, row, family, column, oldTS, value, newTS, nil)
+}
+
+// moveCellWith is moveCell with the write-time companion's value when the
+// caller already read it.
+func (t *Table) moveCellWith(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, companion []byte) (applied bool, err error) {
+	p, ok := t.schema[family]
+	if !ok {
+		return false, t.refuse(row, family, column, ErrUnknownFamily)
+	}
+	old := strategy.Millis(oldTS)
+	if !p.IsLive(old, t.now()) {
+		return false, nil
+	}
+	pin, err := filters.Cell(family, column, old, value)
+	if err != nil {
+		e := t.refuse(row, family, column, err)
+		e.Timestamp = oldTS
+		return false, e
+	}
+	m := bigtable.NewMutation()
+	m.DeleteTimestampRange(family, column, old, old+1000)
+	m.Set(family, column, newTS, value)
+	if hasWriteTime(p) {
+		if companion == nil {
+			if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
+				return false, err
+			}
+		}
+		if companion != nil {
+			q := companionQualifier(column)
+			m.DeleteTimestampRange(family, q, old, old+1000)
+			m.Set(family, q, newTS, companion)
+		}
+	}
+	cm := bigtable.NewCondMutation(pin, m, nil)
+	if err := t.raw.Apply(ctx, row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
+		return false, err
+	}
+	return applied, nil
+}
