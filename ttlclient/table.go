@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,15 @@ type Table struct {
 	// singleValue: some family replaces a column's cells, so a Set may send
 	// a delete before it (room for it is reserved in the sent mutation).
 	singleValue bool
+	logger      *slog.Logger
+
+	// Time-to-idle (idle.go): the families with an idle TTL (nil when
+	// none), the client's refresh pool and its bounds, and the recorder's
+	// IdleRecorder if it has one.
+	idleFams               []idleFamily
+	refresh                *refreshPool
+	idleWorkers, idleQueue int
+	idleRec                IdleRecorder
 }
 
 // Name is the table's name.
@@ -130,8 +140,15 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 		return nil, err
 	}
 	t.obs.read(start)
+	var now bigtable.Timestamp
+	if t.idleFams != nil {
+		now = t.now()
+	}
 	r, err := t.raw.ReadRow(ctx, row, opts...)
 	t.obs.afterReadRow(row, err)
+	if t.idleFams != nil && err == nil && r != nil {
+		t.afterIdleRead(r, now)
+	}
 	return r, err
 }
 
@@ -148,7 +165,7 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(ctx, arg, sh.wrap(f), opts...)
+	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(f)), opts...)
 	sh.done(err)
 	return err
 }
