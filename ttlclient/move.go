@@ -2,6 +2,7 @@ package ttlclient
 
 import (
 	"context"
+	"fmt"
 
 	"cloud.google.com/go/bigtable"
 
@@ -24,10 +25,15 @@ var ErrCellTooLargeToPin = filters.ErrCellTooLargeToPin
 // the cell was still stored, with that value, when the server ran the
 // mutation. A concurrent writer's newer value at another timestamp is
 // neither overwritten nor deleted, and a cell GC has collected is not
-// revived (the predicate no longer matches).
+// revived (the predicate no longer matches). Nor is a cell stored at
+// newTS's millisecond (a concurrent write whose timestamp is exactly the
+// target) overwritten: the predicate also requires that millisecond to be
+// empty, and the move does not apply.
 //
 // The caller has checked the family (an age family) and computed newTS by
-// its convention (strategy.Policy.WriteTimestamp). A cell already expired
+// its convention (strategy.Policy.WriteTimestamp). A newTS already expired
+// at the table's clock (an older version shifted down by ExpireColumn)
+// makes the move a delete. A cell already expired
 // at the table's clock is not moved (applied false, no RPC), as the TTL
 // filter in front of a predicate would not match it either. A value too big
 // to pin is a *CellError wrapping a *filters.PinError
@@ -48,8 +54,15 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 	if !ok {
 		return false, t.refuse(row, family, column, ErrUnknownFamily)
 	}
-	old := strategy.Millis(oldTS)
-	if !p.IsLive(old, t.now()) {
+	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
+	if old >= strategy.MaxTimestamp || target >= strategy.MaxTimestamp {
+		// Its millisecond's end would overflow int64 microseconds.
+		e := t.refuse(row, family, column, fmt.Errorf("%w: a cell in the last millisecond of int64 microseconds cannot be moved", ErrTimestampOverflow))
+		e.Timestamp = oldTS
+		return false, e
+	}
+	now := t.now()
+	if !p.IsLive(old, now) {
 		return false, nil
 	}
 	pin, err := filters.Cell(family, column, old, value)
@@ -58,19 +71,33 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 		e.Timestamp = oldTS
 		return false, e
 	}
+	if target != old {
+		// Nothing may be stored at the target millisecond: the move's Set
+		// would overwrite it (a concurrent write with the same timestamp).
+		taken := bigtable.ChainFilters(
+			bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+			bigtable.TimestampRangeFilterMicros(target, target+1000),
+		)
+		pin = bigtable.ConditionFilter(taken, bigtable.BlockAllFilter(), pin)
+	}
+	// A target already expired (a shortened older version) is not
+	// written: the move only deletes.
+	keep := p.IsLive(target, now)
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, old, old+1000)
-	m.Set(family, column, newTS, value)
-	if hasWriteTime(p) {
+	if keep {
+		m.Set(family, column, target, value)
+	}
+	if p.HasWriteTime() {
 		if companion == nil {
 			if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
 				return false, err
 			}
 		}
-		if companion != nil {
-			q := companionQualifier(column)
-			m.DeleteTimestampRange(family, q, old, old+1000)
-			m.Set(family, q, newTS, companion)
+		q := companionQualifier(column)
+		m.DeleteTimestampRange(family, q, old, old+1000)
+		if companion != nil && keep {
+			m.Set(family, q, target, companion)
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)

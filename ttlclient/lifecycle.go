@@ -1,0 +1,296 @@
+package ttlclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
+// family whose cells do not expire by age: a sequence or unmanaged family.
+var ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
+
+// ErrTTLTooLong: a TTL over the family's cap (strategy.WithMaxTTL), or an
+// explicit timestamp implying one.
+var ErrTTLTooLong = strategy.ErrTTLTooLong
+
+// ErrReservedColumn: a column whose qualifier starts with 0xFF 0xFF in a
+// family with write-time companions (strategy.WithWriteTime), where such
+// qualifiers hold the companions.
+var ErrReservedColumn = errors.New("bttl: column qualifier reserved for write-time companions")
+
+// agePolicy is the policy of family for a lifecycle operation: an age
+// family, or ErrUnknownFamily / ErrNotApplicable.
+func (t *Table) agePolicy(family string) (strategy.Policy, error) {
+	p, ok := t.schema[family]
+	if !ok {
+		return p, ErrUnknownFamily
+	}
+	if k := p.Kind(); k != strategy.KindOneSecond && k != strategy.KindDefaultExpiry {
+		return p, fmt.Errorf("%w: a %s family's cells do not expire by age", ErrNotApplicable, k)
+	}
+	return p, nil
+}
+
+// itemPolicy is the age policy of the family of a read item.
+func (t *Table) itemPolicy(item bigtable.ReadItem) (strategy.Policy, error) {
+	family, column, ok := strings.Cut(item.Column, ":")
+	if !ok {
+		return strategy.Policy{}, t.refuse(item.Row, "", item.Column, fmt.Errorf("%w: column %q is not family:qualifier", ErrUnknownFamily, item.Column))
+	}
+	p, err := t.agePolicy(family)
+	if err != nil {
+		e := t.refuse(item.Row, family, column, err)
+		e.Timestamp = item.Timestamp
+		return p, e
+	}
+	return p, nil
+}
+
+// Expiry is the instant the cell item stops being live, by its family's
+// policy: its timestamp on a one-second family, timestamp + D on a
+// default-expiry one. item is a cell read through this table (its Column
+// is "family:qualifier"). It makes no RPC and allocates nothing; a sequence
+// or unmanaged family's cell is a *CellError wrapping ErrNotApplicable. The
+// instant is exact to the microsecond for any timestamp, past the year 2262
+// too (no conversion goes through nanoseconds since the epoch).
+func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
+	p, err := t.itemPolicy(item)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMicro(int64(p.Expiry(item.Timestamp))), nil
+}
+
+// RemainingTTL is how long the cell item has left at the table's clock:
+// Expiry minus now, like Redis PTTL. It is zero or negative for a cell
+// expired since it was read, and saturates at the largest time.Duration
+// (about 292 years) for an expiry further away. Errors as for Expiry.
+func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
+	exp, err := t.Expiry(item)
+	if err != nil {
+		return 0, err
+	}
+	return exp.Sub(t.clock.Now()), nil
+}
+
+// ExpireOption adjusts Expire.
+type ExpireOption func(*expireSettings)
+
+type expireSettings struct {
+	ts    bigtable.Timestamp
+	hasTS bool
+}
+
+// ExpireCellAt makes Expire act on the live cell stored at timestamp ts
+// (its millisecond), as read through the table, instead of the column's
+// newest live cell.
+func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
+	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }
+}
+
+// expireTimestamp checks a lifecycle write: row key, family, column and
+// TTL, with the same guardrails as a write with WithTTL(ttl) (cap,
+// overflow, below 1ms), and returns the policy and the timestamp a cell
+// given ttl now gets.
+func (t *Table) expireTimestamp(row, family, column string, ttl time.Duration) (strategy.Policy, bigtable.Timestamp, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return strategy.Policy{}, 0, err
+	}
+	p, err := t.agePolicy(family)
+	if err != nil {
+		e := t.refuse(row, family, column, err)
+		e.TTL = ttl
+		return p, 0, e
+	}
+	if err := checkReserved(p, column); err != nil {
+		return p, 0, t.refuse(row, family, column, err)
+	}
+	ts, err := p.WriteTimestamp(t.clock.Now(), ttl)
+	if err != nil {
+		e := t.refuse(row, family, column, err)
+		e.TTL = ttl
+		return p, 0, e
+	}
+	return p, ts, nil
+}
+
+// checkReserved refuses a column holding write-time companions.
+func checkReserved(p strategy.Policy, column string) error {
+	if p.HasWriteTime() && strings.HasPrefix(column, companionHidesFrom) {
+		return fmt.Errorf("%w: %q", ErrReservedColumn, column)
+	}
+	return nil
+}
+
+// liveCells reads family:column's live cells of row, newest first, through
+// the TTL filter (so an expired cell is never found, and never revived),
+// restricted to the millisecond of ts when one is given.
+func (t *Table) liveCells(ctx context.Context, row, family, column string, s expireSettings, latest bool) ([]bigtable.ReadItem, error) {
+	f := []bigtable.Filter{bigtable.ColumnRangeFilter(family, column, column+"\x00")}
+	if s.hasTS {
+		ms := strategy.Millis(s.ts)
+		end := ms + 1000
+		if ms >= strategy.MaxTimestamp {
+			end = 0
+		}
+		f = append(f, bigtable.TimestampRangeFilterMicros(ms, end))
+	}
+	if latest {
+		f = append(f, bigtable.LatestNFilter(1))
+	}
+	var user bigtable.Filter = f[0]
+	if len(f) > 1 {
+		user = bigtable.ChainFilters(f...)
+	}
+	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
+	if err != nil {
+		return nil, err
+	}
+	return r[family], nil
+}
+
+// Expire gives a cell of row a new TTL, like Redis EXPIRE: the column's
+// newest live cell, or the one ExpireCellAt names. The cell moves to the
+// timestamp a write with WithTTL(ttl) gets now (its family's convention),
+// and leaves its old one, in one atomic conditional row mutation whose
+// predicate pins the exact cell (column, timestamp, value): a concurrent
+// writer's value is never overwritten or deleted, and an expired cell is
+// never revived. applied reports whether the cell moved: false when no
+// live cell was found or it changed before the mutation ran (read it and
+// retry if needed). ttl may extend or shorten the TTL.
+//
+// The guardrails are a write's: a TTL below 1ms, over the family's cap or
+// overflowing the timestamp, a sequence or unmanaged family
+// (ErrNotApplicable) and a value too large to pin (ErrCellTooLargeToPin,
+// over about 10 KB) are refused with a *CellError before any write. It
+// costs one read and one CheckAndMutateRow (and a read of the write-time
+// companion on a family with strategy.WithWriteTime, which moves too).
+func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ExpireOption) (applied bool, err error) {
+	var s expireSettings
+	for _, o := range opts {
+		o(&s)
+	}
+	_, ts, err := t.expireTimestamp(row, family, column, ttl)
+	if err != nil {
+		return false, err
+	}
+	cells, err := t.liveCells(ctx, row, family, column, s, true)
+	if err != nil || len(cells) == 0 {
+		return false, err
+	}
+	c := cells[0]
+	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts)
+}
+
+// ExpireColumn gives every live cell of family:column a new TTL: the newest
+// gets ttl, as with Expire, and each older one is moved by the same amount,
+// so the versions keep their order and spacing (an older one shifted into
+// the past is deleted). Each cell moves in its own atomic conditional
+// mutation, with Expire's guarantees; moved counts the cells that moved.
+// Guardrails and errors as for Expire; a move that fails stops the call,
+// with the cells moved until then counted.
+func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (moved int, err error) {
+	if _, _, err := t.expireTimestamp(row, family, column, ttl); err != nil {
+		return 0, err
+	}
+	cells, err := t.liveCells(ctx, row, family, column, expireSettings{}, false)
+	if err != nil {
+		return 0, err
+	}
+	return t.expireCells(ctx, row, family, column, cells, ttl)
+}
+
+// ExpireRow gives every live cell of row's age families (one-second and
+// default-expiry) a new TTL, column by column as ExpireColumn does; cells
+// of sequence and unmanaged families are left alone. A table without an
+// age family gets ErrNotApplicable. moved counts the cells that moved.
+func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (moved int, err error) {
+	if err := t.checkRowKey(row); err != nil {
+		return 0, err
+	}
+	var families []string
+	for fam, p := range t.schema {
+		if _, err := t.agePolicy(fam); err == nil {
+			if _, err := p.WriteTimestamp(t.clock.Now(), ttl); err != nil {
+				e := t.refuse(row, fam, "", err)
+				e.TTL = ttl
+				return 0, e
+			}
+			families = append(families, fam)
+		}
+	}
+	if len(families) == 0 {
+		e := t.refuse(row, "", "", fmt.Errorf("%w: the table has no one-second or default-expiry family", ErrNotApplicable))
+		e.TTL = ttl
+		return 0, e
+	}
+	sort.Strings(families)
+	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(t.filters.TTL(t.now())))
+	if err != nil {
+		return 0, err
+	}
+	for _, fam := range families {
+		items := r[fam]
+		for i := 0; i < len(items); {
+			j := i + 1
+			for j < len(items) && items[j].Column == items[i].Column {
+				j++
+			}
+			column := strings.TrimPrefix(items[i].Column, fam+":")
+			n, err := t.expireCells(ctx, row, fam, column, items[i:j], ttl)
+			moved += n
+			if err != nil {
+				return moved, err
+			}
+			i = j
+		}
+	}
+	return moved, nil
+}
+
+// expireCells moves the live cells of one column (newest first, as read)
+// so that the newest gets ttl and the others keep their spacing.
+func (t *Table) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration) (int, error) {
+	if len(cells) == 0 {
+		return 0, nil
+	}
+	_, ts, err := t.expireTimestamp(row, family, column, ttl)
+	if err != nil {
+		return 0, err
+	}
+	delta := ts - strategy.Millis(cells[0].Timestamp)
+	if delta == 0 {
+		return 0, nil
+	}
+	order := make([]int, len(cells))
+	for i := range order {
+		order[i] = i
+		if delta < 0 { // shortening: oldest first, so no target is a cell not yet moved
+			order[i] = len(cells) - 1 - i
+		}
+	}
+	moved := 0
+	for _, i := range order {
+		c := cells[i]
+		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
+		if target < 0 {
+			target = 0
+		}
+		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	return moved, nil
+}

@@ -1,0 +1,112 @@
+package ttlclient_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// readCell is the only live cell of fam:col read through the table.
+func (e *env) readCell(t *testing.T, row, fam, col string) bigtable.ReadItem {
+	t.Helper()
+	r, err := e.tbl.ReadRow(e.ctx, row, bigtable.RowFilter(bigtable.ColumnRangeFilter(fam, col, col+"\x00")))
+	require.NoError(t, err)
+	require.Len(t, r[fam], 1, "live cells of %s:%s", fam, col)
+	return r[fam][0]
+}
+
+// Acceptance 1: the expiry read back is the TTL written, for every age
+// strategy, TTLs longer than D included, and expiries past the year 2262.
+func TestExpiryReadBackEqualsTheWrittenTTL(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	now := e.h.Clock.Now()
+	require.Zero(t, now.Nanosecond()%int(time.Millisecond), "the harness clock is on a whole millisecond")
+	ttls := []time.Duration{
+		time.Millisecond, time.Second, 90 * time.Second, defaultD - time.Millisecond, defaultD,
+		defaultD + time.Millisecond, 5 * time.Hour, 24 * time.Hour * 365 * 20,
+		time.Duration(290 * 365 * 24 * float64(time.Hour)).Truncate(time.Millisecond), // expires after 2262
+	}
+	for _, fam := range []string{famOne, famDef} {
+		for _, ttl := range ttls {
+			m := ttlclient.NewMutation()
+			m.Set(fam, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
+			row := fam + "/" + ttl.String()
+			e.apply(t, row, m)
+			it := e.readCell(t, row, fam, "c")
+			exp, err := e.tbl.Expiry(it)
+			require.NoError(t, err)
+			assert.True(t, now.Add(ttl).Equal(exp), "%s ttl %s: expiry %s, want %s", fam, ttl, exp, now.Add(ttl))
+			left, err := e.tbl.RemainingTTL(it)
+			require.NoError(t, err)
+			assert.Equal(t, ttl, left, "%s remaining TTL", fam)
+		}
+	}
+	far := e.readCell(t, famOne+"/"+ttls[len(ttls)-1].String(), famOne, "c")
+	exp, err := e.tbl.Expiry(far)
+	require.NoError(t, err)
+	assert.Greater(t, exp.Year(), 2262, "an expiry past 2262 is exact, not wrapped")
+}
+
+func TestExpiryOfASequenceOrUnmanagedCellIsNotApplicable(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	m := ttlclient.NewMutation()
+	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(7))
+	m.Set(famPlain, "c", 5000, []byte("v"))
+	e.apply(t, "r", m)
+	for _, fam := range []string{famSeq, famPlain} {
+		it := e.readCell(t, "r", fam, "c")
+		_, err := e.tbl.Expiry(it)
+		require.ErrorIs(t, err, ttlclient.ErrNotApplicable)
+		var ce *ttlclient.CellError
+		require.True(t, errors.As(err, &ce))
+		assert.Equal(t, fam, ce.Family)
+		assert.Equal(t, "c", ce.Column)
+		assert.Equal(t, it.Timestamp, ce.Timestamp)
+		_, err = e.tbl.RemainingTTL(it)
+		require.ErrorIs(t, err, ttlclient.ErrNotApplicable)
+	}
+	_, err := e.tbl.Expiry(bigtable.ReadItem{Row: "r", Column: "nofamily:c", Timestamp: 1000})
+	require.ErrorIs(t, err, ttlclient.ErrUnknownFamily)
+	_, err = e.tbl.Expiry(bigtable.ReadItem{Row: "r", Column: "nocolon", Timestamp: 1000})
+	require.ErrorIs(t, err, ttlclient.ErrUnknownFamily)
+}
+
+func TestExpiryAllocatesNothing(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	items := []bigtable.ReadItem{
+		{Row: "r", Column: famOne + ":c", Timestamp: e.now() + 5_000_000},
+		{Row: "r", Column: famDef + ":c", Timestamp: e.now()},
+	}
+	var sink time.Duration
+	allocs := testing.AllocsPerRun(1000, func() {
+		for _, it := range items {
+			d, err := e.tbl.RemainingTTL(it)
+			if err != nil {
+				panic(err)
+			}
+			sink += d
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.NotZero(t, sink)
+}
+
+func TestExpiryOfAFarFutureTimestampIsExact(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	// Year 294,246, far past where UnixNano (and bigtable.Time) wraps.
+	ts := strategy.MaxTimestamp - 3_600_000_000
+	exp, err := e.tbl.Expiry(bigtable.ReadItem{Row: "r", Column: famOne + ":c", Timestamp: ts})
+	require.NoError(t, err)
+	assert.Equal(t, int64(ts), exp.UnixMicro())
+	assert.Greater(t, exp.Year(), 294_000)
+	exp, err = e.tbl.Expiry(bigtable.ReadItem{Row: "r", Column: famDef + ":c", Timestamp: ts})
+	require.NoError(t, err)
+	assert.Equal(t, int64(ts)+defaultD.Microseconds(), exp.UnixMicro())
+}
