@@ -80,6 +80,11 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 		)
 		pin = bigtable.ConditionFilter(taken, bigtable.BlockAllFilter(), pin)
 	}
+	if onlyIfNewest(ctx) {
+		// The cell must still be its column's newest (time-to-idle, idle.go):
+		// moving it above a concurrent newer write would hide that write.
+		pin = bigtable.ConditionFilter(newerCells(family, column, old), bigtable.BlockAllFilter(), pin)
+	}
 	// A target already expired (a shortened older version) is not
 	// written: the move only deletes.
 	keep := p.IsLive(target, now)
