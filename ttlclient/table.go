@@ -133,6 +133,12 @@ func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed 
 // ReadRow reads one row, like bigtable.Table.ReadRow, returning only its
 // live cells. A bigtable.RowFilter among opts is applied after the TTL
 // filter.
+//
+// On a family with an idle TTL (strategy.WithIdleTTL), the newest cell of
+// each column returned whose remaining TTL is below the idle TTL less the
+// debounce is refreshed to the idle TTL off the caller's path (see
+// docs/design.md#time-to-idle): the row returned is the row read, whatever
+// becomes of the refresh. So is ReadRows'.
 func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
 	start := t.obs.begin()
 	opts, err := t.readOptions(opts)
