@@ -40,13 +40,14 @@ type exactBranch struct {
 // ruleKey identifies a read rule: families whose keys are equal get the same
 // filter at every read time.
 type ruleKey struct {
-	kind     strategy.Kind
-	age      time.Duration // D of default expiry; 0 for one-second (its bound is the read time)
-	versions int
+	kind      strategy.Kind
+	age       time.Duration // D of default expiry; 0 for one-second (its bound is the read time)
+	versions  int
+	writeTime bool // companions hidden: a different selection
 }
 
 func keyOf(p strategy.Policy) ruleKey {
-	k := ruleKey{kind: p.Kind(), versions: p.Versions()}
+	k := ruleKey{kind: p.Kind(), versions: p.Versions(), writeTime: p.HasWriteTime()}
 	if p.Kind() == strategy.KindDefaultExpiry {
 		k.age = p.DefaultTTL()
 	}
@@ -83,8 +84,8 @@ func newExactForm(schema strategy.Schema, families []string) *exactForm {
 	for _, names := range groups {
 		p := schema[names[0]]
 		br := exactBranch{names: names, policy: p}
-		if !alone {
-			br.sel = selectFamilies(names)
+		if !alone || p.HasWriteTime() {
+			br.sel = selectFamilies(names, p.HasWriteTime())
 		}
 		if p.Kind() == strategy.KindSequence {
 			br.constant = chainOrOne(br.sel, bigtable.LatestNFilter(p.Versions()))
@@ -104,13 +105,13 @@ func newExactForm(schema strategy.Schema, families []string) *exactForm {
 }
 
 // selectFamilies passes every cell of the named families and no other.
-func selectFamilies(names []string) bigtable.Filter {
+func selectFamilies(names []string, hide bool) bigtable.Filter {
 	if len(names) == 1 {
-		return familyOnly(names[0])
+		return familySelect(names[0], hide)
 	}
 	fs := make([]bigtable.Filter, len(names))
 	for i, n := range names {
-		fs[i] = familyOnly(n)
+		fs[i] = familySelect(n, hide)
 	}
 	return bigtable.InterleaveFilters(fs...)
 }
@@ -168,7 +169,7 @@ func (x *exactForm) proto(now bigtable.Timestamp) *btpb.RowFilter {
 		br := &x.branches[i]
 		var parts []*btpb.RowFilter
 		if br.sel != nil {
-			parts = append(parts, selectFamiliesProto(br.names))
+			parts = append(parts, selectFamiliesProto(br.names, br.policy.HasWriteTime()))
 		}
 		switch {
 		case !br.policy.Managed():
@@ -201,13 +202,13 @@ func (x *exactForm) proto(now bigtable.Timestamp) *btpb.RowFilter {
 	return interleaveProto(subs...)
 }
 
-func selectFamiliesProto(names []string) *btpb.RowFilter {
+func selectFamiliesProto(names []string, hide bool) *btpb.RowFilter {
 	if len(names) == 1 {
-		return familyOnlyProto(names[0])
+		return familySelectProto(names[0], hide)
 	}
 	fs := make([]*btpb.RowFilter, len(names))
 	for i, n := range names {
-		fs[i] = familyOnlyProto(n)
+		fs[i] = familySelectProto(n, hide)
 	}
 	return interleaveProto(fs...)
 }

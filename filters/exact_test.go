@@ -289,6 +289,7 @@ func TestWithFamiliesTTLProtoIsWhatTheClientSends(t *testing.T) {
 		strategy.OneSecond(), strategy.OneSecond(strategy.WithMaxVersions(2)),
 		strategy.DefaultExpiry(time.Hour), strategy.DefaultExpiry(1500*time.Millisecond, strategy.WithMaxVersions(1)),
 		strategy.Sequence(3), strategy.Unmanaged(),
+		strategy.OneSecond(strategy.WithWriteTime()), strategy.DefaultExpiry(time.Hour, strategy.WithWriteTime()),
 	}
 	names := []string{"a", "b.c", "b", "x-y", "_z"}
 	checked := 0

@@ -96,7 +96,7 @@ func New(schema strategy.Schema, opts ...Option) (*Builder, error) {
 		// name, with no regex: the emulators compile a family regex again
 		// for every cell they test, which made filtered reads several times
 		// slower than unfiltered ones.
-		br := branch{name: fam, family: familyOnly(fam), policy: p}
+		br := branch{name: fam, family: familySelect(fam, p.HasWriteTime()), policy: p}
 		if p.Versions() > 0 {
 			br.perCol = bigtable.LatestNFilter(p.Versions())
 		}
@@ -116,7 +116,9 @@ func New(schema strategy.Schema, opts ...Option) (*Builder, error) {
 	b.slots += len(b.branches) + 1
 	b.ageOnly = b.hasAge
 	for _, br := range b.branches {
-		if br.constant != nil || br.perCol != nil {
+		// The split form's first branch passes every family's recent
+		// cells, write-time companions included.
+		if br.constant != nil || br.perCol != nil || br.policy.HasWriteTime() {
 			b.ageOnly = false
 		}
 	}
@@ -285,6 +287,22 @@ func (b *Builder) Expired(now bigtable.Timestamp) bigtable.Filter {
 		return bigtable.ChainFilters(subs[0], bigtable.StripValueFilter())
 	}
 	return bigtable.ChainFilters(bigtable.InterleaveFilters(subs...), bigtable.StripValueFilter())
+}
+
+// ReservedQualifierStart starts the qualifiers reserved in a family with
+// write-time companions (strategy.WithWriteTime): the TTL filter selects
+// such a family with a column range ending there, so no read through bttl
+// returns a companion, and no regex is added (docs/design.md#write-time).
+const ReservedQualifierStart = "\xff\xff"
+
+// familySelect is familyOnly, or, for a family with write-time companions
+// (hide), the family's qualifiers below ReservedQualifierStart: still a
+// column range compared by name, no regex.
+func familySelect(fam string, hide bool) bigtable.Filter {
+	if hide {
+		return bigtable.ColumnRangeFilter(fam, "", ReservedQualifierStart)
+	}
+	return familyOnly(fam)
 }
 
 // familyOnly is a filter passing every cell of family fam and no other:

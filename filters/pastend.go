@@ -50,7 +50,7 @@ func (b *Builder) buildPastEnd(now bigtable.Timestamp) bigtable.Filter {
 func (b *Builder) pastEndProto(now bigtable.Timestamp) *btpb.RowFilter {
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
-		fam := familyOnlyProto(br.name)
+		fam := familySelectProto(br.name, br.policy.HasWriteTime())
 		switch {
 		case br.constant != nil:
 			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.Versions())))

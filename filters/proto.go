@@ -28,7 +28,7 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	}
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
-		fam := familyOnlyProto(br.name)
+		fam := familySelectProto(br.name, br.policy.HasWriteTime())
 		if br.policy.Kind() == strategy.KindSequence {
 			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.Versions())))
 			continue
@@ -53,7 +53,7 @@ func (b *Builder) splitProto(now, hi bigtable.Timestamp) *btpb.RowFilter {
 	subs = append(subs, rangeProto(hi, 0))
 	for _, br := range b.branches {
 		if lo := br.policy.LiveFrom(now); lo < hi {
-			subs = append(subs, chainProto(familyOnlyProto(br.name), rangeProto(lo, hi)))
+			subs = append(subs, chainProto(familySelectProto(br.name, br.policy.HasWriteTime()), rangeProto(lo, hi)))
 		}
 	}
 	subs = append(subs, chainProto(rangeProto(0, hi), familyProto(b.unmanagedRegex)))
@@ -83,6 +83,17 @@ func ChainProto(first, second *btpb.RowFilter) *btpb.RowFilter {
 
 func chainProto(fs ...*btpb.RowFilter) *btpb.RowFilter {
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Chain_{Chain: &btpb.RowFilter_Chain{Filters: fs}}}
+}
+
+// familySelectProto is familySelect(name, hide) as a proto.
+func familySelectProto(name string, hide bool) *btpb.RowFilter {
+	if !hide {
+		return familyOnlyProto(name)
+	}
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{
+		FamilyName:   name,
+		EndQualifier: &btpb.ColumnRange_EndQualifierOpen{EndQualifierOpen: []byte(ReservedQualifierStart)},
+	}}}
 }
 
 // familyOnlyProto is familyOnly(name): a column range of the family with

@@ -28,7 +28,7 @@ const (
 	maxVersions = math.MaxInt32
 )
 
-var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value", "idle_ttl", "idle_debounce"}
+var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value", "max_ttl", "clamp_ttl", "write_time", "idle_ttl", "idle_debounce"}
 
 // build gives the tree its meaning, checking everything but the policies'
 // combination rules (Family.policy) in file order.
@@ -123,6 +123,12 @@ func buildFamily(f entry) (strategy.Policy, *Error) {
 			fam.MaxVersions, err = intValue(e.val)
 		case "single_value":
 			fam.SingleValue, err = boolValue(e.val)
+		case "max_ttl":
+			fam.MaxTTL, err = durationValue(e.val)
+		case "clamp_ttl":
+			fam.ClampTTL, err = boolValue(e.val)
+		case "write_time":
+			fam.WriteTime, err = boolValue(e.val)
 		case "idle_ttl":
 			fam.IdleTTL, err = durationValue(e.val)
 		case "idle_debounce":

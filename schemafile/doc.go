@@ -13,6 +13,9 @@
 //	      ttl: 2d                    # required: the default TTL D (the GC max age)
 //	      max_versions: 3            # optional: union with max versions (age strategies)
 //	      single_value: true         # optional: a write replaces the column's older cells
+//	      max_ttl: 30d               # optional: longer TTLs are refused (age strategies)
+//	      clamp_ttl: true            # optional, with max_ttl: lower a longer TTL to it instead
+//	      write_time: true           # optional: record each cell's real write time
 //	    doc:
 //	      strategy: sequence
 //	      versions: 5                # required: N versions kept (the GC max versions)
@@ -38,7 +41,7 @@
 //     "1w2d3h"); they must be positive.
 //   - Table IDs follow Bigtable's rule: [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most
 //     50 characters. Family names: [-_.a-zA-Z0-9]+, at most 64 characters.
-//   - single_value is true or false (not yes/no).
+//   - single_value, clamp_ttl and write_time are true or false (not yes/no).
 //   - idle_debounce is a plain decimal fraction of idle_ttl in [0, 1)
 //     (0.1, .25, 0): no sign, exponent, NaN or duration, and only with
 //     idle_ttl.

@@ -53,6 +53,8 @@ func TestIdleKeysRefused(t *testing.T) {
 		{name: "idle_ttl zero", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 0s}}}", key: "idle_ttl", msg: "must be positive"},
 		{name: "idle_ttl below 1ms", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 10us}}}", key: "idle_ttl", msg: "at least 1ms"},
 		{name: "idle_ttl bare number", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 30}}}", key: "idle_ttl", msg: "invalid duration"},
+		{name: "over max_ttl", doc: "tables: {t: {f: {strategy: one-second, max_ttl: 1h, idle_ttl: 2h}}}", key: "idle_ttl", msg: "over max_ttl"},
+		{name: "over max_ttl, clamped", doc: "tables: {t: {f: {strategy: one-second, max_ttl: 1h, clamp_ttl: true, idle_ttl: 2h}}}", key: "idle_ttl", msg: "over max_ttl"},
 		{name: "sequence", doc: "tables: {t: {f: {strategy: sequence, versions: 2, idle_ttl: 1h}}}", key: "idle_ttl", msg: "sequence takes only versions"},
 		{name: "unmanaged", doc: "tables: {t: {f: {strategy: unmanaged, idle_ttl: 1h}}}", key: "strategy", msg: "unmanaged takes no options"},
 		{name: "wrong case", doc: "tables: {t: {f: {strategy: one-second, Idle_TTL: 1h}}}", key: "Idle_TTL", msg: `did you mean "idle_ttl"?`},

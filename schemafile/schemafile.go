@@ -22,6 +22,9 @@ type Family struct {
 	Versions    int    `json:"versions,omitempty" yaml:"versions,omitempty"`
 	MaxVersions int    `json:"max_versions,omitempty" yaml:"max_versions,omitempty"`
 	SingleValue bool   `json:"single_value,omitempty" yaml:"single_value,omitempty"`
+	MaxTTL      string `json:"max_ttl,omitempty" yaml:"max_ttl,omitempty"`
+	ClampTTL    bool   `json:"clamp_ttl,omitempty" yaml:"clamp_ttl,omitempty"`
+	WriteTime   bool   `json:"write_time,omitempty" yaml:"write_time,omitempty"`
 	// IdleTTL is the family's time-to-idle (strategy.WithIdleTTL), on an
 	// age strategy.
 	IdleTTL string `json:"idle_ttl,omitempty" yaml:"idle_ttl,omitempty"`
@@ -107,6 +110,24 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 	if f.SingleValue {
 		opts = append(opts, strategy.SingleValue())
 	}
+	var maxTTL time.Duration
+	if f.MaxTTL != "" {
+		d, err := duration("max_ttl", f.MaxTTL)
+		if err != nil {
+			return strategy.Policy{}, "max_ttl", err
+		}
+		maxTTL = d
+		opts = append(opts, strategy.WithMaxTTL(d))
+	}
+	if f.ClampTTL {
+		if f.MaxTTL == "" {
+			return bad("clamp_ttl", "clamp_ttl needs max_ttl")
+		}
+		opts = append(opts, strategy.ClampTTL())
+	}
+	if f.WriteTime {
+		opts = append(opts, strategy.WithWriteTime())
+	}
 	if f.IdleTTL != "" {
 		d, err := duration("idle_ttl", f.IdleTTL)
 		if err != nil {
@@ -114,6 +135,9 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		}
 		if d < time.Millisecond {
 			return bad("idle_ttl", "idle_ttl %s must be at least 1ms", f.IdleTTL)
+		}
+		if maxTTL > 0 && d > maxTTL {
+			return bad("idle_ttl", "idle_ttl %s is over max_ttl %s", f.IdleTTL, f.MaxTTL)
 		}
 		opts = append(opts, strategy.WithIdleTTL(d))
 	}
@@ -139,6 +163,9 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			if err != nil {
 				return strategy.Policy{}, "default_ttl", err
 			}
+			if maxTTL > 0 && d > maxTTL && !f.ClampTTL {
+				return bad("max_ttl", "max_ttl %s is below default_ttl %s", f.MaxTTL, f.DefaultTTL)
+			}
 			opts = append(opts, strategy.WithDefaultTTL(d))
 		}
 		p = strategy.OneSecond(opts...)
@@ -156,6 +183,9 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		if err != nil {
 			return strategy.Policy{}, "ttl", err
 		}
+		if maxTTL > 0 && d > maxTTL {
+			return bad("max_ttl", "max_ttl %s is below ttl %s, the TTL of every cell written without one", f.MaxTTL, f.TTL)
+		}
 		p = strategy.DefaultExpiry(d, opts...)
 		key = "ttl" // what a validation error is about
 	case "sequence":
@@ -163,6 +193,7 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			key string
 			set bool
 		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue},
+			{"max_ttl", f.MaxTTL != ""}, {"clamp_ttl", f.ClampTTL}, {"write_time", f.WriteTime},
 			{"idle_ttl", f.IdleTTL != ""}, {"idle_debounce", f.IdleDebounce != nil}} {
 			if o.set {
 				return bad(o.key, "sequence takes only versions")

@@ -68,3 +68,35 @@ func TestBadFiles(t *testing.T) {
 	_, err := schemafile.Parse([]byte(`{"tables": {"t": {"f": {"strategy": "sequence", "versions": 0}}}}`), true)
 	assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 }
+
+func TestLifecycleKeys(t *testing.T) {
+	got, err := schemafile.Parse([]byte(`tables:
+  t:
+    s: {strategy: one-second, default_ttl: 1h, max_ttl: 30d, clamp_ttl: true, write_time: true}
+    c: {strategy: default-expiry, ttl: 1d, max_ttl: 2w}
+`), false)
+	require.NoError(t, err)
+	assert.Equal(t, strategy.OneSecond(strategy.WithDefaultTTL(time.Hour), strategy.WithMaxTTL(30*24*time.Hour), strategy.ClampTTL(), strategy.WithWriteTime()), got["t"]["s"])
+	assert.Equal(t, strategy.DefaultExpiry(24*time.Hour, strategy.WithMaxTTL(14*24*time.Hour)), got["t"]["c"])
+	assert.Equal(t, "default-expiry(D=24h0m0s)+maxttl(336h0m0s)", got["t"]["c"].String())
+
+	got, err = schemafile.Parse([]byte(`{"tables": {"t": {"s": {"strategy": "one-second", "max_ttl": "1h", "write_time": true}}}}`), true)
+	require.NoError(t, err)
+	assert.Equal(t, strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.WithWriteTime()), got["t"]["s"])
+
+	for doc, key := range map[string]string{
+		"tables: {t: {f: {strategy: one-second, clamp_ttl: true}}}":              "clamp_ttl",
+		"tables: {t: {f: {strategy: default-expiry, ttl: 2d, max_ttl: 1d}}}":     "max_ttl",
+		"tables: {t: {f: {strategy: one-second, default_ttl: 2d, max_ttl: 1d}}}": "max_ttl",
+		"tables: {t: {f: {strategy: sequence, versions: 2, max_ttl: 1d}}}":       "max_ttl",
+		"tables: {t: {f: {strategy: sequence, versions: 2, write_time: true}}}":  "write_time",
+		"tables: {t: {f: {strategy: one-second, max_ttl: 0s}}}":                  "max_ttl",
+		"tables: {t: {f: {strategy: one-second, write_time: yes}}}":              "write_time",
+		"tables: {t: {f: {strategy: one-second, Max_TTL: 1d}}}":                  "Max_TTL",
+	} {
+		_, err := schemafile.Parse([]byte(doc), false)
+		var fe *schemafile.Error
+		require.ErrorAs(t, err, &fe, doc)
+		assert.Equal(t, key, fe.Key, doc)
+	}
+}

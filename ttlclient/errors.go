@@ -67,6 +67,25 @@ var (
 	// them out differently from the one bttl checks for (every such call then
 	// fails), or it holds an operation bttl does not know. Nothing is sent.
 	ErrMutationUnreadable = errors.New("bttl: cannot read *bigtable.Mutation")
+
+	// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
+	// family whose cells do not expire by age: a sequence or unmanaged family.
+	ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
+	// ErrTTLTooLong: a TTL over the family's cap (strategy.WithMaxTTL), or an
+	// explicit timestamp implying one.
+	ErrTTLTooLong = strategy.ErrTTLTooLong
+	// ErrReservedColumn: a column whose qualifier starts with 0xFF 0xFF in a
+	// family with write-time companions (strategy.WithWriteTime), where such
+	// qualifiers hold the companions.
+	ErrReservedColumn = errors.New("bttl: column qualifier reserved for write-time companions")
+	// ErrCellTooLargeToPin: a cell whose value is too large (over about 10 KB)
+	// to pin in a predicate, so it cannot be moved atomically to a new
+	// timestamp (Expire, time-to-idle); see filters.PinError.
+	ErrCellTooLargeToPin = filters.ErrCellTooLargeToPin
+	// ErrNoWriteTime: a cell of a write-time family without its companion:
+	// written before the family had strategy.WithWriteTime, past bttl (a raw
+	// client), or collected since it was read.
+	ErrNoWriteTime = errors.New("bttl: no write time recorded for the cell")
 )
 
 // Limits Bigtable enforces, checked before any RPC.

@@ -127,13 +127,6 @@ func newIdleEnv(t *testing.T, opts ...ttlclient.Option) (*env, *moveCounter, *id
 	return &env{h: h, tbl: tbl, ctx: context.Background()}, moves, rec
 }
 
-func (e *env) setTTL(t *testing.T, row, fam, col, value string, ttl time.Duration) {
-	t.Helper()
-	m := ttlclient.NewMutation()
-	m.Set(fam, col, ttlclient.Auto, []byte(value), ttlclient.WithTTL(ttl))
-	e.apply(t, row, m)
-}
-
 func (e *env) flush(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
@@ -175,7 +168,7 @@ func readEveryStep(t *testing.T, e *env, rec *idleCounter, moves *moveCounter) {
 		e.h.Clock.Advance(step)
 		before := map[string]int{famIdleOne: rec.get(famIdleOne, ttlclient.IdleRefreshed), famIdleDef: rec.get(famIdleDef, ttlclient.IdleRefreshed)}
 		got := e.read(t, "r", bigtable.RowFilter(bigtable.LatestNFilter(1)))
-		require.Len(t, got, 2+btoi(i*int(step) < int(20*time.Minute)), "step %d at +%s: %v", i, time.Duration(i)*step, got)
+		require.Len(t, got, 2+idleB2i(i*int(step) < int(20*time.Minute)), "step %d at +%s: %v", i, time.Duration(i)*step, got)
 		e.flush(t)
 		for fam, n := range before {
 			if rec.get(fam, ttlclient.IdleRefreshed) > n {
@@ -214,7 +207,7 @@ func readEveryStep(t *testing.T, e *env, rec *idleCounter, moves *moveCounter) {
 	assert.Equal(t, expiry, e.expiryOf(t, "r", famIdleOne, "c"), "a read after expiry revives nothing")
 }
 
-func btoi(b bool) int {
+func idleB2i(b bool) int {
 	if b {
 		return 1
 	}

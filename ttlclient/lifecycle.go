@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,19 +11,6 @@ import (
 
 	"github.com/bttl/bttl/strategy"
 )
-
-// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
-// family whose cells do not expire by age: a sequence or unmanaged family.
-var ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
-
-// ErrTTLTooLong: a TTL over the family's cap (strategy.WithMaxTTL), or an
-// explicit timestamp implying one.
-var ErrTTLTooLong = strategy.ErrTTLTooLong
-
-// ErrReservedColumn: a column whose qualifier starts with 0xFF 0xFF in a
-// family with write-time companions (strategy.WithWriteTime), where such
-// qualifiers hold the companions.
-var ErrReservedColumn = errors.New("bttl: column qualifier reserved for write-time companions")
 
 // agePolicy is the policy of family for a lifecycle operation: an age
 // family, or ErrUnknownFamily / ErrNotApplicable.
@@ -39,17 +25,21 @@ func (t *Table) agePolicy(family string) (strategy.Policy, error) {
 	return p, nil
 }
 
+// readError is a *CellError about a cell that was read: unlike a refused
+// write (Table.refuse) it is not counted as a refusal.
+func (t *Table) readError(row, family, column string, ts bigtable.Timestamp, err error) *CellError {
+	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Timestamp: ts, Err: err}
+}
+
 // itemPolicy is the age policy of the family of a read item.
 func (t *Table) itemPolicy(item bigtable.ReadItem) (strategy.Policy, error) {
 	family, column, ok := strings.Cut(item.Column, ":")
 	if !ok {
-		return strategy.Policy{}, t.refuse(item.Row, "", item.Column, fmt.Errorf("%w: column %q is not family:qualifier", ErrUnknownFamily, item.Column))
+		return strategy.Policy{}, t.readError(item.Row, "", item.Column, item.Timestamp, fmt.Errorf("%w: column %q is not family:qualifier", ErrUnknownFamily, item.Column))
 	}
 	p, err := t.agePolicy(family)
 	if err != nil {
-		e := t.refuse(item.Row, family, column, err)
-		e.Timestamp = item.Timestamp
-		return p, e
+		return p, t.readError(item.Row, family, column, item.Timestamp, err)
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package ttlclient_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -109,4 +110,50 @@ func TestExpiryOfAFarFutureTimestampIsExact(t *testing.T) {
 	exp, err = e.tbl.Expiry(bigtable.ReadItem{Row: "r", Column: famDef + ":c", Timestamp: ts})
 	require.NoError(t, err)
 	assert.Equal(t, int64(ts)+defaultD.Microseconds(), exp.UnixMicro())
+}
+
+// Acceptance 5: a TTL over the cap, or whose timestamp overflows, is
+// refused before any RPC (a cancelled context would fail any RPC) with a
+// typed error, and nothing is written; one landing past 2262 is written
+// exactly.
+func TestCapAndLimitsOnWrites(t *testing.T) {
+	schema := mixedSchema()
+	schema["capped"] = strategy.OneSecond(strategy.WithMaxTTL(24 * time.Hour))
+	schema["clamped"] = strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour), strategy.ClampTTL())
+	e := newEnv(t, schema)
+	cancelled, cancel := context.WithCancel(e.ctx)
+	cancel()
+
+	m := ttlclient.NewMutation()
+	m.Set(famOne, "ok", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
+	m.Set("capped", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(25*time.Hour))
+	err := e.tbl.Apply(cancelled, "r", m)
+	require.ErrorIs(t, err, ttlclient.ErrTTLTooLong)
+	var ce *ttlclient.CellError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "capped", ce.Family)
+	assert.Equal(t, 25*time.Hour, ce.TTL)
+	assert.Empty(t, e.stored(t, "r"), "nothing written, not even the cell within its TTL")
+
+	m = ttlclient.NewMutation()
+	m.Set("clamped", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(300*24*time.Hour))
+	e.apply(t, "r", m)
+	assert.Equal(t, 24*time.Hour, e.remaining(t, "r", "clamped", "c"), "clamped to the cap")
+
+	// Far future: an expiry in the year 2316 is written exactly.
+	far := time.Duration(290 * 365 * 24 * float64(time.Hour)).Truncate(time.Millisecond)
+	e.setTTL(t, "far", famOne, "c", "v", far)
+	want := e.h.Clock.Now().Add(far)
+	require.Greater(t, want.Year(), 2262)
+	assert.Equal(t, bigtable.Timestamp(want.UnixMicro()), e.storedTimestamp(t, "far", famOne, "c"))
+
+	// A clock in the year 294,247: the timestamp would overflow int64.
+	e.h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp) - time.Hour.Microseconds()))
+	for _, fam := range []string{famOne, famDef} {
+		m = ttlclient.NewMutation()
+		m.Set(fam, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(3*time.Hour))
+		err = e.tbl.Apply(cancelled, "over", m)
+		require.ErrorIs(t, err, ttlclient.ErrTimestampOverflow, fam)
+	}
+	assert.Empty(t, e.stored(t, "over"))
 }

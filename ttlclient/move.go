@@ -10,11 +10,6 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// ErrCellTooLargeToPin: a cell whose value is too large (over about 10 KB)
-// to pin in a predicate, so it cannot be moved atomically to a new
-// timestamp (Expire, time-to-idle); see filters.PinError.
-var ErrCellTooLargeToPin = filters.ErrCellTooLargeToPin
-
 // moveCell moves one stored cell of an age family, family:column at oldTS
 // holding value, to newTS, atomically: one conditional row mutation whose
 // predicate pins that exact cell (filters.Cell: column, the millisecond of

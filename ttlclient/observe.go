@@ -151,6 +151,11 @@ var refusalReasons = []struct {
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
 	{ErrFilterTooLarge, "filter_too_large"},
 	{ErrMutationUnreadable, "mutation_unreadable"},
+	{ErrTTLTooLong, "ttl_too_long"},
+	{ErrNotApplicable, "not_applicable"},
+	{ErrReservedColumn, "reserved_column"},
+	{ErrCellTooLargeToPin, "cell_too_large_to_pin"},
+	{ErrNoWriteTime, "no_write_time"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps

@@ -53,6 +53,8 @@ func TestEverySentinelHasAReason(t *testing.T) {
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
 		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
 		"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
+		"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
+		"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
 	}
 	// ttlclient re-exports every strategy sentinel under the same name.
 	all := append(local, sentinelNames(t, "../strategy/errors.go")...)

@@ -380,6 +380,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mut
 			}
 			fam = o.family
 		}
+		var ts bigtable.Timestamp // a Set's, for its write-time companion
 		switch o.kind {
 		case opSet:
 			if o.cellOpt == cellOptMany {
@@ -391,8 +392,8 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mut
 			if len(o.value) > MaxValueBytes {
 				return t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
-			ts, err := cellTimestamp(p, o, now, nowMicros)
-			if err != nil {
+			var err error
+			if ts, err = cellTimestamp(p, o, now, nowMicros); err != nil {
 				return t.opError(row, o, err)
 			}
 			if p.IsSingleValue() {
@@ -420,6 +421,11 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, bm *bigtable.Mut
 				bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
 			} else {
 				bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+			}
+		}
+		if p.HasWriteTime() {
+			if err := t.writeTimeCompanion(row, o, ts, nowMicros, bm); err != nil {
+				return err
 			}
 		}
 	}
