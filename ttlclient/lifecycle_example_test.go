@@ -1,0 +1,165 @@
+package ttlclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// exLifecycleTable starts an emulator with table "sessions": a one-second
+// family recording write times, a default-expiry family and a sequence
+// family.
+func exLifecycleTable(ctx context.Context) (*bttestharness.Harness, *ttlclient.Table) {
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	tbl, err := h.Table(ctx, "sessions", ttlclient.Schema{
+		"s":    strategy.OneSecond(strategy.WithWriteTime(), strategy.WithMaxTTL(30*24*time.Hour)),
+		"hits": strategy.DefaultExpiry(time.Hour),
+		"doc":  strategy.Sequence(1),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return h, tbl
+}
+
+// exCell reads the newest live cell of family:column through tbl.
+func exCell(ctx context.Context, tbl *ttlclient.Table, row, family, column string) bigtable.ReadItem {
+	r, err := tbl.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"), bigtable.LatestNFilter(1))))
+	if err != nil || len(r[family]) == 0 {
+		panic(fmt.Sprint("no cell: ", err))
+	}
+	return r[family][0]
+}
+
+func exSet(ctx context.Context, tbl *ttlclient.Table, row, family, column, value string, ttl time.Duration) {
+	m := ttlclient.NewMutation()
+	m.Set(family, column, ttlclient.Auto, []byte(value), ttlclient.WithTTL(ttl))
+	if err := tbl.Apply(ctx, row, m); err != nil {
+		panic(err)
+	}
+}
+
+func ExampleTable_Expiry() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	h.Clock.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	exSet(ctx, tbl, "u1", "hits", "n", "1", 3*time.Hour) // longer than D = 1h
+
+	exp, err := tbl.Expiry(exCell(ctx, tbl, "u1", "hits", "n"))
+	fmt.Println(exp.UTC().Format(time.RFC3339), err)
+
+	m := ttlclient.NewMutation()
+	m.Set("doc", "body", ttlclient.Auto, []byte("v1"), ttlclient.WithSequence(1))
+	_ = tbl.Apply(ctx, "u1", m)
+	_, err = tbl.Expiry(exCell(ctx, tbl, "u1", "doc", "body"))
+	fmt.Println(errors.Is(err, ttlclient.ErrNotApplicable))
+	// Output:
+	// 2030-01-01T03:00:00Z <nil>
+	// true
+}
+
+func ExampleTable_RemainingTTL() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "s", "token", "abc", 30*time.Minute)
+	h.Clock.Advance(10 * time.Minute)
+
+	left, _ := tbl.RemainingTTL(exCell(ctx, tbl, "u1", "s", "token"))
+	fmt.Println(left) // like Redis PTTL
+	// Output: 20m0s
+}
+
+func ExampleTable_Expire() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "s", "token", "abc", 30*time.Minute)
+
+	// "Remember me": the session now lives 14 days.
+	applied, err := tbl.Expire(ctx, "u1", "s", "token", 14*24*time.Hour)
+	fmt.Println(applied, err)
+	left, _ := tbl.RemainingTTL(exCell(ctx, tbl, "u1", "s", "token"))
+	fmt.Println(left)
+
+	// Over the family's cap: refused before any RPC.
+	_, err = tbl.Expire(ctx, "u1", "s", "token", 365*24*time.Hour)
+	fmt.Println(errors.Is(err, ttlclient.ErrTTLTooLong))
+	// Output:
+	// true <nil>
+	// 336h0m0s
+	// true
+}
+
+func ExampleExpireCellAt() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "s", "token", "old", time.Minute)
+	old := exCell(ctx, tbl, "u1", "s", "token")
+	exSet(ctx, tbl, "u1", "s", "token", "new", 2*time.Minute)
+
+	// Extend the cell read earlier, not the column's newest.
+	applied, _ := tbl.Expire(ctx, "u1", "s", "token", time.Hour, ttlclient.ExpireCellAt(old.Timestamp))
+	fmt.Println(applied, string(exCell(ctx, tbl, "u1", "s", "token").Value))
+	// Output: true old
+}
+
+func ExampleTable_ExpireColumn() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "hits", "n", "1", 10*time.Minute)
+	exSet(ctx, tbl, "u1", "hits", "n", "2", 20*time.Minute)
+
+	moved, err := tbl.ExpireColumn(ctx, "u1", "hits", "n", 2*time.Hour)
+	fmt.Println(moved, err)
+	// Output: 2 <nil>
+}
+
+func ExampleTable_ExpireRow() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "s", "token", "abc", 30*time.Minute)
+	exSet(ctx, tbl, "u1", "hits", "n", "1", 30*time.Minute)
+
+	// Logout: every cell of the session expires in a millisecond.
+	moved, err := tbl.ExpireRow(ctx, "u1", time.Millisecond)
+	fmt.Println(moved, err)
+	h.Clock.Advance(time.Millisecond)
+	r, _ := tbl.ReadRow(ctx, "u1")
+	fmt.Println(len(r))
+	// Output:
+	// 2 <nil>
+	// 0
+}
+
+func ExampleTable_WriteTime() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	h.Clock.Set(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	exSet(ctx, tbl, "u1", "s", "token", "abc", time.Hour)
+	h.Clock.Advance(5 * time.Minute)
+	if _, err := tbl.Expire(ctx, "u1", "s", "token", time.Hour); err != nil {
+		panic(err)
+	}
+
+	// Like Cassandra's WRITETIME: the real write time, kept by Expire.
+	wt, err := tbl.WriteTime(ctx, exCell(ctx, tbl, "u1", "s", "token"))
+	fmt.Println(wt.UTC().Format(time.RFC3339), err)
+	// Output: 2030-01-01T12:00:00Z <nil>
+}
