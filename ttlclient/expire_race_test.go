@@ -61,7 +61,11 @@ func TestExpireRacesAWriter(t *testing.T) {
 
 func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64) {
 	ctx := context.Background()
-	schema := strategy.Schema{famOne: strategy.OneSecond(), famDef: strategy.DefaultExpiry(defaultD)}
+	schema := strategy.Schema{
+		famOne: strategy.OneSecond(),
+		famDef: strategy.DefaultExpiry(defaultD),
+		"wt":   strategy.DefaultExpiry(defaultD, strategy.WithWriteTime()), // companions move too
+	}
 	tbl := h.MustTable(t, "race", schema)
 	rng := rand.New(rand.NewPCG(seed, 19))
 	const extendTo = time.Hour
@@ -70,7 +74,7 @@ func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64)
 	var applied, refusedByCollision, expired, movedNewer int
 	for i := 0; i < rounds; i++ {
 		row := "r" + strconv.Itoa(i)
-		fam := []string{famOne, famDef}[rng.IntN(2)]
+		fam := []string{famOne, famDef, "wt"}[rng.IntN(3)]
 		p := schema[fam]
 		expire := rng.IntN(4) == 0 // the old cell has expired before the race
 		oldTTL := 10 * time.Minute
@@ -126,8 +130,21 @@ func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64)
 		r, err := h.Stored(ctx, tbl.Name(), row)
 		require.NoError(t, err)
 		stored := map[bigtable.Timestamp]string{}
+		companions := map[bigtable.Timestamp]bool{}
 		for _, it := range r[fam] {
+			if it.Column == fam+":"+ttlclient.CompanionPrefix+"c" {
+				companions[it.Timestamp] = true
+				continue
+			}
 			stored[it.Timestamp] = string(it.Value)
+		}
+		if schema[fam].HasWriteTime() {
+			// Every cell has its companion at its timestamp, and no
+			// companion is left without its cell.
+			require.Len(t, companions, len(stored), "round %d: %v", i, cells(r))
+			for ts := range stored {
+				require.True(t, companions[ts], "round %d: cell at %d has no companion; %v", i, ts, cells(r))
+			}
 		}
 		_, oldStays := stored[oldTS]
 		newStays := stored[newTS] == "new"

@@ -26,6 +26,14 @@ type Target interface {
 	ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error
 }
 
+// Expirer is a Target with the lifecycle operations; the suite runs its
+// Expire steps only on one (TableTarget is).
+type Expirer interface {
+	Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error)
+	ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error)
+	WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error)
+}
+
 // TableTarget is the real library as a Target.
 func TableTarget(t *ttlclient.Table) Target { return tableTarget{t} }
 
@@ -36,6 +44,15 @@ func (a tableTarget) Apply(ctx context.Context, row string, m *ttlclient.Mutatio
 }
 func (a tableTarget) ApplyBulk(ctx context.Context, rows []string, muts []*ttlclient.Mutation) ([]error, error) {
 	return a.t.ApplyBulk(ctx, rows, muts)
+}
+func (a tableTarget) Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error) {
+	return a.t.Expire(ctx, row, family, column, ttl, opts...)
+}
+func (a tableTarget) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error) {
+	return a.t.ExpireColumn(ctx, row, family, column, ttl)
+}
+func (a tableTarget) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {
+	return a.t.WriteTime(ctx, item)
 }
 func (a tableTarget) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
 	if f == nil {
@@ -63,8 +80,8 @@ type Clock interface {
 // families, rows, columns) because bttest compiles each family regex of the
 // read filter once per cell: every family and cell costs on every read.
 const (
-	FamOne    = "one"   // one-second expiry, default TTL 1.5s, + max versions 2
-	FamDef    = "def"   // default expiry D = 1.5s, idle TTL 300ms (debounce 0.5)
+	FamOne    = "one"   // one-second expiry, default TTL 1.5s, + max versions 2, + write time
+	FamDef    = "def"   // default expiry D = 1.5s, + write time, + idle TTL 300ms (debounce 0.5)
 	FamDefSV  = "defsv" // default expiry D = 2s, single-value
 	FamSeq    = "seq"   // sequence numbers, keep 3
 	FamPlain  = "plain" // unmanaged
@@ -77,8 +94,8 @@ const (
 // Schema is the suite's table schema.
 func Schema() strategy.Schema {
 	return strategy.Schema{
-		FamOne: strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2)),
-		FamDef: strategy.DefaultExpiry(1500*time.Millisecond,
+		FamOne: strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2), strategy.WithWriteTime()),
+		FamDef: strategy.DefaultExpiry(1500*time.Millisecond, strategy.WithWriteTime(),
 			strategy.WithIdleTTL(300*time.Millisecond), strategy.WithIdleDebounce(0.5)),
 		FamDefSV: strategy.DefaultExpiry(2*time.Second, strategy.SingleValue()),
 		FamSeq:   strategy.Sequence(3),
@@ -113,7 +130,11 @@ type Config struct {
 // Stats counts what a run did and saw.
 type Stats struct {
 	Steps, Writes, Bulk, Cond, Refused, ClockMoves int
-	Reads, CellsCompared                           int
+	// Expires: Expire and ExpireColumn calls; Moved: cells they moved;
+	// ExpireSkipped: ones skipped as undecidable (model.ExpireUndecidable);
+	// WriteTimes: write times read back and compared.
+	Expires, Moved, ExpireSkipped, WriteTimes int
+	Reads, CellsCompared                      int
 	// StoredExpired: cells the server still stored although the model's view
 	// excluded them (expired or beyond N, not collected yet), summed over
 	// full checks. Collected: cells the server's GC had removed.
@@ -130,8 +151,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells, %d time-to-idle refreshes of %d cells due; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored",
-		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.IdleRefreshed, s.IdleDue, s.StoredExpired, s.Collected, s.ServerDuplicates, s.MaxStored)
+	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored; %d expires moved %d cells (%d skipped as undecidable), %d write times compared; %d time-to-idle refreshes of %d cells due",
+		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.StoredExpired, s.Collected, s.ServerDuplicates, s.MaxStored,
+		s.Expires, s.Moved, s.ExpireSkipped, s.WriteTimes, s.IdleRefreshed, s.IdleDue)
 }
 
 // MismatchError is a read that differs from the model.
@@ -253,8 +275,12 @@ func rowKey(i int) string { return fmt.Sprintf("r%d", i) }
 func (r *runner) doStep() error {
 	touched := rowKey(r.u(numRows))
 	switch k := r.u(100); {
-	case k < 50:
+	case k < 46:
 		if err := r.apply(touched); err != nil {
+			return err
+		}
+	case k < 50:
+		if err := r.expire(touched); err != nil {
 			return err
 		}
 	case k < 60:
@@ -903,7 +929,7 @@ func (r *runner) fullCheck() error {
 	realNow := time.Now().UnixMicro()
 	held := map[model.Cell]bool{}
 	for _, k := range r.m.RowKeys() {
-		for _, c := range r.m.Stored(k) {
+		for _, c := range r.m.StoredRaw(k) { // write-time companions included
 			held[c] = true
 		}
 	}
@@ -938,6 +964,106 @@ func (r *runner) fullCheck() error {
 			return r.fail("raw full read", fmt.Sprintf("the server lost %s, which its GC may not collect yet", c))
 		}
 		r.stats.Collected++
+	}
+	return nil
+}
+
+// expire draws an Expire (of the newest live cell, or of one named by its
+// timestamp) or an ExpireColumn, compares the library's answer with the
+// model's, and reads a write time back. Its draws are fixed in number.
+func (r *runner) expire(row string) error {
+	clock := r.clock()
+	fam := families[r.u(len(families))]
+	col := r.column()
+	ttl := r.ttl()
+	mode := r.u(3) // 0 newest, 1 a given timestamp, 2 the whole column
+	pick := r.u(8)
+	ex, ok := r.cfg.Target.(Expirer)
+	if !ok {
+		r.record("expire: target has none")
+		return nil
+	}
+	if r.m.ExpireUndecidable(row, fam, col) {
+		r.stats.ExpireSkipped++
+		r.record(fmt.Sprintf("expire %s %s:%s skipped: a version GC may have removed", row, fam, col))
+		return nil
+	}
+	now := clock.UnixMicro()
+	var at int64
+	hasAt := false
+	if mode == 1 {
+		if live := r.m.Read(row, now, model.ColumnRange(fam, col, col+"\x00")); len(live) > 0 {
+			at, hasAt = live[pick%len(live)].TS, true
+		} else {
+			at, hasAt = now, true // names no live cell
+		}
+	}
+	what := fmt.Sprintf("Expire(%d) %s %s:%s ttl %s at %s", mode, row, fam, col, ttl, clockString(clock))
+	if hasAt {
+		what += fmt.Sprintf(" cell %d", at)
+	}
+	r.record(what)
+	r.stats.Expires++
+	if mode == 2 {
+		probe := r.m.CloneRow(row)
+		want, wantErr := probe.ExpireColumn(row, fam, col, clock, ttl)
+		got, err := ex.ExpireColumn(r.ctx, row, fam, col, ttl)
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if got != want {
+				return r.fail(what, fmt.Sprintf("moved %d cells, the model %d", got, want))
+			}
+			_, _ = r.m.ExpireColumn(row, fam, col, clock, ttl)
+			r.stats.Moved += got
+		}
+	} else {
+		var opts []ttlclient.ExpireOption
+		if hasAt {
+			opts = append(opts, ttlclient.ExpireCellAt(bigtable.Timestamp(at)))
+		}
+		probe := r.m.CloneRow(row)
+		want, wantErr := probe.Expire(row, fam, col, clock, ttl, at, hasAt)
+		got, err := ex.Expire(r.ctx, row, fam, col, ttl, opts...)
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if got != want {
+				return r.fail(what, fmt.Sprintf("applied %v, the model %v", got, want))
+			}
+			_, _ = r.m.Expire(row, fam, col, clock, ttl, at, hasAt)
+			if got {
+				r.stats.Moved++
+			}
+		}
+	}
+	return r.writeTime(ex, row, fam, col)
+}
+
+// writeTime reads fam:col's newest live cell through the library and, on a
+// write-time family, compares its write time with the model's.
+func (r *runner) writeTime(ex Expirer, row, fam, col string) error {
+	now := r.now()
+	live := r.m.Read(row, now, model.ColumnRange(fam, col, col+"\x00"))
+	if len(live) == 0 {
+		return nil
+	}
+	c := live[0]
+	want, ok := r.m.WriteTime(row, fam, col, c.TS)
+	got, err := ex.WriteTime(r.ctx, bigtable.ReadItem{Row: row, Column: fam + ":" + col, Timestamp: bigtable.Timestamp(c.TS), Value: []byte(c.Value)})
+	what := fmt.Sprintf("WriteTime %s", c)
+	switch {
+	case !ok && err == nil:
+		return r.fail(what, fmt.Sprintf("the family records no write time, the library gave %s", got))
+	case ok && err != nil:
+		return r.fail(what, fmt.Sprintf("the library failed: %v", err))
+	case ok && got.UnixMicro() != want:
+		return r.fail(what, fmt.Sprintf("write time %d, the model %d", got.UnixMicro(), want))
+	}
+	if ok {
+		r.stats.WriteTimes++
 	}
 	return nil
 }

@@ -60,7 +60,8 @@ func (m *Model) IdleDue(cs []Cell, t int64) []Cell {
 }
 
 // Refresh applies the time-to-idle refresh of c, a cell a read returned,
-// at clock reading now: an extend of c to the idle TTL, which applies only
+// at clock reading now: an extend of c to the idle TTL (the move Expire
+// makes), which applies only
 // while c is stored as read (same millisecond, same value), live at now,
 // and still the newest cell of its column (so nothing is stored at the
 // target millisecond either), and whose target lies after c. It reports
@@ -75,13 +76,10 @@ func (m *Model) Refresh(c Cell, now time.Time) bool {
 	if err != nil || target <= c.TS || !f.live(c.TS, now.UnixMicro()) {
 		return false
 	}
-	r := m.rows[c.Row]
-	cs := r[c.Family][c.Column]
+	cs := m.rows[c.Row][c.Family][c.Column]
 	if len(cs) == 0 || cs[0].ts != c.TS || cs[0].value != c.Value {
 		return false // gone, changed, or not the newest (cells are newest first)
 	}
-	r.deleteColumn(c.Family, c.Column, c.TS, c.TS+1000)
-	r.set(c.Family, c.Column, cell{ts: target, value: c.Value})
-	m.markShadowed(r)
-	return true
+	// The extend itself is Expire's move (its write time moves with it).
+	return m.move(c.Row, c.Family, c.Column, cs[0], target, now.UnixMicro())
 }

@@ -80,11 +80,13 @@ type family struct {
 	defaultTTL  time.Duration
 	versions    int
 	singleValue bool
+	writeTime   bool // every cell has a write-time companion
 }
 
 type cell struct {
 	ts    int64
 	value string
+	wt    int64 // the write time (microseconds, a whole millisecond) on a write-time family
 	// shadowed: the cell was once beyond the N newest stored cells of its
 	// column, so the server's max-versions GC may have removed it already.
 	shadowed bool
@@ -105,7 +107,7 @@ type Model struct {
 func New(schema strategy.Schema) *Model {
 	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema)}
 	for name, p := range schema {
-		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue()}
+		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue(), writeTime: p.HasWriteTime()}
 		switch p.Kind() {
 		case strategy.KindOneSecond:
 			f.d = int64(time.Second / time.Microsecond)
@@ -271,7 +273,7 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 			if m.fams[o.Family].singleValue {
 				r.deleteColumn(o.Family, o.Column, 0, 0)
 			}
-			r.set(o.Family, o.Column, cell{ts: tss[i], value: o.Value})
+			r.set(o.Family, o.Column, cell{ts: tss[i], value: o.Value, wt: ms(now.UnixMicro())})
 		case DeleteColumn:
 			r.deleteColumn(o.Family, o.Column, 0, 0)
 		case DeleteRange:
@@ -527,6 +529,9 @@ func (m *Model) Versions(family string) int { return m.fams[family].versions }
 // now, may have removed a stored cell: its age rule expired it, or its
 // column's max-versions rule once put it beyond the N newest.
 func (m *Model) Collectable(rowKey, fam, col string, ts, now int64) bool {
+	if c, ok := companionColumn(col); ok && m.fams[fam].writeTime {
+		col = c // a companion goes with its cell
+	}
 	f := m.fams[fam]
 	if f.kind == strategy.KindOneSecond || f.kind == strategy.KindDefaultExpiry {
 		// The server collects ts < now - maxAge; a millisecond of slack

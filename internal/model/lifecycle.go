@@ -1,0 +1,196 @@
+package model
+
+import (
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// CompanionPrefix starts the qualifier of a write-time companion, as
+// ttlclient writes it (the model does not import the library; a test in
+// the conformance suite checks the two agree).
+const CompanionPrefix = "\xff\xffbttl.wt\x00"
+
+// StoredRaw is Stored with the write-time companions a family with
+// strategy.WithWriteTime stores beside each cell (same timestamp, qualifier
+// CompanionPrefix+column, the write time as 8 bytes big-endian
+// microseconds): what a raw read of a server that never ran GC returns.
+func (m *Model) StoredRaw(rowKey string) []Cell {
+	var out []Cell
+	r := m.rows[rowKey]
+	for _, fam := range sortedKeys(r) {
+		cols := r[fam]
+		for _, col := range sortedKeys(cols) {
+			for _, c := range cols[col] {
+				out = append(out, Cell{Row: rowKey, Family: fam, Column: col, TS: c.ts, Value: c.value})
+			}
+		}
+		if !m.fams[fam].writeTime {
+			continue
+		}
+		for _, col := range sortedKeys(cols) {
+			for _, c := range cols[col] {
+				out = append(out, Cell{Row: rowKey, Family: fam, Column: CompanionPrefix + col, TS: c.ts, Value: WriteTimeValue(c.wt)})
+			}
+		}
+	}
+	return out
+}
+
+// WriteTimeValue is a companion's value for write time wt (microseconds).
+func WriteTimeValue(wt int64) string {
+	return string(binary.BigEndian.AppendUint64(nil, uint64(wt)))
+}
+
+// WriteTime is the write time of the cell of fam:col at ts (microseconds),
+// false when the family records none or there is no such cell.
+func (m *Model) WriteTime(rowKey, fam, col string, ts int64) (int64, bool) {
+	if !m.fams[fam].writeTime {
+		return 0, false
+	}
+	for _, c := range m.rows[rowKey][fam][col] {
+		if c.ts == ms(ts) {
+			return c.wt, true
+		}
+	}
+	return 0, false
+}
+
+// companionColumn is the column a companion qualifier belongs to.
+func companionColumn(col string) (string, bool) {
+	return strings.CutPrefix(col, CompanionPrefix)
+}
+
+// expireTarget checks an Expire of fam with ttl at now as the library
+// does (the guardrails of a write with that TTL, age families only) and
+// returns the target timestamp.
+func (m *Model) expireTarget(fam string, now time.Time, ttl time.Duration) (family, int64, error) {
+	f, ok := m.fams[fam]
+	if !ok {
+		return f, 0, refused("unknown family %q", fam)
+	}
+	if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
+		return f, 0, refused("Expire on a %s family", f.kind)
+	}
+	ts, err := f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
+	return f, ts, err
+}
+
+// liveColumn is fam:col's cells as a read through the library at t sees
+// them, newest first (the view: live, the N newest of a max-versions rule).
+func (m *Model) liveColumn(rowKey, fam, col string, t int64) []cell {
+	f := m.fams[fam]
+	var out []cell
+	for _, c := range m.rows[rowKey][fam][col] {
+		if f.live(c.ts, t) {
+			out = append(out, c)
+		}
+	}
+	if f.versions > 0 && len(out) > f.versions {
+		out = out[:f.versions]
+	}
+	return out
+}
+
+// move is the library's atomic cell move at read time t: it applies while
+// the cell is stored (the caller took it from the view) and nothing else
+// is stored at the target's millisecond; a target no longer live makes it
+// a delete.
+func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
+	r := m.rows[rowKey]
+	if target != c.ts {
+		for _, o := range r[fam][col] {
+			if o.ts == target {
+				return false
+			}
+		}
+	}
+	r.deleteColumn(fam, col, c.ts, c.ts+1000)
+	if m.fams[fam].live(target, t) {
+		c.ts, c.shadowed = target, false
+		r.set(fam, col, c)
+	}
+	m.markShadowed(r)
+	if len(r) == 0 {
+		delete(m.rows, rowKey)
+	}
+	return true
+}
+
+// Expire is ttlclient.Table.Expire at clock reading now: the newest live
+// cell of fam:col, or the live one in at's millisecond when hasAt, moves
+// to the timestamp a write with ttl gets. It reports whether it moved, or
+// a refusal (nothing changed).
+func (m *Model) Expire(rowKey, fam, col string, now time.Time, ttl time.Duration, at int64, hasAt bool) (bool, error) {
+	if rowKey == "" {
+		return false, refused("empty row key")
+	}
+	_, target, err := m.expireTarget(fam, now, ttl)
+	if err != nil {
+		return false, err
+	}
+	t := now.UnixMicro()
+	for _, c := range m.liveColumn(rowKey, fam, col, t) {
+		if !hasAt || c.ts == ms(at) {
+			return m.move(rowKey, fam, col, c, target, t), nil
+		}
+	}
+	return false, nil
+}
+
+// ExpireColumn is ttlclient.Table.ExpireColumn: every live cell of
+// fam:col moves by the amount that gives the newest ttl, one move at a
+// time (newest first when extending, oldest first when shortening).
+func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Duration) (int, error) {
+	if rowKey == "" {
+		return 0, refused("empty row key")
+	}
+	_, target, err := m.expireTarget(fam, now, ttl)
+	if err != nil {
+		return 0, err
+	}
+	t := now.UnixMicro()
+	cells := m.liveColumn(rowKey, fam, col, t)
+	if len(cells) == 0 {
+		return 0, nil
+	}
+	delta := target - cells[0].ts
+	if delta == 0 {
+		return 0, nil
+	}
+	moved := 0
+	for i := range cells {
+		c := cells[i]
+		if delta < 0 {
+			c = cells[len(cells)-1-i]
+		}
+		if m.move(rowKey, fam, col, c, max(0, c.ts+delta), t) {
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// ExpireUndecidable reports whether an Expire or ExpireColumn of fam:col
+// has an outcome no read can check exactly: the column holds a version the
+// server's max-versions GC may already have removed, so a move landing on
+// it, or shortening a cell below it, depends on when GC ran. The
+// conformance suite skips such operations (conservatively: any such
+// version in the column).
+func (m *Model) ExpireUndecidable(rowKey, fam, col string) bool {
+	if m.fams[fam].versions == 0 {
+		return false
+	}
+	for _, c := range m.rows[rowKey][fam][col] {
+		if c.shadowed {
+			return true
+		}
+	}
+	return false
+}
+
+// CloneRow is a model holding a copy of rowKey alone, to try an operation
+// on without changing m.
+func (m *Model) CloneRow(rowKey string) *Model { return m.cloneRow(rowKey) }
