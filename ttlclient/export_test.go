@@ -30,3 +30,7 @@ func (t *Table) Now() bigtable.Timestamp { return t.now() }
 func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
 	return t.moveCell(ctx, row, family, column, oldTS, value, newTS)
 }
+
+// AfterIdleRead exposes the time-to-idle look at a row a read returned
+// (the caller's-path part of time-to-idle).
+func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) { t.afterIdleRead(r, now) }

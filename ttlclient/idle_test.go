@@ -361,3 +361,30 @@ func TestIdleFailingRefreshKeepsTheRead(t *testing.T) {
 	require.NoError(t, e.tbl.ReadRows(e.ctx, bigtable.RowList{"r"}, func(r bigtable.Row) bool { rows = append(rows, r); return true }))
 	assert.Equal(t, []bigtable.Row{want}, rows)
 }
+
+// On the caller's path, a row whose cells are not due costs no allocation:
+// the look at its idle families is a loop over the returned cells.
+func TestIdleLookAllocatesNothingWhenNotDue(t *testing.T) {
+	e, moves, rec := newIdleEnv(t)
+	now := e.tbl.Now()
+	fresh := func(fam string) bigtable.Timestamp { // 10m left: not due
+		p, _ := e.tbl.Policy(fam)
+		ts, err := p.IdleRefreshTimestamp(time.UnixMicro(int64(now)))
+		require.NoError(t, err)
+		return ts
+	}
+	row := bigtable.Row{}
+	for _, fam := range []string{famIdleOne, famIdleDef} {
+		for c := 0; c < 5; c++ {
+			col := string(rune('a' + c))
+			row[fam] = append(row[fam],
+				bigtable.ReadItem{Row: "r", Column: fam + ":" + col, Timestamp: fresh(fam), Value: []byte("v")},
+				bigtable.ReadItem{Row: "r", Column: fam + ":" + col, Timestamp: fresh(fam) - 1000, Value: []byte("older")})
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() { e.tbl.AfterIdleRead(row, now) })
+	assert.Zero(t, allocs)
+	e.flush(t)
+	assert.Zero(t, moves.n.Load(), "nothing was due")
+	assert.Equal(t, 101*5, rec.get(famIdleOne, ttlclient.IdleSkipped), "one skip per column, not per version")
+}
