@@ -388,3 +388,25 @@ func TestIdleLookAllocatesNothingWhenNotDue(t *testing.T) {
 	assert.Zero(t, moves.n.Load(), "nothing was due")
 	assert.Equal(t, 101*5, rec.get(famIdleOne, ttlclient.IdleSkipped), "one skip per column, not per version")
 }
+
+// The same on cbtemulator, for the failure it can be made to have: a value
+// too large to pin.
+func TestIdleFailingRefreshKeepsTheReadOnCbtemulator(t *testing.T) {
+	h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+	rec := newIdleCounter()
+	tbl := h.MustTable(t, "t", idleSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
+	e := &env{h: h, tbl: tbl, ctx: context.Background()}
+	m := ttlclient.NewMutation()
+	m.Set(famIdleOne, "big", ttlclient.Auto, bytes.Repeat([]byte("x"), 20<<10), ttlclient.WithTTL(time.Minute))
+	e.apply(t, "r", m)
+	want, err := tbl.Raw().ReadRow(e.ctx, "r", bigtable.RowFilter(tbl.Filters().TTL(tbl.Now())))
+	require.NoError(t, err)
+	got, err := tbl.ReadRow(e.ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	e.flush(t)
+	assert.Equal(t, 1, rec.get(famIdleOne, ttlclient.IdleFailed))
+	stored, err := h.Stored(e.ctx, "t", "r")
+	require.NoError(t, err)
+	assert.Equal(t, want, stored, "nothing moved")
+}
