@@ -91,8 +91,9 @@ func (r IdleResult) String() string {
 
 // IdleRecorder is implemented by a TableRecorder that counts time-to-idle
 // refreshes (package metrics' does). IdleRefresh reports n cells of family
-// with result: IdleSkipped on the caller's path (so it must be fast and
-// must not block), the others off it.
+// with result: IdleSkipped, and IdleDropped for a full queue, on the
+// caller's path (so it must be fast and must not block), the others off
+// it.
 type IdleRecorder interface {
 	IdleRefresh(family string, result IdleResult, n int)
 }
