@@ -63,5 +63,5 @@
 // What is not guarded: writes through Client.Raw, Table.Raw or any other
 // plain *bigtable.Client. The examples directory has runnable programs for
 // each strategy (go run ./examples/clickevents, onesecond, sequence,
-// migrate).
+// migrate) and for time-to-idle (sessions).
 package ttlclient
