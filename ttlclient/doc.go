@@ -49,6 +49,14 @@
 // shifts when a cell disappears from reads relative to when GC may collect
 // it, so keep TTLs well above the clock error.
 //
+// Lifecycle (docs/design.md#lifecycle): Table.Expiry and RemainingTTL tell
+// a read cell's expiry without an RPC; Table.Expire, ExpireColumn and
+// ExpireRow give cells a new TTL by moving them atomically (a predicate
+// pins the exact cell, so a concurrent write is never overwritten and an
+// expired cell never revived); strategy.WithMaxTTL caps TTLs;
+// strategy.WithWriteTime records each cell's real write time in a hidden
+// companion cell that expires with it, read back with Table.WriteTime.
+//
 // Time-to-idle: a family with strategy.WithIdleTTL keeps a cell alive while
 // it is read. A read that returns a cell close enough to its expiry (below
 // the idle TTL less a debounce, a fraction of the idle TTL) queues a
