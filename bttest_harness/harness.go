@@ -129,7 +129,8 @@ func New(tb testing.TB) *Harness {
 	return h
 }
 
-// Close closes the clients and stops the in-process server.
+// Close closes the clients (Client first, which stops and waits for its
+// background work) and stops the in-process server.
 func (h *Harness) Close() error {
 	h.closeOnce.Do(func() {
 		var errs []error
@@ -139,6 +140,11 @@ func (h *Harness) Close() error {
 			if err != nil && status.Code(err) != codes.Canceled {
 				errs = append(errs, err)
 			}
+		}
+		// First the library's client: it stops its background work (shadow
+		// reads, time-to-idle refreshes) while the server still answers.
+		if h.Client != nil {
+			keep(h.Client.Close())
 		}
 		if h.Admin != nil {
 			keep(h.Admin.Close())

@@ -12,4 +12,6 @@
 //   - sequence: the last N revisions of a document, sequence numbers
 //     allocated safely by concurrent writers.
 //   - migrate: adopting default expiry on a table already holding data.
+//   - sessions: web sessions with time-to-idle, a logout and "remember me"
+//     (Expire).
 package examples

@@ -54,6 +54,15 @@ var proofs = map[string][]string{
 		`bttl_audit_expired_not_collected_cells\{family="clicks",strategy="default-expiry",table="events"\} 40`,
 		`bttl_refusals_total\{family="session",reason="server_timestamp",table="events"\} 1`,
 	},
+	"sessions": {
+		// Used every minute: never expires, refresh writes bounded by the
+		// debounce; idle: expires 30m after its last refresh; logout and
+		// "remember me" through Expire.
+		`at t0\+2h\s+alice: 30m left\s+bob: expired\s+carol: 718h left\s+dave: expired`,
+		`at t0\+50m bob's session has expired \(last used at t0\+20m\)`,
+		`at t0\+16m dave's session has expired \(last used at t0\+14m\)`,
+		`alice's 120 minutes of use cost 30 refresh writes, at most 41`,
+	},
 	"migrate": {
 		`default-expiry adoption keeps 3 of 5 pre-existing cells`,
 		`one-second adoption would keep 0 of 5`,

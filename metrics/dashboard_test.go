@@ -26,6 +26,7 @@ func exported(t *testing.T) map[string]bool {
 	tr := rec.Table("t", schema())
 	tr.Refused(famOne, "server_timestamp") // refusal series appear on the first refusal
 	tr.VerifySkipped()                     // and the skipped-verification one on the first skip
+	rec.Table(idleTable, idleSchema())     // the time-to-idle series exist for a family with an idle TTL
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(rec))
 	fams, err := reg.Gather()
@@ -93,6 +94,7 @@ func TestDashboardQueriesUseExportedMetrics(t *testing.T) {
 		audit.MetricExpiredNotCollectedCells, audit.MetricExpiredNotCollectedBytes, audit.MetricOldestExpiry, audit.MetricLiveCells,
 		metrics.ShadowReadExpiredCellsTotal, metrics.GCLagSeconds + "_bucket", metrics.RefusalsTotal,
 		metrics.WriteTTLSeconds + "_bucket", metrics.ReadAddedLatencySeconds + "_bucket", metrics.WriteAddedLatencySeconds + "_bucket",
+		metrics.IdleRefreshesTotal,
 	} {
 		assert.True(t, used[n], "the dashboard has no panel over %s", n)
 	}

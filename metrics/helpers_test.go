@@ -34,7 +34,15 @@ const (
 	famSeq   = "seq"   // sequence, N = 2
 	famPlain = "plain" // unmanaged
 	table    = "t"
+
+	famIdle   = "session" // one-second with an idle TTL of 1h, in idleTable
+	idleTable = "idle"
 )
+
+// idleSchema is the schema of idleTable: a family with an idle TTL.
+func idleSchema() strategy.Schema {
+	return strategy.Schema{famIdle: strategy.OneSecond(strategy.WithIdleTTL(time.Hour))}
+}
 
 func schema() strategy.Schema {
 	return strategy.Schema{

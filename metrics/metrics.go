@@ -40,6 +40,10 @@ const (
 	ShadowReadsFailedTotal   = "bttl_shadow_reads_failed_total"
 	ShadowReadsDroppedTotal  = "bttl_shadow_reads_dropped_total"
 	VerifySkippedTotal       = "bttl_verify_skipped_total"
+	// IdleRefreshesTotal counts the cells reads returned from families
+	// with an idle TTL (strategy.WithIdleTTL), by what became of them
+	// (LabelResult: ttlclient.IdleResult's names).
+	IdleRefreshesTotal = "bttl_idle_refreshes_total"
 )
 
 // Label names. Their values are bounded: table names, the schema's family
@@ -50,6 +54,9 @@ const (
 	LabelFamily   = "family"
 	LabelStrategy = "strategy"
 	LabelReason   = "reason"
+	// LabelResult is a time-to-idle result: refreshed, skipped (not due
+	// yet: the debounce), dropped, failed, conflict.
+	LabelResult = "result"
 )
 
 const (
@@ -100,12 +107,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Recorder struct {
 	ctx context.Context
 
-	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                                  *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                                        *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                                metric.Float64Histogram
-	oHidden                                                                                          metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped, oIdle metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                                       metric.Float64Histogram
+	oHidden                                                                                                 metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -151,6 +158,7 @@ func New(opts ...Option) *Recorder {
 		hFailed   = "Shadow reads that failed (the caller's read is unaffected)."
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
 		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
+		hIdle     = "Cells reads returned from families with an idle TTL, by result: refreshed, skipped (not due: the debounce), dropped (queue full or client closed), failed, conflict (changed before the refresh)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)
 	r.writes = counter(WritesTotal, hWrites, LabelTable)
@@ -162,6 +170,7 @@ func New(opts ...Option) *Recorder {
 	r.failed = counter(ShadowReadsFailedTotal, hFailed, LabelTable)
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
 	r.skipped = counter(VerifySkippedTotal, hSkipped, LabelTable)
+	r.idle = counter(IdleRefreshesTotal, hIdle, LabelTable, LabelFamily, LabelResult)
 	r.ttl = histogram(WriteTTLSeconds, hTTL, TTLBuckets, tfs...)
 	r.gcLag = histogram(GCLagSeconds, hGCLag, GCLagBuckets, tfs...)
 	r.hidden = histogram(ReadHiddenCells, hHidden, HiddenCellsBuckets, LabelTable)
@@ -199,6 +208,7 @@ func New(opts ...Option) *Recorder {
 	r.oFailed = ocounter(ShadowReadsFailedTotal, hFailed, "{read}")
 	r.oDropped = ocounter(ShadowReadsDroppedTotal, hDropped, "{read}")
 	r.oSkipped = ocounter(VerifySkippedTotal, hSkipped, "{open}")
+	r.oIdle = ocounter(IdleRefreshesTotal, hIdle, "{cell}")
 	r.oTTL = ohistogram(WriteTTLSeconds, hTTL, TTLBuckets)
 	r.oGCLag = ohistogram(GCLagSeconds, hGCLag, GCLagBuckets)
 	r.oReadLat = ohistogram(ReadAddedLatencySeconds, hReadLat, LatencyBuckets)
@@ -222,7 +232,7 @@ func trimTotal(name string) string {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -259,8 +269,34 @@ func (r *Recorder) Table(table string, schema ttlclient.Schema) ttlclient.TableR
 	t.record = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelTable, table)))}
 	for fam, p := range schema {
 		t.families[fam] = r.family(table, fam, p.Kind())
+		if p.IdleTTL() > 0 {
+			t.families[fam].idle = r.idleSeries(table, fam)
+		}
 	}
 	return t
+}
+
+// idleSeries resolves a time-to-idle family's series, one per result, so
+// they are exported (at 0) from the start.
+func (r *Recorder) idleSeries(table, fam string) []idleSeries {
+	out := make([]idleSeries, idleResults)
+	for i := range out {
+		res := ttlclient.IdleResult(i).String()
+		out[i] = idleSeries{
+			prom: r.idle.WithLabelValues(table, fam, res),
+			add: addOpts(attribute.String(LabelTable, table), attribute.String(LabelFamily, fam),
+				attribute.String(LabelResult, res)),
+		}
+	}
+	return out
+}
+
+// idleResults is the number of ttlclient.IdleResult values.
+const idleResults = int(ttlclient.IdleConflict) + 1
+
+type idleSeries struct {
+	prom prometheus.Counter
+	add  []metric.AddOption
 }
 
 func (r *Recorder) family(table, fam string, kind strategy.Kind) *familyRecorder {
@@ -296,6 +332,7 @@ type tableRecorder struct {
 }
 
 type familyRecorder struct {
+	idle                       []idleSeries // by ttlclient.IdleResult; nil without an idle TTL
 	cells, expired, expiredOld prometheus.Counter
 	ttl, gcLag                 prometheus.Observer // nil, like expired, unless the family expires by age
 	add                        []metric.AddOption
@@ -382,6 +419,19 @@ func (t *tableRecorder) ShadowRead(expired int, err error) {
 func (t *tableRecorder) ShadowDropped() {
 	t.dropped.Inc()
 	t.r.oDropped.Add(t.r.ctx, 1, t.add...)
+}
+
+var _ ttlclient.IdleRecorder = (*tableRecorder)(nil)
+
+// IdleRefresh implements ttlclient.IdleRecorder.
+func (t *tableRecorder) IdleRefresh(family string, result ttlclient.IdleResult, n int) {
+	f := t.families[family]
+	if f == nil || int(result) >= len(f.idle) || n <= 0 {
+		return
+	}
+	s := f.idle[result]
+	s.prom.Add(float64(n))
+	t.r.oIdle.Add(t.r.ctx, int64(n), s.add...)
 }
 
 func (t *tableRecorder) VerifySkipped() {

@@ -117,7 +117,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 			for _, l := range q.labels {
 				assert.NotEmpty(t, s.Metric[l], "panel %q: a series lacks label %s: %v", q.panel, l, s.Metric)
 				if l == "table" {
-					assert.Contains(t, []string{table, "stock", "unverified"}, s.Metric[l], "panel %q", q.panel)
+					assert.Contains(t, []string{table, "stock", "unverified", idleTable}, s.Metric[l], "panel %q", q.panel)
 				}
 			}
 		}
@@ -141,6 +141,12 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	stock := perFamily(`bttl_audit_expired_not_collected_cells{job="bttl-audit"}`)
 	assert.Equal(t, map[string]float64{"stock/" + famOne: 0, "stock/" + famDef: plantedStock}, stock,
 		"Prometheus serves the audit's stock, exactly the planted cells")
+	idle := map[string]float64{}
+	for _, s := range p.query(t, grafanaVars.Replace(`sum by (table, family, result) (rate(bttl_idle_refreshes_total{table=~"$table"}[$__rate_interval]))`)) {
+		idle[s.Metric["table"]+"/"+s.Metric["family"]+"/"+s.Metric["result"]] = s.value(t)
+	}
+	assert.Greater(t, idle[idleTable+"/"+famIdle+"/refreshed"], 0.0, "time-to-idle refreshes: %v", idle)
+	assert.Greater(t, idle[idleTable+"/"+famIdle+"/skipped"], 0.0, "time-to-idle skips: %v", idle)
 	refusals := p.query(t, `sum by (table, family, reason) (increase(bttl_refusals_total[1m]))`)
 	require.NotEmpty(t, refusals)
 	assert.Equal(t, map[string]string{"table": table, "family": famOne, "reason": "server_timestamp"}, refusals[0].Metric)
@@ -229,6 +235,14 @@ func startWorkload(t *testing.T) *workload {
 	_, err := e.client.Open("unverified", schema(), ttlclient.WithoutVerify())
 	require.NoError(t, err)
 
+	// A table whose family has an idle TTL: each tick below writes a
+	// cell due for a refresh (1m left of a 1h idle TTL) in a new column,
+	// and reads the row: one refresh, the earlier (refreshed) cells
+	// skipped.
+	require.NoError(t, e.h.CreateTable(e.ctx, idleTable, idleSchema()))
+	idleTbl, err := e.client.Open(idleTable, idleSchema())
+	require.NoError(t, err)
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -265,6 +279,10 @@ func startWorkload(t *testing.T) *workload {
 			bad := ttlclient.NewMutation()
 			bad.Set(famOne, "w", bigtable.ServerTime, []byte("v"))
 			_ = e.tbl.Apply(ctx, "w0", bad)
+			im := ttlclient.NewMutation()
+			im.Set(famIdle, fmt.Sprintf("c%d", i), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+			_ = idleTbl.Apply(ctx, "session", im)
+			_, _ = idleTbl.ReadRow(ctx, "session")
 			select {
 			case <-ctx.Done():
 				return

@@ -28,7 +28,7 @@ const (
 	maxVersions = math.MaxInt32
 )
 
-var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value", "max_ttl", "clamp_ttl", "write_time"}
+var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_versions", "single_value", "max_ttl", "clamp_ttl", "write_time", "idle_ttl", "idle_debounce"}
 
 // build gives the tree its meaning, checking everything but the policies'
 // combination rules (Family.policy) in file order.
@@ -129,6 +129,13 @@ func buildFamily(f entry) (strategy.Policy, *Error) {
 			fam.ClampTTL, err = boolValue(e.val)
 		case "write_time":
 			fam.WriteTime, err = boolValue(e.val)
+		case "idle_ttl":
+			fam.IdleTTL, err = durationValue(e.val)
+		case "idle_debounce":
+			var v float64
+			if v, err = fractionValue(e.val); err == nil {
+				fam.IdleDebounce = &v
+			}
 		default:
 			return strategy.Policy{}, unknownKey(e, familyKeys)
 		}
@@ -215,6 +222,21 @@ func intValue(n *node) (int, error) {
 		return 0, fmt.Errorf("%w: %s is out of range: at least 1", strategy.ErrInvalidPolicy, s)
 	}
 	return int(v), nil
+}
+
+var decimalFraction = regexp.MustCompile(`^(0|[1-9][0-9]*)?(\.[0-9]+)?$`)
+
+// fractionValue reads a plain decimal number such as 0.1 or 0: no sign, no
+// exponent, no NaN or infinity, nothing YAML 1.1 and 1.2 would read apart.
+func fractionValue(n *node) (float64, error) {
+	if n.kind != kindNumber || n.text == "" || n.text == "." || !decimalFraction.MatchString(n.text) {
+		return 0, fmt.Errorf("want a decimal fraction such as 0.1, not %s %q", n.kind, n.text)
+	}
+	v, err := strconv.ParseFloat(n.text, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a decimal fraction such as 0.1, not %q", n.text)
+	}
+	return v, nil
 }
 
 func boolValue(n *node) (bool, error) {

@@ -6,6 +6,8 @@
 //	    session:                     # column family
 //	      strategy: one-second       # one-second | default-expiry | sequence | unmanaged
 //	      default_ttl: 30m           # optional: TTL of cells written without one
+//	      idle_ttl: 30m              # optional (age strategies): time-to-idle, a read keeps the cell alive
+//	      idle_debounce: 0.1         # optional: refresh once less than (1-0.1)*idle_ttl remains
 //	    clicks:
 //	      strategy: default-expiry
 //	      ttl: 2d                    # required: the default TTL D (the GC max age)
@@ -40,6 +42,9 @@
 //   - Table IDs follow Bigtable's rule: [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most
 //     50 characters. Family names: [-_.a-zA-Z0-9]+, at most 64 characters.
 //   - single_value, clamp_ttl and write_time are true or false (not yes/no).
+//   - idle_debounce is a plain decimal fraction of idle_ttl in [0, 1)
+//     (0.1, .25, 0): no sign, exponent, NaN or duration, and only with
+//     idle_ttl.
 //
 // Every error from Load and Parse is a *Error wrapping ErrInvalidFile: it
 // names the file, the position (line and column; for JSON the byte offset

@@ -25,6 +25,12 @@ type Family struct {
 	MaxTTL      string `json:"max_ttl,omitempty" yaml:"max_ttl,omitempty"`
 	ClampTTL    bool   `json:"clamp_ttl,omitempty" yaml:"clamp_ttl,omitempty"`
 	WriteTime   bool   `json:"write_time,omitempty" yaml:"write_time,omitempty"`
+	// IdleTTL is the family's time-to-idle (strategy.WithIdleTTL), on an
+	// age strategy.
+	IdleTTL string `json:"idle_ttl,omitempty" yaml:"idle_ttl,omitempty"`
+	// IdleDebounce is its debounce as a fraction of IdleTTL, in [0, 1)
+	// (strategy.WithIdleDebounce); nil for the default.
+	IdleDebounce *float64 `json:"idle_debounce,omitempty" yaml:"idle_debounce,omitempty"`
 }
 
 // File is the whole file.
@@ -122,6 +128,28 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 	if f.WriteTime {
 		opts = append(opts, strategy.WithWriteTime())
 	}
+	if f.IdleTTL != "" {
+		d, err := duration("idle_ttl", f.IdleTTL)
+		if err != nil {
+			return strategy.Policy{}, "idle_ttl", err
+		}
+		if d < time.Millisecond {
+			return bad("idle_ttl", "idle_ttl %s must be at least 1ms", f.IdleTTL)
+		}
+		if maxTTL > 0 && d > maxTTL {
+			return bad("idle_ttl", "idle_ttl %s is over max_ttl %s", f.IdleTTL, f.MaxTTL)
+		}
+		opts = append(opts, strategy.WithIdleTTL(d))
+	}
+	if f.IdleDebounce != nil {
+		if f.IdleTTL == "" {
+			return bad("idle_debounce", "idle_debounce needs idle_ttl")
+		}
+		if v := *f.IdleDebounce; !(v >= 0 && v < 1) {
+			return bad("idle_debounce", "idle_debounce %g must be a fraction of idle_ttl in [0, 1)", v)
+		}
+		opts = append(opts, strategy.WithIdleDebounce(*f.IdleDebounce))
+	}
 	switch f.Strategy {
 	case "one-second":
 		if f.TTL != "" {
@@ -165,7 +193,8 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			key string
 			set bool
 		}{{"ttl", f.TTL != ""}, {"default_ttl", f.DefaultTTL != ""}, {"max_versions", f.MaxVersions != 0}, {"single_value", f.SingleValue},
-			{"max_ttl", f.MaxTTL != ""}, {"clamp_ttl", f.ClampTTL}, {"write_time", f.WriteTime}} {
+			{"max_ttl", f.MaxTTL != ""}, {"clamp_ttl", f.ClampTTL}, {"write_time", f.WriteTime},
+			{"idle_ttl", f.IdleTTL != ""}, {"idle_debounce", f.IdleDebounce != nil}} {
 			if o.set {
 				return bad(o.key, "sequence takes only versions")
 			}

@@ -261,3 +261,51 @@ func ExampleParseWriteTime() {
 	// 1700000000123000 <nil>
 	// bttl: write-time companion value is not 8 bytes
 }
+
+func ExampleWithIdleTTL() {
+	// Sessions live 30 minutes after their last read.
+	p := strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))
+	fmt.Println(p)
+	// Output: one-second+idle(30m0s,debounce=0.1)
+}
+
+func ExampleWithIdleDebounce() {
+	p := strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute), strategy.WithIdleDebounce(0.25))
+	// Refreshed once less than 22m30s remain: at most one rewrite per 7m30s.
+	fmt.Println(p.IdleDebounce(), p.NeedsIdleRefresh(exNow+bigtable.Timestamp(23*time.Minute/time.Microsecond), exNow))
+	fmt.Println(p.NeedsIdleRefresh(exNow+bigtable.Timestamp(22*time.Minute/time.Microsecond), exNow))
+	// Output:
+	// 0.25 false
+	// true
+}
+
+func ExamplePolicy_IdleTTL() {
+	fmt.Println(strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute)).IdleTTL())
+	// Output: 10m0s
+}
+
+func ExamplePolicy_IdleDebounce() {
+	fmt.Println(strategy.OneSecond(strategy.WithIdleTTL(time.Hour)).IdleDebounce())
+	// Output: 0.1
+}
+
+func ExamplePolicy_NeedsIdleRefresh() {
+	p := strategy.OneSecond(strategy.WithIdleTTL(time.Hour))
+	in := func(d time.Duration) bigtable.Timestamp { return exNow + bigtable.Timestamp(d/time.Microsecond) }
+	fmt.Println(p.NeedsIdleRefresh(in(55*time.Minute), exNow)) // within the debounce (6m)
+	fmt.Println(p.NeedsIdleRefresh(in(50*time.Minute), exNow)) // 10m idle: refresh
+	fmt.Println(p.NeedsIdleRefresh(in(3*time.Hour), exNow))    // written with a longer TTL: kept
+	fmt.Println(p.NeedsIdleRefresh(exNow, exNow))              // expired: never revived
+	// Output:
+	// false
+	// true
+	// false
+	// false
+}
+
+func ExamplePolicy_IdleRefreshTimestamp() {
+	p := strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute))
+	ts, _ := p.IdleRefreshTimestamp(exTime)
+	fmt.Println(rel(ts), rel(p.Expiry(ts)))
+	// Output: now-50m0s now+10m0s
+}

@@ -72,6 +72,9 @@ type Policy struct {
 	defaultTTL  time.Duration // D for default expiry; optional default for one-second
 	versions    int           // N for sequence; a union max-versions rule for the age strategies
 	singleValue bool
+	idleTTL     time.Duration // time-to-idle: a read cell is refreshed to expire idleTTL later
+	debounce    float64       // fraction of idleTTL, when debounceSet (else DefaultIdleDebounce)
+	debounceSet bool
 	maxTTL      time.Duration // a cap on a cell's TTL; zero: no cap
 	clampTTL    bool          // a TTL over maxTTL is lowered to it, not refused
 	writeTime   bool          // every cell records its real write time (companion cell)
@@ -91,6 +94,37 @@ func WithDefaultTTL(d time.Duration) Option { return func(p *Policy) { p.default
 // SingleValue makes a write replace the column's older cells in the same
 // atomic row mutation, so the last write wins whatever the TTLs.
 func SingleValue() Option { return func(p *Policy) { p.singleValue = true } }
+
+// DefaultIdleDebounce is the debounce of a time-to-idle family when
+// WithIdleDebounce is not given: a tenth of the idle TTL.
+const DefaultIdleDebounce = 0.1
+
+// WithIdleTTL gives an age family (one-second or default expiry) a
+// time-to-idle: a cell a read through bttl returns whose remaining TTL is
+// below d minus the debounce (WithIdleDebounce) is refreshed, off the
+// caller's path, to expire d after the refresh. A cell read at least once
+// every d (less the debounce) never expires; one left unread expires as
+// written. A cell with more time left than that (written with a longer
+// TTL) is left alone: time-to-idle never shortens a TTL.
+func WithIdleTTL(d time.Duration) Option { return func(p *Policy) { p.idleTTL = d } }
+
+// WithIdleDebounce sets the debounce of a time-to-idle family as a fraction
+// of its idle TTL, in [0, 1) (default DefaultIdleDebounce): a read cell is
+// refreshed only once its remaining TTL is below (1-fraction) times the idle
+// TTL, so a cell read continually is rewritten at most once per
+// fraction*idle TTL. A fraction, not a duration, so that the debounce scales
+// with the idle TTL: a fixed debounce as long as the idle TTL would never
+// refresh anything. 0 refreshes on every read a millisecond after the last
+// refresh. Giving the default is the same as giving none: the policies are
+// equal.
+func WithIdleDebounce(fraction float64) Option {
+	return func(p *Policy) {
+		p.debounce, p.debounceSet = fraction, fraction != DefaultIdleDebounce
+		if !p.debounceSet {
+			p.debounce = 0
+		}
+	}
+}
 
 // WithMaxTTL caps the TTL of the family's cells at d: a write (or an
 // extend) whose TTL is longer, or whose explicit timestamp implies a longer
@@ -156,6 +190,49 @@ func (p Policy) Versions() int { return p.versions }
 // IsSingleValue reports whether writes replace the column's older cells.
 func (p Policy) IsSingleValue() bool { return p.singleValue }
 
+// IdleTTL is the family's time-to-idle (WithIdleTTL), zero when it has
+// none.
+func (p Policy) IdleTTL() time.Duration { return p.idleTTL }
+
+// IdleDebounce is the family's time-to-idle debounce as a fraction of its
+// idle TTL (WithIdleDebounce, default DefaultIdleDebounce).
+func (p Policy) IdleDebounce() float64 {
+	if !p.debounceSet {
+		return DefaultIdleDebounce
+	}
+	return p.debounce
+}
+
+// idleThreshold is the remaining TTL, in microseconds, below which a read
+// cell is refreshed: idleTTL*(1-debounce), rounded down.
+func (p Policy) idleThreshold() bigtable.Timestamp {
+	return bigtable.Timestamp(float64(p.idleTTL/time.Microsecond) * (1 - p.IdleDebounce()))
+}
+
+// NeedsIdleRefresh reports whether a cell with timestamp ts, read at t, is
+// due for a time-to-idle refresh: the family has an idle TTL, the cell is
+// live at t, and its remaining TTL is below the idle TTL less the debounce.
+func (p Policy) NeedsIdleRefresh(ts, t bigtable.Timestamp) bool {
+	if p.idleTTL <= 0 || !p.IsLive(ts, t) {
+		return false
+	}
+	switch p.kind {
+	case KindOneSecond, KindDefaultExpiry:
+		return p.Expiry(ts)-t < p.idleThreshold()
+	}
+	return false
+}
+
+// IdleRefreshTimestamp is the timestamp a time-to-idle refresh at now moves
+// a cell to: the family's timestamp for a cell that must live the idle TTL
+// (WriteTimestamp(now, IdleTTL())).
+func (p Policy) IdleRefreshTimestamp(now time.Time) (bigtable.Timestamp, error) {
+	if p.idleTTL <= 0 {
+		return 0, fmt.Errorf("%w: %s has no idle TTL", ErrWrongCellOption, p)
+	}
+	return p.WriteTimestamp(now, p.idleTTL)
+}
+
 // MaxTTL is the cap on a cell's TTL (zero: none).
 func (p Policy) MaxTTL() time.Duration { return p.maxTTL }
 
@@ -193,6 +270,9 @@ func (p Policy) String() string {
 	if p.singleValue {
 		s += "+single-value"
 	}
+	if p.idleTTL != 0 || p.debounceSet {
+		s += fmt.Sprintf("+idle(%s,debounce=%g)", p.idleTTL, p.IdleDebounce())
+	}
 	if p.maxTTL > 0 {
 		s += fmt.Sprintf("+maxttl(%s)", p.maxTTL)
 		if p.clampTTL {
@@ -212,7 +292,8 @@ func (p Policy) Validate() error {
 	}
 	switch p.kind {
 	case KindUnmanaged:
-		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue || p.maxTTL != 0 || p.clampTTL || p.writeTime {
+		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue || p.maxTTL != 0 || p.clampTTL || p.writeTime ||
+			p.idleTTL != 0 || p.debounceSet {
 			return bad("an unmanaged family takes no options")
 		}
 		return nil
@@ -237,6 +318,9 @@ func (p Policy) Validate() error {
 		if p.singleValue {
 			return bad("single-value mode would keep 1 version, not %d", p.versions)
 		}
+		if p.idleTTL != 0 || p.debounceSet {
+			return bad("a sequence family has no TTL to keep alive (time-to-idle)")
+		}
 		if p.maxTTL != 0 || p.clampTTL {
 			return bad("a sequence family has no TTL to cap")
 		}
@@ -246,6 +330,17 @@ func (p Policy) Validate() error {
 		return nil
 	default:
 		return bad("unknown kind")
+	}
+	if p.idleTTL < 0 || (p.idleTTL > 0 && p.idleTTL < time.Millisecond) {
+		return bad("idle TTL %s must be at least 1ms", p.idleTTL)
+	}
+	if p.debounceSet {
+		if p.idleTTL == 0 {
+			return bad("an idle debounce without an idle TTL")
+		}
+		if !(p.debounce >= 0 && p.debounce < 1) { // also NaN
+			return bad("idle debounce %g must be a fraction of the idle TTL in [0, 1)", p.debounce)
+		}
 	}
 	if p.versions < 0 {
 		return bad("max versions %d is negative", p.versions)
@@ -258,6 +353,11 @@ func (p Policy) Validate() error {
 	}
 	if p.maxTTL > 0 && p.defaultTTL > p.maxTTL && (p.kind == KindDefaultExpiry || !p.clampTTL) {
 		return bad("default TTL %s is over the max TTL %s", p.defaultTTL, p.maxTTL)
+	}
+	if p.maxTTL > 0 && p.idleTTL > p.maxTTL {
+		// Even with ClampTTL: a refresh clamped below the idle TTL less the
+		// debounce would be due again at once, on every read.
+		return bad("idle TTL %s is over the max TTL %s", p.idleTTL, p.maxTTL)
 	}
 	if p.versions > maxVersions {
 		return bad("max versions %d is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)

@@ -45,6 +45,8 @@ type config struct {
 	shadowLimit   int
 	rand          func() float64
 	sqlAllowed    bool // PrepareStatement sends queries reading managed families
+	idleWorkers   int
+	idleQueue     int
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -112,8 +114,9 @@ type Client struct {
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
 	opts    []Option
-	shadows shadowPool // shadow reads of tables with a Recorder
-	sql     sqlSchemas // the schemas of what was opened, for PrepareStatement
+	shadows shadowPool  // shadow reads of tables with a Recorder
+	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
+	refresh refreshPool // time-to-idle refreshes
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -148,19 +151,31 @@ func Wrap(raw *bigtable.Client, opts ...Option) *Client {
 // through it bypass every guardrail.
 func (c *Client) Raw() *bigtable.Client { return c.raw }
 
-// Close stops the shadow reads in flight and waits for them, then closes
-// the underlying clients if NewClient created them.
+// Close stops the shadow reads in flight and waits for them, drops the
+// time-to-idle refreshes queued (counted as IdleDropped), cancels those
+// running and waits for them, then closes the underlying clients if
+// NewClient created them. No goroutine of the client outlives it. To let
+// the queued refreshes finish first, call FlushIdleRefreshes.
 func (c *Client) Close() error {
 	c.shadows.close()
+	c.refresh.close()
 	if !c.owned {
 		return nil
 	}
 	return errors.Join(c.raw.Close(), c.admin.Close())
 }
 
+// FlushIdleRefreshes waits until the client has no time-to-idle refresh
+// queued or running (see strategy.WithIdleTTL), or ctx is done: before
+// Close, to let the refreshes of the last reads land, or in a test, to see
+// their effect. Reads made meanwhile may queue more, which it waits for
+// too.
+func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.flush(ctx) }
+
 func (c *Client) config(opts []Option) config {
 	cfg := config{clock: systemClock{}, logger: slog.Default(), verifyTimeout: DefaultVerifyTimeout,
-		sampling: DefaultShadowSampling, shadowLimit: DefaultShadowConcurrency, rand: rand.Float64}
+		sampling: DefaultShadowSampling, shadowLimit: DefaultShadowConcurrency, rand: rand.Float64,
+		idleWorkers: DefaultIdleRefreshConcurrency, idleQueue: DefaultIdleRefreshQueue}
 	for _, o := range c.opts {
 		o(&cfg)
 	}
@@ -293,7 +308,13 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		clock:       cfg.clock,
 		hasAge:      hasAge,
 		singleValue: singleValue,
+		logger:      cfg.logger,
+		idleFams:    idleFamilies(own),
+		refresh:     &c.refresh,
+		idleWorkers: cfg.idleWorkers,
+		idleQueue:   cfg.idleQueue,
 	}
+	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)
 	c.sql.remember(table, own)
 	return t, nil

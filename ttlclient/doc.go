@@ -67,8 +67,19 @@
 // strategy.WithWriteTime records each cell's real write time in a hidden
 // companion cell that expires with it, read back with Table.WriteTime.
 //
+// Time-to-idle: a family with strategy.WithIdleTTL keeps a cell alive while
+// it is read. A read that returns a cell close enough to its expiry (below
+// the idle TTL less a debounce, a fraction of the idle TTL) queues a
+// refresh that moves the cell atomically to expire an idle TTL later, only
+// while it is still that very cell and its column's newest. Refreshes run
+// on the client's goroutines (WithIdleRefreshConcurrency), from a bounded
+// queue (WithIdleRefreshQueue) whose overflow is dropped and counted
+// (IdleRecorder; package metrics' bttl_idle_refreshes_total); they never
+// change a read's result, error or latency. Client.Close stops them;
+// Client.FlushIdleRefreshes waits for them.
+//
 // What is not guarded: writes through Client.Raw, Table.Raw or any other
 // plain *bigtable.Client. The examples directory has runnable programs for
 // each strategy (go run ./examples/clickevents, onesecond, sequence,
-// migrate).
+// migrate) and for time-to-idle (sessions).
 package ttlclient

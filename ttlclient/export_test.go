@@ -36,3 +36,7 @@ func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS 
 func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, below bigtable.Timestamp) error {
 	return t.purgeBelow(ctx, row, family, column, t.schema[family], below)
 }
+
+// AfterIdleRead exposes the time-to-idle look at a row a read returned
+// (the caller's-path part of time-to-idle).
+func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) { t.afterIdleRead(r, now) }

@@ -78,6 +78,11 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 		e.Timestamp = oldTS
 		return false, e
 	}
+	if onlyIfNewest(ctx) {
+		// The cell must still be its column's newest (time-to-idle, idle.go):
+		// moving it above a concurrent newer write would hide that write.
+		pin = bigtable.ConditionFilter(newerCells(family, column, old), bigtable.BlockAllFilter(), pin)
+	}
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, old, old+1000)
 	if keep {

@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,15 @@ type Table struct {
 	// singleValue: some family replaces a column's cells, so a Set may send
 	// a delete before it (room for it is reserved in the sent mutation).
 	singleValue bool
+	logger      *slog.Logger
+
+	// Time-to-idle (idle.go): the families with an idle TTL (nil when
+	// none), the client's refresh pool and its bounds, and the recorder's
+	// IdleRecorder if it has one.
+	idleFams               []idleFamily
+	refresh                *refreshPool
+	idleWorkers, idleQueue int
+	idleRec                IdleRecorder
 }
 
 // Name is the table's name.
@@ -128,6 +138,12 @@ func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed 
 // ReadRow reads one row, like bigtable.Table.ReadRow, returning only its
 // live cells. A bigtable.RowFilter among opts is applied after the TTL
 // filter.
+//
+// On a family with an idle TTL (strategy.WithIdleTTL), the newest cell of
+// each column returned whose remaining TTL is below the idle TTL less the
+// debounce is refreshed to the idle TTL off the caller's path (see
+// docs/design.md#time-to-idle): the row returned is the row read, whatever
+// becomes of the refresh. So is ReadRows'.
 func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
 	start := t.obs.begin()
 	opts, err := t.readOptions(opts)
@@ -135,8 +151,15 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 		return nil, err
 	}
 	t.obs.read(start)
+	var now bigtable.Timestamp
+	if t.idleFams != nil {
+		now = t.now()
+	}
 	r, err := t.raw.ReadRow(ctx, row, opts...)
 	t.obs.afterReadRow(row, err)
+	if t.idleFams != nil && err == nil && r != nil {
+		t.afterIdleRead(r, now)
+	}
 	return r, err
 }
 
@@ -153,7 +176,7 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(ctx, arg, sh.wrap(f), opts...)
+	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(f)), opts...)
 	sh.done(err)
 	return err
 }

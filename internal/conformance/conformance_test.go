@@ -54,6 +54,8 @@ func runSuite(t *testing.T, server string, h *bttestharness.Harness) {
 		Clock:  h.Clock,
 		Raw:    tbl.Raw(),
 		Logf:   t.Logf,
+
+		FlushIdle: h.Client.FlushIdleRefreshes,
 	})
 	summary := fmt.Sprintf("conformance on %s: seed %d, %d of %d operations: %s in %s (replay with BTTL_SEED=%d BTTL_OPS=%d)",
 		server, seed, stats.Steps, ops, stats, time.Since(start).Round(time.Millisecond), seed, ops)

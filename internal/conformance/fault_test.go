@@ -164,6 +164,7 @@ func TestConformanceUnderWriteFaults(t *testing.T) {
 		Clock:          h.Clock,
 		Raw:            tbl.Raw(),
 		FullCheckEvery: 20,
+		FlushIdle:      h.Client.FlushIdleRefreshes,
 	})
 	t.Logf("%s; faults injected: %d before applying, %d after", stats, f.before.Load(), f.after.Load())
 	require.NoError(t, err)

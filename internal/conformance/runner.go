@@ -81,7 +81,7 @@ type Clock interface {
 // read filter once per cell: every family and cell costs on every read.
 const (
 	FamOne    = "one"   // one-second expiry, default TTL 1.5s, + max versions 2, + write time
-	FamDef    = "def"   // default expiry D = 1.5s, + write time
+	FamDef    = "def"   // default expiry D = 1.5s, + write time, + idle TTL 300ms (debounce 0.5)
 	FamDefSV  = "defsv" // default expiry D = 2s, single-value
 	FamSeq    = "seq"   // sequence numbers, keep 3
 	FamPlain  = "plain" // unmanaged
@@ -94,8 +94,9 @@ const (
 // Schema is the suite's table schema.
 func Schema() strategy.Schema {
 	return strategy.Schema{
-		FamOne:   strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2), strategy.WithWriteTime()),
-		FamDef:   strategy.DefaultExpiry(1500*time.Millisecond, strategy.WithWriteTime()),
+		FamOne: strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2), strategy.WithWriteTime()),
+		FamDef: strategy.DefaultExpiry(1500*time.Millisecond, strategy.WithWriteTime(),
+			strategy.WithIdleTTL(300*time.Millisecond), strategy.WithIdleDebounce(0.5)),
 		FamDefSV: strategy.DefaultExpiry(2*time.Second, strategy.SingleValue()),
 		FamSeq:   strategy.Sequence(3),
 		FamPlain: strategy.Unmanaged(),
@@ -118,6 +119,12 @@ type Config struct {
 	FullCheckEvery int // default 100
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// FlushIdle, when set, waits for the Target's time-to-idle refreshes
+	// (ttlclient.Client.FlushIdleRefreshes): after every read the suite
+	// waits for them and applies to the model the refreshes that read
+	// queued (FamDef has an idle TTL). Leave it nil only for a Target
+	// whose reads do not go through the library's read path.
+	FlushIdle func(context.Context) error
 }
 
 // Stats counts what a run did and saw.
@@ -137,12 +144,16 @@ type Stats struct {
 	// ServerDuplicates: cells an unfiltered raw read returned twice (an
 	// emulator bug, see fullCheck).
 	ServerDuplicates int
+	// IdleDue: cells reads returned due for a time-to-idle refresh;
+	// IdleRefreshed: those whose refresh applied (the others had changed
+	// or were not their column's newest).
+	IdleDue, IdleRefreshed int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored; %d expires moved %d cells (%d skipped as undecidable), %d write times compared",
+	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored; %d expires moved %d cells (%d skipped as undecidable), %d write times compared; %d time-to-idle refreshes of %d cells due",
 		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.StoredExpired, s.Collected, s.ServerDuplicates, s.MaxStored,
-		s.Expires, s.Moved, s.ExpireSkipped, s.WriteTimes)
+		s.Expires, s.Moved, s.ExpireSkipped, s.WriteTimes, s.IdleRefreshed, s.IdleDue)
 }
 
 // MismatchError is a read that differs from the model.
@@ -695,7 +706,34 @@ func (r *runner) readRow(row string) error {
 	if err != nil {
 		return r.fail(what, fmt.Sprintf("read failed: %v", err))
 	}
-	return r.compare(what, r.m.Read(row, t, f), fromRow(got))
+	want := r.m.Read(row, t, f)
+	if err := r.compare(what, want, fromRow(got)); err != nil {
+		return err
+	}
+	return r.afterRead(what, want, t)
+}
+
+// afterRead waits for the time-to-idle refreshes a read that returned
+// read at t queued, and applies to the model those that must have applied.
+// The library's refreshes run at its clock reading, which nothing moves
+// until they are done.
+func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
+	if r.cfg.FlushIdle == nil {
+		return nil
+	}
+	due := r.m.IdleDue(read, t)
+	if err := r.cfg.FlushIdle(r.ctx); err != nil {
+		return r.fail(what, fmt.Sprintf("waiting for the time-to-idle refreshes: %v", err))
+	}
+	now := r.cfg.Clock.Now()
+	r.stats.IdleDue += len(due)
+	for _, c := range due {
+		if r.m.Refresh(c, now) {
+			r.stats.IdleRefreshed++
+			r.record(fmt.Sprintf("time-to-idle refresh of %s at %s", c, clockString(now)))
+		}
+	}
+	return nil
 }
 
 func (r *runner) readRows() error {
@@ -763,7 +801,10 @@ func (r *runner) readRows() error {
 	for _, k := range keys {
 		want = append(want, r.m.Read(k, t, f)...)
 	}
-	return r.compare(what, want, got)
+	if err := r.compare(what, want, got); err != nil {
+		return err
+	}
+	return r.afterRead(what, want, t)
 }
 
 // fromRow flattens a row in Bigtable order: families by name (the client's
@@ -865,7 +906,13 @@ func (r *runner) fullCheck() error {
 	for _, k := range r.m.RowKeys() {
 		want = append(want, r.m.View(k, t)...)
 	}
-	if err := r.compare(fmt.Sprintf("full read at %d", t), want, got); err != nil {
+	what := fmt.Sprintf("full read at %d", t)
+	if err := r.compare(what, want, got); err != nil {
+		return err
+	}
+	// The full read is a read through the library: its refreshes land
+	// before the raw read looks at what is stored.
+	if err := r.afterRead(what, want, t); err != nil {
 		return err
 	}
 	if r.cfg.Raw == nil {

@@ -100,11 +100,12 @@ type row map[string]map[string][]cell
 type Model struct {
 	fams map[string]family
 	rows map[string]row
+	idle map[string]idleFamily // families with an idle TTL (idle.go)
 }
 
 // New returns an empty model of a table with schema.
 func New(schema strategy.Schema) *Model {
-	m := &Model{fams: map[string]family{}, rows: map[string]row{}}
+	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema)}
 	for name, p := range schema {
 		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue(), writeTime: p.HasWriteTime()}
 		switch p.Kind() {

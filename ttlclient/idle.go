@@ -1,0 +1,376 @@
+package ttlclient
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Time-to-idle (strategy.WithIdleTTL; docs/design.md#time-to-idle): a read
+// through a Table (ReadRow, ReadRows, and API's reads, which are the same
+// calls) looks at the newest cell of each column it returns from a family
+// with an idle TTL. One whose remaining TTL is below the idle TTL less the
+// debounce is queued for a refresh, which moves it to the family's
+// timestamp for now + idle TTL (moveCell: one conditional row mutation
+// pinning the exact cell, so a concurrent newer write is never overwritten
+// and a cell expired or collected meanwhile is never revived). The
+// refreshes run on the client's goroutines, never the caller's: the queue
+// is bounded, so is the number running at once, and a refresh that finds
+// the queue full is dropped and counted. Client.Close drops what is queued,
+// cancels what runs and waits for it.
+
+// DefaultIdleRefreshConcurrency bounds the time-to-idle refreshes a client
+// runs at once.
+const DefaultIdleRefreshConcurrency = 4
+
+// DefaultIdleRefreshQueue bounds the time-to-idle refreshes a client holds
+// waiting to run.
+const DefaultIdleRefreshQueue = 1024
+
+// idleRefreshTimeout bounds one refresh, so a stuck one frees its worker.
+const idleRefreshTimeout = 30 * time.Second
+
+// WithIdleRefreshConcurrency bounds the time-to-idle refreshes a client
+// runs at once (default DefaultIdleRefreshConcurrency, at least 1).
+func WithIdleRefreshConcurrency(n int) Option {
+	return func(cfg *config) { cfg.idleWorkers = max(n, 1) }
+}
+
+// WithIdleRefreshQueue bounds the time-to-idle refreshes a client holds
+// waiting to run (default DefaultIdleRefreshQueue, at least 1). A read
+// whose refresh finds the queue full does not wait: the refresh is dropped,
+// and counted (IdleDropped). The cell then lives its current TTL unless a
+// later read refreshes it.
+func WithIdleRefreshQueue(n int) Option {
+	return func(cfg *config) { cfg.idleQueue = max(n, 1) }
+}
+
+// IdleResult is what became of a cell a read returned from a family with
+// an idle TTL.
+type IdleResult uint8
+
+const (
+	// IdleRefreshed: the cell was moved to expire an idle TTL after the
+	// refresh.
+	IdleRefreshed IdleResult = iota
+	// IdleSkipped: no refresh needed: the cell has more than the idle TTL
+	// less the debounce left, or a refresh of it is already queued.
+	IdleSkipped
+	// IdleDropped: the refresh queue was full, or the client closed before
+	// the refresh ran or finished.
+	IdleDropped
+	// IdleFailed: the refresh failed (an RPC error, a value too large to
+	// pin, a TTL the family refuses). The caller's read is unaffected.
+	IdleFailed
+	// IdleConflict: the refresh did not apply: the cell had changed (a
+	// newer write, a delete), expired or been collected by then.
+	IdleConflict
+)
+
+// String is the result's name, the value of the metrics' result label.
+func (r IdleResult) String() string {
+	switch r {
+	case IdleRefreshed:
+		return "refreshed"
+	case IdleSkipped:
+		return "skipped"
+	case IdleDropped:
+		return "dropped"
+	case IdleFailed:
+		return "failed"
+	case IdleConflict:
+		return "conflict"
+	}
+	return fmt.Sprintf("IdleResult(%d)", uint8(r))
+}
+
+// IdleRecorder is implemented by a TableRecorder that counts time-to-idle
+// refreshes (package metrics' does). IdleRefresh reports n cells of family
+// with result: IdleSkipped, and IdleDropped for a full queue, on the
+// caller's path (so it must be fast and must not block), the others off
+// it.
+type IdleRecorder interface {
+	IdleRefresh(family string, result IdleResult, n int)
+}
+
+// idleFamily is a family with an idle TTL.
+type idleFamily struct {
+	name string
+	p    strategy.Policy
+}
+
+// idleFamilies lists the schema's families with an idle TTL, nil when none.
+func idleFamilies(schema Schema) []idleFamily {
+	var out []idleFamily
+	for fam, p := range schema {
+		if p.IdleTTL() > 0 {
+			out = append(out, idleFamily{name: fam, p: p})
+		}
+	}
+	return out
+}
+
+// idleJob is one queued refresh: the cell as the read returned it.
+type idleJob struct {
+	t      *Table
+	family string
+	p      strategy.Policy
+	key    idleKey
+	value  []byte // the caller's row holds the original: this is a copy
+}
+
+// idleKey identifies a cell, so that a cell read again while its refresh
+// is queued is not queued twice.
+type idleKey struct {
+	t                   *Table
+	row, family, column string
+	ts                  bigtable.Timestamp
+}
+
+// afterIdleRead queues refreshes for r, a row a read returned at now. It
+// runs on the caller's path: it looks at the newest cell of each column of
+// the idle families and never waits.
+func (t *Table) afterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
+	for i := range t.idleFams {
+		f := &t.idleFams[i]
+		items := r[f.name]
+		if len(items) == 0 {
+			continue
+		}
+		skipped := 0
+		// A family's items come grouped by column: take each column's
+		// newest (largest timestamp) cell.
+		for j := 0; j < len(items); {
+			newest, k := j, j+1
+			for ; k < len(items) && items[k].Column == items[j].Column; k++ {
+				if items[k].Timestamp > items[newest].Timestamp {
+					newest = k
+				}
+			}
+			j = k
+			it := &items[newest]
+			if !f.p.NeedsIdleRefresh(it.Timestamp, now) {
+				skipped++
+				continue
+			}
+			column := it.Column
+			if len(column) > len(f.name) && column[len(f.name)] == ':' {
+				column = column[len(f.name)+1:]
+			}
+			job := idleJob{t: t, family: f.name, p: f.p,
+				key:   idleKey{t: t, row: r.Key(), family: f.name, column: column, ts: it.Timestamp},
+				value: append([]byte(nil), it.Value...)}
+			switch t.refresh.enqueue(job, t.idleWorkers, t.idleQueue) {
+			case enqueueDuplicate:
+				skipped++
+			case enqueueDropped:
+				t.recordIdle(f.name, IdleDropped, 1)
+			}
+		}
+		if skipped > 0 {
+			t.recordIdle(f.name, IdleSkipped, skipped)
+		}
+	}
+}
+
+// idleRows wraps a ReadRows callback so that each row is looked at before
+// the caller gets it (and can change it): f itself without idle families.
+func (t *Table) idleRows(f func(bigtable.Row) bool) func(bigtable.Row) bool {
+	if t.idleFams == nil {
+		return f
+	}
+	now := t.now()
+	return func(r bigtable.Row) bool {
+		t.afterIdleRead(r, now)
+		return f(r)
+	}
+}
+
+func (t *Table) recordIdle(family string, result IdleResult, n int) {
+	if t.idleRec != nil {
+		t.idleRec.IdleRefresh(family, result, n)
+	}
+}
+
+// refreshIdle runs one refresh.
+func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
+	now := t.clock.Now()
+	newTS, err := j.p.IdleRefreshTimestamp(now)
+	if err != nil {
+		t.logIdleFailure(j, err)
+		return IdleFailed
+	}
+	if newTS <= j.key.ts {
+		// Not due any more (the clock went back): never shorten a TTL.
+		return IdleSkipped
+	}
+	ctx, cancel := context.WithTimeout(ctx, idleRefreshTimeout)
+	defer cancel()
+	applied, err := t.moveCell(withOnlyIfNewest(ctx), j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS)
+	switch {
+	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
+		return IdleDropped
+	case err != nil:
+		t.logIdleFailure(j, err)
+		return IdleFailed
+	case !applied:
+		return IdleConflict
+	}
+	return IdleRefreshed
+}
+
+func (t *Table) logIdleFailure(j *idleJob, err error) {
+	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "err", err)
+}
+
+// newestOnlyKey marks the context of a move (moveCell) that must apply
+// only while the moved cell is the newest of its column: a time-to-idle
+// refresh of a cell read as the newest must not lift it above a value
+// written since.
+type newestOnlyKey struct{}
+
+func withOnlyIfNewest(ctx context.Context) context.Context {
+	return context.WithValue(ctx, newestOnlyKey{}, true)
+}
+
+func onlyIfNewest(ctx context.Context) bool { return ctx.Value(newestOnlyKey{}) != nil }
+
+// newerCells matches any cell of family:column after the millisecond ms.
+func newerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
+	return bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(ms+1000, 0),
+	)
+}
+
+// errClientClosed is the cause of the refreshes' context once Close runs.
+var errClientClosed = fmt.Errorf("bttl: client closed")
+
+// enqueueResult says what enqueue did with a refresh.
+type enqueueResult uint8
+
+const (
+	enqueueQueued enqueueResult = iota
+	enqueueDuplicate
+	enqueueDropped
+)
+
+// refreshPool runs a client's time-to-idle refreshes: a bounded queue
+// drained by at most a bounded number of goroutines, which exit once the
+// queue is empty (an idle client runs none). Its zero value is ready to
+// use; close drops what is queued, cancels what runs and waits for it.
+type refreshPool struct {
+	mu      sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	queue   []idleJob
+	pending map[idleKey]struct{} // queued or running
+	active  int
+	closed  bool
+	waiters []chan struct{} // flush calls waiting for an empty, idle pool
+	wg      sync.WaitGroup
+}
+
+// enqueue queues j, starting a worker when fewer than workers run; it never
+// blocks for long (one mutex held for a few instructions).
+func (p *refreshPool) enqueue(j idleJob, workers, queue int) enqueueResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[j.key]; ok && !p.closed {
+		return enqueueDuplicate
+	}
+	if p.closed || len(p.queue) >= queue {
+		return enqueueDropped
+	}
+	if p.ctx == nil {
+		p.ctx, p.cancel = context.WithCancelCause(context.Background())
+		p.pending = map[idleKey]struct{}{}
+	}
+	p.pending[j.key] = struct{}{}
+	p.queue = append(p.queue, j)
+	if p.active < workers {
+		p.active++
+		p.wg.Add(1)
+		go p.work()
+	}
+	return enqueueQueued
+}
+
+// work runs refreshes until the queue is empty or the pool closed.
+func (p *refreshPool) work() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 || p.closed {
+			p.active--
+			p.notifyLocked()
+			p.mu.Unlock()
+			return
+		}
+		j := p.queue[0]
+		p.queue[0] = idleJob{} // let the value go
+		p.queue = p.queue[1:]
+		ctx := p.ctx
+		p.mu.Unlock()
+
+		result := j.t.refreshIdle(ctx, &j)
+		j.t.recordIdle(j.family, result, 1)
+
+		p.mu.Lock()
+		delete(p.pending, j.key)
+		p.mu.Unlock()
+	}
+}
+
+// notifyLocked wakes the flush calls once nothing is queued or running.
+func (p *refreshPool) notifyLocked() {
+	if p.active == 0 && len(p.queue) == 0 {
+		for _, w := range p.waiters {
+			close(w)
+		}
+		p.waiters = nil
+	}
+}
+
+// flush waits until nothing is queued or running, or ctx is done.
+func (p *refreshPool) flush(ctx context.Context) error {
+	p.mu.Lock()
+	if p.active == 0 && len(p.queue) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close drops the queued refreshes (counting them), cancels the running
+// ones and waits for their goroutines.
+func (p *refreshPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	dropped := p.queue
+	p.queue = nil
+	if p.cancel != nil {
+		p.cancel(errClientClosed)
+	}
+	p.mu.Unlock()
+	for i := range dropped {
+		dropped[i].t.recordIdle(dropped[i].family, IdleDropped, 1)
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	p.notifyLocked()
+	p.mu.Unlock()
+}
