@@ -72,7 +72,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// idle TTL keeps a read session alive; the debounce (default 0.1)
 	// refreshes it only once it has less than 27 minutes left.
 	schema := ttlclient.Schema{family: strategy.OneSecond(strategy.WithIdleTTL(idle))}
-	tbl, err := h.Table(ctx, "sessions", schema)
+	tbl, err := h.Table(ctx, "web-sessions", schema)
 	if err != nil {
 		return err
 	}
