@@ -231,9 +231,7 @@ func TestSIGINTStopsAuditWithExit130(t *testing.T) {
 	}
 	addr := startCBTEmulator(t)
 	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
-	bin := filepath.Join(t.TempDir(), "bttl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildBttl(t)
 
 	ctx := context.Background()
 	ac, err := bigtable.NewAdminClient(ctx, "p", "i")

@@ -88,22 +88,6 @@ func shiftedModel(model map[cellKey]string, d time.Duration) map[cellKey]string 
 	return out
 }
 
-// migrateEmulator starts cbtemulator and returns admin and data clients
-// on it (the command dials it through BIGTABLE_EMULATOR_HOST).
-func migrateEmulator(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
-	t.Helper()
-	addr := startCBTEmulator(t)
-	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
-	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ac.Close() })
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dc.Close() })
-	return ac, dc, addr
-}
-
 // migrateCells is the size of the acceptance runs: 20,000 by default,
 // BTTL_MIGRATE_CELLS (e.g. 1000000) for the full run.
 func migrateCells(t *testing.T) int {
@@ -123,7 +107,7 @@ const oneSecondSchema = "tables: {legacy: {f: {strategy: one-second}}}\n"
 // (a full scan against the model); a second run changes nothing and says
 // so; bttl apply then accepts the one-second rule without -force.
 func TestMigrateRealToOneSecondThenApply(t *testing.T) {
-	ac, dc, addr := migrateEmulator(t)
+	ac, dc, addr := emulatorClients(t)
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTable(ctx, "legacy"))
 	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
@@ -182,10 +166,8 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	ac, dc, addr := migrateEmulator(t)
-	bin := filepath.Join(t.TempDir(), "bttl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	ac, dc, addr := emulatorClients(t)
+	bin := buildBttl(t)
 	ctx := context.Background()
 	now := time.Now()
 	n := migrateCells(t)
@@ -243,7 +225,7 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 
 	c := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt)...)
 	c.Env = cmd.Env
-	out, err = c.CombinedOutput()
+	out, err := c.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), fmt.Sprintf("resumed from %s: %d of %d key range(s) finished by an earlier run, not read again", ckpt, done, total))
 	mr := regexp.MustCompile(`(?m)^read (\d+) row\(s\)`).FindStringSubmatch(string(out))
