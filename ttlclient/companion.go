@@ -12,14 +12,14 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// writeTimeCompanion adds to bm the companion changes op o needs on a
+// writeTimeCompanion adds to s the companion changes op o needs on a
 // family with write-time companions, after o's own: a Set (at ts) writes
 // its companion at the same timestamp, holding the write time now (to the
 // millisecond); a column or range delete deletes the companions too (a
 // single-value Set's delete of older cells included). A column in the
 // reserved range is refused. It is the write path's only change for
 // strategy.WithWriteTime (docs/design.md#write-time).
-func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp, bm *bigtable.Mutation) error {
+func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp, s *sentMutation) error {
 	switch o.kind {
 	case opSet, opDeleteColumn, opDeleteRange:
 		if strings.HasPrefix(o.column, companionHidesFrom) {
@@ -29,6 +29,7 @@ func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp
 		return nil // a family or row delete takes the companions with it
 	}
 	q := companionQualifier(o.column)
+	bm := s.extra()
 	switch o.kind {
 	case opSet:
 		if p := t.schema[o.family]; p.IsSingleValue() {

@@ -28,11 +28,6 @@ func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, 
 	if err != nil {
 		return nil, err
 	}
-	dst := apiMutations.Get().(*Mutation)
-	defer putAPIMutation(dst)
-	tm, e := l.translate(m, dst)
-	if e != nil {
-		return nil, e.err
-	}
-	return t.build(row, tm, t.clock.Now(), false)
+	bm, _, err := t.build(row, l.translate(m, nil), t.clock.Now(), false)
+	return bm, err
 }

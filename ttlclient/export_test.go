@@ -10,8 +10,14 @@ import (
 
 // Build exposes the write path without I/O, for the pure benchmarks and
 // allocation tests: what Apply does before its RPC.
+// The mutation returned may hold m's own cells: building m again rewrites
+// their timestamps.
 func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
-	return t.build(row, m, t.clock.Now(), false)
+	bm, held, err := t.build(row, m, t.clock.Now(), false)
+	if held {
+		m.release()
+	}
+	return bm, err
 }
 
 // ReadOptions exposes the read path without I/O: the options ReadRow sends.

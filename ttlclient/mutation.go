@@ -2,7 +2,9 @@ package ttlclient
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
@@ -62,10 +64,10 @@ func (co CellOption) String() string {
 	return "CellOption{}"
 }
 
-// op is one recorded change. Every op is copied once into the mutation and
-// read once when it is applied, so it is kept to 80 bytes: n holds
-// whichever of the TTL, sequence number, range end or integer value its kind
-// and cell option call for.
+// op is one change as the write path reads it: decoded from the recorded
+// operation (Mutation.op) on the stack, never stored. n holds whichever of
+// the TTL, sequence number, range end or integer value its kind and cell
+// option call for.
 type op struct {
 	kind    opKind
 	cellOpt cellOptKind
@@ -76,11 +78,10 @@ type op struct {
 	value   []byte
 }
 
-func (o *op) ttl() time.Duration          { return time.Duration(o.n) }
-func (o *op) seq() int64                  { return o.n }
-func (o *op) end() bigtable.Timestamp     { return bigtable.Timestamp(o.n) }
-func (o *op) intValue() int64             { return o.n }
-func (o *op) setCellOption(co CellOption) { o.cellOpt, o.n = co.kind, co.value() }
+func (o *op) ttl() time.Duration      { return time.Duration(o.n) }
+func (o *op) seq() int64              { return o.n }
+func (o *op) end() bigtable.Timestamp { return bigtable.Timestamp(o.n) }
+func (o *op) intValue() int64         { return o.n }
 
 func (co CellOption) value() int64 {
 	if co.kind == cellOptSeq {
@@ -89,27 +90,81 @@ func (co CellOption) value() int64 {
 	return int64(co.ttl)
 }
 
-// initialOps is the room a mutation's first change reserves: a row mutation
-// of up to 16 cells then costs one allocation for its ops, where growing
-// from one op would cost five for ten cells.
-const initialOps = 16
+// ownedOp is one change recorded by a Mutation's methods, in one
+// allocation. Its first field is the operation proto a Set sends:
+// Mutation.ops holds &pb, so the record of a Set is the cell Apply sends,
+// its timestamp written in place (see Mutation), and nothing is built again.
+// The caller's own values (timestamp, option) stay beside it, because the
+// timestamp sent is computed from them at every Apply.
+type ownedOp struct {
+	pb   btpb.Mutation // a Set's operation; empty (never sent) for other kinds
+	set  btpb.Mutation_SetCell_
+	cell btpb.Mutation_SetCell // a Set's cell; every kind's family, column and value
+	ts   bigtable.Timestamp    // as given: a Set's or an aggregate's timestamp, a range's start
+	n    int64
+	kind opKind
+	opt  cellOptKind
+	// q holds a short qualifier, so that the usual column costs no
+	// allocation of its own; 16 bytes keep the record in the 224-byte size
+	// class.
+	q [16]byte
+}
 
-// add appends o, reserving initialOps on the first change.
-func (m *Mutation) add(o op) {
-	if m.ops == nil {
-		m.ops = make([]op, 0, initialOps)
+// owned is the record whose operation is pb: valid only for a Mutation's
+// own operations (not borrowed), every one of which is the pb of an
+// ownedOp.
+func owned(pb *btpb.Mutation) *ownedOp { return (*ownedOp)(unsafe.Pointer(pb)) }
+
+// initialOps is the room a mutation's first change reserves for its
+// operation pointers: a row of up to 8 changes grows no slice.
+const initialOps = 8
+
+// record appends a change of kind on family:column and returns it for
+// the caller to complete.
+func (m *Mutation) record(kind opKind, family, column string, ts bigtable.Timestamp, value []byte) *ownedOp {
+	w := &ownedOp{kind: kind, ts: ts}
+	w.cell.FamilyName = family
+	if len(column) <= len(w.q) {
+		w.cell.ColumnQualifier = w.q[:len(column):len(column)]
+		copy(w.q[:], column)
+	} else {
+		w.cell.ColumnQualifier = []byte(column)
 	}
-	m.ops = append(m.ops, o)
+	w.cell.Value = value
+	if m.ops == nil {
+		m.ops = make([]*btpb.Mutation, 0, initialOps)
+	}
+	m.ops = append(m.ops, &w.pb)
+	return w
+}
+
+// op decodes operation i.
+func (m *Mutation) op(i int) (op, *rawOpError) {
+	if m.borrowed {
+		return translateOp(m.ops[i])
+	}
+	w := owned(m.ops[i])
+	return op{kind: w.kind, cellOpt: w.opt, family: w.cell.FamilyName, column: column(w.cell.ColumnQualifier),
+		ts: w.ts, n: w.n, value: w.cell.Value}, nil
 }
 
 // Mutation is a set of changes for one row, like bigtable.Mutation, whose
 // managed-family timestamps the Table assigns when it is applied.
+//
+// Like a bigtable.Mutation, it may be applied again, and by several
+// goroutines at once, but not changed while it is being applied.
 type Mutation struct {
-	ops []op
-	// srcs, for a mutation read from a *bigtable.Mutation (the TableAPI
-	// path), are the caller's operations, one per op: those the rewrite
-	// leaves as they are are sent as they are.
-	srcs []*btpb.Mutation
+	// ops are the changes as the client's own operation protos. A
+	// Mutation's own (borrowed false) are each the pb of an ownedOp, and
+	// an Apply that holds inUse writes the timestamps of its Sets into
+	// them and sends them as they are; an Apply that finds inUse held
+	// (the same Mutation applied concurrently, or twice in one ApplyBulk)
+	// builds its cells anew instead. Borrowed ops are a
+	// *bigtable.Mutation's (the TableAPI path): never written to, sent as
+	// they are where the rewrite leaves them so.
+	ops      []*btpb.Mutation
+	borrowed bool
+	inUse    atomic.Bool
 	// manyOpts holds the options of each Set given more than one, for the
 	// refusal to name them.
 	manyOpts [][]CellOption
@@ -118,6 +173,12 @@ type Mutation struct {
 	cond          bigtable.Filter
 	mtrue, mfalse *Mutation
 }
+
+// acquire reports whether the caller may send m's own operations in place
+// until release.
+func (m *Mutation) acquire() bool { return !m.borrowed && m.inUse.CompareAndSwap(false, true) }
+
+func (m *Mutation) release() { m.inUse.Store(false) }
 
 // NewMutation returns a new mutation.
 func NewMutation() *Mutation { return new(Mutation) }
@@ -142,50 +203,51 @@ func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
 // is chosen by its order. Every refusal is ErrWrongCellOption, when the
 // mutation is applied.
 func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
-	o := op{kind: opSet, family: family, column: column, ts: ts, value: value}
+	w := m.record(opSet, family, column, ts, value)
 	switch len(opts) {
 	case 0:
 	case 1:
-		o.setCellOption(opts[0])
+		w.opt, w.n = opts[0].kind, opts[0].value()
 	default:
-		o.cellOpt, o.n = cellOptMany, int64(len(m.manyOpts))
+		w.opt, w.n = cellOptMany, int64(len(m.manyOpts))
 		m.manyOpts = append(m.manyOpts, append([]CellOption(nil), opts...))
 	}
-	m.add(o)
+	w.set.SetCell = &w.cell
+	w.pb.Mutation = &w.set
 }
 
 // DeleteCellsInColumn deletes all the cells of family:column.
 func (m *Mutation) DeleteCellsInColumn(family, column string) {
-	m.add(op{kind: opDeleteColumn, family: family, column: column})
+	m.record(opDeleteColumn, family, column, 0, nil)
 }
 
 // DeleteTimestampRange deletes the cells of family:column whose stored
 // timestamps are in [start, end); end 0 means infinity. On a managed family
 // the stored timestamp is the strategy's, not the write time.
 func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
-	m.add(op{kind: opDeleteRange, family: family, column: column, ts: start, n: int64(end)})
+	m.record(opDeleteRange, family, column, start, nil).n = int64(end)
 }
 
 // DeleteCellsInFamily deletes all the cells of family.
 func (m *Mutation) DeleteCellsInFamily(family string) {
-	m.add(op{kind: opDeleteFamily, family: family})
+	m.record(opDeleteFamily, family, "", 0, nil)
 }
 
 // DeleteRow deletes the entire row.
 func (m *Mutation) DeleteRow() {
-	m.add(op{kind: opDeleteRow})
+	m.record(opDeleteRow, "", "", 0, nil)
 }
 
 // AddIntToCell adds to an aggregate cell. Refused on a managed family: the
 // server merges into a cell whose timestamp no strategy controls.
 func (m *Mutation) AddIntToCell(family, column string, ts bigtable.Timestamp, value int64) {
-	m.add(op{kind: opAddInt, family: family, column: column, ts: ts, n: value})
+	m.record(opAddInt, family, column, ts, nil).n = value
 }
 
 // MergeBytesToCell merges into an aggregate cell. Refused on a managed
 // family, like AddIntToCell.
 func (m *Mutation) MergeBytesToCell(family, column string, ts bigtable.Timestamp, value []byte) {
-	m.add(op{kind: opMergeBytes, family: family, column: column, ts: ts, value: value})
+	m.record(opMergeBytes, family, column, ts, value)
 }
 
 // ReadModifyWrite mirrors bigtable.ReadModifyWrite. The server picks the

@@ -246,14 +246,14 @@ func (o *observer) wrote(start time.Time) {
 func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
 
 // cell records a cell set in family with timestamp ts at now.
-func (o *observer) cell(p strategy.Policy, op *op, ts, now bigtable.Timestamp) {
+func (o *observer) cell(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
 	if o == nil {
 		return
 	}
 	o.cellSlow(p, op, ts, now)
 }
 
-func (o *observer) cellSlow(p strategy.Policy, op *op, ts, now bigtable.Timestamp) {
+func (o *observer) cellSlow(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
 	var ttl time.Duration
 	switch {
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:

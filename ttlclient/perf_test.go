@@ -20,12 +20,11 @@ import (
 // Allocation counts are deterministic, unlike timings: these tests guard the
 // pure hot paths against regressions in CI.
 
-// Building and rewriting a 10-cell mutation costs eight allocations
-// whatever the number of cells (the library's Mutation and its ops array,
-// the sent bigtable.Mutation and its ops slice, sized once, and the cells'
-// three proto arrays and their qualifiers), where building the
-// bigtable.Mutation with the same cells costs 46: four per cell and five
-// for growing the ops slice.
+// Building and rewriting a 10-cell mutation costs 14 allocations (the
+// library's Mutation and its operation slice, grown once, a record per
+// cell that is also the cell sent, and the sent bigtable.Mutation), where
+// building the bigtable.Mutation with the same cells costs 46: four per
+// cell and five for growing the ops slice.
 func TestMutationBuildAllocs(t *testing.T) {
 	for _, s := range benchStrategies() {
 		t.Run(s.name, func(t *testing.T) {
@@ -48,7 +47,7 @@ func TestMutationBuildAllocs(t *testing.T) {
 			})
 			t.Logf("raw %.0f allocs, ttlclient %.0f", raw, lib)
 			assert.LessOrEqual(t, lib, raw, "build+rewrite of 10 cells: raw %v allocs", raw)
-			assert.LessOrEqual(t, lib, 8.0, "build+rewrite of 10 cells")
+			assert.LessOrEqual(t, lib, 14.0, "build+rewrite of 10 cells")
 		})
 	}
 }

@@ -116,17 +116,28 @@ func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 	return *(*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
 }
 
-// sentMutation is the bigtable.Mutation a write sends, being filled. With
-// the checked layout of bigtable.Mutation it appends to the mutation's ops
-// itself, sized once, and allocates the SetCell operations of one mutation
-// together, an array per proto type, rather than four allocations per cell
-// as bigtable.Mutation.Set makes; the protos are the ones Set builds
-// (rawSelfCheck compares them). Without the layout it is a plain
+// sentMutation is the bigtable.Mutation a write sends, being filled from
+// the recorded operations src. With the checked layout of
+// bigtable.Mutation, operations sent as they are (a Mutation's own Sets,
+// their timestamps written in place, or a *bigtable.Mutation's unchanged
+// operations) are shared: while every operation so far is sent as
+// recorded, the sent ops are src's own prefix and nothing is copied; the
+// first change (a cell built anew, an operation added or rebuilt) copies
+// that prefix once into ops sized for the rest. Cells built anew are
+// allocated together, an array per proto type, rather than four
+// allocations per cell as bigtable.Mutation.Set makes; they are the protos
+// Set builds (rawSelfCheck compares them). Without the layout it is a plain
 // bigtable.Mutation filled by its own methods.
 type sentMutation struct {
 	bm  *bigtable.Mutation
 	ops *[]*btpb.Mutation // bm's ops; nil without the checked layout
-	// Room for the cells still to come: the protos are only read
+	src []*btpb.Mutation
+	// shared: the first shared operations of src are what is sent so far,
+	// until copied (the sent ops are then in *ops).
+	shared int
+	copied bool
+	room   int // the capacity of ops once copied
+	// Room for the cells still to be built: the protos are only read
 	// (marshalled) once sent. Three arrays rather than one of a struct of
 	// the three: a 10-cell struct array would be rounded up to the next
 	// size class by 11%.
@@ -136,51 +147,106 @@ type sentMutation struct {
 	cols  []byte // their qualifiers
 }
 
-// newSentMutation is an empty mutation with room for n operations, so that
-// filling it grows no slice: appending one by one would allocate five times
-// for ten cells.
-func newSentMutation(n int) sentMutation {
+// newSentMutation is an empty mutation for the operations src, with room
+// for n operations should it copy them, so that filling it grows no slice.
+func newSentMutation(src []*btpb.Mutation, n int) sentMutation {
 	l, err := layout()
 	if err != nil {
-		return sentMutation{bm: bigtable.NewMutation()}
+		return sentMutation{bm: bigtable.NewMutation(), src: src}
 	}
-	return l.newSentMutation(n)
+	return l.newSentMutation(src, n)
 }
 
-func (l *rawLayout) newSentMutation(n int) sentMutation {
-	s := sentMutation{bm: bigtable.NewMutation()}
+func (l *rawLayout) newSentMutation(src []*btpb.Mutation, n int) sentMutation {
+	s := sentMutation{bm: bigtable.NewMutation(), src: src, room: n}
 	s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), l.ops))
-	if n > 0 {
-		*s.ops = make([]*btpb.Mutation, 0, n)
-	}
 	return s
 }
 
-// reuse sends the caller's own operation i of m unchanged when m was read
-// from a *bigtable.Mutation (the TableAPI path) and reports whether it did.
-// The operation is shared, not copied: nothing writes to it.
-func (s *sentMutation) reuse(m *Mutation, i int) bool {
-	if m.srcs == nil || s.ops == nil {
-		return false
+// send sends pb as operation i of src's order.
+func (s *sentMutation) send(i int, pb *btpb.Mutation) {
+	if !s.copied && s.shared == i && s.src[i] == pb {
+		s.shared++
+		return
 	}
-	*s.ops = append(*s.ops, m.srcs[i])
-	return true
+	s.copy()
+	*s.ops = append(*s.ops, pb)
 }
 
-// set sends the Set m.ops[i] with timestamp ts.
-func (s *sentMutation) set(m *Mutation, i int, ts bigtable.Timestamp) {
-	o := &m.ops[i]
+// copy ends the sharing of src: the operations sent so far are copied into
+// bm's own ops.
+func (s *sentMutation) copy() {
+	if s.copied || s.ops == nil {
+		return
+	}
+	s.copied = true
+	*s.ops = append(make([]*btpb.Mutation, 0, max(s.room, s.shared+1)), s.src[:s.shared]...)
+}
+
+// extra is bm, for an operation the rewrite adds through the client's own
+// methods.
+func (s *sentMutation) extra() *bigtable.Mutation {
+	s.copy()
+	return s.bm
+}
+
+// finish is the mutation to send.
+func (s *sentMutation) finish() *bigtable.Mutation {
+	if s.ops != nil && !s.copied {
+		*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
+	}
+	return s.bm
+}
+
+// keep sends recorded operation i, o as decoded, unchanged: as the
+// recorded proto where there is one (a *bigtable.Mutation's operation),
+// else built by the client's own method.
+func (s *sentMutation) keep(m *Mutation, i int, o *op) {
+	if s.ops != nil && m.borrowed {
+		s.send(i, m.ops[i])
+		return
+	}
+	bm := s.extra()
+	switch o.kind {
+	case opSet:
+		bm.Set(o.family, o.column, o.ts, o.value)
+	case opDeleteColumn:
+		bm.DeleteCellsInColumn(o.family, o.column)
+	case opDeleteRange:
+		bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
+	case opDeleteFamily:
+		bm.DeleteCellsInFamily(o.family)
+	case opDeleteRow:
+		bm.DeleteRow()
+	case opAddInt:
+		bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
+	case opMergeBytes:
+		bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+	}
+}
+
+// set sends the Set m.ops[i], o as decoded, with timestamp ts: the
+// recorded cell itself where it already has ts (a *bigtable.Mutation's
+// cell) or where inPlace lets ts be written into it (a Mutation's own,
+// held by this Apply), else a cell built anew.
+func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inPlace bool) {
 	if s.ops == nil {
 		s.bm.Set(o.family, o.column, ts, o.value)
 		return
 	}
 	ts = ts.TruncateToMilliseconds()
-	if m.srcs != nil && m.srcs[i].GetSetCell().GetTimestampMicros() == int64(ts) {
-		s.reuse(m, i) // the caller's cell already has this timestamp
+	pb := m.ops[i]
+	switch {
+	case m.borrowed && pb.GetSetCell().GetTimestampMicros() == int64(ts):
+		s.send(i, pb)
+		return
+	case !m.borrowed && inPlace:
+		owned(pb).cell.TimestampMicros = int64(ts)
+		s.send(i, pb)
 		return
 	}
 	if len(s.cells) == 0 {
-		s.reserve(m.ops[i:])
+		s.reserve(m, i)
 	}
 	pb, set, cell := &s.muts[0], &s.sets[0], &s.cells[0]
 	s.muts, s.sets, s.cells = s.muts[1:], s.sets[1:], s.cells[1:]
@@ -193,18 +259,23 @@ func (s *sentMutation) set(m *Mutation, i int, ts bigtable.Timestamp) {
 	cell.Value = o.value
 	set.SetCell = cell
 	pb.Mutation = set
+	s.copy()
 	*s.ops = append(*s.ops, pb)
 }
 
-// reserve makes room for the Sets among ops and their qualifiers: four
-// allocations for all the cells of a mutation.
-func (s *sentMutation) reserve(ops []op) {
+// reserve makes room for the cells of m's Sets from i on that may be built
+// anew, and their qualifiers: four allocations for all of them. Of a
+// *bigtable.Mutation's, only a server timestamp's cell is (the others keep
+// theirs unless refused).
+func (s *sentMutation) reserve(m *Mutation, i int) {
 	n, cols := 0, 0
-	for i := range ops {
-		if ops[i].kind == opSet {
-			n++
-			cols += len(ops[i].column)
+	for j, pb := range m.ops[i:] {
+		c := pb.GetSetCell()
+		if c == nil || (m.borrowed && j > 0 && c.TimestampMicros != int64(bigtable.ServerTime)) {
+			continue
 		}
+		n++
+		cols += len(c.ColumnQualifier)
 	}
 	s.muts = make([]btpb.Mutation, n)
 	s.sets = make([]btpb.Mutation_SetCell_, n)
@@ -230,13 +301,14 @@ type rawOpError struct {
 	err            error
 }
 
-// translate turns a client mutation into the library's, so the one write
-// path (build) applies every rewrite and guardrail to it. A conditional
-// mutation's branches are translated too; nesting is refused later by
-// build, as for a ttlclient.Mutation. dst is reused when not nil.
-func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation, *rawOpError) {
+// translate wraps a client mutation as the library's, borrowing its
+// operations, so the one write path (build) applies every rewrite and
+// guardrail to it; an operation bttl does not know is refused there. A
+// conditional mutation's branches are wrapped too; nesting is refused
+// later by build, as for a ttlclient.Mutation. dst is reused when not nil.
+func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) *Mutation {
 	if src == nil {
-		return nil, nil
+		return nil
 	}
 	if dst == nil {
 		dst = new(Mutation)
@@ -244,28 +316,11 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 	cond, isCond, mtrue, mfalse := l.condOf(src)
 	if isCond {
 		dst.isConditional, dst.cond = true, cond
-		var err *rawOpError
-		if dst.mtrue, err = l.translate(mtrue, nil); err != nil {
-			return nil, err
-		}
-		if dst.mfalse, err = l.translate(mfalse, nil); err != nil {
-			return nil, err
-		}
-		return dst, nil
+		dst.mtrue, dst.mfalse = l.translate(mtrue, nil), l.translate(mfalse, nil)
+		return dst
 	}
-	ops := l.opsOf(src)
-	dst.srcs = ops
-	if cap(dst.ops) < len(ops) {
-		dst.ops = make([]op, 0, len(ops))
-	}
-	for _, pb := range ops {
-		o, err := translateOp(pb)
-		if err != nil {
-			return nil, err
-		}
-		dst.ops = append(dst.ops, o)
-	}
-	return dst, nil
+	dst.ops, dst.borrowed = l.opsOf(src), true
+	return dst
 }
 
 // column is a qualifier as a string without copying it: the bytes belong to
@@ -350,79 +405,82 @@ func (l *rawLayout) translateRMW(src *bigtable.ReadModifyWrite) (*ReadModifyWrit
 // rawSelfCheck builds a mutation with every op kind the client offers,
 // reads it back, re-encodes the result with the client's own methods and
 // requires the protos to be equal: a field bttl does not carry over (added
-// in a later client version) makes the check fail.
+// in a later client version) makes the check fail. Then the same changes,
+// recorded by a Mutation's own methods, must be sent as exactly those
+// protos, in place and built anew, and a *bigtable.Mutation's operations
+// as themselves.
 func rawSelfCheck(l *rawLayout) error {
-	build := func(m *bigtable.Mutation) {
-		m.Set("f", "c", 5000, []byte("v"))
-		m.Set("f", "", bigtable.ServerTime, nil)
-		m.DeleteCellsInColumn("f", "c")
-		m.DeleteTimestampRange("f", "c", 1000, 3000)
-		m.DeleteTimestampRange("f", "c", 0, 0)
-		m.DeleteCellsInFamily("f")
-		m.DeleteRow()
-		m.AddIntToCell("a", "c", 2000, -7)
-		m.MergeBytesToCell("a", "c", 3000, []byte("x"))
-	}
 	want := bigtable.NewMutation()
-	build(want)
-	got, err := l.translate(want, nil)
-	if err != nil {
-		return fmt.Errorf("self-check: %w", err.err)
+	own := new(Mutation)
+	want.Set("f", "c", 5000, []byte("v"))
+	own.Set("f", "c", 5000, []byte("v"))
+	want.Set("f", "", bigtable.ServerTime, nil)
+	own.Set("f", "", bigtable.ServerTime, nil)
+	want.DeleteCellsInColumn("f", "c")
+	own.DeleteCellsInColumn("f", "c")
+	want.DeleteTimestampRange("f", "c", 1000, 3000)
+	own.DeleteTimestampRange("f", "c", 1000, 3000)
+	want.DeleteTimestampRange("f", "c", 0, 0)
+	own.DeleteTimestampRange("f", "c", 0, 0)
+	want.DeleteCellsInFamily("f")
+	own.DeleteCellsInFamily("f")
+	want.DeleteRow()
+	own.DeleteRow()
+	want.AddIntToCell("a", "c", 2000, -7)
+	own.AddIntToCell("a", "c", 2000, -7)
+	want.MergeBytesToCell("a", "c", 3000, []byte("x"))
+	own.MergeBytesToCell("a", "c", 3000, []byte("x"))
+	wantOps := l.opsOf(want)
+	if len(wantOps) != 9 {
+		return fmt.Errorf("%w: self-check read %d of 9 operations", ErrMutationUnreadable, len(wantOps))
 	}
+	got := l.translate(want, nil)
+	decoded := make([]op, len(got.ops))
 	again := bigtable.NewMutation()
 	for i := range got.ops {
-		o := &got.ops[i]
-		switch o.kind {
-		case opSet:
-			again.Set(o.family, o.column, o.ts, o.value)
-		case opDeleteColumn:
-			again.DeleteCellsInColumn(o.family, o.column)
-		case opDeleteRange:
-			again.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
-		case opDeleteFamily:
-			again.DeleteCellsInFamily(o.family)
-		case opDeleteRow:
-			again.DeleteRow()
-		case opAddInt:
-			again.AddIntToCell(o.family, o.column, o.ts, o.intValue())
-		case opMergeBytes:
-			again.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+		o, err := got.op(i)
+		if err != nil {
+			return fmt.Errorf("self-check: %w", err.err)
+		}
+		decoded[i] = o
+		s := sentMutation{bm: again}
+		s.keep(got, i, &o) // without the layout: the client's own methods
+	}
+	if err := sameOps(l.opsOf(again), wantOps, "reads back as"); err != nil {
+		return err
+	}
+	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
+		s := l.newSentMutation(m.ops, len(m.ops))
+		for i := range m.ops {
+			o, _ := m.op(i)
+			if o.kind == opSet {
+				s.set(m, i, &o, o.ts, inPlace)
+			} else {
+				s.keep(m, i, &o)
+			}
+		}
+		return s.finish()
+	}
+	// The caller's operations are sent as they are, shared.
+	sent := l.opsOf(send(got, false))
+	if len(sent) != len(wantOps) {
+		return fmt.Errorf("%w: self-check: %d operations sent of %d", ErrMutationUnreadable, len(sent), len(wantOps))
+	}
+	for i := range sent {
+		if sent[i] != wantOps[i] {
+			return fmt.Errorf("%w: self-check: operation %d not sent as the caller's", ErrMutationUnreadable, i)
 		}
 	}
-	wantOps, gotOps := l.opsOf(want), l.opsOf(again)
-	if len(wantOps) != 9 || len(gotOps) != len(wantOps) {
-		return fmt.Errorf("%w: self-check read %d of 9 operations", ErrMutationUnreadable, len(gotOps))
-	}
-	for i := range wantOps {
-		if !proto.Equal(wantOps[i], gotOps[i]) {
-			return fmt.Errorf("%w: self-check: operation %d reads back as %v, want %v", ErrMutationUnreadable, i, gotOps[i], wantOps[i])
+	// A Mutation's own record decodes to the same changes and is sent as
+	// the client's protos, in place and built anew.
+	for i := range own.ops {
+		if o, _ := own.op(i); !sameOp(&o, &decoded[i]) {
+			return fmt.Errorf("%w: self-check: recorded operation %d decodes as %+v, want %+v", ErrMutationUnreadable, i, o, decoded[i])
 		}
 	}
-	// The cells sentMutation builds itself are the ones Set builds, and the
-	// caller's operations it passes on are kept as they are.
-	sent := l.newSentMutation(len(got.ops))
-	for i := range got.ops {
-		switch got.ops[i].kind {
-		case opSet:
-			sent.set(got, i, got.ops[i].ts)
-		default:
-			sent.reuse(got, i)
-		}
-	}
-	if sentOps := l.opsOf(sent.bm); len(sentOps) != len(wantOps) {
-		return fmt.Errorf("%w: self-check: %d operations sent of %d", ErrMutationUnreadable, len(sentOps), len(wantOps))
-	}
-	got.srcs = nil // build every cell
-	sent = l.newSentMutation(len(got.ops))
-	for i := range got.ops {
-		if got.ops[i].kind == opSet {
-			sent.set(got, i, got.ops[i].ts)
-		}
-	}
-	sentOps := l.opsOf(sent.bm)
-	for i, j := range []int{0, 1} {
-		if !proto.Equal(sentOps[i], wantOps[j]) {
-			return fmt.Errorf("%w: self-check: cell %d built as %v, want %v", ErrMutationUnreadable, i, sentOps[i], wantOps[j])
+	for _, inPlace := range []bool{true, false} {
+		if err := sameOps(l.opsOf(send(own, inPlace)), wantOps, "is sent as"); err != nil {
+			return err
 		}
 	}
 	// A conditional mutation: filter and both branches.
@@ -430,24 +488,42 @@ func rawSelfCheck(l *rawLayout) error {
 	mt, mf := bigtable.NewMutation(), bigtable.NewMutation()
 	mt.DeleteRow()
 	mf.Set("f", "c", 1000, []byte("w"))
-	cm, err := l.translate(bigtable.NewCondMutation(filter, mt, mf), nil)
-	if err != nil || !cm.isConditional || cm.cond == nil || cm.cond.String() != filter.String() ||
-		cm.mtrue == nil || len(cm.mtrue.ops) != 1 || cm.mtrue.ops[0].kind != opDeleteRow ||
-		cm.mfalse == nil || len(cm.mfalse.ops) != 1 || cm.mfalse.ops[0].ts != 1000 {
+	cm := l.translate(bigtable.NewCondMutation(filter, mt, mf), nil)
+	if !cm.isConditional || cm.cond == nil || cm.cond.String() != filter.String() ||
+		cm.mtrue == nil || len(cm.mtrue.ops) != 1 || cm.mtrue.ops[0] != l.opsOf(mt)[0] ||
+		cm.mfalse == nil || len(cm.mfalse.ops) != 1 || cm.mfalse.ops[0] != l.opsOf(mf)[0] {
 		return fmt.Errorf("%w: self-check: conditional mutation reads back wrong", ErrMutationUnreadable)
 	}
-	if plain, _ := l.translate(mt, nil); plain == nil || plain.isConditional {
+	if plain := l.translate(mt, nil); plain == nil || plain.isConditional {
 		return fmt.Errorf("%w: self-check: plain mutation reads back as conditional", ErrMutationUnreadable)
 	}
 	// ReadModifyWrite: both rules.
 	rmw := bigtable.NewReadModifyWrite()
 	rmw.AppendValue("f", "c", []byte("x"))
 	rmw.Increment("f", "d", 5)
-	r, err := l.translateRMW(rmw)
-	if err != nil || len(r.ops) != 2 ||
+	r, rerr := l.translateRMW(rmw)
+	if rerr != nil || len(r.ops) != 2 ||
 		!r.ops[0].isAppend || r.ops[0].family != "f" || r.ops[0].column != "c" || !bytes.Equal(r.ops[0].appendValue, []byte("x")) ||
 		r.ops[1].isAppend || r.ops[1].column != "d" || r.ops[1].delta != 5 {
 		return fmt.Errorf("%w: self-check: ReadModifyWrite reads back wrong", ErrMutationUnreadable)
 	}
 	return nil
+}
+
+// sameOps is nil when got and want are equal protos, one by one.
+func sameOps(got, want []*btpb.Mutation, what string) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%w: self-check: %d operations %s %d", ErrMutationUnreadable, len(got), what, len(want))
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			return fmt.Errorf("%w: self-check: operation %d %s %v, want %v", ErrMutationUnreadable, i, what, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+func sameOp(a, b *op) bool {
+	return a.kind == b.kind && a.cellOpt == b.cellOpt && a.family == b.family && a.column == b.column &&
+		a.ts == b.ts && a.n == b.n && bytes.Equal(a.value, b.value)
 }

@@ -52,10 +52,16 @@ func TestMutationReaderRefusesUnknownOps(t *testing.T) {
 		m.Set("f", "ok", 1000, []byte("v"))
 		ops := (*[]*btpb.Mutation)(opsPointer(l, m))
 		*ops = append(*ops, pb)
-		got, e := l.translate(m, nil)
-		assert.Nil(t, got, name)
+		got := l.translate(m, nil)
+		require.Len(t, got.ops, 2, name)
+		_, e := got.op(0)
+		assert.Nil(t, e, name)
+		_, e = got.op(1)
 		require.NotNil(t, e, name)
 		assert.ErrorIs(t, e.err, ErrMutationUnreadable, name)
+		tbl := &Table{name: "t", clock: fixedClock(time.Now()), schema: Schema{"f": strategy.Unmanaged()}}
+		_, err := tbl.BuildAPI("row", m)
+		assert.ErrorIs(t, err, ErrMutationUnreadable, name)
 	}
 	rmw := bigtable.NewReadModifyWrite()
 	rules := (*[]*btpb.ReadModifyWriteRule)(rmwOpsPointer(l, rmw))
@@ -73,9 +79,10 @@ func TestMutationReaderRefusesUnknownMethodSet(t *testing.T) {
 		"DeleteTimestampRange", "MergeBytesToCell", "Set"))
 }
 
-// The cells the write path builds itself are the protos the client's own
-// Set builds, for every timestamp and column shape; without the checked
-// layout it uses Set.
+// The cells the write path sends are the protos the client's own Set
+// builds, for every timestamp and column shape (qualifiers held in the
+// record and longer ones), whether a Mutation's own cells are sent in
+// place or built anew; without the checked layout it uses Set.
 func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 	cells := []struct {
 		family, column string
@@ -86,6 +93,8 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 		{"f", "", bigtable.ServerTime, nil},
 		{"g", "a longer qualifier \x00\xff", 1234567, []byte{}},
 		{"f", "c", 0, []byte("x")},
+		{"f", "exactly-16-bytes", 2000, []byte("y")},
+		{"f", "seventeen-bytes!!", 3000, []byte("z")},
 	}
 	m := new(Mutation)
 	want := bigtable.NewMutation()
@@ -95,20 +104,23 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 	}
 	l, err := layout()
 	require.NoError(t, err)
-	for _, withLayout := range []bool{true, false} {
+	for _, mode := range []string{"in place", "built anew", "without the layout"} {
 		var s sentMutation
-		if withLayout {
-			s = l.newSentMutation(len(m.ops))
+		if mode == "without the layout" {
+			s = sentMutation{bm: bigtable.NewMutation(), src: m.ops}
 		} else {
-			s = sentMutation{bm: bigtable.NewMutation()}
+			s = l.newSentMutation(m.ops, len(m.ops))
 		}
 		for i := range m.ops {
-			s.set(m, i, m.ops[i].ts)
+			o, e := m.op(i)
+			require.Nil(t, e)
+			s.set(m, i, &o, o.ts, mode == "in place")
 		}
-		got, exp := l.opsOf(s.bm), l.opsOf(want)
+		got, exp := l.opsOf(s.finish()), l.opsOf(want)
 		require.Len(t, got, len(exp))
 		for i := range exp {
-			assert.True(t, proto.Equal(exp[i], got[i]), "layout %v, cell %d: got %v, want %v", withLayout, i, got[i], exp[i])
+			assert.True(t, proto.Equal(exp[i], got[i]), "%s, cell %d: got %v, want %v", mode, i, got[i], exp[i])
+			assert.Equal(t, mode == "in place", got[i] == m.ops[i], "%s, cell %d: sent as recorded", mode, i)
 		}
 	}
 }

@@ -67,12 +67,16 @@ func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now
 func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
 	start := t.obs.begin()
 	now := t.clock.Now()
-	bm, err := t.build(row, m, now, false)
+	bm, held, err := t.build(row, m, now, false)
 	if err != nil {
 		return err
 	}
 	t.obs.wrote(start)
-	return t.raw.Apply(ctx, row, bm, opts...)
+	err = t.raw.Apply(ctx, row, bm, opts...)
+	if held {
+		m.release() // the client is done with the cells sent in place
+	}
+	return err
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -86,9 +90,10 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	start := t.obs.begin()
 	now := t.clock.Now()
 	bms := make([]*bigtable.Mutation, len(muts))
+	held := make([]uint64, (len(muts)+63)/64) // the rows whose cells are sent in place
 	var refused []error
 	for i, m := range muts {
-		bm, err := t.build(rowKeys[i], m, now, true)
+		bm, inPlace, err := t.build(rowKeys[i], m, now, true)
 		if err != nil {
 			if refused == nil {
 				refused = make([]error, len(muts))
@@ -97,8 +102,18 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 			continue
 		}
 		bms[i] = bm
+		if inPlace {
+			held[i/64] |= 1 << (i % 64)
+		}
 	}
 	t.obs.wrote(start)
+	defer func() {
+		for i, m := range muts {
+			if held[i/64]&(1<<(i%64)) != 0 {
+				m.release()
+			}
+		}
+	}()
 	if refused == nil {
 		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
 	}
@@ -309,23 +324,33 @@ func (t *Table) checkRowKey(row string) error {
 
 // build turns m into the mutation to send at now, or the first refusal.
 // now is the clock reading itself, not its microseconds: a TTL is added to
-// it in nanoseconds (strategy.Policy.WriteTimestamp).
-func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigtable.Mutation, error) {
+// it in nanoseconds (strategy.Policy.WriteTimestamp). held reports that the
+// mutation sent holds m's own cells, their timestamps written in place: the
+// caller must call m.release once the client is done with it (the RPC has
+// returned).
+func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (bm *bigtable.Mutation, held bool, err error) {
 	if err := t.checkRowKey(row); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if m == nil {
-		return nil, t.refuse(row, "", "", ErrNilMutation)
+		return nil, false, t.refuse(row, "", "", ErrNilMutation)
 	}
 	if !m.isConditional {
 		if len(m.ops) == 0 {
-			return nil, t.refuse(row, "", "", ErrEmptyMutation)
+			return nil, false, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		return t.convert(row, m, now)
+		held = m.acquire()
+		if bm, err = t.convert(row, m, now, held); err != nil && held {
+			m.release()
+			held = false
+		}
+		return bm, held, err
 	}
 	if bulk {
-		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
+		return nil, false, t.refuse(row, "", "", ErrConditionalInBulk)
 	}
+	// A conditional mutation's branches are built anew: they are rare, and
+	// the same Mutation may be both.
 	branch := func(b *Mutation) (*bigtable.Mutation, error) {
 		if b == nil {
 			return nil, nil
@@ -333,27 +358,28 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if b.isConditional {
 			return nil, t.refuse(row, "", "", ErrNestedCondition)
 		}
-		return t.convert(row, b, now)
+		return t.convert(row, b, now, false)
 	}
 	mtrue, err := branch(m.mtrue)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	mfalse, err := branch(m.mfalse)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
+	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), false, nil
 }
 
 // convert is the bigtable.Mutation to send for m's operations, with
-// managed timestamps rewritten, or the first refusal.
-func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutation, error) {
+// managed timestamps rewritten, or the first refusal. inPlace: the caller
+// holds m (Mutation.acquire), so its own cells are sent themselves.
+func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*bigtable.Mutation, error) {
 	n := len(m.ops)
 	if t.singleValue {
 		n *= 2 // room for a delete before each Set
 	}
-	s := newSentMutation(n)
+	s := newSentMutation(m.ops, n)
 	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
@@ -363,17 +389,18 @@ func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutat
 		found bool
 	)
 	for i := range m.ops {
-		o := &m.ops[i]
+		o, e := m.op(i)
+		if e != nil {
+			return nil, t.refuse(row, e.family, e.column, e.err)
+		}
 		if o.kind == opDeleteRow {
-			if !s.reuse(m, i) {
-				s.bm.DeleteRow()
-			}
+			s.keep(m, i, &o)
 			continue
 		}
 		if !found || o.family != fam {
 			p, found = t.schema[o.family]
 			if !found {
-				return nil, t.opError(row, o, ErrUnknownFamily)
+				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}
 			fam = o.family
 		}
@@ -382,72 +409,57 @@ func (t *Table) convert(row string, m *Mutation, now time.Time) (*bigtable.Mutat
 		case opSet:
 			if o.cellOpt == cellOptMany {
 				opts := m.manyOpts[o.n]
-				e := t.opError(row, o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", ErrWrongCellOption, len(opts)))
+				e := t.opError(row, &o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", ErrWrongCellOption, len(opts)))
 				e.Options = opts
 				return nil, e
 			}
 			if len(o.value) > MaxValueBytes {
-				return nil, t.opError(row, o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
+				return nil, t.opError(row, &o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
 			var err error
-			if ts, err = cellTimestamp(p, o, now, nowMicros); err != nil {
-				return nil, t.opError(row, o, err)
+			if ts, err = cellTimestamp(&p, &o, now, nowMicros); err != nil {
+				return nil, t.opError(row, &o, err)
 			}
-			t.putCell(&s, m, i, p, ts, nowMicros)
-		case opDeleteColumn:
-			if !s.reuse(m, i) {
-				s.bm.DeleteCellsInColumn(o.family, o.column)
-			}
+			t.putCell(&s, m, i, &o, &p, ts, nowMicros, inPlace)
+		case opDeleteColumn, opDeleteFamily:
+			s.keep(m, i, &o)
 		case opDeleteRange:
 			if end := o.end(); o.ts < 0 || end < 0 || (end != 0 && strategy.Millis(end) <= strategy.Millis(o.ts)) {
-				return nil, t.opError(row, o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
+				return nil, t.opError(row, &o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
 			}
-			if !s.reuse(m, i) {
-				s.bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
-			}
-		case opDeleteFamily:
-			if !s.reuse(m, i) {
-				s.bm.DeleteCellsInFamily(o.family)
-			}
+			s.keep(m, i, &o)
 		case opAddInt, opMergeBytes:
 			if p.Managed() {
-				return nil, t.opError(row, o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+				return nil, t.opError(row, &o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
 			}
 			if o.ts < 0 {
-				return nil, t.opError(row, o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
+				return nil, t.opError(row, &o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
 			}
-			switch {
-			case s.reuse(m, i):
-			case o.kind == opAddInt:
-				s.bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
-			default:
-				s.bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
-			}
+			s.keep(m, i, &o)
 		}
 		if p.HasWriteTime() {
-			if err := t.writeTimeCompanion(row, o, ts, nowMicros, s.bm); err != nil {
+			if err := t.writeTimeCompanion(row, &o, ts, nowMicros, &s); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return s.bm, nil
+	return s.finish(), nil
 }
 
-// putCell adds to s the cell of m.ops[i], a Set on a family of policy p,
-// with its final timestamp ts, at nowMicros: the one place where each cell
-// sent is known with its family, policy and timestamp.
-func (t *Table) putCell(s *sentMutation, m *Mutation, i int, p strategy.Policy, ts, nowMicros bigtable.Timestamp) {
-	o := &m.ops[i]
+// putCell adds to s the cell of m.ops[i] (o decoded), a Set on a family of
+// policy p, with its final timestamp ts, at nowMicros: the one place where
+// each cell sent is known with its family, policy and timestamp.
+func (t *Table) putCell(s *sentMutation, m *Mutation, i int, o *op, p *strategy.Policy, ts, nowMicros bigtable.Timestamp, inPlace bool) {
 	if p.IsSingleValue() {
-		s.bm.DeleteCellsInColumn(o.family, o.column)
+		s.extra().DeleteCellsInColumn(o.family, o.column)
 	}
-	s.set(m, i, ts)
+	s.set(m, i, o, ts, inPlace)
 	t.obs.cell(p, o, ts, nowMicros)
 }
 
 // cellTimestamp is the timestamp to write for a Set under policy p at now
 // (nowMicros in microseconds).
-func cellTimestamp(p strategy.Policy, o *op, now time.Time, nowMicros bigtable.Timestamp) (bigtable.Timestamp, error) {
+func cellTimestamp(p *strategy.Policy, o *op, now time.Time, nowMicros bigtable.Timestamp) (bigtable.Timestamp, error) {
 	if !p.Managed() {
 		if o.cellOpt != cellOptNone {
 			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)

@@ -3,7 +3,6 @@ package ttlclient
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -47,27 +46,8 @@ func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, o
 	if err != nil {
 		return a.t.refuse(row, "", "", err)
 	}
-	dst := apiMutations.Get().(*Mutation)
-	defer putAPIMutation(dst)
-	tm, e := l.translate(m, dst)
-	if e != nil {
-		return a.unreadable(row, e)
-	}
-	return a.t.Apply(ctx, row, tm, opts...)
-}
-
-// apiMutations recycles the translations of Apply: the mutation sent is a
-// new *bigtable.Mutation, so the translation is garbage once Apply returns
-// (a refusal's *CellError holds strings of the caller's mutation, not of it).
-var apiMutations = sync.Pool{New: func() any { return new(Mutation) }}
-
-func putAPIMutation(m *Mutation) {
-	if cap(m.ops) > 1024 {
-		return // let a huge one go rather than keep it
-	}
-	clear(m.ops)
-	*m = Mutation{ops: m.ops[:0]}
-	apiMutations.Put(m)
+	var tm Mutation // m's operations, borrowed
+	return a.t.Apply(ctx, row, l.translate(m, &tm), opts...)
 }
 
 // ApplyBulk applies muts through Table.ApplyBulk. A row that cannot be read
@@ -87,39 +67,10 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	}
 	tms := make([]*Mutation, len(muts))
 	backing := make([]Mutation, len(muts))
-	// One array holds every row's ops.
-	total := 0
-	for _, m := range muts {
-		if m != nil {
-			total += len(l.opsOf(m))
-		}
-	}
-	all := make([]op, total)
 	for i, m := range muts {
-		if m != nil {
-			n := len(l.opsOf(m))
-			backing[i].ops, all = all[:0:n], all[n:]
-		}
+		tms[i] = l.translate(m, &backing[i]) // nil stays nil: Table.ApplyBulk refuses it
 	}
-	var unread []error
-	for i, m := range muts {
-		if m == nil {
-			continue // nil stays nil: Table.ApplyBulk refuses it
-		}
-		tm, e := l.translate(m, &backing[i])
-		if e != nil {
-			if unread == nil {
-				unread = make([]error, len(muts))
-			}
-			unread[i] = a.unreadable(rowKeys[i], e)
-			continue
-		}
-		tms[i] = tm
-	}
-	if unread == nil {
-		return a.t.ApplyBulk(ctx, rowKeys, tms, opts...)
-	}
-	return applyPassed(ctx, rowKeys, tms, unread, a.t.ApplyBulk, opts)
+	return a.t.ApplyBulk(ctx, rowKeys, tms, opts...)
 }
 
 // ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
