@@ -138,14 +138,23 @@ func (m *Mutation) record(kind opKind, family, column string, ts bigtable.Timest
 	return w
 }
 
-// op decodes operation i.
+// op is operation i, decoded.
 func (m *Mutation) op(i int) (op, *rawOpError) {
+	var o op
+	err := m.decode(i, &o)
+	return o, err
+}
+
+// decode decodes operation i into o, which it overwrites: on the write
+// path's every operation, so nothing is copied twice.
+func (m *Mutation) decode(i int, o *op) *rawOpError {
 	if m.borrowed {
-		return translateOp(m.ops[i])
+		return translateOp(m.ops[i], o)
 	}
 	w := owned(m.ops[i])
-	return op{kind: w.kind, cellOpt: w.opt, family: w.cell.FamilyName, column: column(w.cell.ColumnQualifier),
-		ts: w.ts, n: w.n, value: w.cell.Value}, nil
+	*o = op{kind: w.kind, cellOpt: w.opt, family: w.cell.FamilyName, column: column(w.cell.ColumnQualifier),
+		ts: w.ts, n: w.n, value: w.cell.Value}
+	return nil
 }
 
 // Mutation is a set of changes for one row, like bigtable.Mutation, whose
@@ -164,6 +173,7 @@ type Mutation struct {
 	// they are where the rewrite leaves them so.
 	ops      []*btpb.Mutation
 	borrowed bool
+	caller   *bigtable.Mutation // the borrowed ops' mutation
 	inUse    atomic.Bool
 	// manyOpts holds the options of each Set given more than one, for the
 	// refusal to name them.

@@ -129,9 +129,13 @@ func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 // Set builds (rawSelfCheck compares them). Without the layout it is a plain
 // bigtable.Mutation filled by its own methods.
 type sentMutation struct {
-	bm  *bigtable.Mutation
-	ops *[]*btpb.Mutation // bm's ops; nil without the checked layout
+	l   *rawLayout         // nil: bm is filled by its own methods
+	bm  *bigtable.Mutation // with the layout, made when first needed
+	ops *[]*btpb.Mutation  // bm's ops, with the layout
 	src []*btpb.Mutation
+	// caller is the *bigtable.Mutation whose operations src are (the
+	// TableAPI path): sent itself when nothing changes.
+	caller *bigtable.Mutation
 	// shared: the first shared operations of src are what is sent so far,
 	// until copied (the sent ops are then in *ops).
 	shared int
@@ -147,20 +151,26 @@ type sentMutation struct {
 	cols  []byte // their qualifiers
 }
 
-// newSentMutation is an empty mutation for the operations src, with room
-// for n operations should it copy them, so that filling it grows no slice.
-func newSentMutation(src []*btpb.Mutation, n int) sentMutation {
+// newSentMutation is an empty mutation for m's operations, with room for
+// n operations should it copy them, so that filling it grows no slice.
+func newSentMutation(m *Mutation, n int) sentMutation {
 	l, err := layout()
 	if err != nil {
-		return sentMutation{bm: bigtable.NewMutation(), src: src}
+		return sentMutation{bm: bigtable.NewMutation(), src: m.ops}
 	}
-	return l.newSentMutation(src, n)
+	return l.newSentMutation(m, n)
 }
 
-func (l *rawLayout) newSentMutation(src []*btpb.Mutation, n int) sentMutation {
-	s := sentMutation{bm: bigtable.NewMutation(), src: src, room: n}
-	s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), l.ops))
-	return s
+func (l *rawLayout) newSentMutation(m *Mutation, n int) sentMutation {
+	return sentMutation{l: l, src: m.ops, caller: m.caller, room: n}
+}
+
+// make makes bm, with the layout.
+func (s *sentMutation) make() {
+	if s.bm == nil {
+		s.bm = bigtable.NewMutation()
+		s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), s.l.ops))
+	}
 }
 
 // send sends pb as operation i of src's order.
@@ -176,10 +186,11 @@ func (s *sentMutation) send(i int, pb *btpb.Mutation) {
 // copy ends the sharing of src: the operations sent so far are copied into
 // bm's own ops.
 func (s *sentMutation) copy() {
-	if s.copied || s.ops == nil {
+	if s.copied || s.l == nil {
 		return
 	}
 	s.copied = true
+	s.make()
 	*s.ops = append(make([]*btpb.Mutation, 0, max(s.room, s.shared+1)), s.src[:s.shared]...)
 }
 
@@ -190,9 +201,14 @@ func (s *sentMutation) extra() *bigtable.Mutation {
 	return s.bm
 }
 
-// finish is the mutation to send.
+// finish is the mutation to send: the caller's own when every one of its
+// operations is sent as it is.
 func (s *sentMutation) finish() *bigtable.Mutation {
-	if s.ops != nil && !s.copied {
+	if s.l != nil && !s.copied {
+		if s.caller != nil {
+			return s.caller
+		}
+		s.make()
 		*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
 	}
 	return s.bm
@@ -202,7 +218,7 @@ func (s *sentMutation) finish() *bigtable.Mutation {
 // recorded proto where there is one (a *bigtable.Mutation's operation),
 // else built by the client's own method.
 func (s *sentMutation) keep(m *Mutation, i int, o *op) {
-	if s.ops != nil && m.borrowed {
+	if s.l != nil && m.borrowed {
 		s.send(i, m.ops[i])
 		return
 	}
@@ -230,7 +246,7 @@ func (s *sentMutation) keep(m *Mutation, i int, o *op) {
 // cell) or where inPlace lets ts be written into it (a Mutation's own,
 // held by this Apply), else a cell built anew.
 func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inPlace bool) {
-	if s.ops == nil {
+	if s.l == nil {
 		s.bm.Set(o.family, o.column, ts, o.value)
 		return
 	}
@@ -319,7 +335,7 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) *Mutation {
 		dst.mtrue, dst.mfalse = l.translate(mtrue, nil), l.translate(mfalse, nil)
 		return dst
 	}
-	dst.ops, dst.borrowed = l.opsOf(src), true
+	dst.ops, dst.borrowed, dst.caller = l.opsOf(src), true, src
 	return dst
 }
 
@@ -333,42 +349,46 @@ func column(q []byte) string {
 	return unsafe.String(&q[0], len(q))
 }
 
-func translateOp(pb *btpb.Mutation) (op, *rawOpError) {
+// translateOp decodes the client's operation pb into o.
+func translateOp(pb *btpb.Mutation, o *op) *rawOpError {
 	switch m := pb.GetMutation().(type) {
 	case *btpb.Mutation_SetCell_:
 		c := m.SetCell
 		// The client already truncated ts to the millisecond, keeping
 		// ServerTime (-1), which is Auto.
-		return op{kind: opSet, family: c.FamilyName, column: column(c.ColumnQualifier), ts: bigtable.Timestamp(c.TimestampMicros), value: c.Value}, nil
+		*o = op{kind: opSet, family: c.FamilyName, column: column(c.ColumnQualifier), ts: bigtable.Timestamp(c.TimestampMicros), value: c.Value}
 	case *btpb.Mutation_DeleteFromColumn_:
 		c := m.DeleteFromColumn
 		if c.TimeRange == nil {
-			return op{kind: opDeleteColumn, family: c.FamilyName, column: column(c.ColumnQualifier)}, nil
+			*o = op{kind: opDeleteColumn, family: c.FamilyName, column: column(c.ColumnQualifier)}
+		} else {
+			*o = op{kind: opDeleteRange, family: c.FamilyName, column: column(c.ColumnQualifier),
+				ts: bigtable.Timestamp(c.TimeRange.StartTimestampMicros), n: c.TimeRange.EndTimestampMicros}
 		}
-		return op{kind: opDeleteRange, family: c.FamilyName, column: column(c.ColumnQualifier),
-			ts: bigtable.Timestamp(c.TimeRange.StartTimestampMicros), n: c.TimeRange.EndTimestampMicros}, nil
 	case *btpb.Mutation_DeleteFromFamily_:
-		return op{kind: opDeleteFamily, family: m.DeleteFromFamily.FamilyName}, nil
+		*o = op{kind: opDeleteFamily, family: m.DeleteFromFamily.FamilyName}
 	case *btpb.Mutation_DeleteFromRow_:
-		return op{kind: opDeleteRow}, nil
+		*o = op{kind: opDeleteRow}
 	case *btpb.Mutation_AddToCell_:
 		c := m.AddToCell
 		q, ts, ok := aggregateCell(c.ColumnQualifier, c.Timestamp)
 		in, isInt := c.Input.GetKind().(*btpb.Value_IntValue)
 		if !ok || !isInt {
-			return op{}, &rawOpError{family: c.FamilyName, err: fmt.Errorf("%w: AddToCell with a qualifier, timestamp or input of a kind bttl does not know", ErrMutationUnreadable)}
+			return &rawOpError{family: c.FamilyName, err: fmt.Errorf("%w: AddToCell with a qualifier, timestamp or input of a kind bttl does not know", ErrMutationUnreadable)}
 		}
-		return op{kind: opAddInt, family: c.FamilyName, column: q, ts: ts, n: in.IntValue}, nil
+		*o = op{kind: opAddInt, family: c.FamilyName, column: q, ts: ts, n: in.IntValue}
 	case *btpb.Mutation_MergeToCell_:
 		c := m.MergeToCell
 		q, ts, ok := aggregateCell(c.ColumnQualifier, c.Timestamp)
 		in, isRaw := c.Input.GetKind().(*btpb.Value_RawValue)
 		if !ok || !isRaw {
-			return op{}, &rawOpError{family: c.FamilyName, err: fmt.Errorf("%w: MergeToCell with a qualifier, timestamp or input of a kind bttl does not know", ErrMutationUnreadable)}
+			return &rawOpError{family: c.FamilyName, err: fmt.Errorf("%w: MergeToCell with a qualifier, timestamp or input of a kind bttl does not know", ErrMutationUnreadable)}
 		}
-		return op{kind: opMergeBytes, family: c.FamilyName, column: q, ts: ts, value: in.RawValue}, nil
+		*o = op{kind: opMergeBytes, family: c.FamilyName, column: q, ts: ts, value: in.RawValue}
+	default:
+		return &rawOpError{err: fmt.Errorf("%w: operation %T is not one bttl knows", ErrMutationUnreadable, pb.GetMutation())}
 	}
-	return op{}, &rawOpError{err: fmt.Errorf("%w: operation %T is not one bttl knows", ErrMutationUnreadable, pb.GetMutation())}
+	return nil
 }
 
 func aggregateCell(q, ts *btpb.Value) (string, bigtable.Timestamp, bool) {
@@ -450,7 +470,7 @@ func rawSelfCheck(l *rawLayout) error {
 		return err
 	}
 	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
-		s := l.newSentMutation(m.ops, len(m.ops))
+		s := l.newSentMutation(m, len(m.ops))
 		for i := range m.ops {
 			o, _ := m.op(i)
 			if o.kind == opSet {

@@ -109,7 +109,7 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 		if mode == "without the layout" {
 			s = sentMutation{bm: bigtable.NewMutation(), src: m.ops}
 		} else {
-			s = l.newSentMutation(m.ops, len(m.ops))
+			s = l.newSentMutation(m, len(m.ops))
 		}
 		for i := range m.ops {
 			o, e := m.op(i)
@@ -167,3 +167,30 @@ func TestTableAPISharesUnchangedOperations(t *testing.T) {
 type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// A *bigtable.Mutation the rewrite leaves as it is, every operation, is
+// sent itself; one cell to rewrite makes a new one, and the caller's is
+// left as it was.
+func TestTableAPISendsAnUnchangedMutationItself(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tbl := &Table{name: "t", clock: fixedClock(now), schema: Schema{
+		"def":   strategy.DefaultExpiry(time.Hour),
+		"plain": strategy.Unmanaged(),
+	}}
+	src := bigtable.NewMutation()
+	src.Set("def", "a", bigtable.Time(now.Add(-time.Minute)), []byte("1"))
+	src.Set("plain", "c", 7000, []byte("3"))
+	src.DeleteCellsInColumn("plain", "d")
+	sent, err := tbl.BuildAPI("row", src)
+	require.NoError(t, err)
+	assert.Same(t, src, sent)
+
+	src.Set("def", "b", bigtable.ServerTime, []byte("2"))
+	sent, err = tbl.BuildAPI("row", src)
+	require.NoError(t, err)
+	assert.NotSame(t, src, sent)
+	l, err := layout()
+	require.NoError(t, err)
+	assert.Len(t, l.opsOf(sent), 4)
+	assert.Equal(t, int64(bigtable.ServerTime), l.opsOf(src)[3].GetSetCell().GetTimestampMicros())
+}

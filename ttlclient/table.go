@@ -379,7 +379,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 	if t.singleValue {
 		n *= 2 // room for a delete before each Set
 	}
-	s := newSentMutation(m.ops, n)
+	s := newSentMutation(m, n)
 	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
@@ -388,9 +388,9 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 		p     strategy.Policy
 		found bool
 	)
+	var o op
 	for i := range m.ops {
-		o, e := m.op(i)
-		if e != nil {
+		if e := m.decode(i, &o); e != nil {
 			return nil, t.refuse(row, e.family, e.column, e.err)
 		}
 		if o.kind == opDeleteRow {
