@@ -152,8 +152,9 @@ func (m *Mutation) decode(i int, o *op) *rawOpError {
 		return translateOp(m.ops[i], o)
 	}
 	w := owned(m.ops[i])
-	*o = op{kind: w.kind, cellOpt: w.opt, family: w.cell.FamilyName, column: column(w.cell.ColumnQualifier),
-		ts: w.ts, n: w.n, value: w.cell.Value}
+	// Field by field, as translateOp's Set.
+	o.kind, o.cellOpt, o.family, o.column = w.kind, w.opt, w.cell.FamilyName, column(w.cell.ColumnQualifier)
+	o.ts, o.n, o.value = w.ts, w.n, w.cell.Value
 	return nil
 }
 
@@ -189,6 +190,12 @@ type Mutation struct {
 func (m *Mutation) acquire() bool { return !m.borrowed && m.inUse.CompareAndSwap(false, true) }
 
 func (m *Mutation) release() { m.inUse.Store(false) }
+
+// reset empties a Mutation for reuse, dropping every reference it holds.
+func (m *Mutation) reset() {
+	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
+	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil
+}
 
 // NewMutation returns a new mutation.
 func NewMutation() *Mutation { return new(Mutation) }

@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -65,12 +66,46 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 		}
 		return errs, nil
 	}
-	tms := make([]*Mutation, len(muts))
-	backing := make([]Mutation, len(muts))
+	w := getBulkWrap(len(muts))
+	defer putBulkWrap(w)
 	for i, m := range muts {
-		tms[i] = l.translate(m, &backing[i]) // nil stays nil: Table.ApplyBulk refuses it
+		w.tms[i] = l.translate(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
 	}
-	return a.t.ApplyBulk(ctx, rowKeys, tms, opts...)
+	return a.t.ApplyBulk(ctx, rowKeys, w.tms, opts...)
+}
+
+// bulkWrap is the wrapping of one ApplyBulk's mutations: garbage once the
+// call returns (a refusal's *CellError holds strings of the caller's
+// mutations, not of it), so it is reused rather than allocated per call.
+type bulkWrap struct {
+	backing []Mutation
+	tms     []*Mutation
+}
+
+var bulkWraps = sync.Pool{New: func() any { return new(bulkWrap) }}
+
+// maxPooledBulk bounds the wrapping kept for reuse: a huge call's is let go.
+const maxPooledBulk = 4096
+
+func getBulkWrap(n int) *bulkWrap {
+	w := bulkWraps.Get().(*bulkWrap)
+	if cap(w.backing) < n {
+		w.backing = make([]Mutation, n)
+		w.tms = make([]*Mutation, n)
+	}
+	w.backing, w.tms = w.backing[:n], w.tms[:n]
+	return w
+}
+
+func putBulkWrap(w *bulkWrap) {
+	if cap(w.backing) > maxPooledBulk {
+		return
+	}
+	for i := range w.backing {
+		w.backing[i].reset()
+	}
+	clear(w.tms)
+	bulkWraps.Put(w)
 }
 
 // ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
