@@ -28,6 +28,10 @@ func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, 
 	if err != nil {
 		return nil, err
 	}
-	bm, _, err := t.build(row, l.translate(m, nil), t.clock.Now(), false)
+	tm, e := l.translate(m, nil)
+	if e != nil {
+		return nil, e.err
+	}
+	bm, _, err := t.build(row, tm, t.clock.Now(), false)
 	return bm, err
 }

@@ -261,8 +261,8 @@ func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inP
 		s.send(i, pb)
 		return
 	}
-	if len(s.cells) == 0 {
-		s.reserve(m, i)
+	if len(s.cells) == 0 || len(s.cols) < len(o.column) {
+		s.reserve(m, i) // room for this cell and those expected after it
 	}
 	pb, set, cell := &s.muts[0], &s.sets[0], &s.cells[0]
 	s.muts, s.sets, s.cells = s.muts[1:], s.sets[1:], s.cells[1:]
@@ -279,10 +279,11 @@ func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inP
 	*s.ops = append(*s.ops, pb)
 }
 
-// reserve makes room for the cells of m's Sets from i on that may be built
-// anew, and their qualifiers: four allocations for all of them. Of a
-// *bigtable.Mutation's, only a server timestamp's cell is (the others keep
-// theirs unless refused).
+// reserve makes room for cell i and the cells of m's later Sets expected
+// to be built anew, and their qualifiers: four allocations for all of
+// them. Of a *bigtable.Mutation's, only a server timestamp's cell is
+// expected to be (another is when its timestamp is clamped: set reserves
+// again when the room runs out).
 func (s *sentMutation) reserve(m *Mutation, i int) {
 	n, cols := 0, 0
 	for j, pb := range m.ops[i:] {
@@ -319,24 +320,51 @@ type rawOpError struct {
 
 // translate wraps a client mutation as the library's, borrowing its
 // operations, so the one write path (build) applies every rewrite and
-// guardrail to it; an operation bttl does not know is refused there. A
-// conditional mutation's branches are wrapped too; nesting is refused
-// later by build, as for a ttlclient.Mutation. dst is reused when not nil.
-func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) *Mutation {
+// guardrail to it. An operation bttl does not know is refused first,
+// whatever else the mutation holds, and nothing is sent. A conditional
+// mutation's branches are wrapped too; nesting is refused later by build,
+// as for a ttlclient.Mutation. dst is reused when not nil.
+func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation, *rawOpError) {
 	if src == nil {
-		return nil
+		return nil, nil
 	}
 	if dst == nil {
 		dst = new(Mutation)
 	}
 	cond, isCond, mtrue, mfalse := l.condOf(src)
 	if isCond {
+		var err *rawOpError
+		if dst.mtrue, err = l.translate(mtrue, nil); err != nil {
+			return nil, err
+		}
+		if dst.mfalse, err = l.translate(mfalse, nil); err != nil {
+			return nil, err
+		}
 		dst.isConditional, dst.cond = true, cond
-		dst.mtrue, dst.mfalse = l.translate(mtrue, nil), l.translate(mfalse, nil)
-		return dst
+		return dst, nil
 	}
-	dst.ops, dst.borrowed, dst.caller = l.opsOf(src), true, src
-	return dst
+	ops := l.opsOf(src)
+	if err := readable(ops); err != nil {
+		return nil, err
+	}
+	dst.ops, dst.borrowed, dst.caller = ops, true, src
+	return dst, nil
+}
+
+// readable is nil when bttl knows every operation of ops: the write path
+// decodes each again (translateOp) when it comes to it.
+func readable(ops []*btpb.Mutation) *rawOpError {
+	for _, pb := range ops {
+		switch pb.GetMutation().(type) {
+		case *btpb.Mutation_SetCell_, *btpb.Mutation_DeleteFromColumn_, *btpb.Mutation_DeleteFromFamily_, *btpb.Mutation_DeleteFromRow_:
+		default: // an aggregate's values, or an unknown kind
+			var o op
+			if err := translateOp(pb, &o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // column is a qualifier as a string without copying it: the bytes belong to
@@ -457,7 +485,10 @@ func rawSelfCheck(l *rawLayout) error {
 	if len(wantOps) != 9 {
 		return fmt.Errorf("%w: self-check read %d of 9 operations", ErrMutationUnreadable, len(wantOps))
 	}
-	got := l.translate(want, nil)
+	got, rerr := l.translate(want, nil)
+	if rerr != nil {
+		return fmt.Errorf("self-check: %w", rerr.err)
+	}
 	decoded := make([]op, len(got.ops))
 	again := bigtable.NewMutation()
 	for i := range got.ops {
@@ -511,21 +542,21 @@ func rawSelfCheck(l *rawLayout) error {
 	mt, mf := bigtable.NewMutation(), bigtable.NewMutation()
 	mt.DeleteRow()
 	mf.Set("f", "c", 1000, []byte("w"))
-	cm := l.translate(bigtable.NewCondMutation(filter, mt, mf), nil)
-	if !cm.isConditional || cm.cond == nil || cm.cond.String() != filter.String() ||
+	cm, cerr := l.translate(bigtable.NewCondMutation(filter, mt, mf), nil)
+	if cerr != nil || !cm.isConditional || cm.cond == nil || cm.cond.String() != filter.String() ||
 		cm.mtrue == nil || len(cm.mtrue.ops) != 1 || cm.mtrue.ops[0] != l.opsOf(mt)[0] ||
 		cm.mfalse == nil || len(cm.mfalse.ops) != 1 || cm.mfalse.ops[0] != l.opsOf(mf)[0] {
 		return fmt.Errorf("%w: self-check: conditional mutation reads back wrong", ErrMutationUnreadable)
 	}
-	if plain := l.translate(mt, nil); plain == nil || plain.isConditional {
+	if plain, _ := l.translate(mt, nil); plain == nil || plain.isConditional {
 		return fmt.Errorf("%w: self-check: plain mutation reads back as conditional", ErrMutationUnreadable)
 	}
 	// ReadModifyWrite: both rules.
 	rmw := bigtable.NewReadModifyWrite()
 	rmw.AppendValue("f", "c", []byte("x"))
 	rmw.Increment("f", "d", 5)
-	r, rerr := l.translateRMW(rmw)
-	if rerr != nil || len(r.ops) != 2 ||
+	r, err := l.translateRMW(rmw)
+	if err != nil || len(r.ops) != 2 ||
 		!r.ops[0].isAppend || r.ops[0].family != "f" || r.ops[0].column != "c" || !bytes.Equal(r.ops[0].appendValue, []byte("x")) ||
 		r.ops[1].isAppend || r.ops[1].column != "d" || r.ops[1].delta != 5 {
 		return fmt.Errorf("%w: self-check: ReadModifyWrite reads back wrong", ErrMutationUnreadable)

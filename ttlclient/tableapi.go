@@ -48,7 +48,13 @@ func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, o
 		return a.t.refuse(row, "", "", err)
 	}
 	var tm Mutation // m's operations, borrowed
-	return a.t.Apply(ctx, row, l.translate(m, &tm), opts...)
+	if _, e := l.translate(m, &tm); e != nil {
+		return a.unreadable(row, e)
+	}
+	if m == nil {
+		return a.t.Apply(ctx, row, nil, opts...) // refused as a nil Mutation
+	}
+	return a.t.Apply(ctx, row, &tm, opts...)
 }
 
 // ApplyBulk applies muts through Table.ApplyBulk. A row that cannot be read
@@ -68,10 +74,22 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	}
 	w := getBulkWrap(len(muts))
 	defer putBulkWrap(w)
+	var unread []error
 	for i, m := range muts {
-		w.tms[i] = l.translate(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
+		tm, e := l.translate(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
+		if e != nil {
+			if unread == nil {
+				unread = make([]error, len(muts))
+			}
+			unread[i] = a.unreadable(rowKeys[i], e)
+			continue
+		}
+		w.tms[i] = tm
 	}
-	return a.t.ApplyBulk(ctx, rowKeys, w.tms, opts...)
+	if unread == nil {
+		return a.t.ApplyBulk(ctx, rowKeys, w.tms, opts...)
+	}
+	return applyPassed(ctx, rowKeys, w.tms, unread, a.t.ApplyBulk, opts)
 }
 
 // bulkWrap is the wrapping of one ApplyBulk's mutations: garbage once the
