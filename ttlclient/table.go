@@ -387,6 +387,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 		fam   string
 		p     strategy.Policy
 		found bool
+		chk   strategy.ExplicitCheck // p's explicit timestamps at now
 	)
 	var o op
 	for i := range m.ops {
@@ -403,6 +404,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}
 			fam = o.family
+			chk = strategy.NewExplicitCheck(&p, nowMicros)
 		}
 		var ts bigtable.Timestamp // a Set's, for its write-time companion
 		switch o.kind {
@@ -417,7 +419,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 				return nil, t.opError(row, &o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
 			}
 			var err error
-			if ts, err = cellTimestamp(&p, &o, now, nowMicros); err != nil {
+			if ts, err = cellTimestamp(&p, &chk, &o, now); err != nil {
 				return nil, t.opError(row, &o, err)
 			}
 			t.putCell(&s, m, i, &o, &p, ts, nowMicros, inPlace)
@@ -457,9 +459,9 @@ func (t *Table) putCell(s *sentMutation, m *Mutation, i int, o *op, p *strategy.
 	t.obs.cell(p, o, ts, nowMicros)
 }
 
-// cellTimestamp is the timestamp to write for a Set under policy p at now
-// (nowMicros in microseconds).
-func cellTimestamp(p *strategy.Policy, o *op, now time.Time, nowMicros bigtable.Timestamp) (bigtable.Timestamp, error) {
+// cellTimestamp is the timestamp to write for a Set under policy p at now;
+// chk checks p's explicit timestamps at now.
+func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now time.Time) (bigtable.Timestamp, error) {
 	if !p.Managed() {
 		if o.cellOpt != cellOptNone {
 			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)
@@ -484,7 +486,7 @@ func cellTimestamp(p *strategy.Policy, o *op, now time.Time, nowMicros bigtable.
 	if o.ts == Auto {
 		return p.DefaultTimestamp(now)
 	}
-	return p.CheckExplicit(nowMicros, o.ts)
+	return chk.Check(o.ts)
 }
 
 func (t *Table) opError(row string, o *op, err error) *CellError {
