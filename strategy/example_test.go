@@ -194,6 +194,30 @@ func ExamplePolicy_CheckExplicit() {
 	// now+1.5s
 }
 
+func ExampleNewExplicitCheck() {
+	// One check for a mutation's cells of a family, at one clock reading.
+	p := strategy.DefaultExpiry(time.Hour)
+	c := strategy.NewExplicitCheck(p, exNow)
+	for _, ts := range []bigtable.Timestamp{exNow - 10_000_000, exNow - 2*3_600_000_000} {
+		_, err := c.Check(ts)
+		fmt.Println(err == nil, errors.Is(err, strategy.ErrAlreadyExpired))
+	}
+	// Output:
+	// true false
+	// false true
+}
+
+func ExampleExplicitCheck_Check() {
+	c := strategy.NewExplicitCheck(strategy.Sequence(3), exNow)
+	ts, err := c.Check(7000)
+	fmt.Println(ts, err)
+	_, err = c.Check(7500) // not seq*1000
+	fmt.Println(errors.Is(err, strategy.ErrInvalidSequence))
+	// Output:
+	// 7000 <nil>
+	// true
+}
+
 func ExamplePolicy_LiveFrom() {
 	p := strategy.DefaultExpiry(48 * time.Hour)
 	// The read filter keeps timestamps >= LiveFrom(now).

@@ -510,24 +510,25 @@ func (p Policy) SequenceTimestamp(seq int64) (bigtable.Timestamp, error) {
 // gets DefaultTimestamp at now; a caller holding the clock reading should
 // call DefaultTimestamp with it, to keep its sub-microsecond part.
 func (p Policy) CheckExplicit(now, ts bigtable.Timestamp) (bigtable.Timestamp, error) {
-	c := NewExplicitCheck(&p, now)
+	c := NewExplicitCheck(p, now)
 	return c.Check(ts)
 }
 
 // ExplicitCheck is CheckExplicit at one now for many timestamps of one
 // family: it works out the family's live bound at now once, where
-// CheckExplicit does it for every timestamp. The write path checks every
-// explicit timestamp of a mutation with one.
+// CheckExplicit does it for every timestamp. The write path checks a
+// mutation's explicit timestamps with one per family. The zero value checks
+// as an unmanaged family does.
 type ExplicitCheck struct {
-	p        *Policy
+	p        Policy
 	now      bigtable.Timestamp
 	liveFrom bigtable.Timestamp // age strategies: LiveFrom(now)
 	expired  bool               // age strategies: AllExpired(now)
 }
 
 // NewExplicitCheck is the check of p's explicit timestamps at now (in
-// microseconds). p must not change while the check is in use.
-func NewExplicitCheck(p *Policy, now bigtable.Timestamp) ExplicitCheck {
+// microseconds).
+func NewExplicitCheck(p Policy, now bigtable.Timestamp) ExplicitCheck {
 	c := ExplicitCheck{p: p, now: now}
 	if p.kind == KindOneSecond || p.kind == KindDefaultExpiry {
 		c.liveFrom, c.expired = p.LiveFrom(now), p.AllExpired(now)
@@ -537,7 +538,7 @@ func NewExplicitCheck(p *Policy, now bigtable.Timestamp) ExplicitCheck {
 
 // Check is p.CheckExplicit(now, ts).
 func (c *ExplicitCheck) Check(ts bigtable.Timestamp) (bigtable.Timestamp, error) {
-	p, now := c.p, c.now
+	p, now := &c.p, c.now
 	if ts == bigtable.ServerTime {
 		return p.DefaultTimestamp(time.UnixMicro(int64(now)))
 	}

@@ -639,8 +639,8 @@ func BenchmarkInterleaved(b *testing.B) {
 // *bigtable.Mutation with Table.Timestamp, the library reads and rewrites
 // it) alternate, rotating which goes first, each block timed and its heap
 // allocations counted, so load from other processes hits the sides alike.
-// It reports per mutation raw-, ttl- and api-ns/op and -allocs/op, and the
-// ratios ttl/raw and api/ttl.
+// It reports per mutation raw-, ttl- and api-ns/op, -allocs/op and -B/op,
+// and the ratios ttl/raw and api/ttl.
 func BenchmarkInterleavedBuild(b *testing.B) {
 	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
 		tbl := openOffline(b, strategy.Schema{benchFam: s.policy})
@@ -685,25 +685,28 @@ func BenchmarkInterleavedBuild(b *testing.B) {
 		const block = 100
 		spent := make([]time.Duration, len(sides))
 		allocs := make([]uint64, len(sides))
+		bytes := make([]uint64, len(sides))
 		var ms runtime.MemStats // exact counts, read outside the timed blocks
 		n := 0
 		for i := 0; b.Loop(); i++ {
 			for k := range sides {
 				j := (i + k) % len(sides)
 				runtime.ReadMemStats(&ms)
-				a0, t0 := ms.Mallocs, time.Now()
+				a0, by0, t0 := ms.Mallocs, ms.TotalAlloc, time.Now()
 				for range block {
 					sides[j].build()
 				}
 				spent[j] += time.Since(t0)
 				runtime.ReadMemStats(&ms)
 				allocs[j] += ms.Mallocs - a0
+				bytes[j] += ms.TotalAlloc - by0
 			}
 			n += block
 		}
 		for j, side := range sides {
 			b.ReportMetric(float64(spent[j].Nanoseconds())/float64(n), side.name+"-ns/op")
 			b.ReportMetric(float64(allocs[j])/float64(n), side.name+"-allocs/op")
+			b.ReportMetric(float64(bytes[j])/float64(n), side.name+"-B/op")
 		}
 		b.ReportMetric(float64(spent[1])/float64(spent[0]), "ttl/raw")
 		b.ReportMetric(float64(spent[2])/float64(spent[1]), "api/ttl")

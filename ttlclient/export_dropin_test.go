@@ -28,7 +28,7 @@ func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, 
 	if err != nil {
 		return nil, err
 	}
-	tm, e := l.translate(m, nil)
+	tm, e := l.borrow(m, nil)
 	if e != nil {
 		return nil, e.err
 	}

@@ -115,8 +115,14 @@ type ownedOp struct {
 // ownedOp.
 func owned(pb *btpb.Mutation) *ownedOp { return (*ownedOp)(unsafe.Pointer(pb)) }
 
+// The cast in owned needs pb first in ownedOp: this fails to compile if it
+// is not.
+var _ [0]struct{} = [unsafe.Offsetof(ownedOp{}.pb)]struct{}{}
+
 // initialOps is the room a mutation's first change reserves for its
-// operation pointers: a row of up to 8 changes grows no slice.
+// operation pointers: a row of up to 8 changes grows no slice, and a larger
+// one grows it by doubling, as the client's does. 8 pointers (64 bytes)
+// rather than 16 keep the usual small row small.
 const initialOps = 8
 
 // record appends a change of kind on family:column and returns it for
@@ -145,14 +151,15 @@ func (m *Mutation) op(i int) (op, *rawOpError) {
 	return o, err
 }
 
-// decode decodes operation i into o, which it overwrites: on the write
-// path's every operation, so nothing is copied twice.
+// decode decodes operation i into o, which it overwrites: the write path
+// decodes every operation into one op of its own, rather than returning a
+// new op for each.
 func (m *Mutation) decode(i int, o *op) *rawOpError {
 	if m.borrowed {
-		return translateOp(m.ops[i], o)
+		return decodeOp(m.ops[i], o)
 	}
 	w := owned(m.ops[i])
-	// Field by field, as translateOp's Set.
+	// Field by field, as decodeOp's Set.
 	o.kind, o.cellOpt, o.family, o.column = w.kind, w.opt, w.cell.FamilyName, column(w.cell.ColumnQualifier)
 	o.ts, o.n, o.value = w.ts, w.n, w.cell.Value
 	return nil
@@ -192,6 +199,8 @@ func (m *Mutation) acquire() bool { return !m.borrowed && m.inUse.CompareAndSwap
 func (m *Mutation) release() { m.inUse.Store(false) }
 
 // reset empties a Mutation for reuse, dropping every reference it holds.
+// Only the TableAPI path's wrappers are reused, and those are never held
+// (borrowed), so inUse is false already.
 func (m *Mutation) reset() {
 	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
 	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil

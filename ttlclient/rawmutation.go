@@ -15,11 +15,15 @@ import (
 )
 
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
-// TableAPI path reads their unexported fields at offsets found once with
-// reflect. The layout is checked field by field, then a mutation holding
-// every op kind is built with the client's own methods, read back and
-// compared (rawSelfCheck). If either fails, every TableAPI write fails with
-// ErrMutationUnreadable.
+// library reads and sets their unexported fields at offsets found once with
+// reflect, on first use: the TableAPI path reads the caller's operations,
+// and both write paths set the operations of the mutation they send. The
+// layout is checked field by field, then a mutation holding every op kind
+// is built with the client's own methods, read back and compared, and the
+// same changes recorded by a Mutation must be sent as those protos
+// (rawSelfCheck). If either fails, every TableAPI write fails with
+// ErrMutationUnreadable, and a Mutation's writes build the mutation they
+// send with the client's own methods.
 type rawLayout struct {
 	ops, cond, isConditional, mtrue, mfalse uintptr // bigtable.Mutation
 	rmwOps                                  uintptr // bigtable.ReadModifyWrite
@@ -202,8 +206,13 @@ func (s *sentMutation) extra() *bigtable.Mutation {
 }
 
 // finish is the mutation to send: the caller's own when every one of its
-// operations is sent as it is.
+// operations is sent as it is. It is nil if an operation was neither sent
+// nor replaced, which the write path never leaves (every kind it knows is
+// sent, rebuilt or refused): src is then sent neither whole nor in part.
 func (s *sentMutation) finish() *bigtable.Mutation {
+	if s.l != nil && !s.copied && s.shared != len(s.src) {
+		return nil
+	}
 	if s.l != nil && !s.copied {
 		if s.caller != nil {
 			return s.caller
@@ -312,19 +321,19 @@ func (l *rawLayout) rmwOpsOf(m *bigtable.ReadModifyWrite) []*btpb.ReadModifyWrit
 	return *(*[]*btpb.ReadModifyWriteRule)(unsafe.Add(unsafe.Pointer(m), l.rmwOps))
 }
 
-// rawOpError is an op the TableAPI path cannot translate.
+// rawOpError is an operation the TableAPI path cannot read.
 type rawOpError struct {
 	family, column string
 	err            error
 }
 
-// translate wraps a client mutation as the library's, borrowing its
+// borrow wraps a client mutation as the library's, borrowing its
 // operations, so the one write path (build) applies every rewrite and
 // guardrail to it. An operation bttl does not know is refused first,
 // whatever else the mutation holds, and nothing is sent. A conditional
 // mutation's branches are wrapped too; nesting is refused later by build,
 // as for a ttlclient.Mutation. dst is reused when not nil.
-func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation, *rawOpError) {
+func (l *rawLayout) borrow(src *bigtable.Mutation, dst *Mutation) (*Mutation, *rawOpError) {
 	if src == nil {
 		return nil, nil
 	}
@@ -334,10 +343,10 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 	cond, isCond, mtrue, mfalse := l.condOf(src)
 	if isCond {
 		var err *rawOpError
-		if dst.mtrue, err = l.translate(mtrue, nil); err != nil {
+		if dst.mtrue, err = l.borrow(mtrue, nil); err != nil {
 			return nil, err
 		}
-		if dst.mfalse, err = l.translate(mfalse, nil); err != nil {
+		if dst.mfalse, err = l.borrow(mfalse, nil); err != nil {
 			return nil, err
 		}
 		dst.isConditional, dst.cond = true, cond
@@ -352,14 +361,14 @@ func (l *rawLayout) translate(src *bigtable.Mutation, dst *Mutation) (*Mutation,
 }
 
 // readable is nil when bttl knows every operation of ops: the write path
-// decodes each again (translateOp) when it comes to it.
+// decodes each again (decodeOp) when it comes to it.
 func readable(ops []*btpb.Mutation) *rawOpError {
 	for _, pb := range ops {
 		switch pb.GetMutation().(type) {
 		case *btpb.Mutation_SetCell_, *btpb.Mutation_DeleteFromColumn_, *btpb.Mutation_DeleteFromFamily_, *btpb.Mutation_DeleteFromRow_:
 		default: // an aggregate's values, or an unknown kind
 			var o op
-			if err := translateOp(pb, &o); err != nil {
+			if err := decodeOp(pb, &o); err != nil {
 				return err
 			}
 		}
@@ -368,8 +377,9 @@ func readable(ops []*btpb.Mutation) *rawOpError {
 }
 
 // column is a qualifier as a string without copying it: the bytes belong to
-// the client mutation, whose methods never change them after Set (a
-// *CellError may keep the string after the call).
+// a client mutation, whose methods never change them after Set, or to a
+// Mutation's record (ownedOp.q or its own copy), which nothing writes
+// after Set (a *CellError may keep the string after the call).
 func column(q []byte) string {
 	if len(q) == 0 {
 		return ""
@@ -377,8 +387,8 @@ func column(q []byte) string {
 	return unsafe.String(&q[0], len(q))
 }
 
-// translateOp decodes the client's operation pb into o.
-func translateOp(pb *btpb.Mutation, o *op) *rawOpError {
+// decodeOp decodes the client's operation pb into o.
+func decodeOp(pb *btpb.Mutation, o *op) *rawOpError {
 	switch m := pb.GetMutation().(type) {
 	case *btpb.Mutation_SetCell_:
 		c := m.SetCell
@@ -431,8 +441,8 @@ func aggregateCell(q, ts *btpb.Value) (string, bigtable.Timestamp, bool) {
 	return column(qv.RawValue), bigtable.Timestamp(tv.RawTimestampMicros), true
 }
 
-// translateRMW turns a client ReadModifyWrite into the library's.
-func (l *rawLayout) translateRMW(src *bigtable.ReadModifyWrite) (*ReadModifyWrite, *rawOpError) {
+// readRMW copies a client ReadModifyWrite into the library's (its rules are few and are not sent as they are: ApplyReadModifyWrite builds the request anew).
+func (l *rawLayout) readRMW(src *bigtable.ReadModifyWrite) (*ReadModifyWrite, *rawOpError) {
 	if src == nil {
 		return nil, nil
 	}
@@ -485,7 +495,7 @@ func rawSelfCheck(l *rawLayout) error {
 	if len(wantOps) != 9 {
 		return fmt.Errorf("%w: self-check read %d of 9 operations", ErrMutationUnreadable, len(wantOps))
 	}
-	got, rerr := l.translate(want, nil)
+	got, rerr := l.borrow(want, nil)
 	if rerr != nil {
 		return fmt.Errorf("self-check: %w", rerr.err)
 	}
@@ -542,20 +552,20 @@ func rawSelfCheck(l *rawLayout) error {
 	mt, mf := bigtable.NewMutation(), bigtable.NewMutation()
 	mt.DeleteRow()
 	mf.Set("f", "c", 1000, []byte("w"))
-	cm, cerr := l.translate(bigtable.NewCondMutation(filter, mt, mf), nil)
+	cm, cerr := l.borrow(bigtable.NewCondMutation(filter, mt, mf), nil)
 	if cerr != nil || !cm.isConditional || cm.cond == nil || cm.cond.String() != filter.String() ||
 		cm.mtrue == nil || len(cm.mtrue.ops) != 1 || cm.mtrue.ops[0] != l.opsOf(mt)[0] ||
 		cm.mfalse == nil || len(cm.mfalse.ops) != 1 || cm.mfalse.ops[0] != l.opsOf(mf)[0] {
 		return fmt.Errorf("%w: self-check: conditional mutation reads back wrong", ErrMutationUnreadable)
 	}
-	if plain, _ := l.translate(mt, nil); plain == nil || plain.isConditional {
+	if plain, _ := l.borrow(mt, nil); plain == nil || plain.isConditional {
 		return fmt.Errorf("%w: self-check: plain mutation reads back as conditional", ErrMutationUnreadable)
 	}
 	// ReadModifyWrite: both rules.
 	rmw := bigtable.NewReadModifyWrite()
 	rmw.AppendValue("f", "c", []byte("x"))
 	rmw.Increment("f", "d", 5)
-	r, err := l.translateRMW(rmw)
+	r, err := l.readRMW(rmw)
 	if err != nil || len(r.ops) != 2 ||
 		!r.ops[0].isAppend || r.ops[0].family != "f" || r.ops[0].column != "c" || !bytes.Equal(r.ops[0].appendValue, []byte("x")) ||
 		r.ops[1].isAppend || r.ops[1].column != "d" || r.ops[1].delta != 5 {

@@ -52,7 +52,7 @@ func TestMutationReaderRefusesUnknownOps(t *testing.T) {
 		m.Set("f", "ok", 1000, []byte("v"))
 		ops := (*[]*btpb.Mutation)(opsPointer(l, m))
 		*ops = append(*ops, pb)
-		got, e := l.translate(m, nil)
+		got, e := l.borrow(m, nil)
 		assert.Nil(t, got, name)
 		require.NotNil(t, e, name)
 		assert.ErrorIs(t, e.err, ErrMutationUnreadable, name)
@@ -63,7 +63,7 @@ func TestMutationReaderRefusesUnknownOps(t *testing.T) {
 	rmw := bigtable.NewReadModifyWrite()
 	rules := (*[]*btpb.ReadModifyWriteRule)(rmwOpsPointer(l, rmw))
 	*rules = append(*rules, &btpb.ReadModifyWriteRule{FamilyName: "f"})
-	_, e := l.translateRMW(rmw)
+	_, e := l.readRMW(rmw)
 	require.NotNil(t, e)
 	assert.ErrorIs(t, e.err, ErrMutationUnreadable)
 }

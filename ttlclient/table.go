@@ -71,12 +71,11 @@ func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigt
 	if err != nil {
 		return err
 	}
-	t.obs.wrote(start)
-	err = t.raw.Apply(ctx, row, bm, opts...)
 	if held {
-		m.release() // the client is done with the cells sent in place
+		defer m.release() // once the client is done with the cells sent in place
 	}
-	return err
+	t.obs.wrote(start)
+	return t.raw.Apply(ctx, row, bm, opts...)
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -404,7 +403,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}
 			fam = o.family
-			chk = strategy.NewExplicitCheck(&p, nowMicros)
+			chk = strategy.NewExplicitCheck(p, nowMicros)
 		}
 		var ts bigtable.Timestamp // a Set's, for its write-time companion
 		switch o.kind {
@@ -445,7 +444,11 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			}
 		}
 	}
-	return s.finish(), nil
+	bm := s.finish()
+	if bm == nil {
+		return nil, t.refuse(row, "", "", fmt.Errorf("bttl: internal error: the write path left an operation of the mutation unsent; nothing was sent"))
+	}
+	return bm, nil
 }
 
 // putCell adds to s the cell of m.ops[i] (o decoded), a Set on a family of

@@ -48,7 +48,7 @@ func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, o
 		return a.t.refuse(row, "", "", err)
 	}
 	var tm Mutation // m's operations, borrowed
-	if _, e := l.translate(m, &tm); e != nil {
+	if _, e := l.borrow(m, &tm); e != nil {
 		return a.unreadable(row, e)
 	}
 	if m == nil {
@@ -76,7 +76,7 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	defer putBulkWrap(w)
 	var unread []error
 	for i, m := range muts {
-		tm, e := l.translate(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
+		tm, e := l.borrow(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
 		if e != nil {
 			if unread == nil {
 				unread = make([]error, len(muts))
@@ -133,7 +133,7 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 	if err != nil {
 		return nil, a.t.refuse(row, "", "", err)
 	}
-	rm, e := l.translateRMW(m)
+	rm, e := l.readRMW(m)
 	if e != nil {
 		return nil, a.unreadable(row, e)
 	}

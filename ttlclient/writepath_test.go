@@ -205,10 +205,12 @@ func appendOp(t *testing.T, m *bigtable.Mutation, pb *btpb.Mutation) {
 	*ops = append(*ops, pb)
 }
 
-// An operation bttl does not know, after cells the write path has already
-// placed (one rebuilt, one shared), is refused with ErrMutationUnreadable
-// by Apply, ApplyBulk (that row only) and as a conditional branch, and no
-// RPC is made for it.
+// An operation bttl does not know, after cells the write path would place
+// (one to rebuild, one to share), is refused with ErrMutationUnreadable by
+// Apply, ApplyBulk (that row only) and as a conditional branch, and no RPC
+// is made for it: whether the check of every operation before any rule
+// refuses it or, should that check miss a kind, the write path's own
+// decoding does.
 func TestTableAPIUnknownOperationAfterPlacedCellsSendsNothing(t *testing.T) {
 	e, counter := newCountingEnv(t, mixedSchema())
 	api := e.tbl.API()
