@@ -45,7 +45,7 @@ machine() {
   echo "model: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   echo "go: $(go env GOVERSION)"
   echo "count: $COUNT"
-  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs/bench' ':!BENCHMARKS.md' || echo ' (with uncommitted changes)')"
+  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs/bench' ':!BENCHMARKS.md' ':!scripts/benchmarks-notes-*.md' || echo ' (with uncommitted changes)')"
   echo "from: $1"
   echo "to: $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -147,6 +147,12 @@ $(cat "$OUT/reads-machine.txt")
 HOW
   report -build "$OUT/build.txt" -section build
   echo
+  if [ -f "$OUT/build-before.txt" ]; then
+    echo "Before the cells were recorded as the protos sent: commit $(sed -n 's/^# commit \([0-9a-f]*\).*/\1/p' "$OUT/build-before.txt"), the same machine and benchmark, which then reported no bytes (\`docs/bench/build-before.txt\`):"
+    echo
+    report -build "$OUT/build-before.txt" -section build
+    echo
+  fi
   echo "### bttl's own work before the RPC, 10 cells, the mutation built once outside the loop"
   echo
   echo "\`BenchmarkTableAPIBuild\`: what \`Apply\` does before its RPC on each path (\`impl=ttl\`: a built \`ttlclient.Mutation\`; \`impl=api\`: a built \`*bigtable.Mutation\` through \`Table.API()\`), without the caller's build or the server (\`docs/bench/tableapi-build.txt\`):"
