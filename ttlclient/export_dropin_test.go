@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 )
 
 // BreakMutationReader makes the TableAPI path behave as on a client version
@@ -34,4 +35,14 @@ func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, 
 	}
 	bm, _, err := t.build(row, tm, t.clock.Now(), false)
 	return bm, err
+}
+
+// MutationOps is m's operation slice, through the checked layout: tests
+// read what a mutation sends and add operations the client cannot make.
+func MutationOps(m *bigtable.Mutation) *[]*btpb.Mutation {
+	l, err := layout()
+	if err != nil {
+		panic(err)
+	}
+	return (*[]*btpb.Mutation)(opsPointer(l, m))
 }

@@ -65,7 +65,7 @@ func (co CellOption) String() string {
 }
 
 // op is one change as the write path reads it: decoded from the recorded
-// operation (Mutation.op) on the stack, never stored. n holds whichever of
+// operation (Mutation.decode) on the stack, never stored. n holds whichever of
 // the TTL, sequence number, range end or integer value its kind and cell
 // option call for.
 type op struct {
@@ -144,16 +144,8 @@ func (m *Mutation) record(kind opKind, family, column string, ts bigtable.Timest
 	return w
 }
 
-// op is operation i, decoded.
-func (m *Mutation) op(i int) (op, *rawOpError) {
-	var o op
-	err := m.decode(i, &o)
-	return o, err
-}
-
 // decode decodes operation i into o, which it overwrites: the write path
-// decodes every operation into one op of its own, rather than returning a
-// new op for each.
+// decodes every operation into one op of its own.
 func (m *Mutation) decode(i int, o *op) *rawOpError {
 	if m.borrowed {
 		return decodeOp(m.ops[i], o)

@@ -210,16 +210,16 @@ func (s *sentMutation) extra() *bigtable.Mutation {
 // nor replaced, which the write path never leaves (every kind it knows is
 // sent, rebuilt or refused): src is then sent neither whole nor in part.
 func (s *sentMutation) finish() *bigtable.Mutation {
-	if s.l != nil && !s.copied && s.shared != len(s.src) {
+	switch {
+	case s.l == nil || s.copied:
+		return s.bm
+	case s.shared != len(s.src):
 		return nil
+	case s.caller != nil:
+		return s.caller
 	}
-	if s.l != nil && !s.copied {
-		if s.caller != nil {
-			return s.caller
-		}
-		s.make()
-		*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
-	}
+	s.make()
+	*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
 	return s.bm
 }
 
@@ -502,11 +502,10 @@ func rawSelfCheck(l *rawLayout) error {
 	decoded := make([]op, len(got.ops))
 	again := bigtable.NewMutation()
 	for i := range got.ops {
-		o, err := got.op(i)
-		if err != nil {
+		if err := got.decode(i, &decoded[i]); err != nil {
 			return fmt.Errorf("self-check: %w", err.err)
 		}
-		decoded[i] = o
+		o := decoded[i]
 		s := sentMutation{bm: again}
 		s.keep(got, i, &o) // without the layout: the client's own methods
 	}
@@ -515,8 +514,9 @@ func rawSelfCheck(l *rawLayout) error {
 	}
 	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
 		s := l.newSentMutation(m, len(m.ops))
+		var o op
 		for i := range m.ops {
-			o, _ := m.op(i)
+			m.decode(i, &o)
 			if o.kind == opSet {
 				s.set(m, i, &o, o.ts, inPlace)
 			} else {
@@ -537,8 +537,9 @@ func rawSelfCheck(l *rawLayout) error {
 	}
 	// A Mutation's own record decodes to the same changes and is sent as
 	// the client's protos, in place and built anew.
+	var o op
 	for i := range own.ops {
-		if o, _ := own.op(i); !sameOp(&o, &decoded[i]) {
+		if own.decode(i, &o); !sameOp(&o, &decoded[i]) {
 			return fmt.Errorf("%w: self-check: recorded operation %d decodes as %+v, want %+v", ErrMutationUnreadable, i, o, decoded[i])
 		}
 	}

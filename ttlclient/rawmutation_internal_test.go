@@ -108,9 +108,9 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 		} else {
 			s = l.newSentMutation(m, len(m.ops))
 		}
+		var o op
 		for i := range m.ops {
-			o, e := m.op(i)
-			require.Nil(t, e)
+			require.Nil(t, m.decode(i, &o))
 			s.set(m, i, &o, o.ts, mode == "in place")
 		}
 		got, exp := l.opsOf(s.finish()), l.opsOf(want)

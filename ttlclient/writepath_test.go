@@ -2,12 +2,10 @@ package ttlclient_test
 
 import (
 	"fmt"
-	"reflect"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 	"weak"
 
 	"cloud.google.com/go/bigtable"
@@ -20,17 +18,11 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// opsField is the unexported operation slice of a *bigtable.Mutation
-// (test only: the client has no accessor).
-func opsField(t *testing.T, m *bigtable.Mutation) *[]*btpb.Mutation {
-	t.Helper()
-	f, ok := reflect.TypeOf(*m).FieldByName("ops")
-	require.True(t, ok)
-	return (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), f.Offset))
-}
-
 // sentOps reads the operations of a *bigtable.Mutation.
-func sentOps(t *testing.T, m *bigtable.Mutation) []*btpb.Mutation { return *opsField(t, m) }
+func sentOps(t *testing.T, m *bigtable.Mutation) []*btpb.Mutation {
+	t.Helper()
+	return *ttlclient.MutationOps(m)
+}
 
 func cloneOps(ops []*btpb.Mutation) []*btpb.Mutation {
 	out := make([]*btpb.Mutation, len(ops))
@@ -201,7 +193,7 @@ func TestTableAPIApplyBulkPoolKeepsNoCallerMutation(t *testing.T) {
 // appendOp adds an operation the client's methods cannot make (test only).
 func appendOp(t *testing.T, m *bigtable.Mutation, pb *btpb.Mutation) {
 	t.Helper()
-	ops := opsField(t, m)
+	ops := ttlclient.MutationOps(m)
 	*ops = append(*ops, pb)
 }
 
