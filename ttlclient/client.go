@@ -47,6 +47,7 @@ type config struct {
 	sqlAllowed    bool // PrepareStatement sends queries reading managed families
 	idleWorkers   int
 	idleQueue     int
+	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -265,7 +266,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
 	}
-	if err := schema.Validate(); err != nil {
+	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
 		return nil, fmt.Errorf("open table %q: %w", table, err)
 	}
@@ -283,7 +284,11 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 			recordOpenRefusal(rec, err)
 			return nil, fmt.Errorf("open table %q: %w", table, err)
 		}
-		filterOpts = append(filterOpts, filters.WithFamilies(families))
+		if cfg.unlisted == nil {
+			// Unlisted families, when written, are read whenever created:
+			// see WithUnlistedFamilies.
+			filterOpts = append(filterOpts, filters.WithFamilies(families))
+		}
 	}
 	fb, err := filters.New(schema, filterOpts...)
 	if err == nil {
@@ -313,6 +318,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		refresh:     &c.refresh,
 		idleWorkers: cfg.idleWorkers,
 		idleQueue:   cfg.idleQueue,
+		unlisted:    cfg.unlisted,
 	}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)

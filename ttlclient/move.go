@@ -45,7 +45,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 // moveCellWith is moveCell with the write-time companion's value when the
 // caller already read it.
 func (t *Table) moveCellWith(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, companion []byte) (applied bool, err error) {
-	p, ok := t.schema[family]
+	p, ok := t.policy(family)
 	if !ok {
 		return false, t.refuse(row, family, column, ErrUnknownFamily)
 	}

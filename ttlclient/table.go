@@ -37,6 +37,8 @@ type Table struct {
 	refresh                *refreshPool
 	idleWorkers, idleQueue int
 	idleRec                IdleRecorder
+
+	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // Name is the table's name.
@@ -217,7 +219,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 	}
 	rmw := bigtable.NewReadModifyWrite()
 	for _, o := range m.ops {
-		p, ok := t.schema[o.family]
+		p, ok := t.policy(o.family)
 		if !ok {
 			return nil, t.refuse(row, o.family, o.column, ErrUnknownFamily)
 		}
@@ -398,7 +400,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			continue
 		}
 		if !found || o.family != fam {
-			p, found = t.schema[o.family]
+			p, found = t.policy(o.family)
 			if !found {
 				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}

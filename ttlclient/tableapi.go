@@ -170,7 +170,7 @@ func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
 // ErrUnknownFamily, ErrWrongCellOption on a sequence or unmanaged family,
 // ErrInvalidTTL, ErrTimestampOverflow, ErrBeforeEpoch, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
-	p, ok := t.schema[family]
+	p, ok := t.policy(family)
 	if !ok {
 		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: ErrUnknownFamily}
 	}

@@ -120,6 +120,7 @@ type Guard struct {
 	sqlAllowed bool
 	managed    bool // some guarded table or declared view has a managed family
 	viewDecls  []viewDecl
+	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 type viewDecl struct {
@@ -132,6 +133,7 @@ type table struct {
 	schema    strategy.Schema
 	filters   *filters.Builder
 	writeTime bool // some family records write times (strategy.WithWriteTime)
+	unlisted  *strategy.Policy
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -144,6 +146,9 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 	for _, o := range opts {
 		o(g)
 	}
+	if err := g.checkUnlisted(); err != nil {
+		return nil, err
+	}
 	newTable := func(kind, id string, s strategy.Schema) (*table, error) {
 		if id == "" || strings.Contains(id, "/") {
 			return nil, fmt.Errorf("%w: %s ID %q", strategy.ErrInvalidPolicy, kind, id)
@@ -152,7 +157,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, unlisted: g.unlisted}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
@@ -527,7 +532,7 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 		switch x := m.GetMutation().(type) {
 		case *btpb.Mutation_SetCell_:
 			fam, col = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier()
-			p, ok := t.schema[fam]
+			p, ok := t.policy(fam)
 			if !ok {
 				return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 			}
@@ -572,7 +577,7 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 			// with no oneof set: what it writes is unknown.
 			return t.violation(RuleUnclassifiable, "", nil, errors.New("a mutation of a kind the guard does not know"))
 		}
-		if _, ok := t.schema[fam]; !ok {
+		if _, ok := t.policy(fam); !ok {
 			return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 		}
 	}
@@ -580,7 +585,7 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 }
 
 func (t *table) checkServerAssigned(fam string, col []byte, op string) *violation {
-	p, ok := t.schema[fam]
+	p, ok := t.policy(fam)
 	if !ok {
 		return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 	}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs Google's Bigtable client conformance suite
+# (github.com/googleapis/cloud-bigtable-clients-test, the version in go.mod)
+# against every variant of the bttl test proxy, the raw client's proxy
+# ("raw") being the baseline, and fails unless each variant passes every
+# test the baseline passes, tests listed in known_failures.txt apart.
+#
+# The suite's test binary is built here from the Go module proxy (go test
+# -c of the module's tests package); nothing prebuilt is downloaded.
+#
+# Usage: run.sh [variant...]   (default: all; raw always runs)
+# Env:   CONFORMANCE_RUN  a go test -run regex to pass (default: every test)
+#        CONFORMANCE_SKIP a go test -skip regex (default: the SQL tests, see
+#                         README.md: the Go client's proxy has no ExecuteQuery)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(ttlclient api wireguard guarded-ttlclient)
+all=(raw "${variants[@]}")
+run_re=${CONFORMANCE_RUN:-.}
+skip_re=${CONFORMANCE_SKIP:-^TestExecuteQuery_}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start=$(date +%s)
+echo "build: proxy and the suite's test binary"
+go build -o "$work/testproxy" .
+go test -c -o "$work/suite.test" github.com/googleapis/cloud-bigtable-clients-test/tests
+echo "built in $(( $(date +%s) - start ))s"
+
+# Every variant runs at once: the suite spends its time waiting on its
+# mock servers' deadlines and retries, not on the CPU.
+suite_pids=()
+for v in "${all[@]}"; do
+  "$work/testproxy" -variant "$v" -port 0 -addr_file "$work/$v.addr" >"$work/$v.proxy.log" 2>&1 &
+  pids+=($!)
+done
+for v in "${all[@]}"; do
+  for _ in $(seq 100); do [ -s "$work/$v.addr" ] && break; sleep 0.1; done
+  [ -s "$work/$v.addr" ] || { echo "proxy $v did not start:"; cat "$work/$v.proxy.log"; exit 1; }
+  # The suite's status is read from its output: it fails where the baseline does too.
+  ( cd "$work" && ./suite.test -test.v -test.count=1 -test.run "$run_re" -test.skip "$skip_re" \
+      -proxy_addr "$(cat "$work/$v.addr")" >"$work/$v.out" 2>&1 || true ) &
+  suite_pids+=($!)
+done
+wait "${suite_pids[@]}"
+echo "suite ran in $(( $(date +%s) - start ))s (build included)"
+
+# Top-level results only: subtests are indented.
+results() { sed -n "s/^--- $2: \([^ ]*\) .*/\1/p" "$work/$1.out" | sort -u; }
+known=$(grep -v '^#' known_failures.txt | sed '/^[[:space:]]*$/d' | sort -u)
+results raw PASS >"$work/baseline"
+base=$(wc -l <"$work/baseline")
+if [ "$base" -eq 0 ]; then
+  echo "the baseline (raw) passed no test:"; tail -50 "$work/raw.out"; exit 1
+fi
+status=0
+printf '%-18s %6s %6s %6s  %s\n' variant passed failed of "missing from the baseline's passes"
+for v in "${all[@]}"; do
+  pass=$(results "$v" PASS | wc -l)
+  fail=$(results "$v" FAIL | wc -l)
+  missing=$(comm -23 "$work/baseline" <(results "$v" PASS) | comm -23 - <(echo "$known"))
+  printf '%-18s %6d %6d %6d  %s\n' "$v" "$pass" "$fail" "$base" "$(echo $missing)"
+  if [ -n "$missing" ]; then
+    status=1
+    for t in $missing; do
+      echo "== $v: $t"
+      sed -n "/^=== RUN   $t\$/,/^--- [A-Z]*: $t /p" "$work/$v.out" | tail -40
+    done
+    echo "== $v: proxy log (tail)"; tail -20 "$work/$v.proxy.log"
+  fi
+  if grep -q '^panic:\|^FAIL.*\[build failed\]' "$work/$v.out"; then
+    status=1; echo "== $v: the suite crashed:"; tail -40 "$work/$v.out"
+  fi
+done
+for t in $known; do
+  if ! grep -qx "$t" "$work/baseline"; then
+    echo "note: known failure $t did not pass on the baseline either"
+  fi
+done
+[ $status -eq 0 ] && echo "conformance: every variant passes every test the raw client passes"
+exit $status
