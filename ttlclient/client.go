@@ -268,7 +268,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -282,7 +282,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
-			return nil, fmt.Errorf("open table %q: %w", table, err)
+			return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 		}
 		if cfg.unlisted == nil {
 			// Unlisted families, when written, are read whenever created:
@@ -296,7 +296,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false

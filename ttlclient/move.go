@@ -47,7 +47,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 func (t *Table) moveCellWith(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, companion []byte) (applied bool, err error) {
 	p, ok := t.policy(family)
 	if !ok {
-		return false, t.refuse(row, family, column, ErrUnknownFamily)
+		return false, t.refuseOp(row, family, column, ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
 	if old >= strategy.MaxTimestamp || target >= strategy.MaxTimestamp {

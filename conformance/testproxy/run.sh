@@ -46,7 +46,9 @@ for v in "${all[@]}"; do
   for _ in $(seq 100); do [ -s "$work/$v.addr" ] && break; sleep 0.1; done
   [ -s "$work/$v.addr" ] || { echo "proxy $v did not start:"; cat "$work/$v.proxy.log"; exit 1; }
   # The suite's status is read from its output: it fails where the baseline does too.
-  ( cd "$work" && ./suite.test -test.v -test.count=1 -test.run "$run_re" -test.skip "$skip_re" \
+  # -test.timeout: a hung test (a call that never returns) fails the run
+  # with the goroutine dump instead of blocking CI.
+  ( cd "$work" && ./suite.test -test.v -test.count=1 -test.timeout 4m -test.run "$run_re" -test.skip "$skip_re" \
       -proxy_addr "$(cat "$work/$v.addr")" >"$work/$v.out" 2>&1 || true ) &
   suite_pids+=($!)
 done
@@ -76,13 +78,8 @@ for v in "${all[@]}"; do
     done
     echo "== $v: proxy log (tail)"; tail -20 "$work/$v.proxy.log"
   fi
-  if grep -q '^panic:\|^FAIL.*\[build failed\]' "$work/$v.out"; then
-    status=1; echo "== $v: the suite crashed:"; tail -40 "$work/$v.out"
-  fi
-done
-for t in $known; do
-  if ! grep -qx "$t" "$work/baseline"; then
-    echo "note: known failure $t did not pass on the baseline either"
+  if grep -q '^panic:' "$work/$v.out"; then
+    status=1; echo "== $v: the suite crashed or timed out:"; grep -A3 '^panic:' "$work/$v.out"
   fi
 done
 [ $status -eq 0 ] && echo "conformance: every variant passes every test the raw client passes"

@@ -1,0 +1,109 @@
+package ttlclient
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// documentedCodes is the gRPC code table of docs/design.md#guardrails, by
+// sentinel name.
+func documentedCodes(t *testing.T) map[string]codes.Code {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/design.md")
+	require.NoError(t, err)
+	row := regexp.MustCompile("(?m)^\\| `(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition)` \\|$")
+	out := map[string]codes.Code{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		c := codes.InvalidArgument
+		if m[2] == "FailedPrecondition" {
+			c = codes.FailedPrecondition
+		}
+		_, dup := out[m[1]]
+		require.False(t, dup, "%s twice in the table", m[1])
+		out[m[1]] = c
+	}
+	return out
+}
+
+// Issue 28: a refusal carried no gRPC status (status.Code gave Unknown).
+// Every sentinel of the package (errors.go, sql.go, views.go and the
+// strategy sentinels it re-exports) gets the code design.md's table gives
+// it, through a *CellError, wrapped further, and the chain still answers
+// errors.Is and errors.As.
+func TestEverySentinelHasItsStatusCode(t *testing.T) {
+	byName := map[string]error{
+		"ErrInvalidPolicy": ErrInvalidPolicy, "ErrUnsupportedGCRule": ErrUnsupportedGCRule, "ErrInvalidTTL": ErrInvalidTTL,
+		"ErrTimestampOverflow": ErrTimestampOverflow, "ErrBeforeEpoch": ErrBeforeEpoch, "ErrInvalidSequence": ErrInvalidSequence,
+		"ErrServerTimestamp": ErrServerTimestamp, "ErrAlreadyExpired": ErrAlreadyExpired, "ErrWrongCellOption": ErrWrongCellOption,
+		"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
+		"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
+		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
+		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
+		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
+		"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
+		"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
+		"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
+		"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
+	}
+	doc := documentedCodes(t)
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range []string{"errors.go", "sql.go", "views.go", "../strategy/errors.go"} {
+		for _, n := range sentinelNames(t, f) {
+			if !seen[n] { // ttlclient re-exports the strategy sentinels
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			sentinel, ok := byName[name]
+			require.True(t, ok, "sentinel %s is not in this test's byName: add it, and its code to statusCodes and design.md", name)
+			want, ok := doc[name]
+			require.True(t, ok, "sentinel %s has no row in design.md's status code table", name)
+			assert.Equal(t, want, StatusCode(sentinel))
+
+			ce := &CellError{Table: "t", Row: "r", Family: "f", Err: fmt.Errorf("%w: detail", sentinel)}
+			assert.Equal(t, want, status.Code(ce))
+			st, ok := status.FromError(ce)
+			require.True(t, ok)
+			assert.Equal(t, ce.Error(), st.Message())
+
+			// Wrapped further, as Open and callers wrap: the code stays,
+			// the message is the whole text, errors.Is/As still see through.
+			wrapped := fmt.Errorf("save order: %w", ce)
+			st, ok = status.FromError(wrapped)
+			require.True(t, ok)
+			assert.Equal(t, want, st.Code())
+			assert.Equal(t, wrapped.Error(), st.Message())
+			assert.ErrorIs(t, wrapped, sentinel)
+			var got *CellError
+			require.ErrorAs(t, wrapped, &got)
+			assert.Same(t, ce, got)
+		})
+	}
+	assert.Len(t, doc, len(names), "design.md's table has a row for a sentinel the package does not declare")
+	assert.Len(t, statusCodes, len(names), "statusCodes has an entry per sentinel")
+	assert.Equal(t, codes.Unknown, StatusCode(errors.New("not a refusal")))
+}
+
+// A *CellError whose cause carries a status (a server's error) keeps the
+// server's code rather than claiming a refusal's.
+func TestCellErrorKeepsItsCauseStatus(t *testing.T) {
+	cause := status.Error(codes.Unavailable, "server went away")
+	ce := &CellError{Table: "t", Row: "r", Family: "f", Err: fmt.Errorf("read cell: %w", cause)}
+	st, ok := status.FromError(ce)
+	require.True(t, ok)
+	assert.Equal(t, codes.Unavailable, st.Code())
+	assert.Equal(t, ce.Error(), st.Message())
+}
