@@ -1,0 +1,79 @@
+package wireguard_test
+
+import (
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/wireguard"
+)
+
+// Issue 28: with WithUnlistedFamilies(Unmanaged()) a family the schema
+// does not name passes the guard as unmanaged, written and read as the raw
+// client would, while the schema's managed families keep every rule and
+// their read filter; without the option the same write is refused.
+func TestGuardUnlistedFamiliesPassAsUnmanaged(t *testing.T) {
+	e := newEnv(t, wireguard.WithUnlistedFamilies(strategy.Unmanaged()), wireguard.WithReadFilter())
+	require.NoError(t, e.h.Admin.CreateColumnFamily(e.ctx, "legacy", "extra"))
+
+	m := bigtable.NewMutation()
+	m.Set("extra", "a", 1000, []byte("old"))
+	m.Set("extra", "a", bigtable.ServerTime, []byte("server"))
+	m.DeleteTimestampRange("extra", "b", 0, 5000)
+	require.NoError(t, e.tbl.Apply(e.ctx, "r", m))
+	rmw := bigtable.NewReadModifyWrite()
+	rmw.Increment("extra", "n", 2)
+	_, err := e.tbl.ApplyReadModifyWrite(e.ctx, "r", rmw)
+	require.NoError(t, err)
+	assert.Len(t, e.stored(t, "r")["extra"], 3)
+
+	// An expired one-second cell stored past the guard, beside them.
+	raw := e.h.Raw.Open("legacy")
+	old := bigtable.NewMutation()
+	old.Set("one", "t", e.now()-1000, []byte("expired"))
+	require.NoError(t, raw.Apply(e.ctx, "r", old))
+
+	got, err := e.tbl.ReadRow(e.ctx, "r")
+	require.NoError(t, err)
+	want, err := raw.ReadRow(e.ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, want["extra"], got["extra"], "the unlisted family read as the raw client reads it")
+	assert.Empty(t, got["one"], "the managed family is still filtered")
+	assert.Len(t, want["one"], 1)
+
+	// The managed families keep their rules.
+	bad := bigtable.NewMutation()
+	bad.Set("one", "t", bigtable.ServerTime, []byte("x"))
+	requireRefused(t, e.tbl.Apply(e.ctx, "r2", bad), wireguard.RuleServerTimestamp, "one", "t")
+
+	// An empty family name passes the guard too: what the server says
+	// about it is the server's answer, not a refusal.
+	empty := bigtable.NewMutation()
+	empty.Set("", "", 0, nil)
+	err = e.tbl.Apply(e.ctx, "r3", empty)
+	if err != nil {
+		assert.NotContains(t, err.Error(), "wire guard refused")
+	}
+
+	// The default stays strict.
+	strict := newEnv(t)
+	require.NoError(t, strict.h.Admin.CreateColumnFamily(strict.ctx, "legacy", "extra"))
+	m = bigtable.NewMutation()
+	m.Set("extra", "a", 1000, []byte("old"))
+	requireRefused(t, strict.tbl.Apply(strict.ctx, "r", m), wireguard.RuleUnknownFamily, "extra", "a")
+	m = bigtable.NewMutation()
+	m.Set("", "", 0, nil)
+	requireRefused(t, strict.tbl.Apply(strict.ctx, "r", m), wireguard.RuleUnknownFamily, "", "")
+}
+
+// The unlisted policy must be Unmanaged(): New refuses another.
+func TestGuardUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
+	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.DefaultExpiry(time.Hour), strategy.Unmanaged().With(strategy.WithWriteTime())} {
+		_, err := wireguard.New(map[string]strategy.Schema{"t": {"f": strategy.Unmanaged()}}, wireguard.WithUnlistedFamilies(p))
+		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
+	}
+}
