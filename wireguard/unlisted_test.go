@@ -1,12 +1,17 @@
 package wireguard_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/wireguard"
@@ -76,4 +81,26 @@ func TestGuardUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
 		_, err := wireguard.New(map[string]strategy.Schema{"t": {"f": strategy.Unmanaged()}}, wireguard.WithUnlistedFamilies(p))
 		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	}
+}
+
+// Named tables: the option holds for them only; a name the guard does not
+// guard is refused.
+func TestGuardUnlistedFamiliesPerTable(t *testing.T) {
+	schemas := map[string]strategy.Schema{"a": {"f": strategy.Unmanaged()}, "b": {"f": strategy.Unmanaged()}}
+	g, err := wireguard.New(schemas, wireguard.WithUnlistedFamilies(strategy.Unmanaged(), "a"))
+	require.NoError(t, err)
+	for table, want := range map[string]codes.Code{"a": codes.OK, "b": codes.FailedPrecondition} {
+		sent := false
+		invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			sent = true
+			return nil
+		}
+		req := &btpb.MutateRowRequest{TableName: "projects/p/instances/i/tables/" + table, RowKey: []byte("r"),
+			Mutations: []*btpb.Mutation{{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{FamilyName: "other", TimestampMicros: 1000}}}}}
+		err := g.UnaryClientInterceptor()(context.Background(), "/google.bigtable.v2.Bigtable/MutateRow", req, &btpb.MutateRowResponse{}, nil, invoker)
+		assert.Equal(t, want, status.Code(err), "table %s: %v", table, err)
+		assert.Equal(t, want == codes.OK, sent, table)
+	}
+	_, err = wireguard.New(schemas, wireguard.WithUnlistedFamilies(strategy.Unmanaged(), "c"))
+	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 }

@@ -121,6 +121,8 @@ type Guard struct {
 	managed    bool // some guarded table or declared view has a managed family
 	viewDecls  []viewDecl
 	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
+	// unlistedTables: the tables unlisted holds for; nil: every table.
+	unlistedTables map[string]bool
 }
 
 type viewDecl struct {
@@ -146,7 +148,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 	for _, o := range opts {
 		o(g)
 	}
-	if err := g.checkUnlisted(); err != nil {
+	if err := g.checkUnlisted(schemas); err != nil {
 		return nil, err
 	}
 	newTable := func(kind, id string, s strategy.Schema) (*table, error) {
@@ -157,7 +159,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, unlisted: g.unlisted}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, unlisted: g.unlistedFor(id)}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
