@@ -220,7 +220,8 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 
 // Open returns a handle on table whose families follow schema. Families the
 // schema does not name are read untouched, and writes to them are refused:
-// name them with strategy.Unmanaged to write them.
+// name them with strategy.Unmanaged to write them, or let every one of them
+// through as unmanaged with WithUnlistedFamilies.
 //
 // Open first verifies, with the admin client, that the table has every
 // family of the schema with the GC rule its strategy needs (see Verify),

@@ -100,7 +100,7 @@ const (
 // CellError is a refused operation: which table, row, family and column,
 // and the offending timestamp, TTL or sequence number. Its GRPCStatus
 // gives the refusal a gRPC code, so status.Code(err) is InvalidArgument or
-// FailedPrecondition as docs/design.md#guardrails lists per sentinel.
+// FailedPrecondition as docs/design.md#refusal-status-codes lists per sentinel.
 type CellError struct {
 	Table     string
 	Row       string
@@ -190,7 +190,7 @@ func (e *SQLError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.E
 // when the call itself is malformed or out of range whatever the table
 // holds; FailedPrecondition when the call is well formed but the schema, a
 // family's strategy, the clock, the client's setup or the stored data rule
-// it out. docs/design.md#guardrails has the same table.
+// it out. docs/design.md#refusal-status-codes has the same table.
 var statusCodes = []struct {
 	err  error
 	code codes.Code

@@ -35,7 +35,7 @@ func documentedCodes(t *testing.T) map[string]codes.Code {
 
 // Issue 28: a refusal carried no gRPC status (status.Code gave Unknown).
 // Every sentinel of the package (errors.go, sql.go, views.go and the
-// strategy sentinels it re-exports) gets the code design.md's table gives
+// strategy sentinels it re-exports) gets the code the table of docs/design.md#refusal-status-codes gives
 // it, through a *CellError, wrapped further, and the chain still answers
 // errors.Is and errors.As.
 func TestEverySentinelHasItsStatusCode(t *testing.T) {
@@ -68,9 +68,9 @@ func TestEverySentinelHasItsStatusCode(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			sentinel, ok := byName[name]
-			require.True(t, ok, "sentinel %s is not in this test's byName: add it, and its code to statusCodes and design.md", name)
+			require.True(t, ok, "sentinel %s is not in this test's byName: add it, and its code to statusCodes and docs/design.md#refusal-status-codes", name)
 			want, ok := doc[name]
-			require.True(t, ok, "sentinel %s has no row in design.md's status code table", name)
+			require.True(t, ok, "sentinel %s has no row in the table of docs/design.md#refusal-status-codes", name)
 			assert.Equal(t, want, StatusCode(sentinel))
 
 			ce := &CellError{Table: "t", Row: "r", Family: "f", Err: fmt.Errorf("%w: detail", sentinel)}
@@ -92,7 +92,7 @@ func TestEverySentinelHasItsStatusCode(t *testing.T) {
 			assert.Same(t, ce, got)
 		})
 	}
-	assert.Len(t, doc, len(names), "design.md's table has a row for a sentinel the package does not declare")
+	assert.Len(t, doc, len(names), "the table of docs/design.md#refusal-status-codes has a row for a sentinel the package does not declare")
 	assert.Len(t, statusCodes, len(names), "statusCodes has an entry per sentinel")
 	assert.Equal(t, codes.Unknown, StatusCode(errors.New("not a refusal")))
 }
