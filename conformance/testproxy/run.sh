@@ -31,6 +31,7 @@ trap cleanup EXIT
 
 start=$(date +%s)
 echo "build: proxy and the suite's test binary"
+go vet .
 go build -o "$work/testproxy" .
 go test -c -o "$work/suite.test" github.com/googleapis/cloud-bigtable-clients-test/tests
 echo "built in $(( $(date +%s) - start ))s"
