@@ -11,6 +11,8 @@
 //	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
 //	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-written-before T] [-expired delete|keep] [-dry-run]
 //	bttl [global flags] init   [-table T] [-force]
+//	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
+//	bttl [global flags] read   [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
 //	bttl help [command]
 //
 // Global flags (before or after the command): -project, -instance,

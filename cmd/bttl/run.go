@@ -51,6 +51,8 @@ commands:
            (bttl audit merge FILE...: merge the reports of an audit's shards)
   migrate  move a family's existing cells onto its strategy (real timestamps to one-second, D to D')
   init     write a schema file from the instance's tables and GC rules
+  lookup   show one row's stored cells and whether a bttl read returns each, and why not
+  read     the same for a range of rows (-start/-end, -prefix, -count)
   help     bttl help <command> shows a command's flags
 
 Credentials: Application Default Credentials (gcloud auth application-default
@@ -78,7 +80,7 @@ type invocation struct {
 }
 
 func commands() []command {
-	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand}
+	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand, lookupCommand, readCommand}
 }
 
 func lookup(name string) (command, bool) {
