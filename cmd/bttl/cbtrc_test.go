@@ -66,3 +66,14 @@ func TestEndpointNamesTheFlags(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:9")
 	assert.Equal(t, "127.0.0.1:9 (BIGTABLE_EMULATOR_HOST)", endpointOf(g))
 }
+
+// A library error under a flag's name is printed with one "bttl" prefix.
+func TestUsageErrorsHaveOnePrefix(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("HOME", t.TempDir())
+	schema := writeFile(t, "s.yaml", "tables:\n  events:\n    clicks: {strategy: nonsense}\n")
+	r := runRaw(t.Context(), "-project", "p", "-instance", "i", "-schema", schema, "verify")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "bttl verify: -schema: invalid schema file")
+	assert.NotContains(t, r.stderr, ": bttl: ")
+}

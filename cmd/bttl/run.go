@@ -228,7 +228,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "bttl %s: %s\n", name, fmt.Sprintf(format, a...))
+		fmt.Fprintf(stderr, "bttl %s: %s\n", name, onePrefix(fmt.Sprintf(format, a...)))
 		return exitError
 	}
 	if fs.NArg() > 0 && c.args == "" {
@@ -356,10 +356,14 @@ func (e *env) fail(err error) int {
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("cannot reach %s: %s", endpointOf(e.g), msg)
 	}
-	// One prefix: the library's errors carry their own "bttl: ".
-	msg = strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
-	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, msg)
+	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, onePrefix(msg))
 	return exitError
+}
+
+// onePrefix drops the "bttl: " the library's errors carry: the command
+// prints its own "bttl CMD: " before every message.
+func onePrefix(msg string) string {
+	return strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
 }
 
 // tableFlag adds -table, common to the commands that act on the schema's
