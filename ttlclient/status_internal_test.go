@@ -13,7 +13,24 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// documentedCodes is the gRPC code table of docs/design.md#guardrails, by
+// sentinelsByName is every sentinel the package declares or re-exports,
+// by name, for the tests that go through all of them.
+var sentinelsByName = map[string]error{
+	"ErrInvalidPolicy": ErrInvalidPolicy, "ErrUnsupportedGCRule": ErrUnsupportedGCRule, "ErrInvalidTTL": ErrInvalidTTL,
+	"ErrTimestampOverflow": ErrTimestampOverflow, "ErrBeforeEpoch": ErrBeforeEpoch, "ErrInvalidSequence": ErrInvalidSequence,
+	"ErrServerTimestamp": ErrServerTimestamp, "ErrAlreadyExpired": ErrAlreadyExpired, "ErrWrongCellOption": ErrWrongCellOption,
+	"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
+	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
+	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
+	"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
+	"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
+	"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
+	"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
+	"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
+	"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
+}
+
+// documentedCodes is the gRPC code table of docs/design.md#refusal-status-codes, by
 // sentinel name.
 func documentedCodes(t *testing.T) map[string]codes.Code {
 	t.Helper()
@@ -39,20 +56,6 @@ func documentedCodes(t *testing.T) map[string]codes.Code {
 // it, through a *CellError, wrapped further, and the chain still answers
 // errors.Is and errors.As.
 func TestEverySentinelHasItsStatusCode(t *testing.T) {
-	byName := map[string]error{
-		"ErrInvalidPolicy": ErrInvalidPolicy, "ErrUnsupportedGCRule": ErrUnsupportedGCRule, "ErrInvalidTTL": ErrInvalidTTL,
-		"ErrTimestampOverflow": ErrTimestampOverflow, "ErrBeforeEpoch": ErrBeforeEpoch, "ErrInvalidSequence": ErrInvalidSequence,
-		"ErrServerTimestamp": ErrServerTimestamp, "ErrAlreadyExpired": ErrAlreadyExpired, "ErrWrongCellOption": ErrWrongCellOption,
-		"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
-		"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
-		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
-		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
-		"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
-		"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
-		"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
-		"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
-		"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
-	}
 	doc := documentedCodes(t)
 	var names []string
 	seen := map[string]bool{}
@@ -67,8 +70,8 @@ func TestEverySentinelHasItsStatusCode(t *testing.T) {
 	require.NotEmpty(t, names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			sentinel, ok := byName[name]
-			require.True(t, ok, "sentinel %s is not in this test's byName: add it, and its code to statusCodes and docs/design.md#refusal-status-codes", name)
+			sentinel, ok := sentinelsByName[name]
+			require.True(t, ok, "sentinel %s is not in sentinelsByName: add it, and its code to statusCodes and docs/design.md#refusal-status-codes", name)
 			want, ok := doc[name]
 			require.True(t, ok, "sentinel %s has no row in the table of docs/design.md#refusal-status-codes", name)
 			assert.Equal(t, want, StatusCode(sentinel))

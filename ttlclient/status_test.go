@@ -38,10 +38,7 @@ func TestRefusalsCarryStatusCodes(t *testing.T) {
 			if !c.clock.IsZero() {
 				e.h.Clock.Set(c.clock)
 			}
-			row := map[string]string{"": "row", "-": ""}[c.row]
-			if row == "" && c.row != "-" {
-				row = c.row
-			}
+			row := c.rowKey()
 			m := ttlclient.NewMutation()
 			c.build(m)
 			code := ttlclient.StatusCode(c.want)

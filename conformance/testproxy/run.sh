@@ -36,6 +36,14 @@ go build -o "$work/testproxy" .
 go test -c -o "$work/suite.test" github.com/googleapis/cloud-bigtable-clients-test/tests
 echo "built in $(( $(date +%s) - start ))s"
 
+# suite V OUT [RUN]: the suite against variant V's proxy, output to OUT.
+# -test.timeout: a hung test (a call that never returns) fails the run
+# with the goroutine dump instead of blocking CI.
+suite() {
+  ( cd "$work" && ./suite.test -test.v -test.count=1 -test.timeout 4m -test.run "${3:-$run_re}" -test.skip "$skip_re" \
+      -proxy_addr "$(cat "$work/$1.addr")" >"$2" 2>&1 || true )
+}
+
 # Every variant runs at once: the suite spends its time waiting on its
 # mock servers' deadlines and retries, not on the CPU.
 suite_pids=()
@@ -47,10 +55,7 @@ for v in "${all[@]}"; do
   for _ in $(seq 100); do [ -s "$work/$v.addr" ] && break; sleep 0.1; done
   [ -s "$work/$v.addr" ] || { echo "proxy $v did not start:"; cat "$work/$v.proxy.log"; exit 1; }
   # The suite's status is read from its output: it fails where the baseline does too.
-  # -test.timeout: a hung test (a call that never returns) fails the run
-  # with the goroutine dump instead of blocking CI.
-  ( cd "$work" && ./suite.test -test.v -test.count=1 -test.timeout 4m -test.run "$run_re" -test.skip "$skip_re" \
-      -proxy_addr "$(cat "$work/$v.addr")" >"$work/$v.out" 2>&1 || true ) &
+  suite "$v" "$work/$v.out" &
   suite_pids+=($!)
 done
 wait "${suite_pids[@]}"
@@ -71,14 +76,24 @@ for v in "${all[@]}"; do
   fail=$(results "$v" FAIL | wc -l)
   missing=$(comm -23 "$work/baseline" <(results "$v" PASS) | comm -23 - <(echo "$known"))
   printf '%-18s %6d %6d %6d  %s\n' "$v" "$pass" "$fail" "$base" "$(echo $missing)"
-  if [ -n "$missing" ]; then
+  retries=3
+  for t in $missing; do
+    # The suite's deadline tests measure whole seconds on a loaded
+    # machine: a test missing from a variant runs again, alone, once (for
+    # at most 3 tests a variant: more is no timing flake), and fails the
+    # run only if it fails again. Both outcomes are printed.
+    retries=$((retries - 1))
+    [ $retries -ge 0 ] && suite "$v" "$work/$v.$t.out" "^$t\$"
+    if [ $retries -ge 0 ] && grep -q "^--- PASS: $t " "$work/$v.$t.out"; then
+      echo "   $v: $t failed with every variant running, passed run again alone (a timing flake):"
+      awk -v t="$t" 'index($0, t) {p = 1} p && /^(===|---)/ && !index($0, t) {p = 0} p' "$work/$v.out" | head -20
+      continue
+    fi
     status=1
-    for t in $missing; do
-      echo "== $v: $t"
-      sed -n "/^=== RUN   $t\$/,/^--- [A-Z]*: $t /p" "$work/$v.out" | tail -40
-    done
+    echo "== $v: $t fails:"
+    awk -v t="$t" 'index($0, t) {p = 1} p && /^(===|---)/ && !index($0, t) {p = 0} p' "$work/$v.out" | head -40
     echo "== $v: proxy log (tail)"; tail -20 "$work/$v.proxy.log"
-  fi
+  done
   if grep -q '^panic:' "$work/$v.out"; then
     status=1; echo "== $v: the suite crashed or timed out:"; grep -A3 '^panic:' "$work/$v.out"
   fi

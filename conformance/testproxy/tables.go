@@ -40,28 +40,17 @@ func (t apiTable) apply(ctx context.Context, row string, ms []*btpb.Mutation) er
 }
 
 func (t apiTable) applyBulk(ctx context.Context, rows []string, ms [][]*btpb.Mutation) ([]error, error) {
-	muts := make([]*bigtable.Mutation, len(ms))
-	for i := range ms {
-		var err error
-		if muts[i], err = rawMutation(ms[i]); err != nil {
-			return nil, err
-		}
+	muts, err := each(ms, rawMutation)
+	if err != nil {
+		return nil, err
 	}
 	return t.ApplyBulk(ctx, rows, muts)
 }
 
 func (t apiTable) applyCond(ctx context.Context, row string, pred bigtable.Filter, mtrue, mfalse []*btpb.Mutation) (bool, error) {
-	mt, mf := (*bigtable.Mutation)(nil), (*bigtable.Mutation)(nil) // a branch without mutations is absent
-	var err error
-	if len(mtrue) > 0 {
-		if mt, err = rawMutation(mtrue); err != nil {
-			return false, err
-		}
-	}
-	if len(mfalse) > 0 {
-		if mf, err = rawMutation(mfalse); err != nil {
-			return false, err
-		}
+	mt, mf, err := branches(mtrue, mfalse, rawMutation)
+	if err != nil {
+		return false, err
 	}
 	var matched bool
 	err = t.Apply(ctx, row, bigtable.NewCondMutation(pred, mt, mf), bigtable.GetCondMutationResult(&matched))
@@ -92,28 +81,17 @@ func (t ttlTable) apply(ctx context.Context, row string, ms []*btpb.Mutation) er
 }
 
 func (t ttlTable) applyBulk(ctx context.Context, rows []string, ms [][]*btpb.Mutation) ([]error, error) {
-	muts := make([]*ttlclient.Mutation, len(ms))
-	for i := range ms {
-		var err error
-		if muts[i], err = ttlMutation(ms[i]); err != nil {
-			return nil, err
-		}
+	muts, err := each(ms, ttlMutation)
+	if err != nil {
+		return nil, err
 	}
 	return t.ApplyBulk(ctx, rows, muts)
 }
 
 func (t ttlTable) applyCond(ctx context.Context, row string, pred bigtable.Filter, mtrue, mfalse []*btpb.Mutation) (bool, error) {
-	mt, mf := (*ttlclient.Mutation)(nil), (*ttlclient.Mutation)(nil) // a branch without mutations is absent
-	var err error
-	if len(mtrue) > 0 {
-		if mt, err = ttlMutation(mtrue); err != nil {
-			return false, err
-		}
-	}
-	if len(mfalse) > 0 {
-		if mf, err = ttlMutation(mfalse); err != nil {
-			return false, err
-		}
+	mt, mf, err := branches(mtrue, mfalse, ttlMutation)
+	if err != nil {
+		return false, err
 	}
 	var matched bool
 	err = t.Apply(ctx, row, ttlclient.NewCondMutation(pred, mt, mf), bigtable.GetCondMutationResult(&matched))
@@ -140,4 +118,32 @@ func replayRMW(m interface {
 			m.Increment(r.GetFamilyName(), string(r.GetColumnQualifier()), x.IncrementAmount)
 		}
 	}
+}
+
+// each builds every row's mutation.
+func each[M any](ms [][]*btpb.Mutation, build func([]*btpb.Mutation) (*M, error)) ([]*M, error) {
+	out := make([]*M, len(ms))
+	for i := range ms {
+		var err error
+		if out[i], err = build(ms[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// branches builds a conditional mutation's two branches; a branch without
+// mutations is absent (nil), as the client sends it.
+func branches[M any](mtrue, mfalse []*btpb.Mutation, build func([]*btpb.Mutation) (*M, error)) (mt, mf *M, err error) {
+	if len(mtrue) > 0 {
+		if mt, err = build(mtrue); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(mfalse) > 0 {
+		if mf, err = build(mfalse); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mt, mf, nil
 }
