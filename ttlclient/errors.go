@@ -149,8 +149,8 @@ func (e *CellError) Error() string {
 func (e *CellError) Unwrap() error { return e.Err }
 
 // GRPCStatus is the refusal's gRPC status: the code of its sentinel (see
-// StatusCode), its message, and an ErrorInfo detail whose reason is
-// RefusalReason's. It makes status.Code and status.FromError see a
+// StatusCode), its message, and an ErrorInfo detail (domain
+// "github.com/bttl/bttl") whose reason is RefusalReason's. It makes status.Code and status.FromError see a
 // refusal as they see a server's error.
 func (e *CellError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
 
@@ -253,8 +253,12 @@ func refusalStatus(err error, msg string) *status.Status {
 			return status.FromProto(p)
 		}
 	}
-	st := status.New(StatusCode(err), msg)
-	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: RefusalReason(err), Domain: "bttl"}); e == nil {
+	code := StatusCode(err)
+	st := status.New(code, msg)
+	if code == codes.Unknown {
+		return st // not a refusal (a failed Open's own error, say): no reason to give
+	}
+	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: RefusalReason(err), Domain: "github.com/bttl/bttl"}); e == nil {
 		st = d
 	}
 	return st

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -81,6 +82,12 @@ func TestEverySentinelHasItsStatusCode(t *testing.T) {
 			st, ok := status.FromError(ce)
 			require.True(t, ok)
 			assert.Equal(t, ce.Error(), st.Message())
+			if assert.Len(t, st.Details(), 1) {
+				info, ok := st.Details()[0].(*errdetails.ErrorInfo)
+				require.True(t, ok, "%T", st.Details()[0])
+				assert.Equal(t, RefusalReason(sentinel), info.GetReason())
+				assert.Equal(t, "github.com/bttl/bttl", info.GetDomain())
+			}
 
 			// Wrapped further, as Open and callers wrap: the code stays,
 			// the message is the whole text, errors.Is/As still see through.
