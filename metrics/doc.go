@@ -29,3 +29,5 @@
 // Dependencies point one way: metrics imports ttlclient for the Recorder
 // interface it implements; ttlclient never imports metrics.
 package metrics
+
+//go:generate go run ./internal/mixin/gen -root ..
