@@ -1,0 +1,96 @@
+package migrate_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/strategy"
+)
+
+// countingClient is a data client of h's server counting the conditional
+// mutations it sends.
+func countingClient(t *testing.T, h *bttestharness.Harness) (*bigtable.Client, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/google.bigtable.v2.Bigtable/CheckAndMutateRow" {
+			n.Add(1)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	c, err := bigtable.NewClientWithConfig(context.Background(), bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
+		option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCDialOption(grpc.WithUnaryInterceptor(count)))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c, &n
+}
+
+// A row's cells move in one conditional mutation; when one of them changed
+// between the read and the move, the others still move (each on its own)
+// and only the changed one is counted and left.
+func TestARowMovesInOneConditionalMutation(t *testing.T) {
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	c, calls := countingClient(t, h)
+	tbl := c.Open("t")
+	now := h.Clock.Now()
+	model := load(t, tbl, "f", 10, 10, now, day)
+	h.Clock.Set(now.Add(time.Second))
+	mg, err := migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100), rep.Moved)
+	assert.Equal(t, int64(10), calls.Load(), "one conditional mutation per row")
+	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"))
+
+	// One row again, one of its cells replaced after the read.
+	drop := bigtable.NewMutation()
+	drop.DeleteRow()
+	require.NoError(t, tbl.Apply(ctx, "row0000000", drop))
+	model = load(t, tbl, "f", 1, 10, now, day)
+	mg, err = migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "row0000000", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	require.Len(t, row["f"], 10)
+	var changed key
+	for k := range model {
+		changed = k
+		break
+	}
+	w := bigtable.NewMutation()
+	w.Set("f", changed.col, changed.ts, []byte("a writer's new value"))
+	require.NoError(t, tbl.Apply(ctx, changed.row, w))
+	calls.Store(0)
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	st := mg.Stats()
+	assert.Equal(t, int64(9), st.Moved)
+	assert.Equal(t, int64(1), st.Changed)
+	assert.Equal(t, int64(11), calls.Load(), "the row's mutation, then each cell on its own")
+	got := stored(t, tbl, "f")
+	assert.Equal(t, "a writer's new value", got[changed], "the writer's value is untouched")
+	for k, v := range model {
+		if k != changed {
+			k.ts += bigtable.Timestamp(30 * day / time.Microsecond)
+			assert.Equal(t, v, got[k])
+		}
+	}
+}
