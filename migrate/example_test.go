@@ -50,7 +50,7 @@ func legacyTable(ctx context.Context) (*bttestharness.Harness, *bigtable.Table, 
 func realToOneSecond(now time.Time) migrate.Plan {
 	return migrate.Plan{
 		Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL:           migrate.TTLRules{{Prefix: "user#", Column: "session", TTL: 7 * 24 * time.Hour}, {TTL: 30 * 24 * time.Hour}},
+		TTL:         migrate.TTLRules{{Prefix: "user#", Column: "session", TTL: 7 * 24 * time.Hour}, {TTL: 30 * 24 * time.Hour}},
 		FirstSwitch: now.Add(-2 * time.Hour), WrittenBefore: now.Add(-time.Hour),
 	}
 }

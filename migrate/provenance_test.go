@@ -154,7 +154,9 @@ func without(cells map[key]string, row string) map[key]string {
 	return out
 }
 
-func isCompanion(col string) bool { return len(col) >= len(strategy.WriteTimePrefix) && col[:len(strategy.WriteTimePrefix)] == strategy.WriteTimePrefix }
+func isCompanion(col string) bool {
+	return len(col) >= len(strategy.WriteTimePrefix) && col[:len(strategy.WriteTimePrefix)] == strategy.WriteTimePrefix
+}
 
 // Acceptance (issue 29, 2): a collision left by run 1 keeps its key range
 // unfinished in the checkpoint: a rerun with the same checkpoint reads it
