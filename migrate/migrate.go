@@ -109,7 +109,8 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 	m.now = bigtable.Time(now)
 	if plan.inPlace() {
 		skew := plan.skew()
-		m.lo, m.hi = bigtable.Time(plan.FirstSwitch.Add(-skew)), bigtable.Time(plan.WrittenBefore.Add(skew))
+		lo, hi := plan.Window()
+		m.lo, m.hi = bigtable.Time(lo), bigtable.Time(hi)
 		// A moved cell lands after now; after hi too, so that a rerun
 		// proves it a bttl timestamp.
 		if plan.WrittenBefore.Add(skew).After(now) {

@@ -101,6 +101,17 @@ type Plan struct {
 	ExpectExpired int64
 }
 
+// Window is the window of an in-place plan: a cell stamped at or before
+// legacy is proven a real write time, one after bttl a bttl expiry
+// instant; in between, only a write-time companion (or WriteTimeComplete)
+// decides. Zero times for a copy.
+func (p Plan) Window() (legacy, bttl time.Time) {
+	if !p.inPlace() {
+		return time.Time{}, time.Time{}
+	}
+	return p.FirstSwitch.Add(-p.skew()), p.WrittenBefore.Add(p.skew())
+}
+
 // skew is ClockSkew, or its default.
 func (p Plan) skew() time.Duration {
 	if p.ClockSkew == 0 {
