@@ -391,3 +391,119 @@ func TestMigrateShards(t *testing.T) {
 	assert.Equal(t, len(model), moved)
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
 }
+
+// migrateServers runs f on the in-process server and on cbtemulator.
+func migrateServers(t *testing.T, f func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string)) {
+	t.Run("bttest", func(t *testing.T) { ac, dc, addr := newServer(t); f(t, ac, dc, addr) })
+	t.Run("cbtemulator", func(t *testing.T) { ac, dc, addr := emulatorClients(t); f(t, ac, dc, addr) })
+}
+
+// countLines is a report's count lines, "would be " and the instant
+// expiry was judged at taken out, so that a dry run's and a real run's
+// compare.
+func countLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if regexp.MustCompile(`^(read \d+ row|  \d+ cell\(s\) )`).MatchString(l) {
+			l = regexp.MustCompile(` as of \S+Z`).ReplaceAllString(strings.Replace(l, "would be ", "", 1), " as of T")
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// Expired cells are kept by default (a dry run and the real run report
+// the same counts); they are deleted only with -expired delete, the count
+// and the instant the dry run printed: a wrong count refuses with exit 1
+// and deletes nothing.
+func TestMigrateExpiredDeletionNeedsTheDryRunsCount(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		ctx := context.Background()
+		require.NoError(t, ac.CreateTable(ctx, "legacy"))
+		require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+		switched := time.Now().Add(-time.Second)
+		day := bigtable.Timestamp(24 * time.Hour / time.Microsecond)
+		ms := bigtable.Time(switched.Add(-time.Hour)).TruncateToMilliseconds()
+		m := bigtable.NewMutation()
+		m.Set("f", "old1", ms-40*day, []byte("expired"))
+		m.Set("f", "old2", ms-31*day, []byte("expired"))
+		m.Set("f", "live", ms-day, []byte("live"))
+		require.NoError(t, dc.Open("legacy").Apply(ctx, "r", m))
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		args := append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d"}, switchedAt(switched)...)
+
+		dry := bttl(t, addr, "", append(args, "-dry-run")...)
+		require.Equal(t, exitOK, dry.code, dry.stdout+dry.stderr)
+		assert.Contains(t, dry.stdout, "steps for a live system")
+		hint := regexp.MustCompile(`add -expired delete -expect-expired (\d+) -expired-as-of (\S+)`).FindStringSubmatch(dry.stdout)
+		require.NotNil(t, hint, dry.stdout)
+		assert.Equal(t, "2", hint[1])
+		assert.Regexp(t, `row "r", column "old1": \S+Z expired, kept`, dry.stdout)
+		real := bttl(t, addr, "", args...)
+		require.Equal(t, exitOK, real.code, real.stdout+real.stderr)
+		assert.Equal(t, countLines(dry.stdout), countLines(real.stdout), "a dry run and a real run report the same counts")
+		assert.Contains(t, real.stdout, "1 cell(s) moved")
+		assert.Len(t, storedFamily(t, dc, "legacy", "f"), 3, "nothing deleted by default")
+
+		r := bttl(t, addr, "", append(args, "-expired", "delete", "-expect-expired", "1", "-expired-as-of", hint[2])...)
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "2 cell(s) expired as of")
+		assert.Contains(t, r.stderr, "expected 1")
+		assert.Len(t, storedFamily(t, dc, "legacy", "f"), 3, "a wrong count deletes nothing")
+
+		r = bttl(t, addr, "", append(args, "-expired", "delete", "-expect-expired", "2", "-expired-as-of", hint[2])...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "2 cell(s) expired under the target, deleted")
+		got := storedFamily(t, dc, "legacy", "f")
+		assert.Equal(t, map[cellKey]string{{"r", "live", ms - day + 30*day}: "live"}, got)
+	})
+}
+
+// A collision left by run 1 keeps its key range unfinished: a rerun with
+// the same checkpoint reads it again and exits 1 while the collision
+// stays; once it is cleared, the rerun moves the cell and exits 0.
+func TestMigrateCheckpointRerunRevisitsCollision(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		ctx := context.Background()
+		require.NoError(t, ac.CreateTable(ctx, "legacy"))
+		require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+		switched := time.Now().Add(-time.Second)
+		model := loadRealTimestamps(t, dc, "legacy", "f", 200, 5, switched)
+		shift := bigtable.Timestamp(30 * 24 * time.Hour / time.Microsecond)
+		old := bigtable.Time(switched.Add(-time.Hour)).TruncateToMilliseconds()
+		m := bigtable.NewMutation()
+		m.Set("f", "c", old, []byte("legacy"))
+		m.Set("f", "c", old+shift, []byte("a bttl write on that very expiry"))
+		require.NoError(t, dc.Open("legacy").Apply(ctx, "row0000100x", m))
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		ckpt := filepath.Join(t.TempDir(), "ckpt")
+		args := append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-checkpoint", ckpt, "-workers", "2"}, switchedAt(switched)...)
+
+		r := bttl(t, addr, "", args...)
+		require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "1 cell(s) not moved: another cell holds the new timestamp")
+		assert.Contains(t, r.stderr, "reads again every key range where a cell was left")
+
+		r = bttl(t, addr, "", args...)
+		assert.Equal(t, exitFindings, r.code, "a rerun that still cannot move it exits 1: %s", r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "1 cell(s) not moved: another cell holds the new timestamp")
+		assert.NotContains(t, r.stdout, "nothing to migrate")
+
+		clear := bigtable.NewMutation()
+		clear.DeleteTimestampRange("f", "c", old+shift, old+shift+1000)
+		require.NoError(t, dc.Open("legacy").Apply(ctx, "row0000100x", clear))
+		r = bttl(t, addr, "", args...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "1 cell(s) moved to their new timestamp")
+		got := storedFamily(t, dc, "legacy", "f")
+		assert.Equal(t, "legacy", got[cellKey{"row0000100x", "c", old + shift}])
+		want := shiftedModel(model, 30*24*time.Hour)
+		want[cellKey{"row0000100x", "c", old + shift}] = "legacy"
+		assert.Equal(t, want, got)
+
+		r = bttl(t, addr, "", args...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "read 0 row(s)")
+	})
+}
