@@ -125,7 +125,8 @@ func columnProto(family, column string) *btpb.RowFilter {
 // The zero value is empty and ready to use.
 type RowMove struct {
 	pins, slots []bigtable.Filter
-	pinP, slotP []*btpb.RowFilter
+	pinArgs     []pinArgs
+	slotArgs    []slotKey
 	pinN, slotN int // bytes of the elements as repeated fields
 	seenSlot    map[slotKey]bool
 	seenPin     map[slotKey]bool
@@ -148,23 +149,18 @@ func (m *RowMove) Len() int { return len(m.pins) }
 // is not empty, requires toFamily:column's millisecond of toTS to be
 // empty. It returns false, changing nothing, when the predicate would be
 // larger than MaxFilterBytes with it; a *PinError (ErrCellTooLargeToPin)
-// when the cell cannot be pinned even alone. A slot that is also a pinned
-// cell's millisecond (a cell moving onto one that moves away in the same
-// mutation) is not required empty: its pin says what is there.
+// when the cell cannot be pinned even alone. A slot that is the
+// millisecond of a cell pinned before it (a cell moving onto one that
+// moves away earlier in the same mutation) is not required empty: its pin
+// says what is there.
 func (m *RowMove) Add(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, toTS bigtable.Timestamp) (bool, error) {
-	pf, pp := cellPin(family, column, ts, value)
-	pn := elementBytes(pp)
-	var sf bigtable.Filter
-	var sp *btpb.RowFilter
+	ms := strategy.Millis(ts)
+	pn := element(pinBytes(family, column, ms, len(value)))
 	sn := 0
 	to := slotKey{toFamily, column, strategy.Millis(toTS)}
-	if toFamily != "" && !m.seenSlot[to] && !m.seenPin[to] {
-		sf = bigtable.ChainFilters(
-			bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
-			bigtable.TimestampRangeFilterMicros(to.ms, to.ms+1000),
-		)
-		sp = chainProto(columnProto(toFamily, column), rangeProto(to.ms, to.ms+1000))
-		sn = elementBytes(sp)
+	slot := toFamily != "" && !m.seenSlot[to] && !m.seenPin[to]
+	if slot {
+		sn = element(slotBytes(toFamily, column, to.ms))
 	}
 	if m.pinN+pn+m.slotN+sn+rowMoveSlack > MaxFilterBytes {
 		if len(m.pins) == 0 {
@@ -175,14 +171,74 @@ func (m *RowMove) Add(family, column string, ts bigtable.Timestamp, value []byte
 	if m.seenSlot == nil {
 		m.seenSlot, m.seenPin = map[slotKey]bool{}, map[slotKey]bool{}
 	}
-	m.pins, m.pinP, m.pinN = append(m.pins, pf), append(m.pinP, pp), m.pinN+pn
-	m.seenPin[slotKey{family, column, strategy.Millis(ts)}] = true
-	if sf != nil {
-		m.slots, m.slotP, m.slotN = append(m.slots, sf), append(m.slotP, sp), m.slotN+sn
+	m.pins = append(m.pins, pinFilter(family, column, ms, value))
+	m.pinArgs = append(m.pinArgs, pinArgs{family, column, ms, value})
+	m.pinN += pn
+	m.seenPin[slotKey{family, column, ms}] = true
+	if slot {
+		m.slots = append(m.slots, bigtable.ChainFilters(
+			bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
+			bigtable.TimestampRangeFilterMicros(to.ms, to.ms+1000),
+		))
+		m.slotArgs = append(m.slotArgs, to)
+		m.slotN += sn
 		m.seenSlot[to] = true
 	}
 	return true, nil
 }
+
+type pinArgs struct {
+	family, column string
+	ms             bigtable.Timestamp
+	value          []byte
+}
+
+// pinFilter is cellPin's filter alone.
+func pinFilter(family, column string, ms bigtable.Timestamp, value []byte) bigtable.Filter {
+	start := append(make([]byte, 0, len(value)), value...)
+	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
+	return bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.ValueRangeFilter(start, end),
+	)
+}
+
+// The sizes of the protos cellPin and the slot filter build, counted
+// without building them (a test checks they agree with proto.Size): the
+// RowFilter fields used all have numbers below 16, a one-byte tag.
+func lenField(n int) int { return 1 + protowire.SizeVarint(uint64(n)) + n }
+
+func columnBytes(family, column string) int {
+	n := lenField(len(family)) + lenField(len(column)+1)
+	if column != "" {
+		n += lenField(len(column))
+	}
+	return lenField(n)
+}
+
+func rangeBytes(ms bigtable.Timestamp) int {
+	n := 0
+	for _, b := range []bigtable.Timestamp{ms, ms + 1000} {
+		if b != 0 {
+			n += 1 + protowire.SizeVarint(uint64(b))
+		}
+	}
+	return lenField(n)
+}
+
+func pinBytes(family, column string, ms bigtable.Timestamp, valueLen int) int {
+	value := lenField(lenField(valueLen) + lenField(valueLen+1))
+	return lenField(element(columnBytes(family, column)) + element(rangeBytes(ms)) + element(value))
+}
+
+func slotBytes(family, column string, ms bigtable.Timestamp) int {
+	return lenField(element(columnBytes(family, column)) + element(rangeBytes(ms)))
+}
+
+// element is what a message of n bytes adds as one element of a repeated
+// field: a tag byte, its length, itself.
+func element(n int) int { return lenField(n) }
 
 // Filter is the predicate; nil when nothing is pinned.
 func (m *RowMove) Filter() bigtable.Filter {
@@ -202,34 +258,36 @@ func (m *RowMove) Filter() bigtable.Filter {
 	return bigtable.ConditionFilter(bigtable.InterleaveFilters(m.slots...), bigtable.BlockAllFilter(), pins)
 }
 
-// Proto is Filter as the client sends it (nil when nothing is pinned).
+// Proto is Filter as the client sends it (nil when nothing is pinned),
+// built on demand: Add counts the bytes without building it.
 func (m *RowMove) Proto() *btpb.RowFilter {
 	if len(m.pins) == 0 {
 		return nil
 	}
-	pins := m.pinP[0]
-	if len(m.pinP) > 1 {
-		pins = chainProto(interleaveProto(m.pinP...), &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerRowOffsetFilter{CellsPerRowOffsetFilter: int32(len(m.pinP) - 1)}})
+	pinP := make([]*btpb.RowFilter, len(m.pinArgs))
+	for i, a := range m.pinArgs {
+		_, pinP[i] = cellPin(a.family, a.column, a.ms, a.value)
+	}
+	slotP := make([]*btpb.RowFilter, len(m.slotArgs))
+	for i, a := range m.slotArgs {
+		slotP[i] = chainProto(columnProto(a.family, a.column), rangeProto(a.ms, a.ms+1000))
+	}
+	pins := pinP[0]
+	if len(pinP) > 1 {
+		pins = chainProto(interleaveProto(pinP...), &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerRowOffsetFilter{CellsPerRowOffsetFilter: int32(len(pinP) - 1)}})
 	}
 	var slot *btpb.RowFilter
-	switch len(m.slotP) {
+	switch len(slotP) {
 	case 0:
 		return pins
 	case 1:
-		slot = m.slotP[0]
+		slot = slotP[0]
 	default:
-		slot = interleaveProto(m.slotP...)
+		slot = interleaveProto(slotP...)
 	}
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_Condition_{Condition: &btpb.RowFilter_Condition{
 		PredicateFilter: slot,
 		TrueFilter:      &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}},
 		FalseFilter:     pins,
 	}}}
-}
-
-// elementBytes is what f adds as one element of a repeated message field:
-// a tag byte, its length, itself.
-func elementBytes(f *btpb.RowFilter) int {
-	n := proto.Size(f)
-	return 1 + protowire.SizeVarint(uint64(n)) + n
 }

@@ -516,30 +516,39 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	// In a family recording write times, companions are evidence, not
 	// cells: one at a cell's millisecond proves a bttl write.
 	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
-	// Cells of a column arrive together, newest first.
-	bySrc := map[string][]cell{}
-	companions := map[string]map[bigtable.Timestamp]bool{}
-	var order []string
+	var companions map[string]map[bigtable.Timestamp]bool
+	// Cells of a column arrive together, newest first: a column is a run
+	// of items.
+	type column struct {
+		q     string
+		cells []cell
+	}
+	cols := make([]column, 0, len(src))
+	prefix := len(m.plan.Family) + 1
 	for _, it := range src {
-		q := strings.TrimPrefix(it.Column, m.plan.Family+":")
+		q := it.Column[prefix:]
 		if withCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
-			of := strings.TrimPrefix(q, strategy.WriteTimePrefix)
+			of := q[len(strategy.WriteTimePrefix):]
+			if companions == nil {
+				companions = map[string]map[bigtable.Timestamp]bool{}
+			}
 			if companions[of] == nil {
 				companions[of] = map[bigtable.Timestamp]bool{}
 			}
 			companions[of][strategy.Millis(it.Timestamp)] = true
 			continue
 		}
-		if _, ok := bySrc[q]; !ok {
-			order = append(order, q)
+		if len(cols) == 0 || cols[len(cols)-1].q != q {
+			cols = append(cols, column{q: q})
 		}
-		bySrc[q] = append(bySrc[q], cell{it.Timestamp, it.Value})
+		c := &cols[len(cols)-1]
+		c.cells = append(c.cells, cell{it.Timestamp, it.Value})
 	}
-	if len(order) == 0 {
+	if len(cols) == 0 {
 		return nil
 	}
 	n.rows.Add(1)
-	byTgt := bySrc
+	var byTgt map[string][]cell
 	if !m.plan.inPlace() {
 		byTgt = map[string][]cell{}
 		for _, it := range r[m.plan.ToFamily] {
@@ -548,10 +557,69 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 		}
 	}
 	var acts []action
-	for _, q := range order {
-		acts = m.planColumn(n, row, q, bySrc[q], byTgt[q], companions[q], acts)
+	for _, c := range cols {
+		target := c.cells
+		if byTgt != nil {
+			target = byTgt[c.q]
+		}
+		acts = m.planColumn(n, row, c.q, c.cells, target, companions[c.q], acts)
 	}
 	return m.applyRow(ctx, n, row, acts)
+}
+
+// occupancy is a column's timestamps and values as the planned moves
+// leave them: a short list (columns hold few versions) or, past a few
+// dozen, a map.
+type occupancy struct {
+	list []cell
+	m    map[bigtable.Timestamp][]byte
+}
+
+func newOccupancy(cells []cell) *occupancy {
+	o := &occupancy{}
+	if len(cells) > 32 {
+		o.m = make(map[bigtable.Timestamp][]byte, len(cells))
+		for _, c := range cells {
+			o.m[c.ts] = c.value
+		}
+		return o
+	}
+	o.list = append(make([]cell, 0, len(cells)+1), cells...)
+	return o
+}
+
+func (o *occupancy) get(ts bigtable.Timestamp) ([]byte, bool) {
+	if o.m != nil {
+		v, ok := o.m[ts]
+		return v, ok
+	}
+	for _, c := range o.list {
+		if c.ts == ts {
+			return c.value, true
+		}
+	}
+	return nil, false
+}
+
+func (o *occupancy) set(ts bigtable.Timestamp, v []byte) {
+	if o.m != nil {
+		o.m[ts] = v
+		return
+	}
+	o.list = append(o.list, cell{ts, v})
+}
+
+func (o *occupancy) del(ts bigtable.Timestamp) {
+	if o.m != nil {
+		delete(o.m, ts)
+		return
+	}
+	for i, c := range o.list {
+		if c.ts == ts {
+			o.list = append(o.list[:i], o.list[i+1:]...)
+			return
+		}
+	}
 }
 
 // planColumn plans one column's changes. Every cell of a column moves by
@@ -561,21 +629,18 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 // target column as the moves go, in the order the mutation applies them.
 func (m *Migrator) planColumn(n *counters, row, q string, cells, target []cell, companions map[bigtable.Timestamp]bool, acts []action) []action {
 	n.cells.Add(int64(len(cells)))
-	occupied := make(map[bigtable.Timestamp][]byte, len(target))
-	for _, c := range target {
-		occupied[c.ts] = c.value
-	}
+	occupied := newOccupancy(target)
 	if to, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && to < cells[0].ts {
 		cells = append([]cell(nil), cells...)
 		sort.Slice(cells, func(i, j int) bool { return cells[i].ts < cells[j].ts })
 	}
 	for _, c := range cells {
-		acts = m.planCell(n, row, q, c, companions[strategy.Millis(c.ts)], occupied, acts)
+		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], occupied, acts)
 	}
 	return acts
 }
 
-func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool, occupied map[bigtable.Timestamp][]byte, acts []action) []action {
+func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool, occupied *occupancy, acts []action) []action {
 	p := m.plan
 	if p.fromReal() && c.ts < strategy.RealTimeFloor {
 		cnt.notReal.Add(1)
@@ -608,7 +673,7 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 		cnt.expiredLeft.Add(1)
 		return acts
 	}
-	if v, taken := occupied[n]; taken {
+	if v, taken := occupied.get(n); taken {
 		if !p.inPlace() && bytes.Equal(v, c.value) {
 			cnt.onTarget.Add(1) // copied by an earlier run
 		} else {
@@ -617,18 +682,18 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 		return acts
 	}
 	if p.inPlace() {
-		delete(occupied, c.ts)
+		occupied.del(c.ts)
 	}
-	occupied[n] = c.value
+	occupied.set(n, c.value)
 	return append(acts, action{kind: actMove, q: q, c: c, to: n})
 }
 
 // expired plans the deletion of a cell proven expired at expiry e when the
 // plan asks for it and e is at or before ExpiredAsOf (never more than
 // ExpectExpired of them); otherwise the cell is left, counted.
-func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occupied map[bigtable.Timestamp][]byte, acts []action) []action {
+func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occupied *occupancy, acts []action) []action {
 	if m.plan.Expired == DeleteExpired && !m.plan.To.IsLive(e, m.asOf) && m.budget.Add(-1) >= 0 {
-		delete(occupied, del.c.ts)
+		occupied.del(del.c.ts)
 		return append(acts, del)
 	}
 	cnt.expiredLeft.Add(1)
