@@ -58,7 +58,7 @@ func WithExamples(n int) Option { return func(m *Migrator) { m.maxExamples = max
 
 // DefaultInflight is the number of conditional row mutations a Run keeps in
 // flight per scan worker without WithInflight.
-const DefaultInflight = 16
+const DefaultInflight = 4
 
 // WithInflight sets how many rows' conditional mutations Run keeps in
 // flight per scan worker (default DefaultInflight): enough to hide the
