@@ -272,3 +272,55 @@ func ExampleStats_Unmoved() {
 	// Output:
 	// 3
 }
+
+// Now is the instant expiry is judged at: a dry run's Now is what a run
+// deleting the expired cells it counted takes as Plan.ExpiredAsOf.
+func ExampleMigrator_Now() {
+	ctx := context.Background()
+	h, tbl, now := legacyTable(ctx)
+	defer h.Close()
+	dry, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithDryRun())
+	rep, _ := dry.Run(ctx)
+	fmt.Println(dry.Now().Equal(now), rep.ExpiredLeft)
+
+	del := realToOneSecond(now)
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, dry.Now(), rep.ExpiredLeft
+	m, _ := migrate.New(tbl, "events", del, migrate.WithClock(h.Clock))
+	rep, err := m.Run(ctx)
+	fmt.Println(rep.ExpiredDeleted, err)
+	// Output:
+	// true 1
+	// 1 <nil>
+}
+
+// Window is what an in-place plan proves: at or before the first instant,
+// real write times; after the second, bttl expiry instants.
+func ExamplePlan_Window() {
+	t1 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	p := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: time.Hour}},
+		FirstSwitch: t1, WrittenBefore: t1.Add(10 * time.Minute)}
+	legacy, bttl := p.Window()
+	fmt.Println(legacy.Format(time.TimeOnly), bttl.Format(time.TimeOnly))
+	// Output:
+	// 09:59:55 10:10:05
+}
+
+// NextStep follows an in-place run that found nothing to migrate.
+func ExamplePlan_NextStep() {
+	p := realToOneSecond(time.Now())
+	fmt.Printf("%.40s...\n", p.NextStep())
+	// Output:
+	// only once bttl migrate exits 0 (no cell ...
+}
+
+// WithInflight bounds the rows' mutations in flight per scan worker.
+func ExampleWithInflight() {
+	ctx := context.Background()
+	h, tbl, now := legacyTable(ctx)
+	defer h.Close()
+	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithInflight(1))
+	rep, _ := m.Run(ctx, scan.WithWorkers(2))
+	fmt.Println(rep.Moved)
+	// Output:
+	// 2
+}
