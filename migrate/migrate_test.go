@@ -89,6 +89,16 @@ func shifted(model map[key]string, d time.Duration) map[key]string {
 
 const day = 24 * time.Hour
 
+// rowTable is an in-process server with table "t", family "f" without a
+// GC rule, its clock's now and at(d), now + d in whole milliseconds.
+func rowTable(t *testing.T) (*bttestharness.Harness, *bigtable.Table, time.Time, func(time.Duration) bigtable.Timestamp) {
+	t.Helper()
+	h := bttestharness.New(t)
+	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	now := h.Clock.Now()
+	return h, h.Raw.Open("t"), now, func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+}
+
 // testSkew is the clock skew the tests allow: shorter than the second
 // between the newest legacy cell load writes and the switch.
 const testSkew = 500 * time.Millisecond
@@ -143,20 +153,15 @@ func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
 // shown; deleted only with DeleteExpired, ExpiredAsOf and the count the
 // dry run reported, and a run expecting another count writes nothing.
 func TestExpiredCellsKeptUnlessDeletionConfirmed(t *testing.T) {
-	h := bttestharness.New(t)
+	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-	tbl := h.Raw.Open("t")
 	const table = "t"
-	now := h.Clock.Now()
-	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
 	m := bigtable.NewMutation()
 	m.Set("f", "old", at(-3*day), []byte("expired a day ago"))
 	m.Set("f", "new", at(-day), []byte("live for a day"))
 	m.Set("f", "bttl-expired", at(-time.Minute), []byte("a bttl write whose expiry passed"))
 	m.Set("f", "bttl-live", at(time.Hour), []byte("a bttl write"))
 	require.NoError(t, tbl.Apply(ctx, "r", m))
-	all := stored(t, tbl, "f")
 	plan := inPlace(now.Add(-time.Hour), 2*day)
 
 	run := func(p migrate.Plan, opts ...migrate.Option) (*migrate.Report, error) {
@@ -203,20 +208,15 @@ func TestExpiredCellsKeptUnlessDeletionConfirmed(t *testing.T) {
 	assert.Equal(t, int64(2), rep.ExpiredDeleted)
 	got = stored(t, tbl, "f")
 	assert.Equal(t, map[key]string{{"r", "new", at(day)}: "live for a day", {"r", "bttl-live", at(time.Hour)}: "a bttl write"}, got)
-	_ = all
 }
 
 // A cell changed after the row was read is skipped and counted; a new
 // timestamp another cell holds is not overwritten; a value too large to
 // pin is counted and not moved. A rerun finds what is still to do.
 func TestSkipsWhatItMustNotTouch(t *testing.T) {
-	h := bttestharness.New(t)
+	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-	tbl := h.Raw.Open("t")
 	const table = "t"
-	now := h.Clock.Now()
-	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
 	m := bigtable.NewMutation()
 	m.Set("f", "changed", at(-time.Hour), []byte("old value"))
 	m.Set("f", "collide", at(-time.Hour), []byte("legacy"))

@@ -392,6 +392,14 @@ func TestMigrateShards(t *testing.T) {
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
 }
 
+// createLegacy creates table "legacy" with family "f" without a GC rule.
+func createLegacy(t *testing.T, ac *bigtable.AdminClient) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+}
+
 // migrateServers runs f on the in-process server and on cbtemulator.
 func migrateServers(t *testing.T, f func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string)) {
 	t.Run("bttest", func(t *testing.T) { ac, dc, addr := newServer(t); f(t, ac, dc, addr) })
@@ -419,8 +427,7 @@ func countLines(out string) []string {
 func TestMigrateExpiredDeletionNeedsTheDryRunsCount(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		ctx := context.Background()
-		require.NoError(t, ac.CreateTable(ctx, "legacy"))
-		require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+		createLegacy(t, ac)
 		switched := time.Now().Add(-time.Second)
 		day := bigtable.Timestamp(24 * time.Hour / time.Microsecond)
 		ms := bigtable.Time(switched.Add(-time.Hour)).TruncateToMilliseconds()
@@ -465,8 +472,7 @@ func TestMigrateExpiredDeletionNeedsTheDryRunsCount(t *testing.T) {
 func TestMigrateCheckpointRerunRevisitsCollision(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		ctx := context.Background()
-		require.NoError(t, ac.CreateTable(ctx, "legacy"))
-		require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+		createLegacy(t, ac)
 		switched := time.Now().Add(-time.Second)
 		model := loadRealTimestamps(t, dc, "legacy", "f", 200, 5, switched)
 		shift := bigtable.Timestamp(30 * 24 * time.Hour / time.Microsecond)
