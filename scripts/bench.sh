@@ -184,6 +184,9 @@ HOW
   report -servers "$OUT/scale.txt" -section serverscale
   echo
   cat scripts/benchmarks-notes-scale.md
+  echo
+  # Measured by hand (BenchmarkMigratePace; the command is in the notes).
+  cat scripts/benchmarks-notes-migrate.md
   cat <<PROF
 
 ## Profiles
