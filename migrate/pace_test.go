@@ -2,6 +2,8 @@ package migrate_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,4 +95,39 @@ func TestARowMovesInOneConditionalMutation(t *testing.T) {
 			assert.Equal(t, v, got[k])
 		}
 	}
+}
+
+// A row whose predicate would pass the filter size limit is moved by
+// several conditional mutations, each within it; every cell moves.
+func TestALargeRowMovesInSeveralMutations(t *testing.T) {
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	c, calls := countingClient(t, h)
+	tbl := c.Open("t")
+	now := h.Clock.Now()
+	m := bigtable.NewMutation()
+	model := map[key]string{}
+	for i := 0; i < 40; i++ {
+		col := fmt.Sprintf("c%02d", i)
+		ts := bigtable.Time(now.Add(-time.Duration(i+1) * time.Minute))
+		v := strings.Repeat(string(rune('a'+i%26)), 1000)
+		m.Set("f", col, ts, []byte(v))
+		model[key{"big", col, ts}] = v
+	}
+	require.NoError(t, tbl.Apply(ctx, "big", m))
+	h.Clock.Set(now.Add(time.Second))
+	mg, err := migrate.New(tbl, "t", inPlace(now, day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	calls.Store(0)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), rep.Moved)
+	assert.Zero(t, rep.Unmoved())
+	// 40 pins of a 1,000-byte value (held twice) cannot fit in 20 KiB.
+	assert.GreaterOrEqual(t, calls.Load(), int64(4))
+	assert.Less(t, calls.Load(), int64(10), "as many cells per mutation as fit")
+	assert.Equal(t, shifted(model, day), stored(t, tbl, "f"))
 }
