@@ -197,7 +197,8 @@ type Stats struct {
 	// strategy.RealTimeFloor (2000): sequence numbers, not write times.
 	NotRealTimes int64
 	// Examples are the first changed cells (WithExamples);
-	// AmbiguousExamples the first ambiguous ones (New 0).
+	// AmbiguousExamples the first ambiguous ones (Old is the timestamp;
+	// New is 0).
 	Examples, AmbiguousExamples []Example
 }
 

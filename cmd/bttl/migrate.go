@@ -62,7 +62,7 @@ key range where a cell was left.
 		fs.Var(timeFlag{&a.firstSwitch}, "first-switch", "in place (required): the `instant` (RFC 3339) the first writer of the family started writing through bttl")
 		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place (required): the `instant` (RFC 3339) the last writer started writing through bttl; run at least -clock-skew after it")
 		a.clockSkew = migrate.DefaultClockSkew
-		fs.Var(durationFlag{p: &a.clockSkew}, "clock-skew", "in place: how far writers' clocks may be off (a `duration`); widens the window of ambiguous cells by as much on each side")
+		fs.Var(durationFlag{p: &a.clockSkew}, "clock-skew", "in place: how far writers' clocks may be off (a `duration`; 0 means the default); widens the window of ambiguous cells by as much on each side")
 		fs.BoolVar(&a.writeTimeComplete, "write-time-complete", false, "in place: every bttl writer recorded write times since -first-switch (the schema's write_time): a cell in the window without a companion is a real write time")
 		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: keep (left for GC; bttl apply then needs -force) or `delete` (with -expect-expired and -expired-as-of)")
 		fs.Var(expectFlag{&a.expectExpired, &a.expectGiven}, "expect-expired", "with -expired delete: the `count` of expired cells the dry run printed; a different count refuses before writing")
