@@ -32,7 +32,7 @@ const (
 	RuleServerAssignedTimestamp = "server-assigned-timestamp" // ReadModifyWrite, AddToCell, MergeToCell on a managed family
 	RuleUnknownFamily           = "unknown-family"            // a family the table's schema does not name
 	RuleTTLTooLong              = "ttl-too-long"              // a timestamp over the family's max TTL (strategy.WithMaxTTL)
-	RuleReservedColumn          = "reserved-column"           // a write-time family's qualifier from 0xFF 0xFF on, not a companion of the same request's cell
+	RuleReservedColumn          = "reserved-column"           // a write to a write-time family's qualifiers from 0xFF 0xFF on (the guard writes companions itself)
 	RuleSessionDataPlane        = "session-data-plane"        // a session stream the guard cannot inspect
 	// RuleUnclassifiable: a request on a guarded method the guard cannot
 	// classify: a malformed or conflicting resource name, no name, fields
@@ -128,10 +128,11 @@ type viewDecl struct {
 }
 
 type table struct {
-	id        string
-	schema    strategy.Schema
-	filters   *filters.Builder
-	writeTime bool // some family records write times (strategy.WithWriteTime)
+	id          string
+	schema      strategy.Schema
+	filters     *filters.Builder
+	writeTime   bool // some family records write times (strategy.WithWriteTime)
+	singleValue bool // some family is strategy.SingleValue
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -156,6 +157,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
+			t.singleValue = t.singleValue || p.IsSingleValue()
 			g.managed = g.managed || p.Managed()
 		}
 		return t, nil
@@ -508,11 +510,16 @@ func (t *table) violation(rule, family string, column []byte, err error) *violat
 }
 
 // checkMutations applies docs/design.md#guardrails to a row's mutations,
-// and returns them with the write-time companions a family with
-// strategy.WithWriteTime needs added (ms itself when none is missing).
+// and returns them with what bttl's client would add: the column delete
+// before each SetCell of a strategy.SingleValue family, and the write-time
+// companions of a family with strategy.WithWriteTime (ms itself when
+// nothing is missing).
 func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
 	if v := t.checkEach(now, ms); v != nil {
 		return nil, v
+	}
+	if t.singleValue {
+		ms = t.addSingleValueDeletes(ms)
 	}
 	if !t.writeTime {
 		return ms, nil
