@@ -118,7 +118,8 @@ type Guard struct {
 	clock      Clock
 	readFilter bool
 	sqlAllowed bool
-	managed    bool // some guarded table or declared view has a managed family
+	managed    bool   // some guarded table or declared view has a managed family
+	probe      string // the family of Verify's probe, which only this guard recognizes
 	viewDecls  []viewDecl
 }
 
@@ -131,8 +132,9 @@ type table struct {
 	id          string
 	schema      strategy.Schema
 	filters     *filters.Builder
-	writeTime   bool // some family records write times (strategy.WithWriteTime)
-	singleValue bool // some family is strategy.SingleValue
+	writeTime   bool   // some family records write times (strategy.WithWriteTime)
+	singleValue bool   // some family is strategy.SingleValue
+	probe       string // the guard's Verify probe family
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -141,7 +143,7 @@ type table struct {
 // authorized_view_name is an authorized view of such a table, is checked
 // against that schema. Names are parsed exactly, segment by segment.
 func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
-	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}}
+	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}, probe: newProbe()}
 	for _, o := range opts {
 		o(g)
 	}
@@ -153,7 +155,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
@@ -186,9 +188,17 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 // ClientOptions are the options that install the guard on a client:
 // bigtable.NewClient(ctx, project, instance, guard.ClientOptions()...).
 // They are dial options, which the client ignores when it is given an
-// already dialed connection (option.WithGRPCConn, or BIGTABLE_EMULATOR_HOST):
-// then pass DialOptions to grpc.NewClient yourself.
+// already dialled connection. Under BIGTABLE_EMULATOR_HOST (read when
+// ClientOptions is called), where the client dials the emulator itself
+// and ignores dial options, they are instead a connection to the emulator
+// carrying the guard (option.WithGRPCConn), which the client closes on
+// Close; put them after any option of your own. With option.WithGRPCConn
+// of your own, dial that connection with DialOptions. Verify tells
+// whether a client's requests go through the guard.
 func (g *Guard) ClientOptions() []option.ClientOption {
+	if addr := emulatorHost(); addr != "" {
+		return g.emulatorOptions(addr)
+	}
 	out := make([]option.ClientOption, 0, 2)
 	for _, d := range g.DialOptions() {
 		out = append(out, option.WithGRPCDialOption(d))
@@ -535,6 +545,9 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 		case *btpb.Mutation_SetCell_:
 			fam, col = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier()
 			p, ok := t.schema[fam]
+			if !ok && fam == t.probe {
+				return t.violation(RuleVerifyProbe, fam, col, errors.New("the probe of Guard.Verify: this guard is installed; nothing was sent"))
+			}
 			if !ok {
 				return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 			}

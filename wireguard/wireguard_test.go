@@ -285,32 +285,3 @@ func TestNewRejectsBadInput(t *testing.T) {
 	_, err = wireguard.New(map[string]strategy.Schema{"projects/p/t": {}})
 	assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 }
-
-// Under BIGTABLE_EMULATOR_HOST (or with option.WithGRPCConn) the client
-// uses a connection it did not dial and ignores dial options: the guard
-// must then be put on the connection itself. If the first half fails, the
-// client changed and the README's coverage note must change too.
-func TestDialOptionsAndPreDialedConnections(t *testing.T) {
-	h := bttestharness.New(t)
-	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "legacy", legacySchema))
-	g, err := wireguard.New(map[string]strategy.Schema{"legacy": legacySchema})
-	require.NoError(t, err)
-	bad := bigtable.NewMutation()
-	bad.Set("one", "c", bigtable.ServerTime, []byte("v"))
-	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}
-
-	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
-	ignored, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg, g.ClientOptions()...)
-	require.NoError(t, err)
-	defer ignored.Close()
-	assert.NoError(t, ignored.Open("legacy").Apply(ctx, "unguarded", bad), "dial options are ignored under BIGTABLE_EMULATOR_HOST")
-
-	conn, err := grpc.NewClient(h.Addr, append(g.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	require.NoError(t, err)
-	guarded, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg, option.WithGRPCConn(conn))
-	require.NoError(t, err)
-	defer guarded.Close()
-	err = guarded.Open("legacy").Apply(ctx, "guarded", bad)
-	assert.Equal(t, codes.FailedPrecondition, status.Code(err), err)
-}
