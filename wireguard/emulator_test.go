@@ -24,15 +24,10 @@ import (
 // BIGTABLE_EMULATOR_HOST naming the server, as a user testing locally
 // would have it.
 func emulatorServers(t *testing.T, f func(t *testing.T, h *bttestharness.Harness)) {
-	for _, server := range []string{"bttest", "cbtemulator"} {
+	for _, server := range serverNames {
 		t.Run(server, func(t *testing.T) {
 			t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-			var h *bttestharness.Harness
-			if server == "bttest" {
-				h = bttestharness.New(t)
-			} else {
-				h, _ = bttestharness.NewOnEmulator(t, bttestharness.Config{})
-			}
+			h := startServer(t, server, bttestharness.Config{})
 			require.NoError(t, h.CreateTable(context.Background(), "legacy", legacySchema))
 			t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
 			f(t, h)

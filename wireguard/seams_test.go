@@ -41,24 +41,45 @@ type seamEnv struct {
 	ctx context.Context
 }
 
+// serverNames are the servers startServer starts.
+var serverNames = []string{"bttest", "cbtemulator"}
+
+// startServer starts the in-process server or cbtemulator, with clients
+// on it, for the test.
+func startServer(t *testing.T, server string, cfg bttestharness.Config) *bttestharness.Harness {
+	t.Helper()
+	if server == "cbtemulator" {
+		h, _ := bttestharness.NewOnEmulator(t, cfg)
+		return h
+	}
+	h, err := bttestharness.StartWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
 // onBothServers runs f on the in-process server and on cbtemulator, with
 // the server's GC off (what is stored is what the writes left).
 func onBothServers(t *testing.T, f func(t *testing.T, e *seamEnv)) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the client dials the endpoint itself
-	for _, server := range []string{"bttest", "cbtemulator"} {
+	for _, server := range serverNames {
 		t.Run(server, func(t *testing.T) {
-			var h *bttestharness.Harness
-			if server == "bttest" {
-				var err error
-				h, err = bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = h.Close() })
-			} else {
-				h, _ = bttestharness.NewOnEmulator(t, bttestharness.Config{NoGC: true})
-			}
-			f(t, newSeamEnv(t, h))
+			f(t, newSeamEnv(t, startServer(t, server, bttestharness.Config{NoGC: true})))
 		})
 	}
+}
+
+// guardedClient is a plain client dialled to addr with g installed
+// through ClientOptions.
+func guardedClient(t *testing.T, addr string, g *wireguard.Guard) *bigtable.Client {
+	t.Helper()
+	plain, err := bigtable.NewClientWithConfig(context.Background(), bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
+		append([]option.ClientOption{option.WithEndpoint(addr), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}, g.ClientOptions()...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	return plain
 }
 
 func newSeamEnv(t *testing.T, h *bttestharness.Harness) *seamEnv {
@@ -67,15 +88,9 @@ func newSeamEnv(t *testing.T, h *bttestharness.Harness) *seamEnv {
 	require.NoError(t, h.CreateTable(ctx, "t", seamSchema))
 	g, err := wireguard.New(map[string]strategy.Schema{"t": seamSchema}, wireguard.WithClock(h.Clock))
 	require.NoError(t, err)
-	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
-		append([]option.ClientOption{option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}, g.ClientOptions()...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = plain.Close() })
 	bt, err := h.Client.Open("t", seamSchema)
 	require.NoError(t, err)
-	return &seamEnv{h: h, tbl: plain.Open("t"), bt: bt, ctx: ctx}
+	return &seamEnv{h: h, tbl: guardedClient(t, h.Addr, g).Open("t"), bt: bt, ctx: ctx}
 }
 
 // expiring is the timestamp of a cell of family fam expiring ttl from now.

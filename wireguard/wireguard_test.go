@@ -10,11 +10,9 @@ import (
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/option"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
@@ -52,15 +50,7 @@ func newEnv(t *testing.T, opts ...wireguard.Option) *env {
 
 	g, err := wireguard.New(map[string]strategy.Schema{"legacy": legacySchema}, append([]wireguard.Option{wireguard.WithClock(h.Clock)}, opts...)...)
 	require.NoError(t, err)
-	copts := append([]option.ClientOption{
-		option.WithEndpoint(h.Addr),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}, g.ClientOptions()...)
-	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, copts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = plain.Close() })
+	plain := guardedClient(t, h.Addr, g)
 	return &env{h: h, plain: plain, tbl: plain.Open("legacy"), ctx: ctx}
 }
 

@@ -8,9 +8,6 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
@@ -36,13 +33,7 @@ func lifecycleEnv(t *testing.T) (*bttestharness.Harness, *bigtable.Table) {
 	require.NoError(t, h.CreateTable(ctx, "t", lifecycleSchema))
 	g, err := wireguard.New(map[string]strategy.Schema{"t": lifecycleSchema}, wireguard.WithClock(h.Clock), wireguard.WithReadFilter())
 	require.NoError(t, err)
-	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
-		append([]option.ClientOption{option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}, g.ClientOptions()...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = plain.Close() })
-	return h, plain.Open("t")
+	return h, guardedClient(t, h.Addr, g).Open("t")
 }
 
 // A plain client's write to a write-time family gets the companion bttl's
