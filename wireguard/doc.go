@@ -84,10 +84,12 @@
 // refusal reaches every later call as FailedPrecondition and nothing
 // reaches the server.
 //
-// The interceptors never modify the caller's request: a rewritten read is a
+// The interceptors never modify the caller's request: a rewritten request
+// (a filtered read, a write given single-value deletes or companions) is a
 // shallow copy (row sets and mutations are shared, not copied), so the
-// client's own retries resend the original and get the filter exactly once.
-// Checking is a pass over the mutations; nothing is copied.
+// client's own retries resend the original and get the filter, deletes and
+// companions exactly once. Checking a request that needs nothing added is
+// a pass over the mutations; nothing is copied.
 //
 // What is covered, checked on cloud.google.com/go/bigtable v1.58.0:
 //   - Every classic data RPC goes through connections dialled with the
