@@ -256,23 +256,34 @@ func TestGuardStoresNoCompanionItDidNotCompute(t *testing.T) {
 }
 
 // A retried write to a SingleValue family ends as one attempt would: the
-// client resends its original request, the guard adds the delete again,
-// and the column holds the last value alone. The server applies the first
-// attempt and answers Unavailable, as when a reply is lost.
+// client resends its original request (MutateRow) or its unfinished
+// entries (MutateRows), the guard adds the delete again, and the column
+// holds the last value alone. The server applies the second write's first
+// attempt and answers Unavailable with no entry status, as when a reply
+// is lost.
 func TestGuardSingleValueSurvivesRetries(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	var attempts atomic.Int64
-	lose := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	var unary, bulk atomic.Int64
+	loseUnary := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if !strings.HasSuffix(info.FullMethod, "/MutateRow") {
 			return h(ctx, req)
 		}
 		resp, err := h(ctx, req)
-		if attempts.Add(1) == 2 { // the second write's first attempt
+		if unary.Add(1) == 2 { // the second write's first attempt
 			return nil, status.Error(codes.Unavailable, "reply lost")
 		}
 		return resp, err
 	})
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true, ServerOptions: []grpc.ServerOption{lose}})
+	loseBulk := grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if !strings.HasSuffix(info.FullMethod, "/MutateRows") || bulk.Add(1) != 2 {
+			return h(srv, ss)
+		}
+		if err := h(srv, silentStream{ss}); err != nil {
+			return err
+		}
+		return status.Error(codes.Unavailable, "reply lost")
+	})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true, ServerOptions: []grpc.ServerOption{loseUnary, loseBulk}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	e := newSeamEnv(t, h)
@@ -283,9 +294,21 @@ func TestGuardSingleValueSurvivesRetries(t *testing.T) {
 		m := bigtable.NewMutation()
 		m.Set("svwt", "c", e.expiring("svwt", v.ttl), []byte(v.value))
 		require.NoError(t, e.tbl.Apply(e.ctx, "r", m))
+		errs, err := e.tbl.ApplyBulk(e.ctx, []string{"b1", "b2"}, []*bigtable.Mutation{m, m})
+		require.NoError(t, err)
+		require.Nil(t, errs)
 	}
-	require.Equal(t, int64(3), attempts.Load(), "the second write was retried once")
-	stored := e.stored(t, "r")
-	assert.Equal(t, []string{"second"}, values(stored, "svwt", "c"))
-	assert.Len(t, stored["svwt"], 2, "the cell and its companion: %v", stored["svwt"])
+	require.Equal(t, int64(3), unary.Load(), "the second MutateRow was retried once")
+	require.Equal(t, int64(3), bulk.Load(), "the second MutateRows was retried once")
+	for _, row := range []string{"r", "b1", "b2"} {
+		stored := e.stored(t, row)
+		assert.Equal(t, []string{"second"}, values(stored, "svwt", "c"), row)
+		assert.Len(t, stored["svwt"], 2, "%s: the cell and its companion: %v", row, stored["svwt"])
+	}
 }
+
+// silentStream drops what the server sends: the client learns nothing of
+// the entries applied.
+type silentStream struct{ grpc.ServerStream }
+
+func (silentStream) SendMsg(any) error { return nil }
