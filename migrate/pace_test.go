@@ -41,17 +41,24 @@ func countingClient(t *testing.T, h *bttestharness.Harness) (*bigtable.Client, *
 	return c, &n
 }
 
+// countingTable is table "t" (family "f", no GC rule) on an in-process
+// server, through a client counting its conditional mutations.
+func countingTable(t *testing.T) (*bttestharness.Harness, *bigtable.Table, *atomic.Int64) {
+	t.Helper()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	c, calls := countingClient(t, h)
+	return h, c.Open("t"), calls
+}
+
 // A row's cells move in one conditional mutation; when one of them changed
 // between the read and the move, the others still move (each on its own)
 // and only the changed one is counted and left.
 func TestARowMovesInOneConditionalMutation(t *testing.T) {
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
+	h, tbl, calls := countingTable(t)
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-	c, calls := countingClient(t, h)
-	tbl := c.Open("t")
 	now := h.Clock.Now()
 	model := load(t, tbl, "f", 10, 10, now, day)
 	h.Clock.Set(now.Add(time.Second))
@@ -100,13 +107,8 @@ func TestARowMovesInOneConditionalMutation(t *testing.T) {
 // A row whose predicate would pass the filter size limit is moved by
 // several conditional mutations, each within it; every cell moves.
 func TestALargeRowMovesInSeveralMutations(t *testing.T) {
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
+	h, tbl, calls := countingTable(t)
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-	c, calls := countingClient(t, h)
-	tbl := c.Open("t")
 	now := h.Clock.Now()
 	m := bigtable.NewMutation()
 	model := map[key]string{}
