@@ -9,10 +9,13 @@ import (
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/wireguard"
 )
@@ -103,4 +106,28 @@ func TestGuardUnlistedFamiliesPerTable(t *testing.T) {
 	}
 	_, err = wireguard.New(schemas, wireguard.WithUnlistedFamilies(strategy.Unmanaged(), "c"))
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
+}
+
+// The Verify probe writes a family no schema names: with unlisted families
+// passing, the guard still refuses it, so Verify still tells an installed
+// guard.
+func TestGuardUnlistedFamiliesKeepVerify(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "legacy", legacySchema))
+	g, err := wireguard.New(map[string]strategy.Schema{"legacy": legacySchema}, wireguard.WithUnlistedFamilies(strategy.Unmanaged()))
+	require.NoError(t, err)
+	copts := append([]option.ClientOption{
+		option.WithEndpoint(h.Addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}, g.ClientOptions()...)
+	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, copts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	require.NoError(t, g.Verify(ctx, plain, "legacy"))
 }
