@@ -63,7 +63,7 @@ func companionQualifier(column string) string { return strategy.WriteTimeColumn(
 // millisecond ms, or nil when there is none.
 func (t *Table) readCompanion(ctx context.Context, row, family, column string, ms bigtable.Timestamp) ([]byte, error) {
 	q := companionQualifier(column)
-	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
 		bigtable.LatestNFilter(1),

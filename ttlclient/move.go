@@ -101,7 +101,7 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
-	if err := t.raw.Apply(ctx, row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.raw.Apply(wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
 		return false, err
 	}
 	return applied, nil

@@ -436,7 +436,7 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 		opts = append(opts, bigtable.ReverseScan())
 	}
 	expired := 0
-	err := o.raw.ReadRows(ctx, s.rows, func(r bigtable.Row) bool {
+	err := o.raw.ReadRows(wire(ctx), s.rows, func(r bigtable.Row) bool {
 		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
 			return false
 		}
