@@ -65,7 +65,7 @@ func (t *Table) readCompanion(ctx context.Context, row, family, column string, m
 	q := companionQualifier(column)
 	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.LatestNFilter(1),
 	)))
 	if err != nil {

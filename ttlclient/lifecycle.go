@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -57,19 +58,28 @@ func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.UnixMicro(int64(p.Expiry(item.Timestamp))), nil
+	return p.ExpiryTime(item.Timestamp), nil
 }
 
 // RemainingTTL is how long the cell item has left at the table's clock:
-// Expiry minus now, like Redis PTTL. It is zero or negative for a cell
-// expired since it was read, and saturates at the largest time.Duration
-// (about 292 years) for an expiry further away. Errors as for Expiry.
+// Expiry minus now, like Redis PTTL, exact. It is zero or negative for a
+// cell expired since it was read. An expiry more than the largest
+// time.Duration (about 292 years) away is a *CellError wrapping
+// ErrTimestampOverflow, returned with that largest Duration (use Expiry
+// for such a cell). Other errors as for Expiry.
 func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 	exp, err := t.Expiry(item)
 	if err != nil {
 		return 0, err
 	}
-	return exp.Sub(t.clock.Now()), nil
+	now := t.clock.Now()
+	left := exp.Sub(now) // saturates: checked below
+	if left == math.MaxInt64 && exp.After(now.Add(left)) {
+		family, column, _ := strings.Cut(item.Column, ":")
+		return left, t.readError(item.Row, family, column, item.Timestamp,
+			fmt.Errorf("%w: the cell expires at %s, more than %s after now", ErrTimestampOverflow, exp.UTC().Format(time.RFC3339), left))
+	}
+	return left, nil
 }
 
 // ExpireOption adjusts Expire.
@@ -128,12 +138,7 @@ func checkReserved(p strategy.Policy, column string) error {
 func (t *Table) liveCells(ctx context.Context, row, family, column string, s expireSettings, latest bool) ([]bigtable.ReadItem, error) {
 	f := []bigtable.Filter{bigtable.ColumnRangeFilter(family, column, column+"\x00")}
 	if s.hasTS {
-		ms := strategy.Millis(s.ts)
-		end := ms + 1000
-		if ms >= strategy.MaxTimestamp {
-			end = 0
-		}
-		f = append(f, bigtable.TimestampRangeFilterMicros(ms, end))
+		f = append(f, bigtable.TimestampRangeFilterMicros(strategy.Millis(s.ts), strategy.MilliEnd(s.ts)))
 	}
 	if latest {
 		f = append(f, bigtable.LatestNFilter(1))
@@ -191,7 +196,11 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 			return false, err
 		}
 	}
-	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts)
+	mode := moveNoCrossing // the newest: never lifted over a value written since the read
+	if s.hasTS {
+		mode = moveAny // the caller named the cell
+	}
+	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts, mode)
 }
 
 // purgeHidden deletes the cells of family:column that a max-versions age
@@ -327,10 +336,9 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 	if err != nil {
 		return 0, err
 	}
+	// delta 0: every cell is already where it goes; moveCell counts each
+	// live one without sending anything.
 	delta := ts - strategy.Millis(cells[0].Timestamp)
-	if delta == 0 {
-		return 0, nil
-	}
 	if delta < 0 {
 		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
 			return 0, err
@@ -355,7 +363,7 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 		if target < 0 {
 			target = 0
 		}
-		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target)
+		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, moveNoCrossing)
 		if err != nil {
 			return moved, err
 		}
