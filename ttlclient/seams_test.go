@@ -22,16 +22,22 @@ import (
 // when the binary is missing outside CI), each with GC off: the tests look
 // at every stored cell, which the servers' GC would otherwise race.
 func seamServers(t *testing.T, f func(t *testing.T, h *bttestharness.Harness)) {
+	seamServersWith(t, bttestharness.Config{}, f)
+}
+
+// seamServersWith is seamServers with cfg (client interceptors, say).
+func seamServersWith(t *testing.T, cfg bttestharness.Config, f func(t *testing.T, h *bttestharness.Harness)) {
+	cfg.NoGC = true
 	for _, server := range []string{"bttest", "cbtemulator"} {
 		t.Run(server, func(t *testing.T) {
 			var h *bttestharness.Harness
 			if server == "bttest" {
 				var err error
-				h, err = bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+				h, err = bttestharness.StartWithConfig(context.Background(), cfg)
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = h.Close() })
 			} else {
-				h, _ = bttestharness.NewOnEmulator(t, bttestharness.Config{NoGC: true})
+				h, _ = bttestharness.NewOnEmulator(t, cfg)
 			}
 			f(t, h)
 		})
@@ -175,5 +181,101 @@ func TestGuardedConnectionExpirePurgesHiddenVersions(t *testing.T) {
 			require.Len(t, r["f"], 1, "the hidden version was purged: %v", cells(r))
 			assert.Equal(t, "new", string(r["f"][0].Value))
 		})
+	})
+}
+
+// Issue 26 item 10: the README's read-then-WriteTime on a time-to-idle
+// family with write times. The read's own refresh moves the cell (and
+// its companion); WriteTime finds it where it went, whether the refresh
+// has run (FlushIdleRefreshes) or is racing the call; and after an Expire
+// of the same cell too.
+func TestWriteTimeFollowsARefreshedCell(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		schema := strategy.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(10*time.Second), strategy.WithWriteTime())}
+		tbl := h.MustTable(t, "idlewt", schema)
+		write := func(row string) time.Time {
+			m := ttlclient.NewMutation()
+			m.Set("s", "user", ttlclient.Auto, []byte("alice"), ttlclient.WithTTL(10*time.Second))
+			require.NoError(t, tbl.Apply(ctx, row, m))
+			return h.Clock.Now().Truncate(time.Millisecond)
+		}
+		read := func(row string) bigtable.ReadItem {
+			r, err := tbl.ReadRow(ctx, row) // due: 8s left < 9s, so it queues a refresh
+			require.NoError(t, err)
+			require.Len(t, r["s"], 1)
+			return r["s"][0]
+		}
+
+		t.Run("flushed", func(t *testing.T) {
+			written := write("flushed")
+			h.Clock.Advance(2 * time.Second)
+			it := read("flushed")
+			require.NoError(t, h.Client.FlushIdleRefreshes(ctx))
+			stored, err := h.Stored(ctx, "idlewt", "flushed")
+			require.NoError(t, err)
+			require.NotEqual(t, it.Timestamp, stored["s"][0].Timestamp, "the refresh moved the cell")
+			wt, err := tbl.WriteTime(ctx, it)
+			require.NoError(t, err)
+			assert.True(t, written.Equal(wt), "write time %s, want %s", wt, written)
+
+			// The README goes on: Expire the same cell, then WriteTime of
+			// the item read before either move.
+			applied, err := tbl.Expire(ctx, "flushed", "s", "user", 14*24*time.Hour)
+			require.NoError(t, err)
+			require.True(t, applied)
+			wt, err = tbl.WriteTime(ctx, it)
+			require.NoError(t, err)
+			assert.True(t, written.Equal(wt), "after Expire: write time %s, want %s", wt, written)
+		})
+
+		t.Run("racing the refresh", func(t *testing.T) {
+			for i := range 20 {
+				row := "race" + itoa(int64(i))
+				written := write(row)
+				h.Clock.Advance(2 * time.Second)
+				it := read(row)
+				wt, err := tbl.WriteTime(ctx, it) // before, during or after the move
+				require.NoError(t, err, "round %d", i)
+				assert.True(t, written.Equal(wt), "round %d: write time %s, want %s", i, wt, written)
+				h.Clock.Advance(-2 * time.Second)
+			}
+			require.NoError(t, h.Client.FlushIdleRefreshes(ctx))
+		})
+	})
+}
+
+// When the cell moved and its value is in the column more than once, with
+// different write times, WriteTime says so (ErrCellMoved) rather than
+// guess; the cell read again answers.
+func TestWriteTimeOfAMovedCellWithARepeatedValue(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "rep", strategy.Schema{"s": strategy.OneSecond(strategy.WithMaxVersions(2), strategy.WithWriteTime())})
+		var written []time.Time
+		for _, ttl := range []time.Duration{time.Hour, 2 * time.Hour} {
+			m := ttlclient.NewMutation()
+			m.Set("s", "c", ttlclient.Auto, []byte("same"), ttlclient.WithTTL(ttl))
+			require.NoError(t, tbl.Apply(ctx, "r", m))
+			written = append(written, h.Clock.Now().Truncate(time.Millisecond))
+			h.Clock.Advance(time.Second)
+		}
+		r, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, r["s"], 2)
+		newest := r["s"][0]
+		applied, err := tbl.Expire(ctx, "r", "s", "c", 3*time.Hour)
+		require.NoError(t, err)
+		require.True(t, applied)
+		_, err = tbl.WriteTime(ctx, newest)
+		assert.ErrorIs(t, err, ttlclient.ErrCellMoved)
+		var ce *ttlclient.CellError
+		assert.ErrorAs(t, err, &ce)
+
+		r, err = tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		wt, err := tbl.WriteTime(ctx, r["s"][0])
+		require.NoError(t, err)
+		assert.True(t, written[1].Equal(wt), "write time %s, want %s", wt, written[1])
 	})
 }
