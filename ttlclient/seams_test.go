@@ -2,6 +2,8 @@ package ttlclient_test
 
 import (
 	"context"
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +279,267 @@ func TestWriteTimeOfAMovedCellWithARepeatedValue(t *testing.T) {
 		wt, err := tbl.WriteTime(ctx, r["s"][0])
 		require.NoError(t, err)
 		assert.True(t, written[1].Equal(wt), "write time %s, want %s", wt, written[1])
+	})
+}
+
+// hookConn is a client interceptor that runs a hook once before the next
+// call of a method: a concurrent writer, or the clock moving, at an exact
+// point of a lifecycle operation. It counts the calls of each method.
+type hookConn struct {
+	mu     sync.Mutex
+	hooks  map[string]func()
+	counts map[string]int
+}
+
+func newHookConn() *hookConn {
+	return &hookConn{hooks: map[string]func(){}, counts: map[string]int{}}
+}
+
+func (c *hookConn) before(method string, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks["/google.bigtable.v2.Bigtable/"+method] = f
+}
+
+func (c *hookConn) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts["/google.bigtable.v2.Bigtable/"+method]
+}
+
+func (c *hookConn) take(method string) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[method]++
+	f := c.hooks[method]
+	delete(c.hooks, method)
+	return f
+}
+
+func (c *hookConn) config() bttestharness.Config {
+	return bttestharness.Config{DialOptions: []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if f := c.take(method); f != nil {
+				f()
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			if f := c.take(method); f != nil {
+				f()
+			}
+			return streamer(ctx, desc, cc, method, opts...)
+		}),
+	}}
+}
+
+// Issue 26 items 11 and 12(a): a cell at the largest timestamp (a
+// "forever" cell) has its write time, can be expired, and does not stop
+// ExpireRow; its remaining TTL, over time.Duration's range, is reported as
+// such.
+func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "max", strategy.Schema{"s": strategy.OneSecond(strategy.WithWriteTime())})
+		written := h.Clock.Now().Truncate(time.Millisecond)
+		m := ttlclient.NewMutation()
+		m.Set("s", "a", ttlclient.Auto, []byte("a"), ttlclient.WithTTL(time.Hour))
+		m.Set("s", "forever", math.MaxInt64, []byte("f"))
+		m.Set("s", "forever2", math.MaxInt64, []byte("g"))
+		m.Set("s", "z", ttlclient.Auto, []byte("z"), ttlclient.WithTTL(2*time.Hour))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+		h.Clock.Advance(time.Second)
+
+		r, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		var forever bigtable.ReadItem
+		for _, it := range r["s"] {
+			if it.Column == "s:forever" {
+				forever = it
+			}
+		}
+		require.Equal(t, strategy.MaxTimestamp, forever.Timestamp)
+		wt, err := tbl.WriteTime(ctx, forever)
+		require.NoError(t, err, "WriteTime of a cell in the last millisecond")
+		assert.True(t, written.Equal(wt), "write time %s, want %s", wt, written)
+		exp, err := tbl.Expiry(forever)
+		require.NoError(t, err)
+		assert.Equal(t, time.UnixMicro(int64(strategy.MaxTimestamp)), exp)
+		left, err := tbl.RemainingTTL(forever)
+		assert.ErrorIs(t, err, ttlclient.ErrTimestampOverflow, "over 292 years left")
+		assert.Equal(t, time.Duration(math.MaxInt64), left)
+
+		applied, err := tbl.Expire(ctx, "r", "s", "forever", time.Minute) // a logout
+		require.NoError(t, err)
+		require.True(t, applied)
+		target := strategy.Millis(bigtable.Time(h.Clock.Now().Add(time.Minute)))
+		assert.Equal(t, map[bigtable.Timestamp]bigtable.Timestamp{target: bigtable.Time(written)}, storedCompanions(t, h, "max", "r", "s", "forever"))
+
+		moved, err := tbl.ExpireRow(ctx, "r", 30*time.Minute)
+		require.NoError(t, err, "ExpireRow through a cell at the largest timestamp")
+		assert.Equal(t, 4, moved)
+		want := strategy.Millis(bigtable.Time(h.Clock.Now().Add(30 * time.Minute)))
+		for _, col := range []string{"a", "forever", "forever2", "z"} {
+			assert.Equal(t, want, storedTimestampIn(t, h, "max", "r", "s", col), col)
+		}
+	})
+}
+
+func storedTimestampIn(t *testing.T, h *bttestharness.Harness, table, row, fam, col string) bigtable.Timestamp {
+	t.Helper()
+	r, err := h.Stored(context.Background(), table, row)
+	require.NoError(t, err)
+	var found []bigtable.Timestamp
+	for _, it := range r[fam] {
+		if it.Column == fam+":"+col {
+			found = append(found, it.Timestamp)
+		}
+	}
+	require.Len(t, found, 1, "cells of %s:%s", fam, col)
+	return found[0]
+}
+
+// Issue 26 item 11, through the client: a day before the largest
+// timestamp, Expiry and RemainingTTL are exact (no saturation) and a max
+// TTL check of an explicit timestamp counts the default TTL exactly.
+func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp)).Add(-24 * time.Hour))
+		tbl := h.MustTable(t, "end", strategy.Schema{
+			"d":   strategy.DefaultExpiry(48 * time.Hour),
+			"cap": strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour)),
+		})
+		m := ttlclient.NewMutation()
+		m.Set("d", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(72*time.Hour))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+		r, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, r["d"], 1)
+		it := r["d"][0]
+		exp, err := tbl.Expiry(it)
+		require.NoError(t, err)
+		assert.Equal(t, time.UnixMicro(int64(it.Timestamp)).Add(48*time.Hour), exp)
+		left, err := tbl.RemainingTTL(it)
+		require.NoError(t, err)
+		assert.Equal(t, 72*time.Hour, left)
+
+		over := ttlclient.NewMutation()
+		over.Set("cap", "c", bigtable.Timestamp(h.Clock.Now().Add(10*time.Hour).UnixMicro()), []byte("58h")) // 10h + D = 58h
+		assert.ErrorIs(t, tbl.Apply(ctx, "over", over), ttlclient.ErrTTLTooLong)
+		stored, err := h.Stored(ctx, "end", "over")
+		require.NoError(t, err)
+		assert.Empty(t, stored)
+	})
+}
+
+// Issue 26 item 12(c): Expire of a column's newest cell, and ExpireColumn,
+// never lift the cell over a value written between the read and the move
+// (on a one-version family that value would be hidden and collectable):
+// the move does not apply, and the newer value stays the one read.
+func TestExpireNeverLiftsOverAConcurrentWrite(t *testing.T) {
+	hooks := newHookConn()
+	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "lift", strategy.Schema{"f": strategy.OneSecond(strategy.WithMaxVersions(1))})
+		for _, op := range []string{"Expire", "ExpireColumn", "ExpireRow"} {
+			t.Run(op, func(t *testing.T) {
+				row := "r" + op
+				m := ttlclient.NewMutation()
+				m.Set("f", "c", ttlclient.Auto, []byte("a"), ttlclient.WithTTL(time.Hour))
+				require.NoError(t, tbl.Apply(ctx, row, m))
+				concurrent := strategy.Millis(bigtable.Time(h.Clock.Now().Add(2 * time.Hour)))
+				hooks.before("CheckAndMutateRow", func() {
+					w := bigtable.NewMutation()
+					w.Set("f", "c", concurrent, []byte("b"))
+					require.NoError(t, h.Raw.Open("lift").Apply(ctx, row, w))
+				})
+				var moved int
+				var err error
+				switch op {
+				case "Expire":
+					var applied bool
+					applied, err = tbl.Expire(ctx, row, "f", "c", 3*time.Hour)
+					moved = btoi(applied)
+				case "ExpireColumn":
+					moved, err = tbl.ExpireColumn(ctx, row, "f", "c", 3*time.Hour)
+				default:
+					moved, err = tbl.ExpireRow(ctx, row, 3*time.Hour)
+				}
+				require.NoError(t, err)
+				assert.Equal(t, 0, moved, "not lifted over the concurrent write")
+				assert.Equal(t, []string{"f:c@" + itoa(int64(concurrent)) + "=b"}, readCells(t, tbl, row))
+			})
+		}
+	})
+}
+
+func readCells(t *testing.T, tbl *ttlclient.Table, row string) []string {
+	t.Helper()
+	r, err := tbl.ReadRow(context.Background(), row)
+	require.NoError(t, err)
+	return cells(r)
+}
+
+// Issue 26 item 12(d): Expire and ExpireColumn of a cell already at its
+// target agree: the cell counts as given its TTL and no mutation is sent.
+func TestExpireToWhereTheCellIsSendsNothing(t *testing.T) {
+	hooks := newHookConn()
+	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "same", strategy.Schema{"f": strategy.OneSecond()})
+		m := ttlclient.NewMutation()
+		m.Set("f", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+		before := hooks.count("CheckAndMutateRow")
+		applied, err := tbl.Expire(ctx, "r", "f", "c", time.Hour)
+		require.NoError(t, err)
+		assert.True(t, applied)
+		moved, err := tbl.ExpireColumn(ctx, "r", "f", "c", time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, 1, moved)
+		moved, err = tbl.ExpireRow(ctx, "r", time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, 1, moved)
+		assert.Equal(t, before, hooks.count("CheckAndMutateRow"), "no mutation sent")
+	})
+}
+
+// Issue 26 item 12(b), the exact window: Expire checks the cell is live at
+// the table's clock after its reads, just before sending the
+// CheckAndMutateRow, so a cell that expires before that is not moved. A
+// cell that expires while the mutation is in flight (after the check)
+// is moved: no Bigtable predicate can test the server's time. The design
+// says so (docs/design.md#expire).
+func TestExpireChecksLivenessJustBeforeTheMutation(t *testing.T) {
+	hooks := newHookConn()
+	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "window", strategy.Schema{"f": strategy.OneSecond(strategy.WithWriteTime())})
+		for _, c := range []struct {
+			name, method string
+			moved        bool
+		}{
+			{"expires after the read", "ReadRows", false},
+			{"expires in the mutation's flight", "CheckAndMutateRow", true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				row := c.method
+				m := ttlclient.NewMutation()
+				m.Set("f", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+				require.NoError(t, tbl.Apply(ctx, row, m))
+				ts := storedTimestampIn(t, h, "window", row, "f", "c")
+				start := h.Clock.Now()
+				hooks.before(c.method, func() { h.Clock.Advance(2 * time.Minute) })
+				applied, err := tbl.Expire(ctx, row, "f", "c", time.Hour)
+				require.NoError(t, err)
+				assert.Equal(t, c.moved, applied)
+				want := ts
+				if c.moved {
+					want = strategy.Millis(bigtable.Time(start.Add(time.Hour)))
+				}
+				assert.Equal(t, want, storedTimestampIn(t, h, "window", row, "f", "c"))
+			})
+		}
 	})
 }
