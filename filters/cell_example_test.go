@@ -86,3 +86,43 @@ func ExampleCellMove() {
 	// false
 	// true
 }
+
+// CellLift also requires nothing to be stored between the cell and its
+// target: a cell lifted to a later timestamp never passes another, which
+// would then sort below it (and drop out of a max-versions rule's newest).
+func ExampleCellLift() {
+	ctx := context.Background()
+	h, _ := bttestharness.StartWithConfig(ctx, bttestharness.Config{NoGC: true})
+	defer h.Close()
+	if err := h.Admin.CreateTable(ctx, "t"); err != nil {
+		panic(err)
+	}
+	if err := h.Admin.CreateColumnFamily(ctx, "t", "f"); err != nil {
+		panic(err)
+	}
+	tbl := h.Raw.Open("t")
+	m := bigtable.NewMutation()
+	m.Set("f", "c", 5000, []byte("v"))
+	m.Set("f", "c", 7000, []byte("between")) // written since the cell was read
+	_ = tbl.Apply(ctx, "r", m)
+
+	lift := func(to bigtable.Timestamp) bool {
+		pred, err := filters.CellLift("f", "c", 5000, []byte("v"), to)
+		if err != nil {
+			panic(err)
+		}
+		mv := bigtable.NewMutation()
+		mv.DeleteTimestampRange("f", "c", 5000, 6000)
+		mv.Set("f", "c", to, []byte("v"))
+		var applied bool
+		if err := tbl.Apply(ctx, "r", bigtable.NewCondMutation(pred, mv, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+			panic(err)
+		}
+		return applied
+	}
+	fmt.Println(lift(9000)) // would pass "between": not applied
+	fmt.Println(lift(6000)) // nothing in between
+	// Output:
+	// false
+	// true
+}

@@ -159,10 +159,17 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 // timestamp a write with WithTTL(ttl) gets now (its family's convention),
 // and leaves its old one, in one atomic conditional row mutation whose
 // predicate pins the exact cell (column, timestamp, value): a concurrent
-// writer's value is never overwritten or deleted, and an expired cell is
-// never revived. applied reports whether the cell moved: false when no
-// live cell was found or it changed before the mutation ran (read it and
-// retry if needed). ttl may extend or shorten the TTL.
+// writer's value is never overwritten or deleted, nor, when Expire takes
+// the column's newest cell, hidden under the moved cell (the move does not
+// apply if anything was stored between the cell and its target since the
+// read). A cell expired at the table's clock when the mutation is about to
+// be sent is not moved; one expiring while it is in flight is
+// (docs/design.md#expire). applied reports whether the cell has the new
+// TTL: true when it moved, or was already at its target (then nothing is
+// sent); false when no live cell was found or it changed before the
+// mutation ran (read it and retry if needed). ttl may extend or shorten
+// the TTL. With ExpireCellAt the named cell moves even over newer
+// versions.
 //
 // The guardrails are a write's: a TTL below 1ms, over the family's cap or
 // overflowing the timestamp, a sequence or unmanaged family
@@ -256,7 +263,9 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 // gets ttl, as with Expire, and each older one is moved by the same amount,
 // so the versions keep their order and spacing (an older one shifted into
 // the past is deleted). Each cell moves in its own atomic conditional
-// mutation, with Expire's guarantees; moved counts the cells that moved.
+// mutation, with Expire's guarantees (none is lifted over a cell it did
+// not move); moved counts the cells given the new TTL, those already at
+// their target included (nothing is sent for them).
 // Guardrails and errors as for Expire (every cell read is checked for
 // ErrCellTooLargeToPin before the first move); a move that fails stops the
 // call, with the cells moved until then counted.
@@ -274,7 +283,9 @@ func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, tt
 // ExpireRow gives every live cell of row's age families (one-second and
 // default-expiry) a new TTL, column by column as ExpireColumn does; cells
 // of sequence and unmanaged families are left alone. A table without an
-// age family gets ErrNotApplicable. moved counts the cells that moved.
+// age family gets ErrNotApplicable. moved counts the cells given the new
+// TTL, as ExpireColumn does. Refusals come before the first move; an RPC
+// error stops the call, with the cells moved until then counted.
 func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (moved int, err error) {
 	if err := t.checkRowKey(row); err != nil {
 		return 0, err
