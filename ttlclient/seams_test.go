@@ -385,20 +385,6 @@ func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
 	})
 }
 
-func storedTimestampIn(t *testing.T, h *bttestharness.Harness, table, row, fam, col string) bigtable.Timestamp {
-	t.Helper()
-	r, err := h.Stored(context.Background(), table, row)
-	require.NoError(t, err)
-	var found []bigtable.Timestamp
-	for _, it := range r[fam] {
-		if it.Column == fam+":"+col {
-			found = append(found, it.Timestamp)
-		}
-	}
-	require.Len(t, found, 1, "cells of %s:%s", fam, col)
-	return found[0]
-}
-
 // Issue 26 item 11, through the client: a day before the largest
 // timestamp, Expiry and RemainingTTL are exact (no saturation) and a max
 // TTL check of an explicit timestamp counts the default TTL exactly.
