@@ -51,14 +51,26 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		return false, t.refuse(row, family, column, ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
-	now := t.now()
-	if !p.IsLive(old, now) {
+	if !p.IsLive(old, t.now()) {
 		return false, nil
 	}
 	if old == target {
 		// Already there: nothing to change, no mutation sent (Expire and
 		// ExpireColumn count the cell as given its TTL).
 		return true, nil
+	}
+	var companion []byte
+	if p.HasWriteTime() {
+		if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
+			return false, err
+		}
+	}
+	// Liveness again after the last read, as close to sending as the
+	// client can check it: a cell expiring from here on, while the
+	// mutation is in flight, is moved (docs/design.md#expire).
+	now := t.now()
+	if !p.IsLive(old, now) {
+		return false, nil
 	}
 	// A target already expired (a shortened older version) is not
 	// written: the move only deletes. Otherwise nothing may be stored at
@@ -93,10 +105,6 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		m.Set(family, column, target, value)
 	}
 	if p.HasWriteTime() {
-		companion, err := t.readCompanion(ctx, row, family, column, old)
-		if err != nil {
-			return false, err
-		}
 		q := companionQualifier(column)
 		m.DeleteTimestampRange(family, q, old, strategy.MilliEnd(old))
 		if companion != nil && keep {

@@ -492,8 +492,8 @@ func TestExpireToWhereTheCellIsSendsNothing(t *testing.T) {
 }
 
 // Issue 26 item 12(b), the exact window: Expire checks the cell is live at
-// the table's clock after its reads, just before sending the
-// CheckAndMutateRow, so a cell that expires before that is not moved. A
+// the table's clock after its reads (the companion's included), just
+// before sending the CheckAndMutateRow, so a cell that expires before that is not moved. A
 // cell that expires while the mutation is in flight (after the check)
 // is moved: no Bigtable predicate can test the server's time. The design
 // says so (docs/design.md#expire).
@@ -502,21 +502,25 @@ func TestExpireChecksLivenessJustBeforeTheMutation(t *testing.T) {
 	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
 		tbl := h.MustTable(t, "window", strategy.Schema{"f": strategy.OneSecond(strategy.WithWriteTime())})
+		expire := func() { h.Clock.Advance(2 * time.Minute) }
 		for _, c := range []struct {
 			name, method string
+			hook         func()
 			moved        bool
 		}{
-			{"expires after the read", "ReadRows", false},
-			{"expires in the mutation's flight", "CheckAndMutateRow", true},
+			{"expires after the read", "ReadRows", expire, false},
+			// The second ReadRows reads the write-time companion.
+			{"expires after the companion read", "ReadRows", func() { hooks.before("ReadRows", expire) }, false},
+			{"expires in the mutation's flight", "CheckAndMutateRow", expire, true},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				row := c.method
+				row := c.name
 				m := ttlclient.NewMutation()
 				m.Set("f", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
 				require.NoError(t, tbl.Apply(ctx, row, m))
 				ts := storedTimestampIn(t, h, "window", row, "f", "c")
 				start := h.Clock.Now()
-				hooks.before(c.method, func() { h.Clock.Advance(2 * time.Minute) })
+				hooks.before(c.method, c.hook)
 				applied, err := tbl.Expire(ctx, row, "f", "c", time.Hour)
 				require.NoError(t, err)
 				assert.Equal(t, c.moved, applied)
