@@ -212,6 +212,13 @@ func (s *Family) add(o *Family) {
 		s.SequenceNumbersExample = o.SequenceNumbersExample
 	}
 	s.SequenceNumbers += o.SequenceNumbers
+	s.Companions += o.Companions
+	s.CompanionBytes += o.CompanionBytes
+	if s.HiddenReservedExample == nil {
+		s.HiddenReservedExample = o.HiddenReservedExample
+	}
+	s.HiddenReserved += o.HiddenReserved
+	s.HiddenReservedBytes += o.HiddenReservedBytes
 }
 
 func rfc3339(t bigtable.Timestamp) string { return t.Time().UTC().Format(time.RFC3339Nano) }

@@ -41,6 +41,15 @@ const (
 	// union).
 	MetricBeyondKeptCells = "bttl_audit_beyond_kept_cells"
 	MetricBeyondKeptBytes = "bttl_audit_beyond_kept_bytes"
+	// MetricWriteTimeCompanionCells and ...Bytes: write-time companions of
+	// a family with write times (strategy.WithWriteTime), counted apart
+	// from the data (stored_cells and the others count data only).
+	MetricWriteTimeCompanionCells = "bttl_audit_write_time_companion_cells"
+	MetricWriteTimeCompanionBytes = "bttl_audit_write_time_companion_bytes"
+	// MetricHiddenReservedCells: cells of a family with write times whose
+	// qualifiers are reserved (0xFF 0xFF...) but not companions: stored and
+	// hidden from every read through bttl.
+	MetricHiddenReservedCells = "bttl_audit_hidden_reserved_cells"
 	// Per table: rows read, the largest row's size, and when the figures
 	// were taken (the report's Now, Unix seconds).
 	MetricRows            = "bttl_audit_rows"
@@ -97,8 +106,11 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	var (
-		stored       = gauge(MetricStoredCells, "Cells stored in the family when the audit scanned it, whatever their state.", tfs...)
-		storedBytes  = gauge(MetricStoredBytes, "Value bytes stored in the family when the audit scanned it.", tfs...)
+		stored       = gauge(MetricStoredCells, "Cells of data stored in the family when the audit scanned it, whatever their state (write-time companions apart).", tfs...)
+		storedBytes  = gauge(MetricStoredBytes, "Value bytes of the data stored in the family when the audit scanned it.", tfs...)
+		companions   = gauge(MetricWriteTimeCompanionCells, "Write-time companion cells stored beside the data of a family with write times.", tfs...)
+		compBytes    = gauge(MetricWriteTimeCompanionBytes, "Value bytes of the write-time companion cells.", tfs...)
+		hidden       = gauge(MetricHiddenReservedCells, "Cells of a family with write times whose qualifiers are reserved (0xFF 0xFF) but not companions: hidden from every read through bttl.", tfs...)
 		live         = gauge(MetricLiveCells, "Cells the schema's strategy still serves.", tfs...)
 		liveBytes    = gauge(MetricLiveBytes, "Value bytes of the live cells.", tfs...)
 		expired      = gauge(MetricExpiredNotCollectedCells, "Expired cells of an age family still stored (not yet collected by GC): the stock, not reads of it.", tfs...)
@@ -112,7 +124,7 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
 	)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(stored, storedBytes, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, rows, largest, when)
+	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, rows, largest, when)
 
 	seen := map[string]bool{}
 	for i, r := range reports {
@@ -145,6 +157,11 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 			if oneSecond {
 				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
 			}
+			if f.writeTime() {
+				companions.WithLabelValues(l...).Set(float64(f.Companions))
+				compBytes.WithLabelValues(l...).Set(float64(f.CompanionBytes))
+				hidden.WithLabelValues(l...).Set(float64(f.HiddenReserved))
+			}
 			if sequence || ((oneSecond || defaultExpiry) && f.Versions > 0) {
 				beyond.WithLabelValues(l...).Set(float64(f.BeyondKept))
 				beyondBytes.WithLabelValues(l...).Set(float64(f.BeyondKeptBytes))
@@ -164,6 +181,12 @@ func (f Family) kind() string {
 	k, _, _ := strings.Cut(f.Strategy, "(")
 	k, _, _ = strings.Cut(k, "+")
 	return k
+}
+
+// writeTime reports a family with write times, read from Strategy as kind
+// is (strategy.Policy.String ends such a policy with "+writetime").
+func (f Family) writeTime() bool {
+	return f.Strategy != notInSchema && strings.HasSuffix(f.Strategy, "+writetime")
 }
 
 // seconds converts a Bigtable timestamp (microseconds) to Unix seconds.

@@ -114,7 +114,13 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	assert.Contains(t, r.stdout, "forced: they outrank every sequence number, so reads through bttl return them and hide new writes")
 	assert.NotContains(t, r.stdout, "or force")
 	assert.Contains(t, r.stdout, "none (never collected) -> max_versions=3 [lowers]")
-	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
+	// The rule now matches, but the cells still contradict the strategy:
+	// verify says so until they are rewritten (issue 26 item 8), unless
+	// told the data was accepted.
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "! bttl: the family holds timestamps that are not sequence numbers")
+	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify", "-assume-adopted").code)
 }
 
 // Acceptance 2: 1,000 cells written by `cbt import` 72 hours ago in a

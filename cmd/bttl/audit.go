@@ -269,6 +269,7 @@ func findings(reports []*audit.Report) []string {
 			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
 			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
 			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
+			has[findHiddenReserved] = has[findHiddenReserved] || f.HiddenReserved > 0
 		}
 	}
 	var out []string
@@ -390,6 +391,14 @@ func writeReport(w io.Writer, r *audit.Report) {
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)
+		}
+		if f.Companions > 0 {
+			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s), %d bytes, stored beside the data and counted apart from it\n", f.Family, f.Companions, f.CompanionBytes)
+		}
+		if f.HiddenReserved > 0 {
+			x := f.HiddenReservedExample
+			fmt.Fprintf(w, "! family %q (write time): %d cell(s), %d bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
+				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, f.HiddenReservedBytes, x.Row, x.Column, ts(x.Timestamp))
 		}
 	}
 	if r.RowsOver100MB > 0 {
