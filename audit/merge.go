@@ -196,29 +196,30 @@ func (s *Family) add(o *Family) {
 	if o.OldestExpiry != 0 && (s.OldestExpiry == 0 || o.OldestExpiry < s.OldestExpiry) {
 		s.OldestExpiry = o.OldestExpiry
 	}
-	if s.AtOrBeforeNowExample == nil {
-		s.AtOrBeforeNowExample = o.AtOrBeforeNowExample
-	}
 	s.AtOrBeforeNow += o.AtOrBeforeNow
 	s.BeyondKept += o.BeyondKept
 	s.BeyondKeptBytes += o.BeyondKeptBytes
-	if s.NotSequenceExample == nil {
-		s.NotSequenceExample = o.NotSequenceExample
-	}
 	s.NotSequence += o.NotSequence
 	s.RealTimes += o.RealTimes
 	s.NotSequenceBytes += o.NotSequenceBytes
-	if s.SequenceNumbersExample == nil {
-		s.SequenceNumbersExample = o.SequenceNumbersExample
-	}
 	s.SequenceNumbers += o.SequenceNumbers
 	s.Companions += o.Companions
 	s.CompanionBytes += o.CompanionBytes
-	if s.HiddenReservedExample == nil {
-		s.HiddenReservedExample = o.HiddenReservedExample
-	}
 	s.HiddenReserved += o.HiddenReserved
 	s.HiddenReservedBytes += o.HiddenReservedBytes
+	for _, x := range []struct {
+		dst **Cell
+		src *Cell
+	}{
+		{&s.AtOrBeforeNowExample, o.AtOrBeforeNowExample},
+		{&s.NotSequenceExample, o.NotSequenceExample},
+		{&s.SequenceNumbersExample, o.SequenceNumbersExample},
+		{&s.HiddenReservedExample, o.HiddenReservedExample},
+	} {
+		if *x.dst == nil {
+			*x.dst = x.src // the first in key order
+		}
+	}
 }
 
 func rfc3339(t bigtable.Timestamp) string { return t.Time().UTC().Format(time.RFC3339Nano) }

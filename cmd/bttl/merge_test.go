@@ -12,24 +12,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 26 item 7: bttl audit merge refuses forged or corrupt shard
-// reports (exit 1, saying why, nothing printed on stdout): a shard index
-// outside 0 <= i < n, a report of an inverted key range, a shard label
-// that disagrees with its range. Before, shards 0/2, 1/2 and 7/2 merged
-// with the third's counts added.
-func TestAuditMergeRefusesForgedReports(t *testing.T) {
+// hashedClicks starts a server holding table "events", family "clicks"
+// (max age 48h), with rows rows under binary hashed keys, spread over the
+// key space so that every shard of an even split gets some; it returns the
+// server's address.
+func hashedClicks(t *testing.T, rows int) string {
+	t.Helper()
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
 		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
 	}}))
 	tbl := dc.Open("events")
-	for i := 0; i < 50; i++ {
+	for i := 0; i < rows; i++ {
 		m := bigtable.NewMutation()
 		m.Set("clicks", "c", bigtable.Now().TruncateToMilliseconds(), []byte("x"))
 		h := uint32(i) * 2654435761
 		require.NoError(t, tbl.Apply(ctx, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), m))
 	}
+	return addr
+}
+
+// Issue 26 item 7: bttl audit merge refuses forged or corrupt shard
+// reports (exit 1, saying why, nothing printed on stdout): a shard index
+// outside 0 <= i < n, a report of an inverted key range, a shard label
+// that disagrees with its range. Before, shards 0/2, 1/2 and 7/2 merged
+// with the third's counts added.
+func TestAuditMergeRefusesForgedReports(t *testing.T) {
+	addr := hashedClicks(t, 50)
+	ctx := context.Background()
 	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
 	const t0 = "2026-01-02T15:04:05Z"
 	auditJSON := func(args ...string) map[string]any {
