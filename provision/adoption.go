@@ -243,8 +243,8 @@ func (f *found) add(row, column string, ts bigtable.Timestamp, n int64) {
 // examination is one scan of a family for one change.
 type examination struct {
 	realTimestamps, ageOverSequence, notSequence, collectable, hidden found
-	realTimes                                                 int64
-	rows, cells                                               int64
+	realTimes                                                         int64
+	rows, cells                                                       int64
 	// exact: every row was read (and, for the safety scan, it did not
 	// stop early); sampled: a sample was read.
 	exact, sampled   bool
