@@ -98,6 +98,9 @@ func verify(e *env, only string, assumeAdopted bool) int {
 			if err == nil {
 				err = p.CheckUnchanged(ctx, pl)
 			}
+			if err != nil && !errors.Is(err, provision.ErrUnsafeAdoption) {
+				err = fmt.Errorf("checking the stored cells of sequence and write-time families (-assume-adopted skips it): %w", err)
+			}
 			if err == nil && ms != nil {
 				err = ms
 			}
