@@ -25,15 +25,7 @@ func TestAuditCountsWriteTimeCompanionsApart(t *testing.T) {
 		auditCompanions(t, ac, dc, addr)
 	})
 	t.Run("cbtemulator", func(t *testing.T) {
-		addr := startCBTEmulator(t)
-		t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
-		ctx := context.Background()
-		ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = ac.Close() })
-		dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dc.Close() })
+		ac, dc, addr := emulatorClients(t)
 		auditCompanions(t, ac, dc, addr)
 	})
 }
