@@ -315,6 +315,8 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 				liveAfter := liveUnder(pol, ts, idx, now)
 				switch {
 				case unchanged && pol.Kind() != strategy.KindSequence:
+					// An age rule already in place has collected or will
+					// collect what it deletes: nothing for this scan.
 				case isAge && ts < strategy.RealTimeFloor && !liveAfter:
 					x.ageOverSequence.add(it.Row, qual, ts, n)
 				case pol.Kind() == strategy.KindOneSecond && ts <= now:
