@@ -26,8 +26,10 @@ collected (finding "expired"), real or server timestamps in one-second
 families and real times in sequence families ("real-timestamps"), other
 timestamps that are not sequence numbers in sequence families
 ("not-sequence"), sequence numbers in age families ("sequence-numbers"),
-cells beyond the N versions kept ("beyond-kept"), and rows over 100 MB
-("large-rows"). A sampled (-sample) or limited (-limit) report says so.
+cells beyond the N versions kept ("beyond-kept"), rows over 100 MB
+("large-rows"), and in write-time families cells under the reserved
+qualifiers that are not companions, hidden from reads ("hidden-reserved");
+companions are counted apart from the data. A sampled (-sample) or limited (-limit) report says so.
 -fail-on makes the named findings exit 1, for CI; -metrics-out writes the
 figures for node_exporter's textfile collector. Progress (fraction of key
 ranges done, ETA) goes to stderr when it is a terminal, or with -progress.
