@@ -4,21 +4,22 @@ import (
 	"context"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 )
 
 // Build exposes the write path without I/O, for the pure benchmarks and
 // allocation tests: what Apply does before its RPC.
-// The mutation returned may hold m's own cells: building m again rewrites
-// their timestamps.
+// The first build of m may send m's own cells, as Apply does; building m
+// again builds them anew.
 func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
-	bm, held, err := t.build(row, m, t.clock.Now(), false)
-	if held {
-		m.release()
-	}
-	return bm, err
+	return t.build(row, m, t.clock.Now(), false)
 }
+
+// MutationRecord is m's recorded operation i: for a Mutation's own, the
+// proto its first Apply sends.
+func MutationRecord(m *Mutation, i int) *btpb.Mutation { return m.ops[i] }
 
 // ReadOptions exposes the read path without I/O: the options ReadRow sends.
 func (t *Table) ReadOptions(opts ...bigtable.ReadOption) ([]bigtable.ReadOption, error) {
