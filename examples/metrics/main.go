@@ -156,6 +156,7 @@ func run(ctx context.Context, out io.Writer) error {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
+		//lint:ignore SA1019 the deprecated name's series is left out of the scrape shown
 		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "_bucket{") || strings.HasPrefix(line, metrics.ExpiredNotCollectedTotal) {
 			continue
 		}
