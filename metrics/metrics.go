@@ -104,9 +104,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // prometheus.Collector, through any Prometheus registry it is registered
 // on. Safe for concurrent use; one Recorder can serve many clients and
 // tables.
+//
+// Its OpenTelemetry instruments record with context.Background(): the
+// ttlclient.Recorder methods carry no request context (most are called
+// after the call, or off its path), and the Recorder keeps none.
 type Recorder struct {
-	ctx context.Context
-
 	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
 	ttl, gcLag, hidden, readLat, writeLat                                                        *prometheus.HistogramVec
 
@@ -134,7 +136,7 @@ func New(opts ...Option) *Recorder {
 	if o.provider == nil {
 		o.provider = otel.GetMeterProvider()
 	}
-	r := &Recorder{ctx: context.Background(), refusalOK: map[[3]string][]metric.AddOption{}}
+	r := &Recorder{refusalOK: map[[3]string][]metric.AddOption{}}
 	tfs := []string{LabelTable, LabelFamily, LabelStrategy}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -343,16 +345,16 @@ func (t *tableRecorder) Read(added time.Duration) {
 	s := added.Seconds()
 	t.reads.Inc()
 	t.readLat.Observe(s)
-	t.r.oReads.Add(t.r.ctx, 1, t.add...)
-	t.r.oReadLat.Record(t.r.ctx, s, t.record...)
+	t.r.oReads.Add(context.Background(), 1, t.add...)
+	t.r.oReadLat.Record(context.Background(), s, t.record...)
 }
 
 func (t *tableRecorder) Write(added time.Duration) {
 	s := added.Seconds()
 	t.writes.Inc()
 	t.writeLat.Observe(s)
-	t.r.oWrites.Add(t.r.ctx, 1, t.add...)
-	t.r.oWriteLat.Record(t.r.ctx, s, t.record...)
+	t.r.oWrites.Add(context.Background(), 1, t.add...)
+	t.r.oWriteLat.Record(context.Background(), s, t.record...)
 }
 
 func (t *tableRecorder) CellWritten(family string, _ strategy.Kind, ttl time.Duration) {
@@ -361,11 +363,11 @@ func (t *tableRecorder) CellWritten(family string, _ strategy.Kind, ttl time.Dur
 		return // ttlclient refuses cells of families outside the schema
 	}
 	f.cells.Inc()
-	t.r.oCells.Add(t.r.ctx, 1, f.add...)
+	t.r.oCells.Add(context.Background(), 1, f.add...)
 	if f.ttl != nil && ttl > 0 {
 		s := ttl.Seconds()
 		f.ttl.Observe(s)
-		t.r.oTTL.Record(t.r.ctx, s, f.record...)
+		t.r.oTTL.Record(context.Background(), s, f.record...)
 	}
 }
 
@@ -374,7 +376,7 @@ func (t *tableRecorder) Refused(family, reason string) {
 		family = "" // keeps the label bounded whatever the caller wrote
 	}
 	t.r.refusals.WithLabelValues(t.table, family, reason).Inc()
-	t.r.oRefusals.Add(t.r.ctx, 1, t.r.refusalOpts(t.table, family, reason)...)
+	t.r.oRefusals.Add(context.Background(), 1, t.r.refusalOpts(t.table, family, reason)...)
 }
 
 // refusalOpts caches the attribute sets of refusals: the reasons are few.
@@ -399,26 +401,26 @@ func (t *tableRecorder) ExpiredCell(family string, _ strategy.Kind, gcLag time.D
 	f.expired.Inc()
 	f.expiredOld.Inc()
 	f.gcLag.Observe(s)
-	t.r.oExpired.Add(t.r.ctx, 1, f.add...)
-	t.r.oExpiredOld.Add(t.r.ctx, 1, f.add...)
-	t.r.oGCLag.Record(t.r.ctx, s, f.record...)
+	t.r.oExpired.Add(context.Background(), 1, f.add...)
+	t.r.oExpiredOld.Add(context.Background(), 1, f.add...)
+	t.r.oGCLag.Record(context.Background(), s, f.record...)
 }
 
 func (t *tableRecorder) ShadowRead(expired int, err error) {
 	if err != nil {
 		t.failed.Inc()
-		t.r.oFailed.Add(t.r.ctx, 1, t.add...)
+		t.r.oFailed.Add(context.Background(), 1, t.add...)
 		return
 	}
 	t.shadows.Inc()
-	t.r.oShadows.Add(t.r.ctx, 1, t.add...)
+	t.r.oShadows.Add(context.Background(), 1, t.add...)
 	t.hidden.Observe(float64(expired))
-	t.r.oHidden.Record(t.r.ctx, int64(expired), t.record...)
+	t.r.oHidden.Record(context.Background(), int64(expired), t.record...)
 }
 
 func (t *tableRecorder) ShadowDropped() {
 	t.dropped.Inc()
-	t.r.oDropped.Add(t.r.ctx, 1, t.add...)
+	t.r.oDropped.Add(context.Background(), 1, t.add...)
 }
 
 var _ ttlclient.IdleRecorder = (*tableRecorder)(nil)
@@ -431,10 +433,10 @@ func (t *tableRecorder) IdleRefresh(family string, result ttlclient.IdleResult, 
 	}
 	s := f.idle[result]
 	s.prom.Add(float64(n))
-	t.r.oIdle.Add(t.r.ctx, int64(n), s.add...)
+	t.r.oIdle.Add(context.Background(), int64(n), s.add...)
 }
 
 func (t *tableRecorder) VerifySkipped() {
 	t.r.skipped.WithLabelValues(t.table).Inc()
-	t.r.oSkipped.Add(t.r.ctx, 1, t.add...)
+	t.r.oSkipped.Add(context.Background(), 1, t.add...)
 }

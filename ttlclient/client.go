@@ -244,7 +244,10 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
 //
-// Open is OpenContext with context.Background().
+// Open is OpenContext with context.Background(): its admin call (up to the
+// verify timeout, 10 s by default) cannot be cancelled by the caller.
+//
+// Deprecated: Use OpenContext, which takes the caller's context.
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.OpenContext(context.Background(), table, schema, opts...)
 }

@@ -46,4 +46,6 @@ func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, belo
 
 // AfterIdleRead exposes the time-to-idle look at a row a read returned
 // (the caller's-path part of time-to-idle).
-func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) { t.afterIdleRead(r, now) }
+func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
+	t.afterIdleRead(context.Background(), r, now)
+}

@@ -156,9 +156,9 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 		now = t.now()
 	}
 	r, err := t.raw.ReadRow(ctx, row, opts...)
-	t.obs.afterReadRow(row, err)
+	t.obs.afterReadRow(ctx, row, err)
 	if t.idleFams != nil && err == nil && r != nil {
-		t.afterIdleRead(r, now)
+		t.afterIdleRead(ctx, r, now)
 	}
 	return r, err
 }
@@ -176,8 +176,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(f)), opts...)
-	sh.done(err)
+	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(ctx, f)), opts...)
+	sh.done(ctx, err)
 	return err
 }
 
