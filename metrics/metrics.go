@@ -44,6 +44,10 @@ const (
 	// with an idle TTL (strategy.WithIdleTTL), by what became of them
 	// (LabelResult: ttlclient.IdleResult's names).
 	IdleRefreshesTotal = "bttl_idle_refreshes_total"
+	// ClientIncompatibleTotal counts tables opened on a client whose
+	// cloud.google.com/go/bigtable version failed a compatibility check
+	// (ttlclient.CheckCompatibility), by check (LabelCheck).
+	ClientIncompatibleTotal = "bttl_client_incompatible_total"
 )
 
 // Label names. Their values are bounded: table names, the schema's family
@@ -57,6 +61,9 @@ const (
 	// LabelResult is a time-to-idle result: refreshed, skipped (not due
 	// yet: the debounce), dropped, failed, conflict.
 	LabelResult = "result"
+	// LabelCheck is a failed client-version check: mutation, row-filter,
+	// limit-rows (ttlclient.CompatibilityFailure.Check).
+	LabelCheck = "check"
 )
 
 const (
@@ -109,12 +116,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // ttlclient.Recorder methods carry no request context (most are called
 // after the call, or off its path), and the Recorder keeps none.
 type Recorder struct {
-	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                                        *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped, idle, incompatible *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                                                      *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped, oIdle metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                                       metric.Float64Histogram
-	oHidden                                                                                                 metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped, oIdle, oIncompatible metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                                                      metric.Float64Histogram
+	oHidden                                                                                                                metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -160,6 +167,7 @@ func New(opts ...Option) *Recorder {
 		hFailed   = "Shadow reads that failed (the caller's read is unaffected)."
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
 		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
+		hIncompat = "Tables opened on a client whose cloud.google.com/go/bigtable version failed a bttl compatibility check, by check: what then fails is in ttlclient.CheckCompatibility's error."
 		hIdle     = "Cells reads returned from families with an idle TTL, by result: refreshed, skipped (not due: the debounce), dropped (queue full or client closed), failed, conflict (changed before the refresh)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)
@@ -173,6 +181,7 @@ func New(opts ...Option) *Recorder {
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
 	r.skipped = counter(VerifySkippedTotal, hSkipped, LabelTable)
 	r.idle = counter(IdleRefreshesTotal, hIdle, LabelTable, LabelFamily, LabelResult)
+	r.incompatible = counter(ClientIncompatibleTotal, hIncompat, LabelTable, LabelCheck)
 	r.ttl = histogram(WriteTTLSeconds, hTTL, TTLBuckets, tfs...)
 	r.gcLag = histogram(GCLagSeconds, hGCLag, GCLagBuckets, tfs...)
 	r.hidden = histogram(ReadHiddenCells, hHidden, HiddenCellsBuckets, LabelTable)
@@ -211,6 +220,7 @@ func New(opts ...Option) *Recorder {
 	r.oDropped = ocounter(ShadowReadsDroppedTotal, hDropped, "{read}")
 	r.oSkipped = ocounter(VerifySkippedTotal, hSkipped, "{open}")
 	r.oIdle = ocounter(IdleRefreshesTotal, hIdle, "{cell}")
+	r.oIncompatible = ocounter(ClientIncompatibleTotal, hIncompat, "{open}")
 	r.oTTL = ohistogram(WriteTTLSeconds, hTTL, TTLBuckets)
 	r.oGCLag = ohistogram(GCLagSeconds, hGCLag, GCLagBuckets)
 	r.oReadLat = ohistogram(ReadAddedLatencySeconds, hReadLat, LatencyBuckets)
@@ -234,7 +244,7 @@ func trimTotal(name string) string {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.incompatible, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -434,6 +444,14 @@ func (t *tableRecorder) IdleRefresh(family string, result ttlclient.IdleResult, 
 	s := f.idle[result]
 	s.prom.Add(float64(n))
 	t.r.oIdle.Add(context.Background(), int64(n), s.add...)
+}
+
+var _ ttlclient.CompatibilityRecorder = (*tableRecorder)(nil)
+
+// IncompatibleClient implements ttlclient.CompatibilityRecorder.
+func (t *tableRecorder) IncompatibleClient(check string) {
+	t.r.incompatible.WithLabelValues(t.table, check).Inc()
+	t.r.oIncompatible.Add(context.Background(), 1, addOpts(attribute.String(LabelTable, t.table), attribute.String(LabelCheck, check))...)
 }
 
 func (t *tableRecorder) VerifySkipped() {

@@ -117,6 +117,9 @@ type Client struct {
 	shadows shadowPool  // shadow reads of tables with a Recorder
 	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
 	refresh refreshPool // time-to-idle refreshes
+	// incompatible are the client-version checks that failed when the
+	// client was made (CheckCompatibility), counted at each Open.
+	incompatible []CompatibilityFailure
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -139,12 +142,21 @@ func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigt
 		_ = raw.Close()
 		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
-	return &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}, nil
+	c := &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}
+	c.checkCompatibility()
+	return c, nil
 }
 
 // Wrap uses an existing client. Close leaves it open: its owner closes it.
+//
+// NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
+// a failure once, as a warning on the client's logger; each Open then
+// counts it on the table's recorder (CompatibilityRecorder). The client is
+// made either way: what then fails is in CompatibilityFailure.Effect.
 func Wrap(raw *bigtable.Client, opts ...Option) *Client {
-	return &Client{raw: raw, opts: opts}
+	c := &Client{raw: raw, opts: opts}
+	c.checkCompatibility()
+	return c
 }
 
 // Raw is the wrapped client, for calls the library does not cover. Writes
@@ -267,6 +279,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
+		c.recordIncompatible(rec)
 	}
 	if err := schema.Validate(); err != nil {
 		recordOpenRefusal(rec, err)
