@@ -44,16 +44,45 @@ func (c *contextSeen) values(method string) []any {
 }
 
 func (c *contextSeen) dialOptions() []grpc.DialOption {
+	return observeCalls(func(ctx context.Context, method string) { c.record(ctx, method) }, nil)
+}
+
+// observeCalls is a client connection's interceptors calling call at the
+// start of each call (unary or stream) and sent with each request message
+// (a unary call's, each one a stream sends); either may be nil.
+func observeCalls(call func(ctx context.Context, method string), sent func(method string, msg any)) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			c.record(ctx, method)
+			if call != nil {
+				call(ctx, method)
+			}
+			if sent != nil {
+				sent(method, req)
+			}
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			c.record(ctx, method)
-			return streamer(ctx, desc, cc, method, opts...)
+			if call != nil {
+				call(ctx, method)
+			}
+			cs, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil || sent == nil {
+				return cs, err
+			}
+			return &observedStream{ClientStream: cs, method: method, sent: sent}, nil
 		}),
 	}
+}
+
+type observedStream struct {
+	grpc.ClientStream
+	method string
+	sent   func(method string, msg any)
+}
+
+func (s *observedStream) SendMsg(m any) error {
+	s.sent(s.method, m)
+	return s.ClientStream.SendMsg(m)
 }
 
 func newContextSeenHarness(t *testing.T) (*bttestharness.Harness, *contextSeen) {

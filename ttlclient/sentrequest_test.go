@@ -64,30 +64,7 @@ func (k *keepingInterceptor) keep(method string, req any) {
 }
 
 func (k *keepingInterceptor) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			k.keep(method, req)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			cs, err := streamer(ctx, desc, cc, method, opts...)
-			if err != nil {
-				return nil, err
-			}
-			return &keepingStream{ClientStream: cs, k: k, method: method}, nil
-		}),
-	}
-}
-
-type keepingStream struct {
-	grpc.ClientStream
-	k      *keepingInterceptor
-	method string
-}
-
-func (s *keepingStream) SendMsg(m any) error {
-	s.k.keep(s.method, m)
-	return s.ClientStream.SendMsg(m)
+	return observeCalls(nil, k.keep)
 }
 
 // check waits for the goroutines and requires every kept request to
