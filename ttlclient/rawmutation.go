@@ -16,7 +16,8 @@ import (
 
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
 // library reads and sets their unexported fields at offsets found once with
-// reflect, on first use: the TableAPI path reads the caller's operations,
+// reflect, when the first client is made (CheckCompatibility, which logs a
+// failure; else on first use): the TableAPI path reads the caller's operations,
 // and both write paths set the operations of the mutation they send. The
 // layout is checked field by field, then a mutation holding every op kind
 // is built with the client's own methods, read back and compared, and the
