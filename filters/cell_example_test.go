@@ -86,3 +86,70 @@ func ExampleCellMove() {
 	// false
 	// true
 }
+
+// RowMove moves two cells of a row in one conditional mutation: it
+// applies only while both are stored and both new slots are free.
+func ExampleRowMove_Add() {
+	ctx := context.Background()
+	h, _ := bttestharness.StartWithConfig(ctx, bttestharness.Config{NoGC: true})
+	defer h.Close()
+	_ = h.Admin.CreateTable(ctx, "t")
+	_ = h.Admin.CreateColumnFamily(ctx, "t", "f")
+	tbl := h.Raw.Open("t")
+	m := bigtable.NewMutation()
+	m.Set("f", "a", 5000, []byte("x"))
+	m.Set("f", "b", 6000, []byte("y"))
+	_ = tbl.Apply(ctx, "r", m)
+
+	var rm filters.RowMove
+	mv := bigtable.NewMutation()
+	for _, c := range []struct {
+		col string
+		ts  bigtable.Timestamp
+		v   string
+	}{{"a", 5000, "x"}, {"b", 6000, "y"}} {
+		ok, err := rm.Add("f", c.col, c.ts, []byte(c.v), "f", c.ts+100_000)
+		if err != nil || !ok {
+			panic(err)
+		}
+		mv.DeleteTimestampRange("f", c.col, c.ts, c.ts+1000)
+		mv.Set("f", c.col, c.ts+100_000, []byte(c.v))
+	}
+	var applied bool
+	_ = tbl.Apply(ctx, "r", bigtable.NewCondMutation(rm.Filter(), mv, nil), bigtable.GetCondMutationResult(&applied))
+	fmt.Println(rm.Len(), applied)
+	// Output:
+	// 2 true
+}
+
+// Len is how many cells the predicate pins.
+func ExampleRowMove_Len() {
+	var rm filters.RowMove
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "", 0) // a deletion: no target slot
+	fmt.Println(rm.Len())
+	// Output:
+	// 1
+}
+
+// Filter is nil until a cell is pinned; one pin and one slot is
+// CellMove's shape.
+func ExampleRowMove_Filter() {
+	var rm filters.RowMove
+	fmt.Println(rm.Filter() == nil)
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "f", 9000)
+	fmt.Println(rm.Filter() != nil)
+	// Output:
+	// true
+	// true
+}
+
+// Proto is the predicate as sent, for checks on its size and shape.
+func ExampleRowMove_Proto() {
+	var rm filters.RowMove
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "f", 9000)
+	_, _ = rm.Add("f", "b", 5000, []byte("y"), "f", 9000)
+	p := rm.Proto()
+	fmt.Println(p.GetCondition().GetFalseFilter().GetChain().GetFilters()[1].GetCellsPerRowOffsetFilter())
+	// Output:
+	// 1
+}
