@@ -61,14 +61,30 @@ func Cell(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.
 // read the row. The size limit counts the whole predicate (*PinError,
 // ErrCellTooLargeToPin).
 func CellMove(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, toTS bigtable.Timestamp) (bigtable.Filter, error) {
+	return cellMove(family, column, ts, value, toFamily, strategy.Millis(toTS), strategy.MilliEnd(toTS))
+}
+
+// CellLift is CellMove within the cell's own column to a later toTS that
+// must not pass another cell: it matches while the cell Cell pins is
+// stored and nothing is stored in the column after the cell's millisecond
+// up to and including toTS's. So a move on it never lifts the cell above a
+// value written since the caller read the column (which a max-versions
+// rule would then hide), nor above a version the caller did not move.
+// toTS must be after ts's millisecond. Size limit as for CellMove.
+func CellLift(family, column string, ts bigtable.Timestamp, value []byte, toTS bigtable.Timestamp) (bigtable.Filter, error) {
+	return cellMove(family, column, ts, value, family, strategy.MilliEnd(ts), strategy.MilliEnd(toTS))
+}
+
+// cellMove is the predicate "the pinned cell is stored and nothing is
+// stored in toFamily:column in [from, end)" (end 0: no end).
+func cellMove(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, from, end bigtable.Timestamp) (bigtable.Filter, error) {
 	pin, pinProto := cellPin(family, column, ts, value)
-	to := toTS - toTS%1000
 	slot := bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(to, to+1000),
+		bigtable.TimestampRangeFilterMicros(from, end),
 	)
 	p := &btpb.RowFilter{Filter: &btpb.RowFilter_Condition_{Condition: &btpb.RowFilter_Condition{
-		PredicateFilter: chainProto(columnProto(toFamily, column), rangeProto(to, to+1000)),
+		PredicateFilter: chainProto(columnProto(toFamily, column), rangeProto(from, end)),
 		TrueFilter:      &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}},
 		FalseFilter:     pinProto,
 	}}}
@@ -82,18 +98,18 @@ func CellMove(family, column string, ts bigtable.Timestamp, value []byte, toFami
 // client would send it (the Go client's filters do not expose their
 // protos) to measure it.
 func cellPin(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.Filter, *btpb.RowFilter) {
-	ms := ts - ts%1000
+	ms, msEnd := strategy.Millis(ts), strategy.MilliEnd(ts) // the last millisecond's end: none
 	// Non-nil start: an empty value pins the empty value ("" closed), not an open start.
 	start := append(make([]byte, 0, len(value)), value...)
 	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
 	f := bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.TimestampRangeFilterMicros(ms, msEnd),
 		bigtable.ValueRangeFilter(start, end),
 	)
 	p := chainProto(
 		columnProto(family, column),
-		rangeProto(ms, ms+1000),
+		rangeProto(ms, msEnd),
 		&btpb.RowFilter{Filter: &btpb.RowFilter_ValueRangeFilter{ValueRangeFilter: &btpb.ValueRange{
 			StartValue: &btpb.ValueRange_StartValueClosed{StartValueClosed: start},
 			EndValue:   &btpb.ValueRange_EndValueOpen{EndValueOpen: end},
