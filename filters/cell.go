@@ -194,7 +194,7 @@ func (m *RowMove) Add(family, column string, ts bigtable.Timestamp, value []byte
 	if slot {
 		m.slots = append(m.slots, bigtable.ChainFilters(
 			bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
-			bigtable.TimestampRangeFilterMicros(to.ms, to.ms+1000),
+			bigtable.TimestampRangeFilterMicros(to.ms, strategy.MilliEnd(to.ms)),
 		))
 		m.slotArgs = append(m.slotArgs, to)
 		m.slotN += sn
@@ -215,7 +215,7 @@ func pinFilter(family, column string, ms bigtable.Timestamp, value []byte) bigta
 	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
 	return bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.ValueRangeFilter(start, end),
 	)
 }
@@ -235,7 +235,7 @@ func columnBytes(family, column string) int {
 
 func rangeBytes(ms bigtable.Timestamp) int {
 	n := 0
-	for _, b := range []bigtable.Timestamp{ms, ms + 1000} {
+	for _, b := range []bigtable.Timestamp{ms, strategy.MilliEnd(ms)} {
 		if b != 0 {
 			n += 1 + protowire.SizeVarint(uint64(b))
 		}
@@ -286,7 +286,7 @@ func (m *RowMove) Proto() *btpb.RowFilter {
 	}
 	slotP := make([]*btpb.RowFilter, len(m.slotArgs))
 	for i, a := range m.slotArgs {
-		slotP[i] = chainProto(columnProto(a.family, a.column), rangeProto(a.ms, a.ms+1000))
+		slotP[i] = chainProto(columnProto(a.family, a.column), rangeProto(a.ms, strategy.MilliEnd(a.ms)))
 	}
 	pins := pinP[0]
 	if len(pinP) > 1 {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
 )
 
 // A conditional mutation on filters.Cell applies only while that very cell
@@ -232,4 +233,35 @@ func TestRowMoveStaysUnderTheLimit(t *testing.T) {
 	_, err := alone.Add("f", "c", 1000, bytes.Repeat([]byte{'v'}, 21<<10), "f", 9000)
 	require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
 	assert.Zero(t, alone.Len())
+}
+
+// A cell in the last millisecond of the timestamp range is pinned, and a
+// target there is checked free: the millisecond's end is "no end" (it
+// overflowed to a negative bound before, and the move never matched).
+func TestRowMoveAtTheLargestTimestamp(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	top := strategy.MaxTimestamp
+	m := bigtable.NewMutation()
+	m.Set("f", "c", top, []byte("v"))
+	m.Set("f", "c", top-3_600_000_000, []byte("w"))
+	require.NoError(t, tbl.Apply(ctx, "edge", m))
+	var rm filters.RowMove
+	ok, err := rm.Add("f", "c", top-3_600_000_000, []byte("w"), "f", top)
+	require.NoError(t, err)
+	require.True(t, ok)
+	mark := bigtable.NewMutation()
+	mark.Set("f", "applied", 0, []byte("y"))
+	var matched bool
+	require.NoError(t, tbl.Apply(ctx, "edge", bigtable.NewCondMutation(rm.Filter(), mark, nil), bigtable.GetCondMutationResult(&matched)))
+	assert.False(t, matched, "the target, the last millisecond, is taken")
+	require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(rm.Filter())))
+	assert.True(t, proto.Equal(rm.Proto(), lastFilter()), "Proto is what the client sends")
+
+	var free filters.RowMove
+	ok, err = free.Add("f", "c", top, []byte("v"), "f", top-2000)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, tbl.Apply(ctx, "edge", bigtable.NewCondMutation(free.Filter(), mark, nil), bigtable.GetCondMutationResult(&matched)))
+	assert.True(t, matched, "the cell at the largest timestamp is pinned")
 }

@@ -752,12 +752,12 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	for _, a := range batch {
 		ms := strategy.Millis(a.c.ts)
 		if a.kind == actDelete || m.plan.inPlace() {
-			mut.DeleteTimestampRange(m.plan.Family, a.q, ms, ms+1000)
+			mut.DeleteTimestampRange(m.plan.Family, a.q, ms, strategy.MilliEnd(ms))
 		}
 		if a.kind == actMove {
 			mut.Set(m.plan.target(), a.q, a.to, a.c.value)
 		} else if a.companion {
-			mut.DeleteTimestampRange(m.plan.Family, strategy.WriteTimeColumn(a.q), ms, ms+1000)
+			mut.DeleteTimestampRange(m.plan.Family, strategy.WriteTimeColumn(a.q), ms, strategy.MilliEnd(ms))
 		}
 	}
 	applied, err := m.apply(ctx, row, rm.Filter(), mut)
