@@ -205,7 +205,8 @@ func (s *server) table(ctx context.Context, clientID, tableName string) (context
 	return ctx, cancel, t, nil
 }
 
-// open is the client's table id, opened once.
+// open is the client's table id, opened once and kept for the client's
+// later calls: not bound to the call that opened it.
 func (c *client) open(id string) (dataTable, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,7 +218,7 @@ func (c *client) open(id string) (dataTable, error) {
 	case c.ttl == nil:
 		t = apiTable{c.raw.Open(id)}
 	default:
-		tt, err := c.ttl.Open(id, suiteSchema())
+		tt, err := c.ttl.OpenContext(context.Background(), id, suiteSchema())
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "bttl test proxy: open %q: %v", id, err)
 		}
