@@ -64,7 +64,7 @@ func companionQualifier(column string) string { return strategy.WriteTimeColumn(
 // millisecond ms, or nil when there is none.
 func (t *Table) readCompanion(ctx context.Context, row, family, column string, ms bigtable.Timestamp) ([]byte, error) {
 	q := companionQualifier(column)
-	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.LatestNFilter(1),
@@ -117,7 +117,7 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	ms := strategy.Millis(item.Timestamp)
 	q := companionQualifier(column)
 	inMilli := bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms))
-	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
 		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), inMilli, bigtable.LatestNFilter(1), bigtable.StripValueFilter()),
 		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, q, q+"\x00"), inMilli, bigtable.LatestNFilter(1)),
 	)))
@@ -160,7 +160,7 @@ func (t *Table) movedWriteTime(ctx context.Context, item bigtable.ReadItem, fami
 		bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)),
 		bigtable.StripValueFilter(),
 	)
-	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
 		t.filters.Compose(t.now(), sameValue), // as a read through the table sees the column
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
 	)))

@@ -183,6 +183,7 @@ type observer struct {
 	limit    int
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64
+	wire     func(context.Context) context.Context // the table's (wire.go)
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
@@ -208,6 +209,7 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *ob
 		limit:    cfg.shadowLimit,
 		sampling: cfg.sampling,
 		rand:     cfg.rand,
+		wire:     t.wire,
 	}
 	hasAge := false
 	for _, p := range t.schema {
@@ -459,7 +461,7 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 		opts = append(opts, bigtable.ReverseScan())
 	}
 	expired := 0
-	err := o.raw.ReadRows(wire(ctx), s.rows, func(r bigtable.Row) bool {
+	err := o.raw.ReadRows(o.wire(ctx), s.rows, func(r bigtable.Row) bool {
 		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
 			return false
 		}
