@@ -156,6 +156,10 @@ var refusalReasons = []struct {
 	{ErrReservedColumn, "reserved_column"},
 	{ErrCellTooLargeToPin, "cell_too_large_to_pin"},
 	{ErrNoWriteTime, "no_write_time"},
+	{ErrCellMoved, "cell_moved"},
+	{ErrReadOnlyView, "read_only_view"},
+	{ErrUnfilteredSQL, "unfiltered_sql"},
+	{ErrSQLUnknownTable, "sql_unknown_table"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps
