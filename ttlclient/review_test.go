@@ -86,3 +86,62 @@ func TestMarkedRequestWithOtherSchemaRefused(t *testing.T) {
 		})
 	}
 }
+
+// newEnvNoGC is newEnv on a server whose GC is off, so an expired cell
+// stays stored.
+func newEnvNoGC(t *testing.T, schema strategy.Schema) *env {
+	t.Helper()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return &env{h: h, tbl: h.MustTable(t, "t", schema), ctx: context.Background()}
+}
+
+// WriteTime of a cell read while live that has expired since (still
+// stored: GC has not run) is ErrNoWriteTime, as documented ("no longer
+// live"), not the expired cell's write time.
+func TestWriteTimeOfACellExpiredSinceItWasRead(t *testing.T) {
+	e := newEnvNoGC(t, writeTimeSchema())
+	for _, fam := range writeTimeFamilies {
+		e.setTTL(t, "r", fam, "c", "v", time.Minute)
+	}
+	items := map[string]bigtable.ReadItem{}
+	for _, fam := range writeTimeFamilies {
+		items[fam] = e.readCell(t, "r", fam, "c")
+		_, err := e.tbl.WriteTime(e.ctx, items[fam])
+		require.NoError(t, err, "%s: live", fam)
+	}
+	e.h.Clock.Advance(2 * time.Minute)
+	for _, fam := range writeTimeFamilies {
+		require.NotEmpty(t, e.stored(t, "r"), "the expired cells are still stored")
+		wt, err := e.tbl.WriteTime(e.ctx, items[fam])
+		assert.ErrorIs(t, err, ttlclient.ErrNoWriteTime, "%s: expired since the read, got write time %s", fam, wt)
+	}
+}
+
+// WriteTime of a cell since replaced in its millisecond by another value
+// (a write with the same timestamp) is not the replacing cell's write
+// time: the cell read is gone, and nothing holds its value.
+func TestWriteTimeOfACellReplacedInItsMillisecond(t *testing.T) {
+	e := newEnvNoGC(t, writeTimeSchema())
+	expiry := e.now().TruncateToMilliseconds() + bigtable.Timestamp(time.Hour/time.Microsecond)
+	m := ttlclient.NewMutation()
+	m.Set("one", "c", expiry, []byte("v1"))
+	e.apply(t, "r", m)
+	item := e.readCell(t, "r", "one", "c")
+	first, err := e.tbl.WriteTime(e.ctx, item)
+	require.NoError(t, err)
+
+	e.h.Clock.Advance(10 * time.Second)
+	m = ttlclient.NewMutation()
+	m.Set("one", "c", expiry, []byte("v2")) // the same expiry instant: the same cell slot
+	e.apply(t, "r", m)
+	require.Equal(t, "v2", string(e.readCell(t, "r", "one", "c").Value))
+
+	wt, err := e.tbl.WriteTime(e.ctx, item)
+	if err == nil {
+		assert.True(t, first.Equal(wt), "the write time of v1 (%s), not of v2 that replaced it (%s)", first, wt)
+	} else {
+		assert.ErrorIs(t, err, ttlclient.ErrNoWriteTime)
+	}
+}
