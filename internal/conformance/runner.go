@@ -574,12 +574,10 @@ func (r *runner) condMutation(row string) error {
 	}
 	what := fmt.Sprintf("CondMutation %s at %s if %s (model: %v) then [%s] else [%s]", row, clockString(clock), filterString(cond), matched, describe(tops), describe(fops))
 	r.record(what)
-	var want error
-	for _, ops := range [][]model.Op{tops, fops} {
-		if ops != nil && want == nil {
-			want = r.m.Check(row, clock, ops)
-		}
-	}
+	// Both branches are checked before anything is sent, the true branch
+	// first: one refusal, the first in that order (with StampTTL, the
+	// first TTL of either branch), refuses the whole mutation.
+	want := r.m.Check(row, clock, append(append([]model.Op(nil), tops...), fops...))
 	var bcond bigtable.Filter
 	if cond != nil {
 		bcond = cond.Bigtable()

@@ -225,6 +225,22 @@ type apiTarget struct {
 	api bigtable.TableAPI
 }
 
+// Lower truncates explicit timestamps to the millisecond, as
+// bigtable.Mutation.Set does before bttl sees them: a sequence timestamp
+// that is not seq*1000 arrives as the version below it.
+func (a apiTarget) Lower(ops []model.Op, _ time.Time) []model.Op { return truncateExplicit(ops) }
+
+func truncateExplicit(ops []model.Op) []model.Op {
+	out := make([]model.Op, len(ops))
+	for i, o := range ops {
+		if o.Kind == model.SetExplicit && o.TS >= 0 {
+			o.TS -= o.TS % 1000
+		}
+		out[i] = o
+	}
+	return out
+}
+
 func (a apiTarget) stamp(o model.Op) (bigtable.Timestamp, error) {
 	switch o.Kind {
 	case model.SetTTL:
@@ -325,10 +341,11 @@ type wireTarget struct {
 // Lower turns a TTL into the timestamp a program computes by hand, now +
 // ttl (less D on a default-expiry family) truncated to the millisecond,
 // with no cap and no check, and a sequence number into seq*1000: the guard
-// checks what arrives.
+// checks what arrives. Explicit timestamps are truncated to the
+// millisecond, as bigtable.Mutation.Set does.
 func (w wireTarget) Lower(ops []model.Op, now time.Time) []model.Op {
-	out := make([]model.Op, len(ops))
-	for i, o := range ops {
+	out := truncateExplicit(ops)
+	for i, o := range out {
 		switch o.Kind {
 		case model.SetTTL:
 			d := o.TTL

@@ -126,6 +126,11 @@ type Semantics struct {
 	// explicit timestamp over a family's max TTL is refused even where
 	// ttlclient clamps it).
 	Wire bool
+	// StampTTL: the program turns each TTL into a timestamp while it
+	// builds the mutation (ttlclient.Table.Timestamp for a
+	// *bigtable.Mutation), so a TTL's refusal comes before any check of
+	// the mutation as a whole, whatever the operations' order.
+	StampTTL bool
 }
 
 // family is one column family's parameters, read from its policy.
@@ -159,6 +164,7 @@ type Model struct {
 	fams map[string]family
 	rows map[string]row
 	idle map[string]idleFamily // families with an idle TTL (idle.go)
+	sem  Semantics
 }
 
 // New returns an empty model of a table with schema, written through
@@ -168,7 +174,7 @@ func New(schema strategy.Schema) *Model { return NewWith(schema, Semantics{}) }
 // NewWith returns an empty model of a table with schema, written through a
 // path with semantics sem.
 func NewWith(schema strategy.Schema, sem Semantics) *Model {
-	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema)}
+	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema), sem: sem}
 	for name, p := range schema {
 		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue(), writeTime: p.HasWriteTime(),
 			maxTTL: p.MaxTTL(), clampTTL: p.ClampsTTL(), wire: sem.Wire}
@@ -320,6 +326,20 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 		return refused(ClassInvalid, "no operations")
 	}
 	// Check everything first: a refused mutation writes nothing.
+	if m.sem.StampTTL {
+		for _, o := range ops {
+			if o.Kind != SetTTL {
+				continue
+			}
+			f, ok := m.fams[o.Family]
+			if !ok {
+				return refused(ClassUnknownFamily, "unknown family %q", o.Family)
+			}
+			if _, err := f.timestamp(o, now); err != nil {
+				return err
+			}
+		}
+	}
 	tss := make([]int64, len(ops))
 	for i, o := range ops {
 		if o.Kind == DeleteRow {
@@ -472,7 +492,7 @@ func (m *Model) KeepsFamily(rowKey string, now time.Time, ops []Op, fam string) 
 
 // cloneRow is a model holding a copy of rowKey alone, to try ops on.
 func (m *Model) cloneRow(rowKey string) *Model {
-	c := &Model{fams: m.fams, rows: map[string]row{}}
+	c := &Model{fams: m.fams, rows: map[string]row{}, sem: m.sem}
 	if r := m.rows[rowKey]; r != nil {
 		c.rows[rowKey] = r.clone()
 	}
@@ -597,7 +617,7 @@ func Format(cs []Cell) string {
 // Check reports whether the library must refuse ops on rowKey at now,
 // without applying them.
 func (m *Model) Check(rowKey string, now time.Time, ops []Op) error {
-	c := &Model{fams: m.fams, rows: map[string]row{}}
+	c := &Model{fams: m.fams, rows: map[string]row{}, sem: m.sem}
 	return c.Apply(rowKey, now, ops)
 }
 
