@@ -46,7 +46,7 @@ const (
 var servers = []string{serverBttest, serverEmulator}
 
 // matrixCellOps is the length of each cell's history in the CI slice.
-const matrixCellOps = 150
+const matrixCellOps = 200
 
 // matrixCell is one cell of the matrix.
 type matrixCell struct {
