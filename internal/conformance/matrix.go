@@ -81,6 +81,8 @@ var FamilyOptions = []FamilyOption{
 	{Name: "MaxTTL", Opts: []strategy.Option{strategy.WithMaxTTL(2 * time.Second)}},
 	{Name: "MaxTTL+ClampTTL", Opts: []strategy.Option{strategy.WithMaxTTL(2 * time.Second), strategy.ClampTTL()}},
 	{Name: "DefaultTTL", Opts: []strategy.Option{strategy.WithDefaultTTL(2 * time.Second)}},
+	// A pair: a refresh moves the cell and its write-time companion.
+	{Name: "WriteTime+IdleTTL", Opts: []strategy.Option{strategy.WithWriteTime(), strategy.WithIdleTTL(300 * time.Millisecond), strategy.WithIdleDebounce(0.5)}},
 	{Name: OptionMixed},
 }
 

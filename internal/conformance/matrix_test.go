@@ -37,6 +37,17 @@ var knownHoles = map[string]string{
 	"ttlclient+guard+ReadFilter/mixed":     "issue 26 item 1a (ttlclient over a read-filtered connection: a time-to-idle refresh rewrites the companion)",
 }
 
+// knownHoleChecks are checks of the matrix that fail because of a hole
+// issue 26 lists; each is off while listed (BTTL_MATRIX_HOLES=1 turns it
+// on). Empty the entry when the fix lands.
+var knownHoleChecks = map[string]string{
+	// A read's own time-to-idle refresh moves the cell and its companion;
+	// WriteTime looks for the companion at the timestamp the read
+	// returned. If the fix is a typed "ask again" error rather than
+	// finding the moved cell, runner.writeTimeAfterRefresh must follow it.
+	"WriteTimeAfterRefresh": "issue 26 item 10 (WriteTime x time-to-idle)",
+}
+
 // The servers of the matrix.
 const (
 	serverBttest   = "bttest"
@@ -217,6 +228,11 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 		Seed: seed, Ops: ops, Clock: h.Clock, Raw: h.Raw.Open(table),
 		Schema: schema, Families: fams, FullCheckEvery: min(100, ops),
 	}
+	if why, off := knownHoleChecks["WriteTimeAfterRefresh"]; off && os.Getenv("BTTL_MATRIX_HOLES") != "1" {
+		t.Logf("check WriteTimeAfterRefresh off: known hole, %s", why)
+	} else {
+		cfg.WriteTimeAfterRefresh = true
+	}
 	var guardOpts []wireguard.Option
 	switch c.path {
 	case conformance.PathMutation, conformance.PathTableAPI:
@@ -260,8 +276,8 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 	refusedBy := map[string][]string{
 		conformance.FamOne:   nil,
 		conformance.FamDef:   nil,
-		conformance.FamSeq:   {"WriteTime", "SingleValue", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL"},
-		conformance.FamPlain: {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL"},
+		conformance.FamSeq:   {"WriteTime", "SingleValue", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
+		conformance.FamPlain: {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
 	}
 	h := bttestharness.New(t)
 	check := func(t *testing.T, name string, p strategy.Policy, wantRefused bool) {

@@ -78,6 +78,10 @@ type Config struct {
 	FullCheckEvery int // default 100
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// WriteTimeAfterRefresh: after each time-to-idle refresh of a cell of
+	// a write-time family, ask the Target (an Expirer) for the cell's
+	// write time with the timestamp the read returned (issue 26 item 10).
+	WriteTimeAfterRefresh bool
 	// FlushIdle, when set, waits for the Target's time-to-idle refreshes
 	// (ttlclient.Client.FlushIdleRefreshes): after every read the suite
 	// waits for them and applies to the model the refreshes that read
@@ -692,8 +696,42 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 		if r.m.Refresh(c, now) {
 			r.stats.IdleRefreshed++
 			r.record(fmt.Sprintf("time-to-idle refresh of %s at %s", c, clockString(now)))
+			if err := r.writeTimeAfterRefresh(c); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// writeTimeAfterRefresh asks, with Config.WriteTimeAfterRefresh, for the
+// write time of c as the read returned it, after its time-to-idle refresh
+// moved it: the README's read-then-WriteTime. The answer must be the
+// cell's write time (the refresh keeps it), wherever the cell now is.
+func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
+	ex, ok := r.cfg.Target.(Expirer)
+	if !r.cfg.WriteTimeAfterRefresh || !ok || !r.cfg.Schema[c.Family].HasWriteTime() {
+		return nil
+	}
+	var moved []model.Cell // the refresh made the cell its column's newest
+	for _, s := range r.m.Stored(c.Row) {
+		if s.Family == c.Family && s.Column == c.Column {
+			moved = append(moved, s)
+		}
+	}
+	want, ok := r.m.WriteTime(c.Row, c.Family, c.Column, moved[0].TS)
+	if !ok {
+		return r.fail("WriteTime after a refresh of "+c.String(), "suite bug: the model lost the moved cell's write time")
+	}
+	got, err := ex.WriteTime(r.ctx, bigtable.ReadItem{Row: c.Row, Column: c.Family + ":" + c.Column, Timestamp: bigtable.Timestamp(c.TS), Value: []byte(c.Value)})
+	what := fmt.Sprintf("WriteTime of %s as read, after its time-to-idle refresh moved it to %d", c, moved[0].TS)
+	switch {
+	case err != nil:
+		return r.fail(what, fmt.Sprintf("the library failed: %v", err))
+	case got.UnixMicro() != want:
+		return r.fail(what, fmt.Sprintf("write time %d, the model %d", got.UnixMicro(), want))
+	}
+	r.stats.WriteTimes++
 	return nil
 }
 
