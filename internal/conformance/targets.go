@@ -173,17 +173,33 @@ func toMutation(ops []model.Op) *ttlclient.Mutation {
 			m.Set(o.Family, o.Column, ttlclient.Auto, v)
 		case model.SetExplicit:
 			m.Set(o.Family, o.Column, bigtable.Timestamp(o.TS), v)
-		case model.DeleteColumn:
-			m.DeleteCellsInColumn(o.Family, o.Column)
-		case model.DeleteRange:
-			m.DeleteTimestampRange(o.Family, o.Column, bigtable.Timestamp(o.TS), bigtable.Timestamp(o.End))
-		case model.DeleteFamily:
-			m.DeleteCellsInFamily(o.Family)
-		case model.DeleteRow:
-			m.DeleteRow()
+		default:
+			addDelete(m, o)
 		}
 	}
 	return m
+}
+
+// deleter is the delete methods ttlclient.Mutation and bigtable.Mutation
+// share.
+type deleter interface {
+	DeleteCellsInColumn(family, column string)
+	DeleteTimestampRange(family, column string, start, end bigtable.Timestamp)
+	DeleteCellsInFamily(family string)
+	DeleteRow()
+}
+
+func addDelete(m deleter, o model.Op) {
+	switch o.Kind {
+	case model.DeleteColumn:
+		m.DeleteCellsInColumn(o.Family, o.Column)
+	case model.DeleteRange:
+		m.DeleteTimestampRange(o.Family, o.Column, bigtable.Timestamp(o.TS), bigtable.Timestamp(o.End))
+	case model.DeleteFamily:
+		m.DeleteCellsInFamily(o.Family)
+	case model.DeleteRow:
+		m.DeleteRow()
+	}
 }
 
 // toBigtable builds ops as a *bigtable.Mutation; stamp gives a Set's
@@ -201,14 +217,8 @@ func toBigtable(ops []model.Op, stamp func(o model.Op) (bigtable.Timestamp, erro
 				return nil, err
 			}
 			m.Set(o.Family, o.Column, ts, []byte(o.Value))
-		case model.DeleteColumn:
-			m.DeleteCellsInColumn(o.Family, o.Column)
-		case model.DeleteRange:
-			m.DeleteTimestampRange(o.Family, o.Column, bigtable.Timestamp(o.TS), bigtable.Timestamp(o.End))
-		case model.DeleteFamily:
-			m.DeleteCellsInFamily(o.Family)
-		case model.DeleteRow:
-			m.DeleteRow()
+		default:
+			addDelete(m, o)
 		}
 	}
 	return m, nil
@@ -218,18 +228,55 @@ func toBigtable(ops []model.Op, stamp func(o model.Op) (bigtable.Timestamp, erro
 // bigtable.TableAPI, building *bigtable.Mutation. A TTL is
 // Table.Timestamp(family, ttl), a sequence number seq*1000, a cell without
 // either bigtable.ServerTime (the library assigns the family's default).
-func APITarget(t *ttlclient.Table) Target { return apiTarget{t: t, api: t.API()} }
-
-type apiTarget struct {
-	t   *ttlclient.Table
-	api bigtable.TableAPI
+func APITarget(t *ttlclient.Table) Target {
+	stamp := func(o model.Op) (bigtable.Timestamp, error) {
+		switch o.Kind {
+		case model.SetTTL:
+			return t.Timestamp(o.Family, o.TTL)
+		case model.SetSeq:
+			return bigtable.Timestamp(o.Seq * 1000), nil
+		case model.SetAuto:
+			return bigtable.ServerTime, nil
+		}
+		return bigtable.Timestamp(o.TS), nil
+	}
+	return bigtableTarget{api: t.API(), stamp: stamp, filter: func(f bigtable.Filter) bigtable.Filter { return f },
+		lower: func(ops []model.Op, _ time.Time) []model.Op { return truncateExplicit(ops) }}
 }
 
-// Lower truncates explicit timestamps to the millisecond, as
-// bigtable.Mutation.Set does before bttl sees them: a sequence timestamp
-// that is not seq*1000 arrives as the version below it.
-func (a apiTarget) Lower(ops []model.Op, _ time.Time) []model.Op { return truncateExplicit(ops) }
+// WireTarget is a plain *bigtable.Table whose connection carries the wire
+// guard. The program computes a TTL's timestamp itself (lowerWire) and
+// sends bigtable.ServerTime for a cell without one. When compose is set
+// (the guard has no WithReadFilter) the program puts the library's TTL
+// filter in front of its own read filters and predicates
+// (filters.Builder.Compose at clock's time); otherwise the guard does.
+func WireTarget(tbl *bigtable.Table, schema strategy.Schema, clock Clock, compose bool) (Target, error) {
+	filter := func(f bigtable.Filter) bigtable.Filter { return f }
+	if compose {
+		fb, err := filters.New(schema)
+		if err != nil {
+			return nil, err
+		}
+		filter = func(f bigtable.Filter) bigtable.Filter {
+			return fb.Compose(bigtable.Timestamp(clock.Now().UnixMicro()), f)
+		}
+	}
+	stamp := func(o model.Op) (bigtable.Timestamp, error) {
+		switch o.Kind {
+		case model.SetExplicit:
+			return bigtable.Timestamp(o.TS), nil
+		case model.SetAuto:
+			return bigtable.ServerTime, nil
+		}
+		return 0, fmt.Errorf("conformance: %s reached a plain client unlowered", o)
+	}
+	return bigtableTarget{api: tbl, stamp: stamp, filter: filter,
+		lower: func(ops []model.Op, now time.Time) []model.Op { return lowerWire(schema, ops, now) }}, nil
+}
 
+// truncateExplicit truncates explicit timestamps to the millisecond, as
+// bigtable.Mutation.Set does before bttl or the guard sees them: a
+// sequence timestamp that is not seq*1000 arrives as the version below it.
 func truncateExplicit(ops []model.Op) []model.Op {
 	out := make([]model.Op, len(ops))
 	for i, o := range ops {
@@ -241,115 +288,18 @@ func truncateExplicit(ops []model.Op) []model.Op {
 	return out
 }
 
-func (a apiTarget) stamp(o model.Op) (bigtable.Timestamp, error) {
-	switch o.Kind {
-	case model.SetTTL:
-		return a.t.Timestamp(o.Family, o.TTL)
-	case model.SetSeq:
-		return bigtable.Timestamp(o.Seq * 1000), nil
-	case model.SetAuto:
-		return bigtable.ServerTime, nil
-	}
-	return bigtable.Timestamp(o.TS), nil
-}
-
-func (a apiTarget) Apply(ctx context.Context, row string, ops []model.Op) error {
-	m, err := toBigtable(ops, a.stamp)
-	if err != nil {
-		return err
-	}
-	return a.api.Apply(ctx, row, m)
-}
-
-func (a apiTarget) ApplyBulk(ctx context.Context, rows []string, ops [][]model.Op) ([]error, error) {
-	return bulk(ctx, a.api, rows, ops, a.stamp)
-}
-
-// bulk applies ops through api, a row whose timestamps stamp refuses
-// failing at its index without being sent.
-func bulk(ctx context.Context, api bigtable.TableAPI, rows []string, ops [][]model.Op, stamp func(model.Op) (bigtable.Timestamp, error)) ([]error, error) {
-	errs := make([]error, len(rows))
-	var sendRows []string
-	var send []*bigtable.Mutation
-	var at []int
-	for i, o := range ops {
-		m, err := toBigtable(o, stamp)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		sendRows, send, at = append(sendRows, rows[i]), append(send, m), append(at, i)
-	}
-	if len(send) == 0 {
-		return errs, nil
-	}
-	sent, err := api.ApplyBulk(ctx, sendRows, send)
-	if err != nil {
-		return nil, err
-	}
-	for j, e := range sent {
-		errs[at[j]] = e
-	}
-	return errs, nil
-}
-
-func (a apiTarget) CondApply(ctx context.Context, row string, cond bigtable.Filter, tops, fops []model.Op) error {
-	mt, err := toBigtable(tops, a.stamp)
-	if err != nil {
-		return err
-	}
-	mf, err := toBigtable(fops, a.stamp)
-	if err != nil {
-		return err
-	}
-	return a.api.Apply(ctx, row, bigtable.NewCondMutation(cond, mt, mf))
-}
-
-func (a apiTarget) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
-	return a.api.ReadRow(ctx, row, readOpts(f)...)
-}
-
-func (a apiTarget) ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error {
-	return a.api.ReadRows(ctx, rs, fn, readOpts(f)...)
-}
-
-// WireTarget is a plain *bigtable.Table whose connection carries the wire
-// guard. The program computes a TTL's timestamp itself (Lower) and sends
-// bigtable.ServerTime for a cell without one. When compose is set (the
-// guard has no WithReadFilter) the program puts the library's TTL filter
-// in front of its own read filters and predicates (filters.Builder.Compose
-// at clock's time); otherwise the guard does.
-func WireTarget(tbl *bigtable.Table, schema strategy.Schema, clock Clock, compose bool) (Target, error) {
-	w := wireTarget{tbl: tbl, schema: schema, clock: clock}
-	if compose {
-		fb, err := filters.New(schema)
-		if err != nil {
-			return nil, err
-		}
-		w.fb = fb
-	}
-	return w, nil
-}
-
-type wireTarget struct {
-	tbl    *bigtable.Table
-	schema strategy.Schema
-	clock  Clock
-	fb     *filters.Builder // nil: the guard filters reads
-}
-
-// Lower turns a TTL into the timestamp a program computes by hand, now +
-// ttl (less D on a default-expiry family) truncated to the millisecond,
-// with no cap and no check, and a sequence number into seq*1000: the guard
-// checks what arrives. Explicit timestamps are truncated to the
-// millisecond, as bigtable.Mutation.Set does.
-func (w wireTarget) Lower(ops []model.Op, now time.Time) []model.Op {
+// lowerWire is what a plain client sends for ops: a TTL becomes the
+// timestamp a program computes by hand, now + ttl (less D on a
+// default-expiry family) truncated to the millisecond, with no cap and no
+// check, a sequence number seq*1000, explicit timestamps truncated: the
+// guard checks what arrives.
+func lowerWire(schema strategy.Schema, ops []model.Op, now time.Time) []model.Op {
 	out := truncateExplicit(ops)
 	for i, o := range out {
 		switch o.Kind {
 		case model.SetTTL:
 			d := o.TTL
-			if p := w.schema[o.Family]; p.Kind() == strategy.KindDefaultExpiry {
+			if p := schema[o.Family]; p.Kind() == strategy.KindDefaultExpiry {
 				d -= p.DefaultTTL()
 			}
 			o.Kind, o.TTL = model.SetExplicit, 0
@@ -362,51 +312,70 @@ func (w wireTarget) Lower(ops []model.Op, now time.Time) []model.Op {
 	return out
 }
 
-func (w wireTarget) stamp(o model.Op) (bigtable.Timestamp, error) {
-	switch o.Kind {
-	case model.SetExplicit:
-		return bigtable.Timestamp(o.TS), nil
-	case model.SetAuto:
-		return bigtable.ServerTime, nil
-	}
-	return 0, fmt.Errorf("conformance: %s reached a plain client unlowered", o)
+// bigtableTarget is a path built on *bigtable.Mutation: stamp gives a
+// Set's timestamp (an error refuses the mutation, nothing sent), filter
+// what the program reads and conditions with, lower what it can express.
+type bigtableTarget struct {
+	api    bigtable.TableAPI
+	stamp  func(model.Op) (bigtable.Timestamp, error)
+	filter func(bigtable.Filter) bigtable.Filter
+	lower  func([]model.Op, time.Time) []model.Op
 }
 
-func (w wireTarget) Apply(ctx context.Context, row string, ops []model.Op) error {
-	m, err := toBigtable(ops, w.stamp)
+func (b bigtableTarget) Lower(ops []model.Op, now time.Time) []model.Op { return b.lower(ops, now) }
+
+func (b bigtableTarget) Apply(ctx context.Context, row string, ops []model.Op) error {
+	m, err := toBigtable(ops, b.stamp)
 	if err != nil {
 		return err
 	}
-	return w.tbl.Apply(ctx, row, m)
+	return b.api.Apply(ctx, row, m)
 }
 
-func (w wireTarget) ApplyBulk(ctx context.Context, rows []string, ops [][]model.Op) ([]error, error) {
-	return bulk(ctx, w.tbl, rows, ops, w.stamp)
-}
-
-func (w wireTarget) filter(f bigtable.Filter) bigtable.Filter {
-	if w.fb == nil {
-		return f
+// ApplyBulk sends the rows whose timestamps stamp takes; a row it refuses
+// fails at its index without being sent.
+func (b bigtableTarget) ApplyBulk(ctx context.Context, rows []string, ops [][]model.Op) ([]error, error) {
+	errs := make([]error, len(rows))
+	var sendRows []string
+	var send []*bigtable.Mutation
+	var at []int
+	for i, o := range ops {
+		m, err := toBigtable(o, b.stamp)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		sendRows, send, at = append(sendRows, rows[i]), append(send, m), append(at, i)
 	}
-	return w.fb.Compose(bigtable.Timestamp(w.clock.Now().UnixMicro()), f)
+	if len(send) == 0 {
+		return errs, nil
+	}
+	sent, err := b.api.ApplyBulk(ctx, sendRows, send)
+	if err != nil {
+		return nil, err
+	}
+	for j, e := range sent {
+		errs[at[j]] = e
+	}
+	return errs, nil
 }
 
-func (w wireTarget) CondApply(ctx context.Context, row string, cond bigtable.Filter, tops, fops []model.Op) error {
-	mt, err := toBigtable(tops, w.stamp)
+func (b bigtableTarget) CondApply(ctx context.Context, row string, cond bigtable.Filter, tops, fops []model.Op) error {
+	mt, err := toBigtable(tops, b.stamp)
 	if err != nil {
 		return err
 	}
-	mf, err := toBigtable(fops, w.stamp)
+	mf, err := toBigtable(fops, b.stamp)
 	if err != nil {
 		return err
 	}
-	return w.tbl.Apply(ctx, row, bigtable.NewCondMutation(w.filter(cond), mt, mf))
+	return b.api.Apply(ctx, row, bigtable.NewCondMutation(b.filter(cond), mt, mf))
 }
 
-func (w wireTarget) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
-	return w.tbl.ReadRow(ctx, row, readOpts(w.filter(f))...)
+func (b bigtableTarget) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
+	return b.api.ReadRow(ctx, row, readOpts(b.filter(f))...)
 }
 
-func (w wireTarget) ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error {
-	return w.tbl.ReadRows(ctx, rs, fn, readOpts(w.filter(f))...)
+func (b bigtableTarget) ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error {
+	return b.api.ReadRows(ctx, rs, fn, readOpts(b.filter(f))...)
 }
