@@ -31,6 +31,12 @@ var knownHoles = map[string]string{
 	"guard+ReadFilter/SingleValue": "issue 26 item 3 (wire guard x SingleValue)",
 	"guard/mixed":                  "issue 26 item 3 (wire guard x SingleValue: the mixed schema's defsv family)",
 	"guard+ReadFilter/mixed":       "issue 26 item 3 (wire guard x SingleValue: the mixed schema's defsv family)",
+	// The guard keeps a write-time companion a plain client sends beside
+	// its Set (the suite's forged companions claim 1µs after the epoch).
+	"guard/WriteTime":                    "issue 26 item 4 (wire guard x write time: a forged companion is stored)",
+	"guard+ReadFilter/WriteTime":         "issue 26 item 4 (wire guard x write time: a forged companion is stored)",
+	"guard/WriteTime+IdleTTL":            "issue 26 item 4 (wire guard x write time: a forged companion is stored)",
+	"guard+ReadFilter/WriteTime+IdleTTL": "issue 26 item 4 (wire guard x write time: a forged companion is stored)",
 	// ttlclient's companion reads pass through the guard's read filter,
 	// which hides companions: WriteTime finds none, Expire loses them.
 	"ttlclient+guard+ReadFilter/WriteTime":         "issue 26 item 1a (ttlclient over a read-filtered connection: write-time companions hidden)",

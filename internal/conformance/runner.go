@@ -409,6 +409,15 @@ func (r *runner) mutation(row string, clock time.Time) []model.Op {
 		switch k := r.u(100); {
 		case k < 70:
 			ops = append(ops, r.set(fam, now))
+			if r.u(100) < 3 {
+				// A forged write-time companion beside the Set, at its
+				// timestamp, claiming the cell was written 1µs after the
+				// epoch: refused in a family with write times (its
+				// qualifiers are reserved), an ordinary column elsewhere.
+				o := ops[len(ops)-1]
+				o.Column, o.Value = model.CompanionPrefix+o.Column, model.WriteTimeValue(1)
+				ops = append(ops, o)
+			}
 		case k < 78:
 			ops = append(ops, model.Op{Kind: model.DeleteColumn, Family: fam, Column: col})
 		case k < 91:
@@ -529,7 +538,7 @@ func (r *runner) applyBulk() error {
 		// The guard refuses a MutateRows request whole when one entry
 		// breaks a rule: nothing is written, ApplyBulk fails.
 		if err == nil {
-			return r.fail(what, fmt.Sprintf("the guard must refuse the whole request (%v), the call succeeded", first))
+			return r.fail(what, fmt.Sprintf("the model refuses a row of this request (%v), the library sent it (the guard refuses a MutateRows request whole)", first))
 		}
 		if e := r.outcome(what, first, err); e != nil {
 			return e

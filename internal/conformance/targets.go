@@ -70,6 +70,7 @@ func Classify(err error) (model.Class, bool) {
 			{strategy.ErrWrongCellOption, model.ClassWrongOption},
 			{ttlclient.ErrUnknownFamily, model.ClassUnknownFamily},
 			{ttlclient.ErrNotApplicable, model.ClassNotApplicable},
+			{ttlclient.ErrReservedColumn, model.ClassReservedColumn},
 		} {
 			if errors.Is(err, c.sentinel) {
 				return c.class, true
@@ -101,6 +102,8 @@ func Classify(err error) (model.Class, bool) {
 		return model.ClassTTLTooLong, true
 	case wireguard.RuleUnknownFamily:
 		return model.ClassUnknownFamily, true
+	case wireguard.RuleReservedColumn:
+		return model.ClassReservedColumn, true
 	}
 	return "", false
 }

@@ -11,7 +11,11 @@ import (
 // CompanionPrefix starts the qualifier of a write-time companion, as
 // ttlclient writes it (the model does not import the library; a test in
 // the conformance suite checks the two agree).
-const CompanionPrefix = "\xff\xffbttl.wt\x00"
+const CompanionPrefix = ReservedStart + "bttl.wt\x00"
+
+// ReservedStart is the first qualifier reserved in a family with write
+// times.
+const ReservedStart = "\xff\xff"
 
 // StoredRaw is Stored with the write-time companions a family with
 // strategy.WithWriteTime stores beside each cell (same timestamp, qualifier

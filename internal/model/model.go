@@ -92,6 +92,7 @@ const (
 	ClassWrongOption     Class = "wrong-cell-option" // strategy.ErrWrongCellOption
 	ClassUnknownFamily   Class = "unknown-family"    // ttlclient.ErrUnknownFamily
 	ClassNotApplicable   Class = "not-applicable"    // ttlclient.ErrNotApplicable: Expire on a family without an age rule
+	ClassReservedColumn  Class = "reserved-column"   // ttlclient.ErrReservedColumn: a qualifier from 0xFF 0xFF on in a write-time family
 	ClassInvalid         Class = "invalid-request"   // an empty row key, no operations, an empty range
 )
 
@@ -126,6 +127,10 @@ type Semantics struct {
 	// explicit timestamp over a family's max TTL is refused even where
 	// ttlclient clamps it).
 	Wire bool
+	// Wire paths also check every timestamp of a mutation before its
+	// write-time qualifiers (the guard's order); ttlclient checks each
+	// operation in turn.
+	//
 	// StampTTL: the program turns each TTL into a timestamp while it
 	// builds the mutation (ttlclient.Table.Timestamp for a
 	// *bigtable.Mutation), so a TTL's refusal comes before any check of
@@ -356,9 +361,19 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 				return err
 			}
 			tss[i] = ts
+			if err := f.reserved(o); err != nil && !m.sem.Wire {
+				return err
+			}
 		case DeleteRange:
 			if o.TS < 0 || o.End < 0 || (o.End != 0 && ms(o.End) <= ms(o.TS)) {
 				return refused(ClassInvalid, "range [%d,%d)", o.TS, o.End)
+			}
+		}
+	}
+	if m.sem.Wire {
+		for _, o := range ops {
+			if err := m.fams[o.Family].reserved(o); err != nil {
+				return err
 			}
 		}
 	}
@@ -388,6 +403,19 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 		delete(m.rows, rowKey)
 	} else {
 		m.rows[rowKey] = r
+	}
+	return nil
+}
+
+// reserved refuses a Set of a qualifier from 0xFF 0xFF on in a family with
+// write times: those are the companions' (a forged one would give a cell a
+// write time it does not have).
+func (f family) reserved(o Op) error {
+	switch o.Kind {
+	case SetTTL, SetSeq, SetAuto, SetExplicit:
+		if f.writeTime && strings.HasPrefix(o.Column, ReservedStart) {
+			return refused(ClassReservedColumn, "qualifier %q in a write-time family", o.Column)
+		}
 	}
 	return nil
 }
