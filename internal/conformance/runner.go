@@ -723,10 +723,20 @@ func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
 		return nil
 	}
 	var moved []model.Cell // the refresh made the cell its column's newest
+	wts := map[int64]bool{}  // the write times of the column's cells holding c's value
 	for _, s := range r.m.Stored(c.Row) {
 		if s.Family == c.Family && s.Column == c.Column {
 			moved = append(moved, s)
+			if wt, ok := r.m.WriteTime(c.Row, c.Family, c.Column, s.TS); ok && s.Value == c.Value {
+				wts[wt] = true
+			}
 		}
+	}
+	if len(wts) > 1 {
+		// The moved cell can be found only by its value, which another
+		// cell of the column with another write time also holds: the
+		// library may say it cannot tell.
+		return nil
 	}
 	want, ok := r.m.WriteTime(c.Row, c.Family, c.Column, moved[0].TS)
 	if !ok {
