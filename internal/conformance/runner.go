@@ -722,8 +722,8 @@ func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
 	if !r.cfg.WriteTimeAfterRefresh || !ok || !r.cfg.Schema[c.Family].HasWriteTime() {
 		return nil
 	}
-	var moved []model.Cell // the refresh made the cell its column's newest
-	wts := map[int64]bool{}  // the write times of the column's cells holding c's value
+	var moved []model.Cell  // the refresh made the cell its column's newest
+	wts := map[int64]bool{} // the write times of the column's cells holding c's value
 	for _, s := range r.m.Stored(c.Row) {
 		if s.Family == c.Family && s.Column == c.Column {
 			moved = append(moved, s)
