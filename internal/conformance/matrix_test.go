@@ -29,8 +29,8 @@ var knownHoles = map[string]string{
 	// without it: both cells stay stored, a read returns the older.
 	"guard/SingleValue":            "issue 26 item 3 (wire guard x SingleValue)",
 	"guard+ReadFilter/SingleValue": "issue 26 item 3 (wire guard x SingleValue)",
-	"guard/mixed":                  "issue 26 item 3 (wire guard x SingleValue: the mixed schema's defsv family)",
-	"guard+ReadFilter/mixed":       "issue 26 item 3 (wire guard x SingleValue: the mixed schema's defsv family)",
+	"guard/mixed":                  "issue 26 items 3 and 4 (wire guard x SingleValue, x write time: the mixed schema has both)",
+	"guard+ReadFilter/mixed":       "issue 26 items 3 and 4 (wire guard x SingleValue, x write time: the mixed schema has both)",
 	// The guard keeps a write-time companion a plain client sends beside
 	// its Set (the suite's forged companions claim 1µs after the epoch).
 	"guard/WriteTime":                    "issue 26 item 4 (wire guard x write time: a forged companion is stored)",
@@ -50,8 +50,9 @@ var knownHoles = map[string]string{
 var knownHoleChecks = map[string]string{
 	// A read's own time-to-idle refresh moves the cell and its companion;
 	// WriteTime looks for the companion at the timestamp the read
-	// returned. If the fix is a typed "ask again" error rather than
-	// finding the moved cell, runner.writeTimeAfterRefresh must follow it.
+	// returned. The check expects WriteTime to find the moved cell; it
+	// does not ask where the cell's value is ambiguous in its column (a
+	// fix may refuse to guess there).
 	"WriteTimeAfterRefresh": "issue 26 item 10 (WriteTime x time-to-idle)",
 }
 
