@@ -127,6 +127,7 @@ func matrixSelection(t *testing.T, seed uint64) (cells []matrixCell, slice bool)
 // each run checked against the model. Unset, BTTL_MATRIX runs the CI slice;
 // see docs/correctness.md for replaying a cell and the long run.
 func TestMatrix(t *testing.T) {
+	t.Parallel() // beside the conformance runs: the package's wall time is the longest, not the sum
 	seed, _ := settings(t)
 	cells, slice := matrixSelection(t, seed)
 	ops := matrixCellOps
