@@ -12,6 +12,12 @@ var (
 	// ErrCheckpoint reports a checkpoint file that cannot be used for this
 	// scan: unreadable, or written for another table, job, range or shard.
 	ErrCheckpoint = errors.New("scan: checkpoint does not fit this scan")
+	// ErrUnfinished, wrapped in the error a RangeFunc's done returns, says
+	// the range was read but its work is not done (migrate: a cell left
+	// unmoved): its result is recorded and reported, the scan goes on, and
+	// the range is not marked finished, so a rerun with the checkpoint
+	// reads it again.
+	ErrUnfinished = errors.New("scan: range not finished")
 )
 
 // OptionError is an invalid option, usable with errors.Is(err, ErrOption).

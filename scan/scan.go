@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -23,6 +24,8 @@ type RowFunc func(ctx context.Context, r bigtable.Row) error
 // RangeFunc is called when a worker starts a range, and returns the
 // callback for its rows and done, called after its last row, whose result
 // (JSON, or nil) the checkpoint records as the range's and Summary reports.
+// A done error wrapping ErrUnfinished records the result but leaves the
+// range unfinished (a rerun reads it again); any other error stops the scan.
 // A range read again after a restart gets a new call: per-range state kept
 // by these closures starts over, so the results of a resumed scan count
 // each row once.
@@ -379,17 +382,21 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		return nil
 	}
 	res, err := done()
-	if err != nil {
+	unfinished := errors.Is(err, ErrUnfinished)
+	if err != nil && !unfinished {
 		return &RangeError{Range: rg, Err: err}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cr := &r.ck.Ranges[i]
-	cr.Done, cr.Result, cr.fresh = true, res, true
+	cr.Done, cr.Result, cr.fresh = !unfinished, res, true
 	if r.c.checkpoint != "" {
 		if err := r.ck.write(r.c.checkpoint, time.Now()); err != nil {
 			return err
 		}
+	}
+	if unfinished {
+		return nil // read again by a rerun: not counted as done
 	}
 	// Counted once recorded: progress never reports a range as done that
 	// a kill now would read again.

@@ -207,6 +207,9 @@ HOW
   printf '```\n'
   echo
   cat scripts/benchmarks-notes-scale.md
+  echo
+  # Measured by hand (BenchmarkMigratePace; the command is in the notes).
+  cat scripts/benchmarks-notes-migrate.md
   cat <<PROF
 
 ## Profiles

@@ -34,7 +34,7 @@ func (t *Table) Now() bigtable.Timestamp { return t.now() }
 // MoveCell exposes moveCell, the atomic cell move Expire and time-to-idle
 // build on.
 func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
-	return t.moveCell(ctx, row, family, column, oldTS, value, newTS)
+	return t.moveCell(ctx, row, family, column, oldTS, value, newTS, moveAny)
 }
 
 // PurgeBelow exposes purgeBelow, the deletion of the versions a

@@ -211,7 +211,7 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 	}
 	ctx, cancel := context.WithTimeout(ctx, idleRefreshTimeout)
 	defer cancel()
-	applied, err := t.moveCell(withOnlyIfNewest(ctx), j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS)
+	applied, err := t.moveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, moveOnlyIfNewest)
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
 		return IdleDropped
@@ -228,23 +228,11 @@ func (t *Table) logIdleFailure(j *idleJob, err error) {
 	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "err", err)
 }
 
-// newestOnlyKey marks the context of a move (moveCell) that must apply
-// only while the moved cell is the newest of its column: a time-to-idle
-// refresh of a cell read as the newest must not lift it above a value
-// written since.
-type newestOnlyKey struct{}
-
-func withOnlyIfNewest(ctx context.Context) context.Context {
-	return context.WithValue(ctx, newestOnlyKey{}, true)
-}
-
-func onlyIfNewest(ctx context.Context) bool { return ctx.Value(newestOnlyKey{}) != nil }
-
 // newerCells matches any cell of family:column after the millisecond ms.
 func newerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
 	return bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms+1000, 0),
+		bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0), // ms < MaxTimestamp: moveCell
 	)
 }
 

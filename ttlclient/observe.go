@@ -260,7 +260,9 @@ func (o *observer) cellSlow(p *strategy.Policy, op *op, ts, now bigtable.Timesta
 	case op.cellOpt == cellOptTTL:
 		ttl = op.ttl()
 	default:
-		ttl = time.Duration(p.Expiry(ts)-now) * time.Microsecond
+		// Exact up to time.Duration's range (292 years), the most a
+		// histogram observation holds; Sub clamps beyond it, never wraps.
+		ttl = p.ExpiryTime(ts).Sub(time.UnixMicro(int64(now)))
 	}
 	o.rec.CellWritten(op.family, p.Kind(), ttl)
 }
@@ -436,14 +438,14 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 		opts = append(opts, bigtable.ReverseScan())
 	}
 	expired := 0
-	err := o.raw.ReadRows(ctx, s.rows, func(r bigtable.Row) bool {
+	err := o.raw.ReadRows(wire(ctx), s.rows, func(r bigtable.Row) bool {
 		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
 			return false
 		}
 		for fam, items := range r {
 			p := o.schema[fam]
 			for _, it := range items {
-				lag := time.Duration(now-p.Expiry(it.Timestamp)) * time.Microsecond
+				lag := time.UnixMicro(int64(now)).Sub(p.ExpiryTime(it.Timestamp))
 				o.rec.ExpiredCell(fam, p.Kind(), lag)
 				expired++
 			}

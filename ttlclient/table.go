@@ -75,7 +75,7 @@ func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigt
 		defer m.release() // once the client is done with the cells sent in place
 	}
 	t.obs.wrote(start)
-	return t.raw.Apply(ctx, row, bm, opts...)
+	return t.raw.Apply(wire(ctx), row, bm, opts...)
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -114,9 +114,9 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 		}
 	}()
 	if refused == nil {
-		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
+		return t.raw.ApplyBulk(wire(ctx), rowKeys, bms, opts...)
 	}
-	return applyPassed(ctx, rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+	return applyPassed(wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
 }
 
 // applyPassed sends only the rows whose slot in failed is nil, then puts
@@ -169,7 +169,7 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 	if t.idleFams != nil {
 		now = t.now()
 	}
-	r, err := t.raw.ReadRow(ctx, row, opts...)
+	r, err := t.raw.ReadRow(wire(ctx), row, opts...)
 	t.obs.afterReadRow(row, err)
 	if t.idleFams != nil && err == nil && r != nil {
 		t.afterIdleRead(r, now)
@@ -190,7 +190,7 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(f)), opts...)
+	err = t.raw.ReadRows(wire(ctx), arg, sh.wrap(t.idleRows(f)), opts...)
 	sh.done(err)
 	return err
 }
@@ -231,7 +231,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 		}
 	}
 	t.obs.wrote(start)
-	return t.raw.ApplyReadModifyWrite(ctx, row, rmw)
+	return t.raw.ApplyReadModifyWrite(wire(ctx), row, rmw)
 }
 
 // readOptions replaces the caller's RowFilter (the last one wins, as in the
