@@ -20,37 +20,16 @@ import (
 	"github.com/bttl/bttl/wireguard"
 )
 
-// knownHoles are matrix cells ("path/option") that fail because of a hole
-// issue 26 lists and another branch closes; each is skipped, naming the
-// item. Empty the entry when the fix lands. BTTL_MATRIX_HOLES=1 runs them
-// anyway.
-var knownHoles = map[string]string{
-	// Since the guard refuses every write to a write-time family's
-	// reserved qualifiers (item 4's fix), it refuses the companions
-	// ttlclient writes itself: ttlclient's requests need the marker that
-	// lets the guard pass them (item 1's fix).
-	"ttlclient+guard/WriteTime":         "issue 26 item 1 (ttlclient over a guarded connection: the guard refuses ttlclient's own companions, reserved-column)",
-	"ttlclient+guard/WriteTime+IdleTTL": "issue 26 item 1 (ttlclient over a guarded connection: the guard refuses ttlclient's own companions, reserved-column)",
-	"ttlclient+guard/mixed":             "issue 26 item 1 (ttlclient over a guarded connection: the guard refuses ttlclient's own companions, reserved-column)",
-	// ttlclient's companion reads pass through the guard's read filter,
-	// which hides companions: WriteTime finds none, Expire loses them; and
-	// the guard refuses ttlclient's companions, as above.
-	"ttlclient+guard+ReadFilter/WriteTime":         "issue 26 item 1 (ttlclient over a read-filtered connection: companions hidden from its reads and refused on its writes)",
-	"ttlclient+guard+ReadFilter/mixed":             "issue 26 item 1 (ttlclient over a read-filtered connection: companions hidden from its reads and refused on its writes)",
-	"ttlclient+guard+ReadFilter/WriteTime+IdleTTL": "issue 26 item 1 (ttlclient over a read-filtered connection: companions hidden from its reads and refused on its writes)",
-}
+// knownHoles are matrix cells ("path/option") that fail because of a known
+// hole another change closes; each is skipped, naming the issue item.
+// Remove the entry when the fix lands. BTTL_MATRIX_HOLES=1 runs them
+// anyway. Issue 26's (items 1, 3, 4) are closed.
+var knownHoles = map[string]string{}
 
-// knownHoleChecks are checks of the matrix that fail because of a hole
-// issue 26 lists; each is off while listed (BTTL_MATRIX_HOLES=1 turns it
-// on). Empty the entry when the fix lands.
-var knownHoleChecks = map[string]string{
-	// A read's own time-to-idle refresh moves the cell and its companion;
-	// WriteTime looks for the companion at the timestamp the read
-	// returned. The check expects WriteTime to find the moved cell; it
-	// does not ask where the cell's value is ambiguous in its column (a
-	// fix may refuse to guess there).
-	"WriteTimeAfterRefresh": "issue 26 item 10 (WriteTime x time-to-idle)",
-}
+// knownHoleChecks are checks of the matrix ("WriteTimeAfterRefresh") that
+// fail because of a known hole; each is off while listed
+// (BTTL_MATRIX_HOLES=1 turns it on). Issue 26 item 10's is closed.
+var knownHoleChecks = map[string]string{}
 
 // The servers of the matrix.
 const (
