@@ -174,7 +174,7 @@ HOW
   fi
   echo "### bttl's own work before the RPC, 10 cells, the mutation built once outside the loop"
   echo
-  echo "\`BenchmarkTableAPIBuild\`: what \`Apply\` does before its RPC on each path (\`impl=ttl\`: a built \`ttlclient.Mutation\`; \`impl=api\`: a built \`*bigtable.Mutation\` through \`Table.API()\`), without the caller's build or the server (\`docs/bench/tableapi-build.txt\`):"
+  echo "\`BenchmarkTableAPIBuild\`: what \`Apply\` does before its RPC on each path (\`impl=ttl\`: a built \`ttlclient.Mutation\`'s first \`Apply\`; \`impl=ttl-again\`, in runs after issue 30: one applied again, its cells built anew; \`impl=api\`: a built \`*bigtable.Mutation\` through \`Table.API()\`), without the caller's build or the server (\`docs/bench/tableapi-build.txt\`):"
   echo
   echo '\`\`\`sh'
   echo "$TABLEAPI_BUILD_CMD"

@@ -47,6 +47,7 @@ type config struct {
 	sqlAllowed    bool // PrepareStatement sends queries reading managed families
 	idleWorkers   int
 	idleQueue     int
+	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -117,6 +118,9 @@ type Client struct {
 	shadows shadowPool  // shadow reads of tables with a Recorder
 	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
 	refresh refreshPool // time-to-idle refreshes
+	// incompatible are the client-version checks that failed when the
+	// client was made (CheckCompatibility), counted at each Open.
+	incompatible []CompatibilityFailure
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -139,12 +143,21 @@ func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigt
 		_ = raw.Close()
 		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
-	return &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}, nil
+	c := &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}
+	c.checkCompatibility()
+	return c, nil
 }
 
 // Wrap uses an existing client. Close leaves it open: its owner closes it.
+//
+// NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
+// a failure once, as a warning on the client's logger; each Open then
+// counts it on the table's recorder (CompatibilityRecorder). The client is
+// made either way: what then fails is in CompatibilityFailure.Effect.
 func Wrap(raw *bigtable.Client, opts ...Option) *Client {
-	return &Client{raw: raw, opts: opts}
+	c := &Client{raw: raw, opts: opts}
+	c.checkCompatibility()
+	return c
 }
 
 // Raw is the wrapped client, for calls the library does not cover. Writes
@@ -219,7 +232,8 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 
 // Open returns a handle on table whose families follow schema. Families the
 // schema does not name are read untouched, and writes to them are refused:
-// name them with strategy.Unmanaged to write them.
+// name them with strategy.Unmanaged to write them, or let every one of them
+// through as unmanaged with WithUnlistedFamilies.
 //
 // Open first verifies, with the admin client, that the table has every
 // family of the schema with the GC rule its strategy needs (see Verify),
@@ -244,7 +258,10 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
 //
-// Open is OpenContext with context.Background().
+// Open is OpenContext with context.Background(): its admin call (up to the
+// verify timeout, 10 s by default) cannot be cancelled by the caller.
+//
+// Deprecated: Use OpenContext, which takes the caller's context.
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.OpenContext(context.Background(), table, schema, opts...)
 }
@@ -264,10 +281,11 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
+		c.recordIncompatible(rec)
 	}
-	if err := schema.Validate(); err != nil {
+	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -281,9 +299,13 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
-			return nil, fmt.Errorf("open table %q: %w", table, err)
+			return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 		}
-		filterOpts = append(filterOpts, filters.WithFamilies(families))
+		if cfg.unlisted == nil {
+			// Unlisted families, when written, are read whenever created:
+			// see WithUnlistedFamilies.
+			filterOpts = append(filterOpts, filters.WithFamilies(families))
+		}
 	}
 	fb, err := filters.New(schema, filterOpts...)
 	if err == nil {
@@ -291,7 +313,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false
@@ -313,6 +335,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		refresh:     &c.refresh,
 		idleWorkers: cfg.idleWorkers,
 		idleQueue:   cfg.idleQueue,
+		unlisted:    cfg.unlisted,
 	}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)

@@ -37,6 +37,8 @@ type Table struct {
 	refresh                *refreshPool
 	idleWorkers, idleQueue int
 	idleRec                IdleRecorder
+
+	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // Name is the table's name.
@@ -67,12 +69,9 @@ func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now
 func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
 	start := t.obs.begin()
 	now := t.clock.Now()
-	bm, held, err := t.build(row, m, now, false)
+	bm, err := t.build(row, m, now, false)
 	if err != nil {
 		return err
-	}
-	if held {
-		defer m.release() // once the client is done with the cells sent in place
 	}
 	t.obs.wrote(start)
 	return t.raw.Apply(wire(ctx), row, bm, opts...)
@@ -89,10 +88,9 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	start := t.obs.begin()
 	now := t.clock.Now()
 	bms := make([]*bigtable.Mutation, len(muts))
-	held := make([]uint64, (len(muts)+63)/64) // the rows whose cells are sent in place
 	var refused []error
 	for i, m := range muts {
-		bm, inPlace, err := t.build(rowKeys[i], m, now, true)
+		bm, err := t.build(rowKeys[i], m, now, true)
 		if err != nil {
 			if refused == nil {
 				refused = make([]error, len(muts))
@@ -101,18 +99,8 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 			continue
 		}
 		bms[i] = bm
-		if inPlace {
-			held[i/64] |= 1 << (i % 64)
-		}
 	}
 	t.obs.wrote(start)
-	defer func() {
-		for i, m := range muts {
-			if held[i/64]&(1<<(i%64)) != 0 {
-				m.release()
-			}
-		}
-	}()
 	if refused == nil {
 		return t.raw.ApplyBulk(wire(ctx), rowKeys, bms, opts...)
 	}
@@ -170,9 +158,9 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 		now = t.now()
 	}
 	r, err := t.raw.ReadRow(wire(ctx), row, opts...)
-	t.obs.afterReadRow(row, err)
+	t.obs.afterReadRow(ctx, row, err)
 	if t.idleFams != nil && err == nil && r != nil {
-		t.afterIdleRead(r, now)
+		t.afterIdleRead(ctx, r, now)
 	}
 	return r, err
 }
@@ -190,8 +178,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(wire(ctx), arg, sh.wrap(t.idleRows(f)), opts...)
-	sh.done(err)
+	err = t.raw.ReadRows(wire(ctx), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
+	sh.done(ctx, err)
 	return err
 }
 
@@ -217,12 +205,12 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 	}
 	rmw := bigtable.NewReadModifyWrite()
 	for _, o := range m.ops {
-		p, ok := t.schema[o.family]
+		p, ok := t.policy(o.family)
 		if !ok {
-			return nil, t.refuse(row, o.family, o.column, ErrUnknownFamily)
+			return nil, t.refuseOp(row, o.family, o.column, ErrUnknownFamily)
 		}
 		if p.Managed() {
-			return nil, t.refuse(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+			return nil, t.refuseOp(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
 		}
 		if o.isAppend {
 			rmw.AppendValue(o.family, o.column, o.appendValue)
@@ -248,7 +236,7 @@ func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, 
 			f, ok := rowFilterOf(o)
 			if !ok {
 				t.obs.refused("", ErrUnsupportedReadOption)
-				return nil, fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)
+				return nil, &codedError{fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)}
 			}
 			user, hasUser = f, true
 		}
@@ -311,6 +299,14 @@ func (t *Table) refuse(row, family, column string, err error) *CellError {
 	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
 }
 
+// refuseOp is refuse for an operation on family, which the message names
+// even when it is "".
+func (t *Table) refuseOp(row, family, column string, err error) *CellError {
+	e := t.refuse(row, family, column, err)
+	e.named = true
+	return e
+}
+
 func (t *Table) checkRowKey(row string) error {
 	if row == "" {
 		return t.refuse(row, "", "", ErrEmptyRowKey)
@@ -323,30 +319,29 @@ func (t *Table) checkRowKey(row string) error {
 
 // build turns m into the mutation to send at now, or the first refusal.
 // now is the clock reading itself, not its microseconds: a TTL is added to
-// it in nanoseconds (strategy.Policy.WriteTimestamp). held reports that the
-// mutation sent holds m's own cells, their timestamps written in place: the
-// caller must call m.release once the client is done with it (the RPC has
-// returned).
-func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (bm *bigtable.Mutation, held bool, err error) {
+// it in nanoseconds (strategy.Policy.WriteTimestamp). The first build of
+// m to succeed may send m's own cells, their timestamps written in place
+// (Mutation.claim); they are then never written again.
+func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigtable.Mutation, error) {
 	if err := t.checkRowKey(row); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if m == nil {
-		return nil, false, t.refuse(row, "", "", ErrNilMutation)
+		return nil, t.refuse(row, "", "", ErrNilMutation)
 	}
 	if !m.isConditional {
 		if len(m.ops) == 0 {
-			return nil, false, t.refuse(row, "", "", ErrEmptyMutation)
+			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		held = m.acquire()
-		if bm, err = t.convert(row, m, now, held); err != nil && held {
-			m.release()
-			held = false
+		inPlace := m.claim()
+		bm, err := t.convert(row, m, now, inPlace)
+		if err != nil && inPlace {
+			m.unclaim() // nothing was sent
 		}
-		return bm, held, err
+		return bm, err
 	}
 	if bulk {
-		return nil, false, t.refuse(row, "", "", ErrConditionalInBulk)
+		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
 	}
 	// A conditional mutation's branches are built anew: they are rare, and
 	// the same Mutation may be both.
@@ -361,18 +356,18 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (bm *bi
 	}
 	mtrue, err := branch(m.mtrue)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	mfalse, err := branch(m.mfalse)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), false, nil
+	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
 }
 
 // convert is the bigtable.Mutation to send for m's operations, with
 // managed timestamps rewritten, or the first refusal. inPlace: the caller
-// holds m (Mutation.acquire), so its own cells are sent themselves.
+// claimed m (Mutation.claim), so its own cells are sent themselves.
 func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*bigtable.Mutation, error) {
 	n := len(m.ops)
 	if t.singleValue {
@@ -398,7 +393,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			continue
 		}
 		if !found || o.family != fam {
-			p, found = t.schema[o.family]
+			p, found = t.policy(o.family)
 			if !found {
 				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}
@@ -494,7 +489,7 @@ func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now t
 
 func (t *Table) opError(row string, o *op, err error) *CellError {
 	t.obs.refused(o.family, err)
-	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err}
+	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err, named: true}
 	switch {
 	case o.cellOpt == cellOptTTL:
 		e.TTL = o.ttl()

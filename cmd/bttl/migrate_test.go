@@ -195,8 +195,9 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 	cmd := exec.Command(bin, append(args("killed"), "-checkpoint", ckpt, "-cells-per-second", strconv.Itoa(n/20))...)
 	cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+addr)
 	require.NoError(t, cmd.Start())
-	// Kill it once a key range is finished (the checkpoint says so) and
-	// some cells, not all, have moved (timestamps past now).
+	// Kill it once a key range holding rows is finished (the checkpoint
+	// says so: an edge range can be empty, and finishing one proves
+	// nothing) and some cells, not all, have moved (timestamps past now).
 	moved := func() int {
 		c := 0
 		require.NoError(t, dc.Open("killed").ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
@@ -205,29 +206,39 @@ func TestMigrateKilledAndRestarted(t *testing.T) {
 		}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.TimestampRangeFilter(now, time.Time{}), bigtable.StripValueFilter()))))
 		return c
 	}
-	rangesDone := func() (done, total int) {
+	// done counts the finished ranges, withRows those of them that read
+	// a row (their result is the range's migrate.Stats).
+	rangesDone := func() (done, withRows, total int) {
 		b, err := os.ReadFile(ckpt)
 		if err != nil {
-			return 0, 0 // not written yet (it is replaced by a rename, never seen half written)
+			return 0, 0, 0 // not written yet (it is replaced by a rename, never seen half written)
 		}
-		var ck struct{ Ranges []struct{ Done bool } }
+		var ck struct {
+			Ranges []struct {
+				Done   bool
+				Result struct{ Rows int64 }
+			}
+		}
 		require.NoError(t, json.Unmarshal(b, &ck), "%s", b)
 		for _, r := range ck.Ranges {
 			if r.Done {
 				done++
+				if r.Result.Rows > 0 {
+					withRows++
+				}
 			}
 		}
-		return done, len(ck.Ranges)
+		return done, withRows, len(ck.Ranges)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for d, _ := rangesDone(); d == 0; d, _ = rangesDone() {
-		require.True(t, time.Now().Before(deadline), "no key range finished within 2 minutes")
+	for _, w, _ := rangesDone(); w == 0; _, w, _ = rangesDone() {
+		require.True(t, time.Now().Before(deadline), "no key range holding rows finished within 2 minutes")
 		time.Sleep(10 * time.Millisecond) // polling another process's file: no clock to inject
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	at := moved()
-	done, total := rangesDone()
+	done, _, total := rangesDone()
 	t.Logf("killed after %d of %d cells moved, %d of %d key ranges finished", at, len(model), done, total)
 	require.Less(t, at, len(model), "killed mid-run")
 	require.Less(t, done, total, "killed mid-run")

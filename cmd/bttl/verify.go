@@ -12,30 +12,50 @@ import (
 
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/provision"
+	"github.com/bttl/bttl/strategy"
 )
 
 var verifyCommand = command{
 	name: "verify", needsSchema: true,
 	help: `Compares each table's column families and GC rules with the schema file.
 A missing table or family, or a rule other than the strategy needs, is a
-mismatch (exit 1); every table is checked. Makes one GetTable call per table.
+mismatch (exit 1); every table is checked. A GC rule does not say which
+strategy it was set for, so the stored cells of each sequence or write-time
+family whose rule matches are read too (values stripped), as apply's
+adoption scan reads them: real timestamps in a sequence family, or columns
+under the reserved qualifiers of a write-time family, are a mismatch
+(exit 1). -assume-adopted skips that scan: then only GetTable is called.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
-		return invocation{run: func(e *env) int { return verify(e, *only) }}
+		assume := assumeAdoptedFlag(fs)
+		return invocation{run: func(e *env) int { return verify(e, *only, *assume) }}
 	},
+}
+
+// assumeAdoptedFlag is -assume-adopted (provision.WithAssumeAdopted).
+func assumeAdoptedFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("assume-adopted", false, "do not read the stored cells of sequence and write-time families whose GC rule already matches "+
+		"(their data was checked before and written only through bttl since); a rule change is still checked")
 }
 
 var planCommand = command{
 	name: "plan", needsSchema: true,
 	help: `Shows the family and GC-rule changes apply would make, how many stored cells
 a lowering change makes collectable (a sample; -exact reads every row), and
-the changes apply would refuse without -force. Changes nothing.
+the changes apply would refuse without -force, including a sequence or
+write-time family whose rule already matches but whose stored cells the
+strategy would hide (-assume-adopted skips that scan). Changes nothing.
+Exit status 1 when apply would refuse a change (as apply then exits), 0
+otherwise. -family plans the named families only, as apply -family makes
+them.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
+		fams := familiesFlag(fs)
 		exact := fs.Bool("exact", false, "count what a lowering change makes collectable over every row, not a sample")
-		return invocation{run: func(e *env) int { return plan(e, *only, *exact) }}
+		assume := assumeAdoptedFlag(fs)
+		return invocation{run: func(e *env) int { return plan(e, *only, *fams, *exact, *assume) }}
 	},
 }
 
@@ -46,34 +66,66 @@ strategies need, after showing the plan and asking for confirmation (-yes:
 don't ask). Refuses (exit 1, nothing changed) a rule change that would
 delete or hide stored cells unless -force; the scan that decides this reads
 every row of the family (-sample-rows sizes only the collectable count).
+A rule does not say which strategy it was set for, so the scan also reads
+sequence and write-time families whose rule already matches, and refuses
+the same way (-assume-adopted skips them). A refusal holds back every change
+of the run: -family F,G applies the named families' changes only, so a safe
+change need not wait for a refused one (the families not named are left as
+they are).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
+		fams := familiesFlag(fs)
+		assume := assumeAdoptedFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
-		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
+		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
 		sample := int64(10_000)
-		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads (default 10000); the safety scan that decides refusal always reads every row")
-		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, int(sample)) }}
+		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads; the safety scan that decides refusal always reads every row")
+		return invocation{run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, int(sample)) }}
 	},
 }
 
-func verify(e *env, only string) int {
+func verify(e *env, only string, assumeAdopted bool) int {
 	tables, err := e.tables(only)
 	if err != nil {
 		return e.fail(err)
 	}
+	var opts []provision.Option
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
+	}
+	p := provision.New(e.admin, e.data, opts...)
 	code := exitOK
 	for _, t := range tables {
 		ctx, cancel := e.step()
 		err := e.admin.Verify(ctx, t, e.schemas[t])
-		cancel()
 		var ms gcrule.Mismatches
+		if err == nil || errors.As(err, &ms) {
+			// The families whose rule matches: does their data fit?
+			var pl *provision.Plan
+			pl, err = p.Plan(ctx, t, e.schemas[t])
+			if err == nil {
+				err = p.CheckUnchanged(ctx, pl)
+			}
+			if err != nil && !errors.Is(err, provision.ErrUnsafeAdoption) {
+				err = fmt.Errorf("checking the stored cells of sequence and write-time families (-assume-adopted skips it): %w", err)
+			}
+			if err == nil && ms != nil {
+				err = ms
+			}
+		}
+		cancel()
 		switch {
-		case errors.As(err, &ms):
+		case errors.As(err, &ms) || errors.Is(err, provision.ErrUnsafeAdoption):
 			code = worst(code, exitFindings)
 			fmt.Fprintf(e.stdout, "table %q: MISMATCH\n", t)
 			for _, m := range ms {
 				fmt.Fprintf(e.stdout, "  family %q (%s): %s: expected %s, actual %s\n", m.Family, m.Policy, m.Kind, m.Expected, m.Actual)
+			}
+			if errors.Is(err, provision.ErrUnsafeAdoption) {
+				for _, x := range unwrapJoined(err) {
+					fmt.Fprintf(e.stdout, "  ! %v\n", x)
+				}
 			}
 		case status.Code(err) == codes.NotFound && !e.interrupted():
 			code = worst(code, exitFindings)
@@ -96,10 +148,10 @@ func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
 
 // plans computes every table's plan and prints it, with the one-second
 // adoptions apply would refuse (refusal) unless forced.
-func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provision.Plan, refusal, err error) {
+func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema) (plans []*provision.Plan, refusal, err error) {
 	for _, t := range tables {
 		ctx, cancel := e.step()
-		pl, err := p.Plan(ctx, t, e.schemas[t])
+		pl, err := p.Plan(ctx, t, schemas[t])
 		if err == nil {
 			pl.Write(e.stdout)
 			err = p.CheckAdoptions(ctx, pl)
@@ -117,8 +169,62 @@ func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provisi
 	return plans, refusal, nil
 }
 
-func plan(e *env, only string, exact bool) int {
+// unwrapJoined is the errors errors.Join joined (err itself otherwise).
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// familiesFlag adds -family, common to plan and apply.
+func familiesFlag(fs *flag.FlagSet) *[]string {
+	var fams []string
+	fs.Func("family", "act on these families only (a comma-separated `list`; default: every family of the schema)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				return errors.New("want family names, comma-separated")
+			}
+			fams = append(fams, f)
+		}
+		return nil
+	})
+	return &fams
+}
+
+// familyTables is tables(only) with each table's schema cut to families
+// (all of it when families is empty). A table holding none of the named
+// families is left out; a family no table of the run names is an error.
+func (e *env) familyTables(only string, families []string) ([]string, map[string]strategy.Schema, error) {
 	tables, err := e.tables(only)
+	if err != nil || len(families) == 0 {
+		return tables, e.schemas, err
+	}
+	schemas := map[string]strategy.Schema{}
+	var kept []string
+	found := map[string]bool{}
+	for _, t := range tables {
+		cut := strategy.Schema{}
+		for _, f := range families {
+			if p, ok := e.schemas[t][f]; ok {
+				cut[f], found[f] = p, true
+			}
+		}
+		if len(cut) > 0 {
+			schemas[t] = cut
+			kept = append(kept, t)
+		}
+	}
+	for _, f := range families {
+		if !found[f] {
+			return nil, nil, fmt.Errorf("-family: family %q is in no table of the schema file acted on", f)
+		}
+	}
+	return kept, schemas, nil
+}
+
+func plan(e *env, only string, families []string, exact, assumeAdopted bool) int {
+	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -126,18 +232,22 @@ func plan(e *env, only string, exact bool) int {
 	if exact {
 		opts = append(opts, provision.WithExactCounts())
 	}
-	_, refusal, err := e.plans(e.provisioner(opts...), tables)
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
+	}
+	_, refusal, err := e.plans(e.provisioner(opts...), tables, schemas)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil {
-		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force")
+		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force (apply -family applies the others alone)")
+		return exitFindings
 	}
 	return exitOK
 }
 
-func apply(e *env, only string, yes, force bool, sample int) int {
-	tables, err := e.tables(only)
+func apply(e *env, only string, families []string, yes, force, assumeAdopted bool, sample int) int {
+	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -145,13 +255,16 @@ func apply(e *env, only string, yes, force bool, sample int) int {
 	if force {
 		opts = append(opts, provision.WithForce())
 	}
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
+	}
 	p := e.provisioner(opts...)
-	plans, refusal, err := e.plans(p, tables)
+	plans, refusal, err := e.plans(p, tables, schemas)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead, or -family to apply the other families alone)")
 		return exitFindings
 	}
 	pending := 0
@@ -177,7 +290,7 @@ func apply(e *env, only string, yes, force bool, sample int) int {
 			continue
 		}
 		ctx, cancel := e.step()
-		err := p.Execute(ctx, pl, e.schemas[pl.Table])
+		err := p.Execute(ctx, pl, schemas[pl.Table])
 		cancel()
 		if err != nil {
 			if errors.Is(err, provision.ErrUnsafeAdoption) {
