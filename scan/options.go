@@ -121,6 +121,7 @@ func WithStall(d time.Duration) Option { return optionFunc(func(c *config) { c.s
 // read whole by this run, held no rows. The remedy is shard keys chosen
 // from the data (SuggestShardKeys), the same for every process.
 type ShardWarning struct {
+	Table string
 	Shard Shard
 	Sizes []int
 	// Uneven: the largest piece holds more than 4x the smallest's points

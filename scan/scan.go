@@ -141,6 +141,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 			return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
 		}
 		if w, ok := c.balance(sampled); ok {
+			w.Table = table
 			c.shardWarn(w)
 		}
 	}
@@ -160,7 +161,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 	r := &runner{c: c, tbl: tbl, f: f, ck: ck, st: st, s: s, start: time.Now(), readOpts: c.readOptions()}
 	err = r.run(ctx)
 	if c.shardWarn != nil && c.shard.Count > 1 && err == nil && s.Complete() && s.Rows == 0 && !s.Limited && resumedNone(s) {
-		c.shardWarn(ShardWarning{Shard: c.shard, Empty: true})
+		c.shardWarn(ShardWarning{Table: table, Shard: c.shard, Empty: true})
 	}
 	return s, err
 }
