@@ -445,6 +445,11 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		if lim != nil {
 			for left := n; left > 0; left -= lim.Burst() {
 				if ferr = lim.WaitN(ctx, min(left, lim.Burst())); ferr != nil {
+					if _, ok := ctx.Deadline(); ok && ctx.Err() == nil {
+						// The wait would pass the deadline: said as the
+						// deadline, which it is, rather than as the limiter.
+						ferr = fmt.Errorf("%w (%v)", context.DeadlineExceeded, ferr)
+					}
 					return false
 				}
 			}

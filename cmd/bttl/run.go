@@ -386,7 +386,8 @@ func (e *env) fail(err error) int {
 	switch {
 	case errors.As(err, &se):
 		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpoint(), se.Interval, msg)
-	case errors.Is(context.Cause(e.ctx), errCommandTimeout):
+	case e.g.timeout > 0 && (errors.Is(context.Cause(e.ctx), errCommandTimeout) || errors.Is(err, context.DeadlineExceeded)):
+		// With -timeout, the command's deadline is the only one.
 		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpoint(), msg)
 	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
 		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpoint(), stepTimeout, msg)
