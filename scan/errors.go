@@ -34,7 +34,8 @@ func (e *StallError) Error() string {
 	if e.Step != "ReadRows" {
 		return fmt.Sprintf("scan: %s: no answer within %s (the stall interval)", e.Step, e.Interval)
 	}
-	return fmt.Sprintf("scan: range %s: nothing received for %s (the stall interval), on the read and on its retry", e.Range, e.Interval)
+	// A RangeError wrapping it names the range.
+	return fmt.Sprintf("nothing received for %s (the stall interval), on the read and on its retry", e.Interval)
 }
 func (e *StallError) Unwrap() error { return ErrStalled }
 
