@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -267,9 +268,19 @@ var taskRunners = []struct{ index, count, name string }{
 	{"JOB_COMPLETION_INDEX", "", "a Kubernetes Indexed Job"},
 }
 
+// scanGCPercent is the garbage collector's target for a scan when GOGC is
+// not set: a scan's live heap is small and fixed (docs/design.md#scan-engine,
+// memory bound), its garbage (one decoded response per row) large, and at
+// the default 100 the collector took about a quarter of a 1-worker audit's
+// CPU (BENCHMARKS.md#audit-pace).
+const scanGCPercent = 400
+
 // fromEnv sets the shard from the job runner's variables when -shard is
-// not given.
+// not given, and the scan's GC target.
 func (s *scanFlags) fromEnv(getenv func(string) string) error {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(scanGCPercent)
+	}
 	if s.shardSet {
 		if s.shardCount > 0 && int(s.shardCount) != s.shard.Count {
 			return fmt.Errorf("-shard-count %d contradicts -shard %s", s.shardCount, s.shard)
