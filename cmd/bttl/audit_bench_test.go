@@ -42,7 +42,10 @@ func TestMain(m *testing.M) {
 }
 
 // setupAuditBench starts the emulator and loads BTTL_AUDIT_BENCH_CELLS
-// cells (default 1,000,000) in rows of 10, 32-byte values, one family.
+// cells (default 1,000,000) in rows of BTTL_AUDIT_BENCH_PER_ROW cells
+// (default 10), 32-byte values, one family. cbt count reads one cell per
+// row (its filter is cells_per_row_limit 1 + strip_value): with 1 cell per
+// row it receives what the audit does.
 func setupAuditBench(b *testing.B) {
 	a := &auditBench
 	a.once.Do(func() {
@@ -52,7 +55,13 @@ func setupAuditBench(b *testing.B) {
 				return
 			}
 		}
-		a.perRow, a.rows = 10, a.cells/10
+		a.perRow = 10
+		if s := os.Getenv("BTTL_AUDIT_BENCH_PER_ROW"); s != "" {
+			if a.perRow, a.err = strconv.Atoi(s); a.err != nil {
+				return
+			}
+		}
+		a.rows = a.cells / a.perRow
 		if a.dir, a.err = os.MkdirTemp("", "bttl-audit-bench"); a.err != nil {
 			return
 		}
