@@ -29,6 +29,16 @@ func newHarness(t *testing.T, opts ...grpc.ServerOption) *bttestharness.Harness 
 	return h
 }
 
+func finishedRanges(s *scan.Summary) []scan.Range {
+	var out []scan.Range
+	for _, r := range s.Ranges {
+		if r.Done {
+			out = append(out, r.Range)
+		}
+	}
+	return out
+}
+
 // A checkpoint kept in a Bigtable table (created by the scan) resumes a
 // cancelled scan as a file does: the restart, a new process with no local
 // state, skips the ranges the first run finished.
@@ -51,12 +61,7 @@ func TestBigtableCheckpointResumesWithoutLocalState(t *testing.T) {
 		return first.row(ctx, r)
 	}, opts()...)
 	require.ErrorIs(t, err, context.Canceled)
-	var finished []scan.Range
-	for _, r := range sum1.Ranges {
-		if r.Done {
-			finished = append(finished, r.Range)
-		}
-	}
+	finished := finishedRanges(sum1)
 	require.NotEmpty(t, finished)
 	require.Less(t, len(finished), len(sum1.Ranges))
 

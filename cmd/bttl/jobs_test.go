@@ -61,15 +61,21 @@ type cloudRunJob struct {
 
 const jobsDir = "../../examples/jobs"
 
-// kubernetesArgs reads an Indexed Job: bttl's args and the completions.
-func kubernetesArgs(t *testing.T, file string) ([]string, int) {
+// readJob reads a job example into j, checking its apiVersion and kind.
+func readJob(t *testing.T, file, apiVersion string, j any, kind *string, version *string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(jobsDir, file))
 	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, j), file)
+	require.Equal(t, apiVersion, *version, file)
+	require.Equal(t, "Job", *kind, file)
+}
+
+// kubernetesArgs reads an Indexed Job: bttl's args and the completions.
+func kubernetesArgs(t *testing.T, file string) ([]string, int) {
+	t.Helper()
 	var j kubernetesJob
-	require.NoError(t, yaml.Unmarshal(b, &j), file)
-	require.Equal(t, "batch/v1", j.APIVersion, file)
-	require.Equal(t, "Job", j.Kind, file)
+	readJob(t, file, "batch/v1", &j, &j.Kind, &j.APIVersion)
 	require.Equal(t, "Indexed", j.Spec.CompletionMode, "%s: pods get JOB_COMPLETION_INDEX only in an Indexed Job", file)
 	require.Len(t, j.Spec.Template.Spec.Containers, 1, file)
 	c := j.Spec.Template.Spec.Containers[0]
@@ -81,12 +87,8 @@ func kubernetesArgs(t *testing.T, file string) ([]string, int) {
 // cloudRunArgs reads a Cloud Run job: bttl's args and the task count.
 func cloudRunArgs(t *testing.T, file string) ([]string, int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(jobsDir, file))
-	require.NoError(t, err)
 	var j cloudRunJob
-	require.NoError(t, yaml.Unmarshal(b, &j), file)
-	require.Equal(t, "run.googleapis.com/v1", j.APIVersion, file)
-	require.Equal(t, "Job", j.Kind, file)
+	readJob(t, file, "run.googleapis.com/v1", &j, &j.Kind, &j.APIVersion)
 	cs := j.Spec.Template.Spec.Template.Spec.Containers
 	require.Len(t, cs, 1, file)
 	require.Equal(t, []string{"bttl"}, cs[0].Command, file)
@@ -160,6 +162,23 @@ func runnerEnv(addr string, extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(append(env, "BIGTABLE_EMULATOR_HOST="+addr), extra...)
+}
+
+// clientsWithTable returns clients on the server at addr (also made the
+// test's BIGTABLE_EMULATOR_HOST) after creating table with family fam.
+func clientsWithTable(t *testing.T, addr, table, fam string) (*bigtable.AdminClient, *bigtable.Client) {
+	t.Helper()
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	require.NoError(t, ac.CreateTable(ctx, table))
+	require.NoError(t, ac.CreateColumnFamily(ctx, table, fam))
+	return ac, dc
 }
 
 // worker is one bttl process of a job, in a working directory of its own.
@@ -300,20 +319,8 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	auditArgs, tasks := cloudRunArgs(t, "cloudrun-audit.yaml")
 
 	addrA, addrB := startCBTEmulator(t), startCBTEmulator(t)
-	clients := func(addr string) (*bigtable.AdminClient, *bigtable.Client) {
-		t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
-		ac, err := bigtable.NewAdminClient(context.Background(), "p", "i")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = ac.Close() })
-		dc, err := bigtable.NewClientWithConfig(context.Background(), "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dc.Close() })
-		require.NoError(t, ac.CreateTable(context.Background(), "events"))
-		require.NoError(t, ac.CreateColumnFamily(context.Background(), "events", "clicks"))
-		return ac, dc
-	}
-	_, dcA := clients(addrA)
-	_, dcB := clients(addrB)
+	_, dcA := clientsWithTable(t, addrA, "events", "clicks")
+	_, dcB := clientsWithTable(t, addrB, "events", "clicks")
 	bin := buildBttl(t)
 	now := time.Now()
 	cells := jobCells(t)

@@ -71,17 +71,8 @@ func TestAuditOnKilledEmulatorExitsWithinStall(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	em := startCBTEmulatorProcess(t)
-	t.Setenv("BIGTABLE_EMULATOR_HOST", em.Addr)
+	_, dc := clientsWithTable(t, em.Addr, "big", "clicks")
 	bin := buildBttl(t)
-	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	defer ac.Close()
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	defer dc.Close()
-	require.NoError(t, ac.CreateTable(ctx, "big"))
-	require.NoError(t, ac.CreateColumnFamily(ctx, "big", "clicks"))
 	loadCells(t, dc, "big", "clicks", 2000, 50, bigtable.Now().TruncateToMilliseconds())
 	schema := writeFile(t, "s.yaml", "tables: {big: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
 
@@ -107,14 +98,9 @@ func TestSIGTERMRecordsCheckpointAndExits143(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	_, dc, addr := emulatorClients(t)
+	addr := startCBTEmulator(t)
+	_, dc := clientsWithTable(t, addr, "big", "clicks")
 	bin := buildBttl(t)
-	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	defer ac.Close()
-	require.NoError(t, ac.CreateTable(ctx, "big"))
-	require.NoError(t, ac.CreateColumnFamily(ctx, "big", "clicks"))
 	loadCells(t, dc, "big", "clicks", 2000, 50, bigtable.Now().TruncateToMilliseconds())
 	schema := writeFile(t, "s.yaml", "tables: {big: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
 	now := time.Now().UTC().Format(time.RFC3339Nano)
@@ -142,10 +128,8 @@ func TestSIGTERMRecordsCheckpointAndExits143(t *testing.T) {
 // -timeout bounds the whole command, as cbt's does: a scan that would take
 // longer stops at it with exit 2, saying so.
 func TestTimeoutBoundsTheWholeAudit(t *testing.T) {
-	ac, dc, addr := newServer(t)
-	ctx := context.Background()
-	require.NoError(t, ac.CreateTable(ctx, "big"))
-	require.NoError(t, ac.CreateColumnFamily(ctx, "big", "clicks"))
+	_, _, addr := newServer(t)
+	_, dc := clientsWithTable(t, addr, "big", "clicks")
 	loadCells(t, dc, "big", "clicks", 500, 20, bigtable.Now().TruncateToMilliseconds())
 	schema := writeFile(t, "s.yaml", "tables: {big: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
 	start := time.Now()
@@ -200,10 +184,8 @@ func TestShardFromJobRunner(t *testing.T) {
 // A runner's variables reach the command: the shard is printed with where
 // it came from, and a bad variable is a usage error before any RPC.
 func TestShardFromRunnerIsPrinted(t *testing.T) {
-	ac, dc, addr := newServer(t)
-	ctx := context.Background()
-	require.NoError(t, ac.CreateTable(ctx, "t"))
-	require.NoError(t, ac.CreateColumnFamily(ctx, "t", "f"))
+	_, _, addr := newServer(t)
+	_, dc := clientsWithTable(t, addr, "t", "f")
 	loadCells(t, dc, "t", "f", 10, 1, bigtable.Now().TruncateToMilliseconds())
 	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: default-expiry, ttl: 48h}}}\n")
 	t.Setenv("CLOUD_RUN_TASK_INDEX", "1")
@@ -227,10 +209,9 @@ func TestShardFromRunnerIsPrinted(t *testing.T) {
 // 4x and shard 1 that it held no rows, both with the -suggest-shard-keys
 // remedy, and shard keys from the data silence them.
 func TestEvenSplitOfHexKeysWarns(t *testing.T) {
-	ac, dc, addr := newServer(t)
+	_, _, addr := newServer(t)
+	_, dc := clientsWithTable(t, addr, "hex", "f")
 	ctx := context.Background()
-	require.NoError(t, ac.CreateTable(ctx, "hex"))
-	require.NoError(t, ac.CreateColumnFamily(ctx, "hex", "f"))
 	tbl := dc.Open("hex")
 	var keys []string
 	var muts []*bigtable.Mutation
