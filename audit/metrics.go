@@ -41,6 +41,15 @@ const (
 	// union).
 	MetricBeyondKeptCells = "bttl_audit_beyond_kept_cells"
 	MetricBeyondKeptBytes = "bttl_audit_beyond_kept_bytes"
+	// MetricNotSequenceCells: cells of a sequence family whose timestamps
+	// are not sequence numbers; MetricRealTimeCells: those of them that are
+	// real times (cbt, server timestamps), which outrank every revision.
+	MetricNotSequenceCells = "bttl_audit_not_sequence_cells"
+	MetricRealTimeCells    = "bttl_audit_real_time_cells"
+	// MetricSequenceNumberCells: cells of an age family whose timestamps
+	// are sequence numbers (before strategy.RealTimeFloor): the age rule
+	// deletes them.
+	MetricSequenceNumberCells = "bttl_audit_sequence_number_cells"
 	// Per table: rows read, the largest row's size, and when the figures
 	// were taken (the report's Now, Unix seconds).
 	MetricRows            = "bttl_audit_rows"
@@ -107,12 +116,15 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		atOrBefore   = gauge(MetricOneSecondAtOrBeforeNowCells, "Cells of a one-second family whose timestamp is at or before the audit's time (real or server timestamps): a one-second GC rule deletes them.", tfs...)
 		beyond       = gauge(MetricBeyondKeptCells, "Cells beyond the N versions kept per column.", tfs...)
 		beyondBytes  = gauge(MetricBeyondKeptBytes, "Value bytes of the cells beyond the N versions kept.", tfs...)
+		notSeq       = gauge(MetricNotSequenceCells, "Cells of a sequence family whose timestamps are not sequence numbers (seq*1000).", tfs...)
+		realTimes    = gauge(MetricRealTimeCells, "Cells of a sequence family whose timestamps are real times (cbt, server timestamps): they outrank every revision.", tfs...)
+		seqNumbers   = gauge(MetricSequenceNumberCells, "Cells of an age family whose timestamps are sequence numbers: the age rule deletes them.", tfs...)
 		rows         = gauge(MetricRows, "Rows the audit read.", "table")
 		largest      = gauge(MetricLargestRowBytes, "Size of the largest row the audit read, in bytes.", "table")
 		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
 	)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(stored, storedBytes, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, rows, largest, when)
+	reg.MustRegister(stored, storedBytes, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, rows, largest, when)
 
 	seen := map[string]bool{}
 	for i, r := range reports {
@@ -136,6 +148,7 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 			liveBytes.WithLabelValues(l...).Set(float64(f.Bytes - f.ExpiredBytes - f.BeyondKeptBytes))
 			oneSecond, defaultExpiry, sequence := kind == strategy.KindOneSecond.String(), kind == strategy.KindDefaultExpiry.String(), kind == strategy.KindSequence.String()
 			if oneSecond || defaultExpiry {
+				seqNumbers.WithLabelValues(l...).Set(float64(f.SequenceNumbers))
 				expired.WithLabelValues(l...).Set(float64(f.Expired))
 				expiredBytes.WithLabelValues(l...).Set(float64(f.ExpiredBytes))
 				if f.Expired > 0 {
@@ -144,6 +157,10 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 			}
 			if oneSecond {
 				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
+			}
+			if sequence {
+				notSeq.WithLabelValues(l...).Set(float64(f.NotSequence))
+				realTimes.WithLabelValues(l...).Set(float64(f.RealTimes))
 			}
 			if sequence || ((oneSecond || defaultExpiry) && f.Versions > 0) {
 				beyond.WithLabelValues(l...).Set(float64(f.BeyondKept))

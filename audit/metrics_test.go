@@ -236,3 +236,25 @@ func TestWriteMetricsRefusesNilReport(t *testing.T) {
 	require.ErrorIs(t, err, audit.ErrMetrics)
 	assert.Empty(t, buf.String(), "nothing is written")
 }
+
+// The sequence findings (timestamps that are not sequence numbers, real
+// times among them) and sequence numbers in age families have gauges, so
+// an alert can watch them; they are absent where they do not apply.
+func TestWriteMetricsSequenceFindings(t *testing.T) {
+	rep := &audit.Report{Table: "t", Now: 1_700_000_000_000_000, Families: []audit.Family{
+		{Family: "doc", Strategy: "sequence(N=3)", Cells: 9, NotSequence: 5, RealTimes: 4},
+		{Family: "clicks", Strategy: "default-expiry(D=1h0m0s)", Cells: 3, SequenceNumbers: 2, Expired: 2},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{rep}))
+	s := parse(t, buf.String())
+	assert.Equal(t, 5.0, s.must(t, audit.MetricNotSequenceCells, "t", "doc"))
+	assert.Equal(t, 4.0, s.must(t, audit.MetricRealTimeCells, "t", "doc"))
+	assert.Equal(t, 2.0, s.must(t, audit.MetricSequenceNumberCells, "t", "clicks"))
+	for _, c := range []struct{ name, family string }{
+		{audit.MetricNotSequenceCells, "clicks"}, {audit.MetricRealTimeCells, "clicks"}, {audit.MetricSequenceNumberCells, "doc"},
+	} {
+		_, ok := s.value(c.name, "t", c.family)
+		assert.False(t, ok, "%s has a series for %s", c.name, c.family)
+	}
+}

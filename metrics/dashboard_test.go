@@ -89,7 +89,6 @@ func TestDashboardQueriesUseExportedMetrics(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("dashboard metrics: %v", names)
-	assert.False(t, used[metrics.ExpiredNotCollectedTotal], "the dashboard uses the counter's deprecated name")
 	for _, n := range []string{
 		audit.MetricExpiredNotCollectedCells, audit.MetricExpiredNotCollectedBytes, audit.MetricOldestExpiry, audit.MetricLiveCells,
 		metrics.ShadowReadExpiredCellsTotal, metrics.GCLagSeconds + "_bucket", metrics.RefusalsTotal,

@@ -17,15 +17,23 @@
 // cells a complete GC would have removed but Bigtable still stores, as
 // shadow reads of a sampled fraction of reads (ttlclient.WithShadowSampling,
 // 1% by default) walked past them. It counts observations, not a stock: a
-// cell read twice counts twice. Until the next release it is also exported
-// under its old name, bttl_expired_not_collected_cells_total. The stock of
+// cell read twice counts twice. The stock of
 // expired-but-not-collected data (cells, bytes, oldest expiry) comes from a
 // scan: audit.WriteMetrics writes it as bttl_audit_* gauges.
 //
 // dashboards/bttl.json is a Grafana dashboard over both, and
-// alerts/bttl-rules.yaml holds Prometheus alerting rules; the tests run
-// every query of both on a real Prometheus.
+// alerts/bttl-rules.yaml holds Prometheus alerting rules, each with a
+// runbook entry in docs/runbook.md; all four are generated from one source,
+// mixin/mixin.yaml (go generate), and the tests run every query on a real
+// Prometheus.
+//
+// The OpenTelemetry instruments are named by OpenTelemetry's conventions
+// (OTelReads and the rest: dotted, the unit in the unit field); its
+// Prometheus exporter gives them the Prometheus names (ReadsTotal and the
+// rest) that the Recorder's own collector uses.
 //
 // Dependencies point one way: metrics imports ttlclient for the Recorder
 // interface it implements; ttlclient never imports metrics.
 package metrics
+
+//go:generate go run ./internal/mixin/gen -root ..

@@ -190,7 +190,8 @@ func ExampleRecorder_Table() {
 
 // With an OpenTelemetry SDK MeterProvider the same figures reach any
 // OpenTelemetry exporter; here a ManualReader reads them back. The
-// OpenTelemetry counters carry the names without "_total".
+// instruments carry OpenTelemetry's names (OTelWrites, ...), which its
+// Prometheus exporter turns into the Prometheus names.
 func ExampleWithMeterProvider() {
 	ctx := context.Background()
 	reader := sdkmetric.NewManualReader() // in production: a periodic reader and an exporter
@@ -216,9 +217,9 @@ func ExampleWithMeterProvider() {
 		}
 	}
 	// Output:
-	// bttl_writes 1
-	// bttl_cells_written 2
-	// bttl_refusals 1
+	// bttl.writes 1
+	// bttl.cells_written 2
+	// bttl.refusals 1
 }
 
 // writeThroughBttl writes to a table of an in-process emulator through a

@@ -40,8 +40,8 @@ func TestIdleRefreshResults(t *testing.T) {
 	assert.Zero(t, count("dropped")+count("failed")+count("conflict"))
 
 	data := e.otelData(t)
-	sum, ok := data["bttl_idle_refreshes"].(metricdata.Sum[int64])
-	require.True(t, ok, "OpenTelemetry counter bttl_idle_refreshes: %v", data)
+	sum, ok := data[metrics.OTelIdleRefreshes].(metricdata.Sum[int64])
+	require.True(t, ok, "OpenTelemetry counter %s: %v", metrics.OTelIdleRefreshes, data)
 	assert.ElementsMatch(t, []string{
 		"family=session,result=refreshed,table=idle=1",
 		"family=session,result=skipped,table=idle=2",

@@ -15,9 +15,9 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Metric names, as Prometheus exposes them. The OpenTelemetry instruments
-// carry the same names without the "_total" suffix (an OpenTelemetry to
-// Prometheus exporter adds it back).
+// Metric names, as Prometheus exposes them: the Recorder's
+// prometheus.Collector uses them, and OpenTelemetry's Prometheus exporter
+// gives the OpenTelemetry instruments (OTel* below) the same names.
 const (
 	ReadsTotal        = "bttl_reads_total"
 	WritesTotal       = "bttl_writes_total"
@@ -28,22 +28,42 @@ const (
 	// expired-but-not-collected cell a sampled read walked past, once per
 	// read. audit.WriteMetrics exports the stock (bttl_audit_*).
 	ShadowReadExpiredCellsTotal = "bttl_shadow_read_expired_cells_total"
-	// Deprecated: ExpiredNotCollectedTotal is the old name of
-	// ShadowReadExpiredCellsTotal, which read like a stock. It is still
-	// exported, with the same value, until the next release.
-	ExpiredNotCollectedTotal = "bttl_expired_not_collected_cells_total"
-	GCLagSeconds             = "bttl_expired_not_collected_gc_lag_seconds"
-	ReadHiddenCells          = "bttl_read_hidden_cells"
-	ReadAddedLatencySeconds  = "bttl_read_added_latency_seconds"
-	WriteAddedLatencySeconds = "bttl_write_added_latency_seconds"
-	ShadowReadsTotal         = "bttl_shadow_reads_total"
-	ShadowReadsFailedTotal   = "bttl_shadow_reads_failed_total"
-	ShadowReadsDroppedTotal  = "bttl_shadow_reads_dropped_total"
-	VerifySkippedTotal       = "bttl_verify_skipped_total"
+	GCLagSeconds                = "bttl_expired_not_collected_gc_lag_seconds"
+	ReadHiddenCells             = "bttl_read_hidden_cells"
+	ReadAddedLatencySeconds     = "bttl_read_added_latency_seconds"
+	WriteAddedLatencySeconds    = "bttl_write_added_latency_seconds"
+	ShadowReadsTotal            = "bttl_shadow_reads_total"
+	ShadowReadsFailedTotal      = "bttl_shadow_reads_failed_total"
+	ShadowReadsDroppedTotal     = "bttl_shadow_reads_dropped_total"
+	VerifySkippedTotal          = "bttl_verify_skipped_total"
 	// IdleRefreshesTotal counts the cells reads returned from families
 	// with an idle TTL (strategy.WithIdleTTL), by what became of them
 	// (LabelResult: ttlclient.IdleResult's names).
 	IdleRefreshesTotal = "bttl_idle_refreshes_total"
+)
+
+// OpenTelemetry instrument names, per OpenTelemetry's semantic conventions
+// for metric names: dotted, lower case, no unit and no "_total" in the
+// name, the unit in the instrument's unit field ("s", or a {annotation}
+// for counts). OpenTelemetry's Prometheus exporter turns each into the
+// Prometheus name above (bttl.write.ttl with unit s becomes
+// bttl_write_ttl_seconds; the counter bttl.reads becomes bttl_reads_total).
+const (
+	OTelReads                  = "bttl.reads"
+	OTelWrites                 = "bttl.writes"
+	OTelCellsWritten           = "bttl.cells_written"
+	OTelWriteTTL               = "bttl.write.ttl"
+	OTelRefusals               = "bttl.refusals"
+	OTelShadowReadExpiredCells = "bttl.shadow_read.expired_cells"
+	OTelGCLag                  = "bttl.expired_not_collected.gc_lag"
+	OTelReadHiddenCells        = "bttl.read.hidden_cells"
+	OTelReadAddedLatency       = "bttl.read.added_latency"
+	OTelWriteAddedLatency      = "bttl.write.added_latency"
+	OTelShadowReads            = "bttl.shadow_reads"
+	OTelShadowReadsFailed      = "bttl.shadow_reads.failed"
+	OTelShadowReadsDropped     = "bttl.shadow_reads.dropped"
+	OTelVerifySkipped          = "bttl.verify.skipped"
+	OTelIdleRefreshes          = "bttl.idle_refreshes"
 )
 
 // Label names. Their values are bounded: table names, the schema's family
@@ -61,7 +81,6 @@ const (
 
 const (
 	instrumentationName = "github.com/bttl/bttl/metrics"
-	otelCounterSuffix   = "_total"
 	otelUnitSeconds     = "s"
 )
 
@@ -71,8 +90,10 @@ var (
 	// 1s to two weeks.
 	GCLagBuckets = []float64{1, 10, 60, 300, 1800, 3600, 6 * 3600, 86400, 3 * 86400, 7 * 86400, 14 * 86400}
 	// TTLBuckets are the bounds, in seconds, of the written-TTL histogram:
-	// 1s to a year.
-	TTLBuckets = []float64{1, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400}
+	// 1s to a year, in steps of at most 3x from 1s to 30 days, so a
+	// quantile of short TTLs (seconds) is read as seconds, not minutes.
+	TTLBuckets = []float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600,
+		86400, 2 * 86400, 4 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 90 * 86400, 365 * 86400}
 	// LatencyBuckets are the bounds, in seconds, of the added-latency
 	// histograms: 1µs to 10ms.
 	LatencyBuckets = []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2}
@@ -107,12 +128,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Recorder struct {
 	ctx context.Context
 
-	reads, writes, cells, refusals, expired, expiredOld, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                                        *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                            *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oExpiredOld, oShadows, oFailed, oDropped, oSkipped, oIdle metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                                       metric.Float64Histogram
-	oHidden                                                                                                 metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped, oIdle metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                          metric.Float64Histogram
+	oHidden                                                                                    metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -149,7 +170,6 @@ func New(opts ...Option) *Recorder {
 		hTTL      = "TTL of the cells written to age families (one-second, default-expiry), in seconds."
 		hRefusals = "Calls refused by a guardrail before any RPC, by reason."
 		hExpired  = "Expired cells still stored (not yet collected by GC) that sampled reads walked past, found by shadow reads: observations, a cell read twice counts twice."
-		hOld      = "Deprecated: renamed bttl_shadow_read_expired_cells_total (same value); removed in the next release."
 		hGCLag    = "How long past their expiry the expired-but-not-collected cells were, in seconds."
 		hHidden   = "Cells the TTL filters hid from one sampled read (its shadow read's expired cells)."
 		hReadLat  = "Time bttl adds to a read before its RPC, in seconds."
@@ -165,7 +185,6 @@ func New(opts ...Option) *Recorder {
 	r.cells = counter(CellsWrittenTotal, hCells, tfs...)
 	r.refusals = counter(RefusalsTotal, hRefusals, LabelTable, LabelFamily, LabelReason)
 	r.expired = counter(ShadowReadExpiredCellsTotal, hExpired, tfs...)
-	r.expiredOld = counter(ExpiredNotCollectedTotal, hOld, tfs...)
 	r.shadows = counter(ShadowReadsTotal, hShadows, LabelTable)
 	r.failed = counter(ShadowReadsFailedTotal, hFailed, LabelTable)
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
@@ -179,7 +198,7 @@ func New(opts ...Option) *Recorder {
 
 	m := o.provider.Meter(instrumentationName)
 	ocounter := func(name, help, unit string) metric.Int64Counter {
-		c, err := m.Int64Counter(trimTotal(name), metric.WithDescription(help), metric.WithUnit(unit))
+		c, err := m.Int64Counter(name, metric.WithDescription(help), metric.WithUnit(unit))
 		if err != nil {
 			otel.Handle(err)
 		}
@@ -198,23 +217,22 @@ func New(opts ...Option) *Recorder {
 		}
 		return h
 	}
-	r.oReads = ocounter(ReadsTotal, hReads, "{call}")
-	r.oWrites = ocounter(WritesTotal, hWrites, "{call}")
-	r.oCells = ocounter(CellsWrittenTotal, hCells, "{cell}")
-	r.oRefusals = ocounter(RefusalsTotal, hRefusals, "{call}")
-	r.oExpired = ocounter(ShadowReadExpiredCellsTotal, hExpired, "{cell}")
-	r.oExpiredOld = ocounter(ExpiredNotCollectedTotal, hOld, "{cell}")
-	r.oShadows = ocounter(ShadowReadsTotal, hShadows, "{read}")
-	r.oFailed = ocounter(ShadowReadsFailedTotal, hFailed, "{read}")
-	r.oDropped = ocounter(ShadowReadsDroppedTotal, hDropped, "{read}")
-	r.oSkipped = ocounter(VerifySkippedTotal, hSkipped, "{open}")
-	r.oIdle = ocounter(IdleRefreshesTotal, hIdle, "{cell}")
-	r.oTTL = ohistogram(WriteTTLSeconds, hTTL, TTLBuckets)
-	r.oGCLag = ohistogram(GCLagSeconds, hGCLag, GCLagBuckets)
-	r.oReadLat = ohistogram(ReadAddedLatencySeconds, hReadLat, LatencyBuckets)
-	r.oWriteLat = ohistogram(WriteAddedLatencySeconds, hWriteLat, LatencyBuckets)
+	r.oReads = ocounter(OTelReads, hReads, "{call}")
+	r.oWrites = ocounter(OTelWrites, hWrites, "{call}")
+	r.oCells = ocounter(OTelCellsWritten, hCells, "{cell}")
+	r.oRefusals = ocounter(OTelRefusals, hRefusals, "{call}")
+	r.oExpired = ocounter(OTelShadowReadExpiredCells, hExpired, "{cell}")
+	r.oShadows = ocounter(OTelShadowReads, hShadows, "{read}")
+	r.oFailed = ocounter(OTelShadowReadsFailed, hFailed, "{read}")
+	r.oDropped = ocounter(OTelShadowReadsDropped, hDropped, "{read}")
+	r.oSkipped = ocounter(OTelVerifySkipped, hSkipped, "{open}")
+	r.oIdle = ocounter(OTelIdleRefreshes, hIdle, "{cell}")
+	r.oTTL = ohistogram(OTelWriteTTL, hTTL, TTLBuckets)
+	r.oGCLag = ohistogram(OTelGCLag, hGCLag, GCLagBuckets)
+	r.oReadLat = ohistogram(OTelReadAddedLatency, hReadLat, LatencyBuckets)
+	r.oWriteLat = ohistogram(OTelWriteAddedLatency, hWriteLat, LatencyBuckets)
 	var err error
-	r.oHidden, err = m.Int64Histogram(ReadHiddenCells, metric.WithDescription(hHidden), metric.WithUnit("{cell}"), metric.WithExplicitBucketBoundaries(HiddenCellsBuckets...))
+	r.oHidden, err = m.Int64Histogram(OTelReadHiddenCells, metric.WithDescription(hHidden), metric.WithUnit("{cell}"), metric.WithExplicitBucketBoundaries(HiddenCellsBuckets...))
 	if err != nil {
 		otel.Handle(err)
 	}
@@ -224,15 +242,8 @@ func New(opts ...Option) *Recorder {
 	return r
 }
 
-func trimTotal(name string) string {
-	if n := len(name) - len(otelCounterSuffix); n > 0 && name[n:] == otelCounterSuffix {
-		return name[:n]
-	}
-	return name
-}
-
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.expiredOld, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -309,7 +320,6 @@ func (r *Recorder) family(table, fam string, kind strategy.Kind) *familyRecorder
 	}
 	if kind == strategy.KindOneSecond || kind == strategy.KindDefaultExpiry {
 		f.expired = r.expired.WithLabelValues(table, fam, s)
-		f.expiredOld = r.expiredOld.WithLabelValues(table, fam, s)
 		f.ttl = r.ttl.WithLabelValues(table, fam, s)
 		f.gcLag = r.gcLag.WithLabelValues(table, fam, s)
 	}
@@ -332,11 +342,11 @@ type tableRecorder struct {
 }
 
 type familyRecorder struct {
-	idle                       []idleSeries // by ttlclient.IdleResult; nil without an idle TTL
-	cells, expired, expiredOld prometheus.Counter
-	ttl, gcLag                 prometheus.Observer // nil, like expired, unless the family expires by age
-	add                        []metric.AddOption
-	record                     []metric.RecordOption
+	idle           []idleSeries // by ttlclient.IdleResult; nil without an idle TTL
+	cells, expired prometheus.Counter
+	ttl, gcLag     prometheus.Observer // nil, like expired, unless the family expires by age
+	add            []metric.AddOption
+	record         []metric.RecordOption
 }
 
 func (t *tableRecorder) Read(added time.Duration) {
@@ -397,10 +407,8 @@ func (t *tableRecorder) ExpiredCell(family string, _ strategy.Kind, gcLag time.D
 	}
 	s := gcLag.Seconds()
 	f.expired.Inc()
-	f.expiredOld.Inc()
 	f.gcLag.Observe(s)
 	t.r.oExpired.Add(t.r.ctx, 1, f.add...)
-	t.r.oExpiredOld.Add(t.r.ctx, 1, f.add...)
 	t.r.oGCLag.Record(t.r.ctx, s, f.record...)
 }
 

@@ -74,8 +74,7 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 	// Prometheus, through prometheus/testutil.
 	var want strings.Builder
 	fams := []string{famDef, famOne}
-	// The counter under its new name and, for one release, its old one.
-	for _, name := range []string{metrics.ShadowReadExpiredCellsTotal, metrics.ExpiredNotCollectedTotal} {
+	for _, name := range []string{metrics.ShadowReadExpiredCellsTotal} {
 		header(t, &want, e.rec, name, "counter")
 		for _, fam := range fams {
 			fmt.Fprintf(&want, "%s{family=%q,strategy=%q,table=%q} %d\n", name, fam, strategyOf[fam], table, len(lags[fam]))
@@ -95,7 +94,7 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 		fmt.Fprintf(&want, "%s_sum{%s} %s\n", metrics.GCLagSeconds, labels, fmtFloat(sum))
 		fmt.Fprintf(&want, "%s_count{%s} %d\n", metrics.GCLagSeconds, labels, len(lags[fam]))
 	}
-	require.NoError(t, testutil.CollectAndCompare(e.rec, strings.NewReader(want.String()), metrics.ShadowReadExpiredCellsTotal, metrics.ExpiredNotCollectedTotal, metrics.GCLagSeconds))
+	require.NoError(t, testutil.CollectAndCompare(e.rec, strings.NewReader(want.String()), metrics.ShadowReadExpiredCellsTotal, metrics.GCLagSeconds))
 
 	hidden := series(t, e.rec, metrics.ReadHiddenCells, "table", table).GetHistogram()
 	assert.Equal(t, uint64(1), hidden.GetSampleCount(), "one sampled read")
@@ -103,13 +102,12 @@ func TestExpiredNotCollectedExactCounts(t *testing.T) {
 
 	// OpenTelemetry, through the SDK's ManualReader.
 	data := e.otelData(t)
-	old, ok := data["bttl_expired_not_collected_cells"].(metricdata.Sum[int64])
-	require.True(t, ok, "the expired counter's old name is missing from the OTel data")
-	sum, ok := data["bttl_shadow_read_expired_cells"].(metricdata.Sum[int64])
+	sum, ok := data[metrics.OTelShadowReadExpiredCells].(metricdata.Sum[int64])
 	require.True(t, ok, "expired counter missing from the OTel data")
 	assert.True(t, sum.IsMonotonic)
-	assert.ElementsMatch(t, points(sum), points(old), "the old name reports the same values")
-	hist, ok := data[metrics.GCLagSeconds].(metricdata.Histogram[float64])
+	assert.NotEmpty(t, points(sum))
+	assert.NotContains(t, data, "bttl_expired_not_collected_cells", "the deprecated name is gone")
+	hist, ok := data[metrics.OTelGCLag].(metricdata.Histogram[float64])
 	require.True(t, ok, "GC lag histogram missing from the OTel data")
 	for _, fam := range fams {
 		attrs := attribute.NewSet(attribute.String("table", table), attribute.String("family", fam), attribute.String("strategy", strategyOf[fam]))
@@ -267,7 +265,8 @@ func TestWritesCellsAndTTLs(t *testing.T) {
 	assert.Greater(t, lat.GetSampleSum(), 0.0)
 
 	data := e.otelData(t)
-	c := data["bttl_cells_written"].(metricdata.Sum[int64])
+	c, ok := data[metrics.OTelCellsWritten].(metricdata.Sum[int64])
+	require.True(t, ok, "%s missing from the OTel data", metrics.OTelCellsWritten)
 	total := int64(0)
 	for _, dp := range c.DataPoints {
 		total += dp.Value

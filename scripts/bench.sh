@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: runs the raw-vs-ttlclient benchmarks (the
 # sides interleaved in one process, on the in-process bttest server and on
-# cbtemulator), computes the ratios (scripts/benchreport) and takes CPU
-# profiles. Run it on an otherwise idle machine: the interleaving makes the
+# cbtemulator), summarises them with benchstat (golang.org/x/perf: medians
+# with 95% confidence intervals, and A/B comparisons with p-values) and
+# takes CPU profiles. Run it on an otherwise idle machine: the interleaving makes the
 # ratios fair under load, not precise.
 #
 #   scripts/bench.sh               # run everything (about 40 min on an idle 2-core machine)
@@ -87,7 +88,23 @@ if [ "$RUN" = 1 ] && has reads; then
   rm -f "$OUT/ttlclient.test" "$OUT"/*.cpu
 fi
 
-report() { go run ./scripts/benchreport "$@"; }
+# benchstat, as Go users read benchmarks; installed from the module proxy
+# when missing.
+if ! command -v benchstat >/dev/null; then
+  go install golang.org/x/perf/cmd/benchstat@latest
+fi
+
+# stat FILTER ROW ARGS...: a benchstat summary, the command first. The
+# benchmarks report each side's time (raw-ns/op, ttl-ns/op, ...) and the
+# interleaved ratios (ttl/raw, ...) as custom units: benchstat summarises
+# them like any other (median of the runs, 95% confidence interval).
+stat() {
+  local filter=$1 row=$2
+  shift 2
+  printf '```sh\nbenchstat -filter '"'"'%s'"'"' -row '"'"'%s'"'"' %s\n```\n\n```text\n' "$filter" "$row" "$*"
+  benchstat -filter "$filter" -row "$row" "$@" | sed -E '/^(goos|goarch|pkg|cpu): /d'
+  printf '```\n'
+}
 
 {
   cat <<TITLE
@@ -112,9 +129,14 @@ plain \`*bigtable.Table\`, ttl the library's \`ttlclient.Table\` with its
 plain client sending the filter a user writes by hand from Bigtable's docs
 (\`Chain(FamilyFilter("^fam\$"), TimestampRange or CellsPerColumn)\` per
 managed family and a \`FamilyFilter\` per unmanaged one, interleaved). Each
-side builds its mutations inside the timed call, as a caller would. The
-tables give, per benchmark, the median of the $COUNT runs' ratios with their
-range [min, max]; the ns/op columns are medians of the runs.
+side builds its mutations inside the timed call, as a caller would. Each
+side's time and the ratios of the sides (ttl/raw, api/ttl, ttl/naive, ...,
+taken within each run) are reported as custom units, and the tables are
+benchstat's: the median of the $COUNT runs with its 95% confidence
+interval, and where two sizes or two builds are compared, the change with
+its p-value ("~" when it is likely noise). The one thing benchstat does
+not do, judging each figure against its target, is the summary's, written
+from these tables (\`scripts/benchmarks-notes-summary.md\`).
 
 \`\`\`sh
 $BUILD_CMD
@@ -122,10 +144,7 @@ $WRITES_CMD
 $SCALE_CMD
 $TABLEAPI_BUILD_CMD
 $READS_CMD
-go run ./scripts/benchreport -build docs/bench/build.txt -section build
-go run ./scripts/benchreport -writes docs/bench/writes.txt -section writes
-go run ./scripts/benchreport -servers docs/bench/scale.txt -section serverscale
-go run ./scripts/benchreport -servers docs/bench/reads.txt -section servers
+go install golang.org/x/perf/cmd/benchstat@latest   # the summaries below
 \`\`\`
 
 Machine and times of the writes and scale runs (\`docs/bench/writes-machine.txt\`):
@@ -145,12 +164,12 @@ $(cat "$OUT/reads-machine.txt")
 ### Pure build of a 10-cell mutation (no I/O)
 
 HOW
-  report -build "$OUT/build.txt" -section build
+  stat '.unit:(ttl/raw OR api/ttl OR raw-ns/op OR ttl-ns/op OR api-ns/op OR raw-allocs/op OR ttl-allocs/op OR api-allocs/op OR raw-B/op OR ttl-B/op)' /strategy "$OUT/build.txt"
   echo
   if [ -f "$OUT/build-before.txt" ]; then
-    echo "Before the cells were recorded as the protos sent: commit $(sed -n 's/^# commit \([0-9a-f]*\).*/\1/p' "$OUT/build-before.txt"), the same machine and benchmark, which then reported no bytes (\`docs/bench/build-before.txt\`):"
+    echo "Against the build before the cells were recorded as the protos sent: commit $(sed -n 's/^# commit \([0-9a-f]*\).*/\1/p' "$OUT/build-before.txt"), the same machine and benchmark (\`docs/bench/build-before.txt\`):"
     echo
-    report -build "$OUT/build-before.txt" -section build
+    stat '.unit:(ttl/raw OR ttl-allocs/op)' /strategy before="$OUT/build-before.txt" after="$OUT/build.txt"
     echo
   fi
   echo "### bttl's own work before the RPC, 10 cells, the mutation built once outside the loop"
@@ -161,13 +180,13 @@ HOW
   echo "$TABLEAPI_BUILD_CMD"
   echo '\`\`\`'
   echo
-  echo '\`\`\`'
-  grep '^Benchmark' "$OUT/tableapi-build.txt" | sed 's/[[:space:]]\+/ /g'
-  echo '\`\`\`'
+  printf '```sh\nbenchstat -col /impl %s\n```\n\n```text\n' "$OUT/tableapi-build.txt"
+  benchstat -col /impl "$OUT/tableapi-build.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
+  printf '```\n'
   echo
   echo "### Apply (1 row x 10 cells) and ApplyBulk (100 rows x 10 cells) on both servers"
   echo
-  report -writes "$OUT/writes.txt" -section writes
+  stat '.unit:(ttl/raw OR api/ttl OR api/raw)' '/server /schema /op' "$OUT/writes.txt"
   echo
   cat scripts/benchmarks-notes-writes.md
   echo
@@ -175,13 +194,17 @@ HOW
   echo
   echo "ReadRow (one row of 10 cells), ReadRows (1,000 rows of 10 cells) and, as a check of the write path, ApplyBulk (100 rows of 10 cells)."
   echo
-  report -servers "$OUT/reads.txt" -section servers
+  stat '.unit:(ttl/naive OR ttl/raw)' '/server /schema /op' "$OUT/reads.txt"
   echo
   cat scripts/benchmarks-notes-reads.md
   echo
   echo "## Scale: ReadRows at 10,000 and 100,000 rows"
   echo
-  report -servers "$OUT/scale.txt" -section serverscale
+  echo "ReadRows of rows of one cell (default expiry alone): each side's time per cell, and the interleaved ratios, at 10,000 rows and at 100,000 (the \"vs base\" column: the change from 10,000 to 100,000, with its p-value). The target: ttl's per-cell cost grows no more than raw's, which the interleaved ttl/raw shows best (the absolute times of the two sizes are measured minutes apart)."
+  echo
+  printf '```sh\nbenchstat -filter '"'"'%s'"'"' -col /rows -row /server %s\n```\n\n```text\n' '.unit:(raw-ns/cell OR naive-ns/cell OR ttl-ns/cell OR ttl/raw OR ttl/naive OR gc-cpu-ns/cell)' "$OUT/scale.txt"
+  benchstat -filter '.unit:(raw-ns/cell OR naive-ns/cell OR ttl-ns/cell OR ttl/raw OR ttl/naive OR gc-cpu-ns/cell)' -col /rows -row /server "$OUT/scale.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
+  printf '```\n'
   echo
   cat scripts/benchmarks-notes-scale.md
   cat <<PROF

@@ -40,6 +40,7 @@ func TestHelpFormsExitZeroWithoutNetwork(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"--help"}, {"-help"}, {"help"},
 		{"help", "verify"}, {"help", "plan"}, {"help", "apply"}, {"help", "audit"}, {"help", "init"},
+		{"help", "lookup"}, {"help", "read"}, {"lookup", "-h"}, {"read", "-h"},
 		{"verify", "-h"}, {"plan", "--help"}, {"apply", "-h"}, {"audit", "-h"}, {"init", "-h"},
 		{"-project", "p", "-instance", "i", "-schema", missingSchema, "verify", "-h"},
 		{"audit", "-project", "p", "-schema", missingSchema, "-h"},

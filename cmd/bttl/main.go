@@ -11,13 +11,19 @@
 //	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
 //	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-written-before T] [-expired delete|keep] [-dry-run]
 //	bttl [global flags] init   [-table T] [-force]
+//	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
+//	bttl [global flags] read   [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
 //	bttl help [command]
 //
 // Global flags (before or after the command): -project, -instance,
-// -schema, -creds, -app-profile, -timeout, -version. Flags follow cbt:
+// -schema, -creds, -app-profile, -data-endpoint, -admin-endpoint,
+// -cert-file, -user-agent, -timeout, -version. Flags follow cbt:
 // -project and -instance name the instance, -creds a service account key
 // file (default: Application Default Credentials), and
-// BIGTABLE_EMULATOR_HOST points both clients at an emulator. The schema
+// BIGTABLE_EMULATOR_HOST points both clients at an emulator. As with cbt,
+// $HOME/.cbtrc ("key = value" lines: project, instance, creds, timeout,
+// data-endpoint, admin-endpoint, cert-file, user-agent) gives defaults to
+// the flags the command line leaves unset. The schema
 // file format is documented in package schemafile.
 //
 // Exit status: 0 when all is well, 1 on a finding or mismatch (or when

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -66,11 +65,16 @@ commands:
            (bttl audit merge FILE...: merge the reports of an audit's shards)
   migrate  move a family's existing cells onto its strategy (real timestamps to one-second, D to D')
   init     write a schema file from the instance's tables and GC rules
+  lookup   show one row's stored cells and whether a bttl read returns each, and why not
+  read     the same for a range of rows (-start/-end, -prefix, -count)
   help     bttl help <command> shows a command's flags
 
 Credentials: Application Default Credentials (gcloud auth application-default
 login, or GOOGLE_APPLICATION_CREDENTIALS), or -creds FILE, a service account
 key file, as cbt takes. BIGTABLE_EMULATOR_HOST points bttl at an emulator.
+$HOME/.cbtrc gives defaults to the global flags the command line leaves
+unset, as for cbt ("key = value" lines: project, instance, creds, timeout,
+data-endpoint, admin-endpoint, cert-file, user-agent).
 `
 
 // command is one subcommand. setup defines its flags on fs and returns
@@ -93,7 +97,7 @@ type invocation struct {
 }
 
 func commands() []command {
-	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand}
+	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand, lookupCommand, readCommand}
 }
 
 func lookup(name string) (command, bool) {
@@ -112,6 +116,9 @@ func lookup(name string) (command, bool) {
 type globals struct {
 	project, instance, schema string
 	creds, appProfile         string
+	dataEndpoint              string
+	adminEndpoint             string
+	certFile, userAgent       string
 	timeout                   time.Duration
 	version                   bool
 }
@@ -124,6 +131,10 @@ func (g *globals) define(fs *flag.FlagSet) {
 	fs.Var(stringFlag{&g.schema}, "schema", "schema `file`, JSON (.json) or YAML (init: the file to write; default stdout)")
 	fs.Var(stringFlag{&g.creds}, "creds", "service account key `file` (default: Application Default Credentials)")
 	fs.Var(stringFlag{&g.appProfile}, "app-profile", "app `profile` for data reads, e.g. a Data Boost profile for audits")
+	fs.Var(stringFlag{&g.dataEndpoint}, "data-endpoint", "data API `host:port` instead of the default, as cbt takes it")
+	fs.Var(stringFlag{&g.adminEndpoint}, "admin-endpoint", "admin API `host:port` instead of the default, as cbt takes it")
+	fs.Var(stringFlag{&g.certFile}, "cert-file", "PEM `file` of the TLS root certificates to trust instead of the system's")
+	fs.Var(stringFlag{&g.userAgent}, "user-agent", "user agent `string` sent with each request")
 	fs.Var(durationFlag{p: &g.timeout}, "timeout",
 		"limit the whole command to this `duration`, as cbt -timeout does (default: none, also for audit and migrate scans, which -stall watches; each other call to Bigtable is still limited to 30s)")
 	fs.Var(boolFlag{&g.version}, "version", "print the version and exit")
@@ -232,7 +243,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "bttl %s: %s\n", name, fmt.Sprintf(format, a...))
+		fmt.Fprintf(stderr, "bttl %s: %s\n", name, onePrefix(fmt.Sprintf(format, a...)))
 		return exitError
 	}
 	if fs.NArg() > 0 && c.args == "" {
@@ -241,12 +252,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := flagsFromEnv(fs, os.Getenv); err != nil {
 		return usageErr("%v", err)
 	}
-	if g.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, g.timeout, errCommandTimeout)
-		defer cancel()
+	// -timeout bounds the whole command (set once .cbtrc is read).
+	var cancel context.CancelFunc = func() {}
+	defer func() { cancel() }()
+	bound := func() {
+		if g.timeout > 0 {
+			ctx, cancel = context.WithTimeoutCause(ctx, g.timeout, errCommandTimeout)
+		}
 	}
 	if c.offline {
+		bound()
 		if inv.check != nil {
 			if err := inv.check(); err != nil {
 				return usageErr("%v", err)
@@ -255,8 +270,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
 		return inv.run(e)
 	}
+	if err := applyCBTRC(cbtrcPath(), g, setFlags(top, fs)); err != nil {
+		return usageErr("%v", err)
+	}
+	bound()
 	if g.project == "" || g.instance == "" {
-		return usageErr("-project and -instance are required")
+		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
 	if c.needsSchema && g.schema == "" {
 		return usageErr("-schema is required")
@@ -282,18 +301,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The emulator logs every GC pass through the standard logger of the
 	// process that embeds it; keep the command's output clean.
 	log.SetOutput(io.Discard)
-	var opts []option.ClientOption
-	if g.creds != "" {
-		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, g.creds))
+	dataOpts, err := g.clientOptions(true)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	adminOpts, err := g.clientOptions(false)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
-	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, opts...)
+	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, dataOpts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: data client: %v\n", name, err)
 		return exitError
 	}
 	defer data.Close()
-	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, opts...)
+	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, adminOpts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: admin client: %v\n", name, err)
 		return exitError
@@ -357,12 +380,21 @@ func bindFlags(fs *flag.FlagSet, e *env) {
 	})
 }
 
-// endpoint names where the clients connect, for connection errors.
-func endpoint() string {
+// endpointOf names where the clients connect, for connection errors:
+// BIGTABLE_EMULATOR_HOST, or the data and admin endpoints (g's
+// -data-endpoint and -admin-endpoint, or the defaults).
+func endpointOf(g *globals) string {
 	if a := os.Getenv("BIGTABLE_EMULATOR_HOST"); a != "" {
 		return a + " (BIGTABLE_EMULATOR_HOST)"
 	}
-	return "bigtable.googleapis.com:443 / bigtableadmin.googleapis.com:443"
+	data, admin := "bigtable.googleapis.com:443", "bigtableadmin.googleapis.com:443"
+	if g != nil && g.dataEndpoint != "" {
+		data = g.dataEndpoint + " (-data-endpoint)"
+	}
+	if g != nil && g.adminEndpoint != "" {
+		admin = g.adminEndpoint + " (-admin-endpoint)"
+	}
+	return data + " / " + admin
 }
 
 // interrupted reports a Ctrl-C or SIGTERM: the command's context is
@@ -385,19 +417,23 @@ func (e *env) fail(err error) int {
 	var se *scan.StallError
 	switch {
 	case errors.As(err, &se):
-		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpoint(), se.Interval, msg)
+		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpointOf(e.g), se.Interval, msg)
 	case e.g.timeout > 0 && (errors.Is(context.Cause(e.ctx), errCommandTimeout) || errors.Is(err, context.DeadlineExceeded)):
 		// With -timeout, the command's deadline is the only one.
-		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpoint(), msg)
+		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpointOf(e.g), msg)
 	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
-		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpoint(), stepTimeout, msg)
+		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpointOf(e.g), stepTimeout, msg)
 	case status.Code(err) == codes.Unavailable:
-		msg = fmt.Sprintf("cannot reach %s: %s", endpoint(), msg)
+		msg = fmt.Sprintf("cannot reach %s: %s", endpointOf(e.g), msg)
 	}
-	// One prefix: the library's errors carry their own "bttl: ".
-	msg = strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
-	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, msg)
+	fmt.Fprintf(e.stderr, "bttl %s: %s\n", e.name, onePrefix(msg))
 	return exitError
+}
+
+// onePrefix drops the "bttl: " the library's errors carry: the command
+// prints its own "bttl CMD: " before every message.
+func onePrefix(msg string) string {
+	return strings.TrimPrefix(strings.ReplaceAll(msg, ": bttl: ", ": "), "bttl: ")
 }
 
 // tableFlag adds -table, common to the commands that act on the schema's

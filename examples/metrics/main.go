@@ -150,13 +150,13 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer resp.Body.Close()
-	fmt.Fprintf(out, "\nscrape of http://%s/metrics (bttl_ series; histogram buckets and the counter's deprecated name left out).\n", ln.Addr())
+	fmt.Fprintf(out, "\nscrape of http://%s/metrics (bttl_ series; histogram buckets left out).\n", ln.Addr())
 	fmt.Fprintln(out, "bttl_shadow_read_expired_cells_total counts expired cells reads walked past (a cell read twice counts twice);")
 	fmt.Fprintln(out, "bttl_audit_expired_not_collected_cells is how many are stored now, as the audit counted them:")
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "_bucket{") || strings.HasPrefix(line, metrics.ExpiredNotCollectedTotal) {
+		if !strings.HasPrefix(line, "bttl_") || strings.Contains(line, "_bucket{") {
 			continue
 		}
 		fmt.Fprintln(out, line)

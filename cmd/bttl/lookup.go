@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+)
+
+const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
+value), with a third line saying what a read through bttl does with it:
+"returned", or hidden as "expired", "excess-version" (beyond the newest N
+live cells the family keeps), "companion" (a write-time record) or
+"reserved"; then the family's strategy, expiry instant, remaining TTL and
+write time where they apply. Families the schema does not name are read
+untouched. -json prints one object per row ({"row", "now", "cells"}), each
+cell as filters.CellReport's JSON form, so a program can decode it with the
+library (filters.Explain is the same classification). Reads the stored
+cells with no filter: ReadRow/ReadRows only.
+`
+
+var lookupCommand = command{
+	name: "lookup", needsSchema: true, args: "TABLE ROW",
+	help: `Shows one row's stored cells and, for each, whether a read through bttl
+returns it and why not. Exit status 1 when the row holds no cell.
+
+` + cellsHelp,
+	setup: func(fs *flag.FlagSet) invocation {
+		l := &lookupArgs{}
+		l.define(fs)
+		l.single = true
+		return invocation{check: l.checkArgs(2), run: l.run}
+	},
+}
+
+var readCommand = command{
+	name: "read", needsSchema: true, args: "TABLE",
+	help: `Shows the stored cells of a range of rows (-start/-end, -prefix, -count, as
+cbt read takes them) and, for each, whether a read through bttl returns it
+and why not.
+
+` + cellsHelp,
+	setup: func(fs *flag.FlagSet) invocation {
+		l := &lookupArgs{}
+		l.define(fs)
+		fs.StringVar(&l.start, "start", "", "read from this row key (inclusive)")
+		fs.StringVar(&l.end, "end", "", "read up to this row key (exclusive)")
+		fs.StringVar(&l.prefix, "prefix", "", "read only rows with this key prefix")
+		fs.Var(countFlag{&l.count, 0}, "count", "read at most `n` rows (0: no limit)")
+		return invocation{check: l.checkArgs(1), run: l.run}
+	},
+}
+
+type lookupArgs struct {
+	json               bool
+	now                time.Time
+	start, end, prefix string
+	count              int64
+	single             bool     // lookup: one row
+	args               []string // filled by check: TABLE [ROW]
+	fs                 *flag.FlagSet
+}
+
+func (l *lookupArgs) define(fs *flag.FlagSet) {
+	l.fs = fs
+	fs.BoolVar(&l.json, "json", false, "print JSON, one object per row")
+	fs.Var(timeFlag{&l.now}, "now", "classify at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock")
+}
+
+func (l *lookupArgs) checkArgs(n int) func() error {
+	return func() error {
+		l.args = l.fs.Args()
+		switch {
+		case len(l.args) != n && n == 2:
+			return errors.New("want TABLE ROW")
+		case len(l.args) != n:
+			return errors.New("want TABLE")
+		case l.prefix != "" && (l.start != "" || l.end != ""):
+			return errors.New("-prefix excludes -start and -end")
+		case l.end != "" && l.start >= l.end:
+			return fmt.Errorf("-start %q must sort before -end %q", l.start, l.end)
+		}
+		return nil
+	}
+}
+
+func (l *lookupArgs) run(e *env) int {
+	table := l.args[0]
+	schema, ok := e.schemas[table]
+	if !ok {
+		fmt.Fprintf(e.stderr, "bttl %s: table %q is not in the schema file %s\n", e.name, table, e.g.schema)
+		return exitError
+	}
+	now := l.now
+	if now.IsZero() {
+		now = e.now().UTC()
+	}
+	ctx, cancel := e.step()
+	defer cancel()
+	tbl := e.data.Open(table)
+	rows := 0
+	show := func(r bigtable.Row) error {
+		rows++
+		return writeCells(e.stdout, l.json, r, now, filters.Explain(schema, r, bigtable.Timestamp(now.UnixMicro())))
+	}
+	var err error
+	if l.single {
+		var r bigtable.Row
+		if r, err = tbl.ReadRow(ctx, l.args[1]); err == nil && len(r) > 0 {
+			err = show(r)
+		}
+	} else {
+		rs := bigtable.RowSet(bigtable.InfiniteRange(l.start))
+		switch {
+		case l.prefix != "":
+			rs = bigtable.PrefixRange(l.prefix)
+		case l.end != "":
+			rs = bigtable.NewRange(l.start, l.end)
+		}
+		var opts []bigtable.ReadOption
+		if l.count > 0 {
+			opts = append(opts, bigtable.LimitRows(l.count))
+		}
+		err = tbl.ReadRows(ctx, rs, func(r bigtable.Row) bool {
+			if err := show(r); err != nil {
+				return false
+			}
+			return true
+		}, opts...)
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	if rows == 0 && l.single {
+		fmt.Fprintf(e.stderr, "bttl lookup: row %q not found in table %q\n", l.args[1], table)
+		return exitFindings
+	}
+	return exitOK
+}
+
+// rowJSON is one row in -json output.
+type rowJSON struct {
+	Row       *string              `json:"row,omitempty"`
+	RowBase64 []byte               `json:"row_base64,omitempty"`
+	Now       time.Time            `json:"now"`
+	Cells     []filters.CellReport `json:"cells"`
+}
+
+func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells []filters.CellReport) error {
+	if asJSON {
+		j := rowJSON{Now: now, Cells: cells}
+		if key := r.Key(); utf8.ValidString(key) {
+			j.Row = &key
+		} else {
+			j.RowBase64 = []byte(key)
+		}
+		return json.NewEncoder(w).Encode(j)
+	}
+	var b strings.Builder
+	b.WriteString(strings.Repeat("-", 40) + "\n" + printable(r.Key()) + "\n")
+	for _, c := range cells {
+		fmt.Fprintf(&b, "  %-40s @ %s\n", printable(c.Family+":"+c.Column), time.UnixMicro(int64(c.Timestamp)).UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(&b, "    %q\n", c.Value)
+		fmt.Fprintf(&b, "    bttl: %s [%s]", c.Visibility, c.Strategy)
+		if c.Reason != "" {
+			fmt.Fprintf(&b, ": %s", c.Reason)
+		}
+		if !c.WriteTime.IsZero() && c.Visibility != filters.Companion {
+			fmt.Fprintf(&b, "; written %s", c.WriteTime.Format(time.RFC3339Nano))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// printable is s as is when it is printable text, else Go-quoted: a
+// companion's qualifier starts with 0xFF 0xFF.
+func printable(s string) string {
+	if utf8.ValidString(s) && strconv.CanBackquote(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}

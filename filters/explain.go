@@ -1,0 +1,286 @@
+package filters
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// Visibility says whether a read through bttl returns a stored cell, and
+// if not, what hides it.
+type Visibility string
+
+// The visibilities Explain gives, one per stored cell.
+const (
+	// Returned: a read through bttl returns the cell.
+	Returned Visibility = "returned"
+	// Expired: the cell is past its expiry instant; a complete GC would
+	// have removed it, so no read returns it.
+	Expired Visibility = "expired"
+	// ExcessVersion: the cell is live but older than the newest N live
+	// cells of its column that the family keeps (Sequence(N),
+	// WithMaxVersions(N)).
+	ExcessVersion Visibility = "excess-version"
+	// Companion: the cell is a write-time companion (strategy.WithWriteTime),
+	// bttl's record of another cell's write time, never data.
+	Companion Visibility = "companion"
+	// Reserved: a qualifier from 0xFF 0xFF on in a family with write times
+	// that is not a valid companion; reads hide the reserved range whole.
+	Reserved Visibility = "reserved"
+)
+
+// CellReport is what Explain says of one stored cell.
+type CellReport struct {
+	Family    string             // the cell's column family
+	Column    string             // its qualifier
+	Timestamp bigtable.Timestamp // as stored, in microseconds
+	Value     []byte
+
+	// Strategy is the family's policy as the schema declares it
+	// (strategy.Policy.String); "unmanaged" for an unmanaged family and for
+	// one the schema does not name (Listed false), both read untouched.
+	Strategy string
+	Listed   bool // the schema names the family
+
+	Visibility Visibility
+	// Reason says why, in words: for a hidden cell what hides it, for a
+	// returned one anything worth knowing (a read refreshes it, a real
+	// timestamp in a sequence family).
+	Reason string
+
+	// Expiry is the instant the cell stops being live (age strategies;
+	// zero otherwise), and Remaining the time from the explained instant to
+	// it (negative once expired).
+	Expiry    time.Time
+	Remaining time.Duration
+	// WriteTime is the cell's real write time from its companion, zero when
+	// the family records none or the companion is missing; for a
+	// companion, the write time it records.
+	WriteTime time.Time
+}
+
+// Hidden reports whether a read through bttl leaves the cell out.
+func (c CellReport) Hidden() bool { return c.Visibility != Returned }
+
+// Explain classifies every stored cell of row, as read with no filter, the
+// way bttl's read filter for schema treats it at now (microseconds): which
+// cells a read returns and why each other one is hidden. It is the read
+// filter's rule worked out cell by cell on the client, for people and
+// tools asking "why is this value not returned?" (bttl lookup prints it);
+// reads themselves use the filter. Families the schema does not name are
+// read untouched, as by a client opened on the table.
+//
+// Cells come out by family, then qualifier, then newest first, as Bigtable
+// stores them.
+func Explain(schema strategy.Schema, row bigtable.Row, now bigtable.Timestamp) []CellReport {
+	fams := make([]string, 0, len(row))
+	for f := range row {
+		fams = append(fams, f)
+	}
+	sort.Strings(fams)
+	var out []CellReport
+	for _, fam := range fams {
+		out = append(out, explainFamily(fam, schema, row[fam], now)...)
+	}
+	return out
+}
+
+func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem, now bigtable.Timestamp) []CellReport {
+	p, listed := schema[fam]
+	cells := make([]CellReport, len(items))
+	for i, it := range items {
+		cells[i] = CellReport{
+			Family:    fam,
+			Column:    strings.TrimPrefix(it.Column, fam+":"),
+			Timestamp: it.Timestamp,
+			Value:     it.Value,
+			Strategy:  p.String(),
+			Listed:    listed,
+		}
+	}
+	sort.SliceStable(cells, func(i, j int) bool {
+		if cells[i].Column != cells[j].Column {
+			return cells[i].Column < cells[j].Column
+		}
+		return cells[i].Timestamp > cells[j].Timestamp
+	})
+	if !p.Managed() {
+		why := "unmanaged family: read untouched"
+		if !listed {
+			why = "family not in the schema: read untouched (writes through bttl are refused)"
+		}
+		for i := range cells {
+			cells[i].Visibility, cells[i].Reason = Returned, why
+		}
+		return cells
+	}
+
+	// Write times recorded by companions, by (column, timestamp).
+	type key struct {
+		col string
+		ts  bigtable.Timestamp
+	}
+	written := map[key]bigtable.Timestamp{}
+	if p.HasWriteTime() {
+		for _, c := range cells {
+			col, ok := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
+			if !ok {
+				continue
+			}
+			if wt, err := strategy.ParseWriteTime(c.Value); err == nil {
+				written[key{col, c.Timestamp}] = wt
+			}
+		}
+	}
+
+	kept := map[string]int{} // live data cells seen per column, newest first
+	for i := range cells {
+		c := &cells[i]
+		if p.HasWriteTime() && c.Column >= ReservedQualifierStart {
+			col, isCompanion := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
+			wt, err := strategy.ParseWriteTime(c.Value)
+			switch {
+			case isCompanion && err == nil:
+				c.Visibility, c.WriteTime = Companion, wallTime(wt)
+				c.Reason = fmt.Sprintf("write-time companion of column %q (written %s)", col, formatWhen(c.WriteTime))
+			case isCompanion:
+				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %q with an unreadable value (%d bytes, not 8)", col, len(c.Value))
+			default:
+				c.Visibility, c.Reason = Reserved, "qualifier in the range reserved for write-time companions (from 0xFF 0xFF on): hidden from every read"
+			}
+			continue
+		}
+		if wt, ok := written[key{c.Column, c.Timestamp}]; ok {
+			c.WriteTime = wallTime(wt)
+		}
+		age := p.Kind() == strategy.KindOneSecond || p.Kind() == strategy.KindDefaultExpiry
+		if age {
+			exp := p.Expiry(c.Timestamp)
+			c.Expiry = wallTime(exp)
+			c.Remaining = time.Duration(exp-now) * time.Microsecond
+			if !p.IsLive(c.Timestamp, now) {
+				c.Visibility = Expired
+				c.Reason = fmt.Sprintf("expired at %s (%s ago); a complete GC would have removed it", formatWhen(c.Expiry), roundDuration(-c.Remaining))
+				continue
+			}
+		}
+		kept[c.Column]++
+		if n := p.Versions(); n > 0 && kept[c.Column] > n {
+			c.Visibility = ExcessVersion
+			c.Reason = fmt.Sprintf("version %d of the column's live cells; the family keeps the newest %d", kept[c.Column], n)
+			continue
+		}
+		c.Visibility = Returned
+		var notes []string
+		if age {
+			notes = append(notes, fmt.Sprintf("live until %s (%s left)", formatWhen(c.Expiry), roundDuration(c.Remaining)))
+			if p.NeedsIdleRefresh(c.Timestamp, now) {
+				notes = append(notes, "a read refreshes it (time-to-idle)")
+			}
+		}
+		if p.Kind() == strategy.KindSequence {
+			switch {
+			case c.Timestamp >= strategy.RealTimeFloor:
+				notes = append(notes, fmt.Sprintf("real timestamp (%s), not seq*1000: it sorts above every sequence number", formatWhen(wallTime(c.Timestamp))))
+			case c.Timestamp%1000 != 0:
+				notes = append(notes, "timestamp is not seq*1000")
+			default:
+				notes = append(notes, fmt.Sprintf("sequence number %d", c.Timestamp/1000))
+			}
+		}
+		c.Reason = strings.Join(notes, "; ")
+	}
+	return cells
+}
+
+// wallTime is a timestamp as an instant in UTC.
+func wallTime(ts bigtable.Timestamp) time.Time { return time.UnixMicro(int64(ts)).UTC() }
+
+func formatWhen(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// roundDuration keeps explanations readable: milliseconds are the
+// timestamps' precision.
+func roundDuration(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// cellReportJSON is CellReport's JSON form: times in RFC 3339 UTC, the
+// remaining TTL as a Go duration string, a qualifier that is not valid
+// UTF-8 (a companion's) in base64 so it survives the trip.
+type cellReportJSON struct {
+	Family       string     `json:"family"`
+	Column       *string    `json:"column,omitempty"`
+	ColumnBase64 []byte     `json:"column_base64,omitempty"`
+	Timestamp    int64      `json:"timestamp"`
+	Value        []byte     `json:"value"`
+	Strategy     string     `json:"strategy"`
+	Listed       bool       `json:"listed"`
+	Visibility   Visibility `json:"visibility"`
+	Reason       string     `json:"reason,omitempty"`
+	Expiry       *time.Time `json:"expiry,omitempty"`
+	Remaining    string     `json:"remaining_ttl,omitempty"`
+	WriteTime    *time.Time `json:"write_time,omitempty"`
+}
+
+// MarshalJSON writes the report in the form bttl lookup -json prints.
+func (c CellReport) MarshalJSON() ([]byte, error) {
+	j := cellReportJSON{
+		Family: c.Family, Timestamp: int64(c.Timestamp), Value: c.Value, Strategy: c.Strategy,
+		Listed: c.Listed, Visibility: c.Visibility, Reason: c.Reason,
+	}
+	if utf8.ValidString(c.Column) {
+		col := c.Column
+		j.Column = &col
+	} else {
+		j.ColumnBase64 = []byte(c.Column)
+	}
+	if !c.Expiry.IsZero() {
+		e := c.Expiry.UTC()
+		j.Expiry, j.Remaining = &e, c.Remaining.String()
+	}
+	if !c.WriteTime.IsZero() {
+		w := c.WriteTime.UTC()
+		j.WriteTime = &w
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *CellReport) UnmarshalJSON(data []byte) error {
+	var j cellReportJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	*c = CellReport{
+		Family: j.Family, Timestamp: bigtable.Timestamp(j.Timestamp), Value: j.Value, Strategy: j.Strategy,
+		Listed: j.Listed, Visibility: j.Visibility, Reason: j.Reason,
+	}
+	switch {
+	case j.Column != nil && j.ColumnBase64 != nil:
+		return fmt.Errorf("cell report: both column and column_base64")
+	case j.Column != nil:
+		c.Column = *j.Column
+	default:
+		c.Column = string(j.ColumnBase64)
+	}
+	if j.Expiry != nil {
+		c.Expiry = j.Expiry.UTC()
+		d, err := time.ParseDuration(j.Remaining)
+		if err != nil {
+			return fmt.Errorf("cell report: remaining_ttl: %w", err)
+		}
+		c.Remaining = d
+	}
+	if j.WriteTime != nil {
+		c.WriteTime = j.WriteTime.UTC()
+	}
+	return nil
+}
