@@ -169,10 +169,14 @@ func (e *Emulator) Restart(ctx context.Context) error {
 }
 
 // NewEmulator starts cbtemulator for a test and kills it when the test ends.
-// The test is skipped, saying why, only when the binary cannot be found.
+// When the binary cannot be found the test is skipped, saying why, outside
+// CI; in CI (CI=true), where .ci/run installs it, the test fails.
 func NewEmulator(tb testing.TB) *Emulator {
 	tb.Helper()
 	if _, err := FindEmulator(); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("bttestharness: %v (.ci/run installs google-cloud-cli-bigtable-emulator)", err)
+		}
 		tb.Skipf("skipping: %v", err)
 	}
 	e, err := StartEmulator(context.Background())

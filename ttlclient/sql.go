@@ -21,7 +21,8 @@ var (
 	// ErrSQLUnknownTable: the library cannot tell whether a SQL query reads
 	// managed families: it reads a table this client has not opened (so its
 	// schema is unknown), or its text could not be classified (a subquery,
-	// a join, a path, a comment or string left open). See *SQLError.
+	// pipe syntax, a FROM it cannot place, a join, a path, a comment or
+	// string left open). See *SQLError.
 	ErrSQLUnknownTable = errors.New("bttl: cannot tell which families a SQL query reads")
 )
 
@@ -77,9 +78,13 @@ func WithSQLAllowed() Option { return func(cfg *config) { cfg.sqlAllowed = true 
 // through. The returned statement is the client's own: bind and execute it
 // as usual.
 //
-// The check reads the query's FROM clause: GoogleSQL for Bigtable reads one
-// table per query (no joins, subqueries or unions). A table opened with
-// only unmanaged families, even one opened just for this, is untouched.
+// The check reads the query's FROM clause. It accepts one SELECT statement
+// reading at most one table, and places every FROM keyword of the query
+// (the FROM clause, EXTRACT's, IS DISTINCT FROM's): a query with a FROM it
+// cannot place (a subquery starting with FROM, as pipe syntax allows), a
+// subquery, a join, a union or pipe syntax is refused as unclassifiable. A
+// table opened with only unmanaged families, even one opened just for
+// this, is untouched.
 func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes map[string]bigtable.SQLType, opts ...bigtable.PrepareOption) (*bigtable.PreparedStatement, error) {
 	var own []Option
 	rest := make([]bigtable.PrepareOption, 0, len(opts))
@@ -161,6 +166,9 @@ type sqlToken struct {
 
 func (t sqlToken) keyword(k string) bool { return t.ident && !t.quoted && strings.EqualFold(t.text, k) }
 
+// punct reports whether t is the punctuation character p.
+func (t sqlToken) punct(p string) bool { return !t.ident && t.text == p }
+
 // sqlTokens splits query into tokens, skipping comments and the contents
 // of string and bytes literals.
 func sqlTokens(query string) ([]sqlToken, error) {
@@ -241,50 +249,107 @@ func isKeyword(t sqlToken, set []string) bool {
 	return false
 }
 
-// sqlTables is the tables query reads: the FROM item of each top-level
-// SELECT (GoogleSQL for Bigtable has no joins or subqueries). FROM inside
-// parentheses is a function's (EXTRACT(DAY FROM ts)); a SELECT there, a
-// WITH clause, or anything but a clause keyword after the FROM item is
-// refused as unclassifiable rather than guessed at.
+// sqlTables is the tables query reads: none, or the table of its one FROM
+// clause. It refuses what it cannot classify rather than guess, and does
+// so structurally: the query must be one statement starting with SELECT,
+// and every FROM keyword in it must be placed, as
+//   - the FROM clause of that SELECT (outside parentheses, the first such
+//     FROM), whose item sqlFromItem reads as a table; or
+//   - the FROM of EXTRACT(part FROM x) or EXTRACT(part(arg) FROM x); or
+//   - the FROM of x IS [NOT] DISTINCT FROM y.
+//
+// Any other FROM (a subquery starting with FROM: EXISTS(FROM t),
+// ARRAY(FROM t), (FROM t); a second FROM clause) is refused, as are a
+// second SELECT anywhere (a subquery, a union), a query not starting with
+// SELECT (WITH, pipe syntax starting with FROM), pipe operators (|>), a
+// TABLE argument, JOIN anywhere, and a second statement. GoogleSQL's
+// other ways to read a table (comma joins, paths) follow a FROM clause,
+// where sqlFromItem refuses them.
 func sqlTables(query string) ([]string, error) {
 	toks, err := sqlTokens(query)
 	if err != nil {
 		return nil, err
 	}
-	if len(toks) > 0 && toks[0].keyword("WITH") {
-		return nil, errors.New("a WITH clause")
+	if len(toks) == 0 || !toks[0].keyword("SELECT") {
+		first := ""
+		if len(toks) > 0 {
+			first = toks[0].text
+		}
+		return nil, fmt.Errorf("the query does not start with SELECT but %q (a WITH clause, pipe syntax, or another form)", first)
 	}
-	var tables []string
-	depth := 0
-	for i := 0; i < len(toks); i++ {
+	depth, from := 0, -1 // from: the index of the SELECT's FROM clause
+	for i := 1; i < len(toks); i++ {
 		t := toks[i]
 		switch {
-		case t.text == "(" && !t.ident:
+		case t.punct("("):
 			depth++
-		case t.text == ")" && !t.ident:
+		case t.punct(")"):
 			depth--
 			if depth < 0 {
 				return nil, errors.New("unbalanced parentheses")
 			}
-		case t.keyword("SELECT") && depth > 0:
-			return nil, errors.New("a subquery")
-		case t.text == "|" && !t.ident && i+1 < len(toks) && toks[i+1].text == ">" && !toks[i+1].ident:
+		case t.punct(";") && i < len(toks)-1:
+			return nil, errors.New("more than one statement")
+		case t.punct("|") && i+1 < len(toks) && toks[i+1].punct(">"):
 			// A pipe operator can read a table with no FROM before it
 			// ("SELECT 1 |> JOIN t ON TRUE").
 			return nil, errors.New("pipe syntax (|>)")
-		case t.keyword("FROM") && depth == 0:
-			table, next, err := sqlFromItem(toks, i+1)
-			if err != nil {
-				return nil, err
+		case t.keyword("SELECT"):
+			return nil, errors.New("a subquery (a second SELECT)")
+		case t.keyword("TABLE"):
+			return nil, errors.New("a TABLE argument")
+		case t.keyword("JOIN"):
+			return nil, errors.New("a join")
+		case t.keyword("FROM"):
+			switch {
+			case sqlExtractFrom(toks, i), sqlDistinctFrom(toks, i):
+			case depth == 0 && from < 0:
+				from = i
+			default:
+				return nil, fmt.Errorf("a FROM it cannot place (FROM %s): a subquery starting with FROM, pipe syntax, or a second FROM clause", sqlNext(toks, i))
 			}
-			tables = append(tables, table)
-			i = next - 1
 		}
 	}
 	if depth != 0 {
 		return nil, errors.New("unbalanced parentheses")
 	}
-	return tables, nil
+	if from < 0 {
+		return nil, nil
+	}
+	table, _, err := sqlFromItem(toks, from+1)
+	if err != nil {
+		return nil, err
+	}
+	return []string{table}, nil
+}
+
+// sqlExtractFrom reports whether toks[i], a FROM, is EXTRACT's:
+// EXTRACT ( part FROM, or EXTRACT ( part ( arg ) FROM.
+func sqlExtractFrom(toks []sqlToken, i int) bool {
+	at := func(j int) sqlToken {
+		if j < 0 {
+			return sqlToken{}
+		}
+		return toks[j]
+	}
+	part := func(j int) bool { return at(j).ident && !at(j).quoted }
+	return part(i-1) && at(i-2).punct("(") && at(i-3).keyword("EXTRACT") ||
+		at(i-1).punct(")") && part(i-2) && at(i-3).punct("(") && part(i-4) && at(i-5).punct("(") && at(i-6).keyword("EXTRACT")
+}
+
+// sqlDistinctFrom reports whether toks[i], a FROM, ends IS [NOT] DISTINCT
+// FROM, a comparison.
+func sqlDistinctFrom(toks []sqlToken, i int) bool {
+	return i >= 2 && toks[i-1].keyword("DISTINCT") &&
+		(toks[i-2].keyword("IS") || i >= 3 && toks[i-2].keyword("NOT") && toks[i-3].keyword("IS"))
+}
+
+// sqlNext is the text of the token after toks[i], for messages.
+func sqlNext(toks []sqlToken, i int) string {
+	if i+1 < len(toks) {
+		return toks[i+1].text
+	}
+	return "(end)"
 }
 
 // sqlFromItem reads the FROM item starting at toks[i]: a table name, its
@@ -303,10 +368,7 @@ func sqlFromItem(toks []sqlToken, i int) (string, int, error) {
 		depth := 0
 		for ; i < len(toks); i++ {
 			if toks[i].ident {
-				if toks[i].keyword("SELECT") {
-					return "", 0, errors.New("a subquery")
-				}
-				continue
+				continue // sqlTables placed every SELECT and FROM already
 			}
 			switch toks[i].text {
 			case "(":

@@ -73,6 +73,17 @@ func TestPrepareStatementRefusesManagedTables(t *testing.T) {
 		_, err = c.PrepareStatement(ctx, "SELECT * FROM plain JOIN t ON TRUE", nil)
 		refused(t, err, ttlclient.ErrSQLUnknownTable, "", nil)
 		assert.Contains(t, err.Error(), "WithSQLAllowed")
+		// Issue 26 item 5: subqueries starting with FROM (pipe syntax) read
+		// t though the query's FROM clause names plain.
+		for _, q := range []string{
+			"SELECT * FROM plain WHERE EXISTS(FROM t)",
+			"SELECT * FROM plain ORDER BY (FROM t)",
+			"SELECT ARRAY(FROM t) FROM plain",
+		} {
+			_, err = c.PrepareStatement(ctx, q, nil)
+			refused(t, err, ttlclient.ErrSQLUnknownTable, "", nil)
+			assert.ErrorContains(t, err, "a FROM it cannot place (FROM t)", q)
+		}
 
 		// Untouched: unmanaged families only, or no table at all.
 		const plainQuery = "SELECT _key, plain['c'] FROM plain WHERE _key = @k"

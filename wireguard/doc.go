@@ -33,6 +33,15 @@
 // "rule <name>:"). A MutateRows request with one bad entry is refused whole: none of
 // its entries is written (ApplyBulk returns the refusal as its error).
 //
+// What bttl's client adds, the guard adds (docs/design.md#wire-guard): in a
+// strategy.SingleValue family a delete of the whole column right before
+// each SetCell, so the last write wins whatever the TTLs; in a family with
+// strategy.WithWriteTime a companion holding the guard's clock right after
+// each SetCell, and the same delete of the companion right after each
+// column delete. The guard stores no companion it did not compute: any
+// write to a write-time family's reserved qualifiers (from 0xFF 0xFF on) is
+// refused (RuleReservedColumn), a companion sent beside its cell included.
+//
 // WithReadFilter also puts the table's TTL filter in front of the filter of
 // every ReadRows request and CheckAndMutateRow predicate, so legacy reads
 // stop seeing expired cells that GC has not collected yet. A ReadRows of a
@@ -75,10 +84,12 @@
 // refusal reaches every later call as FailedPrecondition and nothing
 // reaches the server.
 //
-// The interceptors never modify the caller's request: a rewritten read is a
+// The interceptors never modify the caller's request: a rewritten request
+// (a filtered read, a write given single-value deletes or companions) is a
 // shallow copy (row sets and mutations are shared, not copied), so the
-// client's own retries resend the original and get the filter exactly once.
-// Checking is a pass over the mutations; nothing is copied.
+// client's own retries resend the original and get the filter, deletes and
+// companions exactly once. Checking a request that needs nothing added is
+// a pass over the mutations; nothing is copied.
 //
 // What is covered, checked on cloud.google.com/go/bigtable v1.58.0:
 //   - Every classic data RPC goes through connections dialled with the
@@ -86,9 +97,12 @@
 //     DirectPath/DirectAccess dialer), so option.WithGRPCDialOption reaches
 //     them. (The DirectAccess diagnostic probe dials its own channel but
 //     sends only PingAndWarm.)
-//   - A pre-dialled connection (option.WithGRPCConn, and
-//     BIGTABLE_EMULATOR_HOST, under which the client dials one itself)
-//     ignores dial options: put DialOptions on that connection instead.
+//   - Under BIGTABLE_EMULATOR_HOST the client dials the emulator itself and
+//     ignores dial options: ClientOptions then return a connection to the
+//     emulator carrying the guard (option.WithGRPCConn), which replaces
+//     the client's own. A connection you dial yourself (option.WithGRPCConn)
+//     ignores dial options too: put DialOptions on it. Guard.Verify tells
+//     whether a client's requests go through the guard.
 //   - The session data plane (OpenTable streams carrying their own mutation
 //     messages) cannot be inspected. The guard keeps the server's
 //     GetClientConfiguration from moving traffic there (session load 0) and

@@ -24,7 +24,8 @@ import (
 // to a one-second family before it is sent.
 func ExampleGuard_ClientOptions() {
 	ctx := context.Background()
-	// Under BIGTABLE_EMULATOR_HOST the client would ignore dial options.
+	// This example dials the endpoint itself (ExampleGuard_Verify shows
+	// BIGTABLE_EMULATOR_HOST).
 	if prev, ok := os.LookupEnv("BIGTABLE_EMULATOR_HOST"); ok {
 		os.Unsetenv("BIGTABLE_EMULATOR_HOST")
 		defer os.Setenv("BIGTABLE_EMULATOR_HOST", prev)
@@ -62,6 +63,54 @@ func ExampleGuard_ClientOptions() {
 	// Output: true
 }
 
+// Verify tells whether a client's requests go through the guard, writing
+// nothing. Under BIGTABLE_EMULATOR_HOST, ClientOptions install the guard
+// too; a client made without them is reported inactive.
+func ExampleGuard_Verify() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx) // an in-process emulator
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	schema := strategy.Schema{"session": strategy.OneSecond()}
+	if err := h.CreateTable(ctx, "sessions", schema); err != nil {
+		panic(err)
+	}
+	prev, had := os.LookupEnv("BIGTABLE_EMULATOR_HOST")
+	os.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	defer func() {
+		if had {
+			os.Setenv("BIGTABLE_EMULATOR_HOST", prev)
+		} else {
+			os.Unsetenv("BIGTABLE_EMULATOR_HOST")
+		}
+	}()
+
+	guard, err := wireguard.New(map[string]strategy.Schema{"sessions": schema})
+	if err != nil {
+		panic(err)
+	}
+	cfg := bigtable.ClientConfig{DisableSession: true, MetricsProvider: bigtable.NoopMetricsProvider{}}
+	guarded, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg, guard.ClientOptions()...)
+	if err != nil {
+		panic(err)
+	}
+	defer guarded.Close()
+	fmt.Println(guard.Verify(ctx, guarded, "sessions"))
+
+	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer plain.Close()
+	err = guard.Verify(ctx, plain, "sessions")
+	fmt.Println(errors.Is(err, wireguard.ErrGuardInactive))
+	// Output:
+	// <nil>
+	// true
+}
+
 // Table IDs, as given to Client.Open, name the guarded tables: a request for
 // that table in any instance the client reaches is checked.
 func ExampleNew() {
@@ -79,10 +128,9 @@ func ExampleNew() {
 	// true
 }
 
-// Under BIGTABLE_EMULATOR_HOST, or to share a connection, dial it yourself
-// with the guard's dial options and hand it to the client: a client given a
-// connection ignores option.WithGRPCDialOption, so ClientOptions would not
-// reach it.
+// To share a connection, dial it yourself with the guard's dial options
+// and hand it to the client: a client given a connection ignores
+// option.WithGRPCDialOption, so ClientOptions would not reach it.
 func ExampleGuard_DialOptions() {
 	ctx := context.Background()
 	h, err := bttestharness.Start(ctx) // an in-process emulator

@@ -32,7 +32,7 @@ const (
 	RuleServerAssignedTimestamp = "server-assigned-timestamp" // ReadModifyWrite, AddToCell, MergeToCell on a managed family
 	RuleUnknownFamily           = "unknown-family"            // a family the table's schema does not name
 	RuleTTLTooLong              = "ttl-too-long"              // a timestamp over the family's max TTL (strategy.WithMaxTTL)
-	RuleReservedColumn          = "reserved-column"           // a write-time family's qualifier from 0xFF 0xFF on, not a companion of the same request's cell
+	RuleReservedColumn          = "reserved-column"           // a write to a write-time family's qualifiers from 0xFF 0xFF on (the guard writes companions itself)
 	RuleSessionDataPlane        = "session-data-plane"        // a session stream the guard cannot inspect
 	// RuleUnclassifiable: a request on a guarded method the guard cannot
 	// classify: a malformed or conflicting resource name, no name, fields
@@ -118,7 +118,8 @@ type Guard struct {
 	clock      Clock
 	readFilter bool
 	sqlAllowed bool
-	managed    bool // some guarded table or declared view has a managed family
+	managed    bool   // some guarded table or declared view has a managed family
+	probe      string // the family of Verify's probe, which only this guard recognizes
 	viewDecls  []viewDecl
 }
 
@@ -128,10 +129,12 @@ type viewDecl struct {
 }
 
 type table struct {
-	id        string
-	schema    strategy.Schema
-	filters   *filters.Builder
-	writeTime bool // some family records write times (strategy.WithWriteTime)
+	id          string
+	schema      strategy.Schema
+	filters     *filters.Builder
+	writeTime   bool   // some family records write times (strategy.WithWriteTime)
+	singleValue bool   // some family is strategy.SingleValue
+	probe       string // the guard's Verify probe family
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -140,7 +143,7 @@ type table struct {
 // authorized_view_name is an authorized view of such a table, is checked
 // against that schema. Names are parsed exactly, segment by segment.
 func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
-	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}}
+	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}, probe: newProbe()}
 	for _, o := range opts {
 		o(g)
 	}
@@ -152,10 +155,11 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
+			t.singleValue = t.singleValue || p.IsSingleValue()
 			g.managed = g.managed || p.Managed()
 		}
 		return t, nil
@@ -184,9 +188,17 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 // ClientOptions are the options that install the guard on a client:
 // bigtable.NewClient(ctx, project, instance, guard.ClientOptions()...).
 // They are dial options, which the client ignores when it is given an
-// already dialed connection (option.WithGRPCConn, or BIGTABLE_EMULATOR_HOST):
-// then pass DialOptions to grpc.NewClient yourself.
+// already dialled connection. Under BIGTABLE_EMULATOR_HOST (read when
+// ClientOptions is called), where the client dials the emulator itself
+// and ignores dial options, they are instead a connection to the emulator
+// carrying the guard (option.WithGRPCConn), which the client closes on
+// Close; put them after any option of your own. With option.WithGRPCConn
+// of your own, dial that connection with DialOptions. Verify tells
+// whether a client's requests go through the guard.
 func (g *Guard) ClientOptions() []option.ClientOption {
+	if addr := emulatorHost(); addr != "" {
+		return g.emulatorOptions(addr)
+	}
 	out := make([]option.ClientOption, 0, 2)
 	for _, d := range g.DialOptions() {
 		out = append(out, option.WithGRPCDialOption(d))
@@ -508,11 +520,16 @@ func (t *table) violation(rule, family string, column []byte, err error) *violat
 }
 
 // checkMutations applies docs/design.md#guardrails to a row's mutations,
-// and returns them with the write-time companions a family with
-// strategy.WithWriteTime needs added (ms itself when none is missing).
+// and returns them with what bttl's client would add: the column delete
+// before each SetCell of a strategy.SingleValue family, and the write-time
+// companions of a family with strategy.WithWriteTime (ms itself when
+// nothing is missing).
 func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
 	if v := t.checkEach(now, ms); v != nil {
 		return nil, v
+	}
+	if t.singleValue {
+		ms = t.addSingleValueDeletes(ms)
 	}
 	if !t.writeTime {
 		return ms, nil
@@ -528,6 +545,9 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 		case *btpb.Mutation_SetCell_:
 			fam, col = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier()
 			p, ok := t.schema[fam]
+			if !ok && fam == t.probe {
+				return t.violation(RuleVerifyProbe, fam, col, errors.New("the probe of Guard.Verify: this guard is installed; nothing was sent"))
+			}
 			if !ok {
 				return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 			}

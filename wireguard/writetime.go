@@ -11,7 +11,11 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-var errReservedColumn = errors.New("qualifiers from 0xFF 0xFF on are reserved for write-time companions in this family")
+var (
+	errReservedColumn = errors.New("qualifiers from 0xFF 0xFF on are reserved for write-time companions in this family")
+	errCompanionSent  = fmt.Errorf("%w: the request writes a write-time companion; the wire guard writes and deletes every companion itself "+
+		"(with its own clock) and stores none it did not compute: send the cell's change alone", errReservedColumn)
+)
 
 // companionKey identifies a companion change: the column it describes and
 // the timestamp or range of the change.
@@ -22,65 +26,52 @@ type companionKey struct {
 }
 
 // addCompanions gives a family with strategy.WithWriteTime what bttl's
-// client writes itself (docs/design.md#write-time): every SetCell a
-// companion at the same timestamp holding the write time (now, at the
-// guard's clock), every column delete the same delete of its companion.
-// Companions the request already has (a bttl client writing through the
-// guard) are kept, not doubled. A write to the reserved qualifiers that
-// is not the companion of a change in the same request is refused: it
-// could forge or orphan a write time. ms is returned unchanged when
-// nothing is missing.
+// client writes itself (docs/design.md#write-time): right after every
+// SetCell a companion at the same timestamp holding the write time (now,
+// at the guard's clock), right after every column delete the same delete
+// of its companion, so the companions change exactly as their cells do,
+// in request order. The guard stores no companion it did not compute and
+// removes none but with its cell: any write to the reserved qualifiers is
+// refused, whatever it holds (a plain client cannot know the write time
+// the guard would record, a forged one would make WriteTime lie, and a
+// lone companion delete would orphan a write time). bttl's client marks
+// its own requests, which carry their companions. ms is returned
+// unchanged when the request changes no column of such a family.
 func (t *table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
-	var have, need map[companionKey]bool
-	for _, m := range ms {
-		k, reserved, forged, ok := t.companionOf(m)
+	var out []*btpb.Mutation // a copy, once a companion is added
+	var wt []byte
+	for i, m := range ms {
+		k, reserved, ok := t.companionOf(m)
 		switch {
 		case !ok:
-		case forged:
-			return nil, t.violation(RuleReservedColumn, k.family, qualifierOf(m), errReservedColumn)
-		case reserved:
-			if have == nil {
-				have = map[companionKey]bool{}
+			if out != nil {
+				out = append(out, m)
 			}
-			have[k] = true
-		default:
-			if need == nil {
-				need = map[companionKey]bool{}
-			}
-			need[k] = true
-		}
-	}
-	for k := range have {
-		if !need[k] {
-			return nil, t.violation(RuleReservedColumn, k.family, []byte(strategy.WriteTimeColumn(k.column)),
-				fmt.Errorf("%w: a write-time companion with no change to its column %q in the request", errReservedColumn, k.column))
-		}
-	}
-	if len(need) == len(have) {
-		return ms, nil
-	}
-	if have == nil {
-		have = map[companionKey]bool{}
-	}
-	out := make([]*btpb.Mutation, 0, len(ms)+len(need)-len(have))
-	wt := strategy.WriteTimeValue(now)
-	for _, m := range ms {
-		out = append(out, m)
-		k, reserved, _, ok := t.companionOf(m)
-		if !ok || reserved || have[k] {
 			continue
+		case reserved:
+			err := errReservedColumn
+			if _, isCompanion := strings.CutPrefix(string(qualifierOf(m)), strategy.WriteTimePrefix); isCompanion {
+				err = errCompanionSent
+			}
+			return nil, t.violation(RuleReservedColumn, k.family, qualifierOf(m), err)
 		}
-		have[k] = true // a repeated change needs one companion
+		if out == nil {
+			out = append(make([]*btpb.Mutation, 0, 2*len(ms)), ms[:i]...)
+			wt = strategy.WriteTimeValue(now)
+		}
 		q := []byte(strategy.WriteTimeColumn(k.column))
 		if k.kind == kindSet {
-			out = append(out, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+			out = append(out, m, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
 				FamilyName: k.family, ColumnQualifier: q, TimestampMicros: k.start, Value: wt,
 			}}})
 			continue
 		}
-		out = append(out, &btpb.Mutation{Mutation: &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+		out = append(out, m, &btpb.Mutation{Mutation: &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
 			FamilyName: k.family, ColumnQualifier: q, TimeRange: &btpb.TimestampRange{StartTimestampMicros: k.start, EndTimestampMicros: k.end},
 		}}})
+	}
+	if out == nil {
+		return ms, nil
 	}
 	return out, nil
 }
@@ -92,10 +83,9 @@ const (
 
 // companionOf classifies m for a write-time family: ok when m is a
 // SetCell or DeleteFromColumn on such a family, with the key of the
-// companion change it needs or, when m writes a reserved qualifier
-// (reserved), the key of the change it is the companion of; forged when
-// the qualifier is reserved but no companion's.
-func (t *table) companionOf(m *btpb.Mutation) (k companionKey, reserved, forged, ok bool) {
+// companion change it needs; reserved when m's qualifier is in the
+// reserved range (from 0xFF 0xFF on).
+func (t *table) companionOf(m *btpb.Mutation) (k companionKey, reserved, ok bool) {
 	switch x := m.GetMutation().(type) {
 	case *btpb.Mutation_SetCell_:
 		k = companionKey{family: x.SetCell.GetFamilyName(), kind: kindSet, start: int64(strategy.Millis(bigtable.Timestamp(x.SetCell.GetTimestampMicros())))}
@@ -103,19 +93,13 @@ func (t *table) companionOf(m *btpb.Mutation) (k companionKey, reserved, forged,
 		r := x.DeleteFromColumn.GetTimeRange()
 		k = companionKey{family: x.DeleteFromColumn.GetFamilyName(), kind: kindDeleteColumn, start: r.GetStartTimestampMicros(), end: r.GetEndTimestampMicros()}
 	default:
-		return k, false, false, false // family and row deletes take companions with them
+		return k, false, false // family and row deletes take companions with them
 	}
 	if !t.schema[k.family].HasWriteTime() {
-		return k, false, false, false
+		return k, false, false
 	}
-	col := string(qualifierOf(m))
-	if !strings.HasPrefix(col, strategy.ReservedQualifierStart) {
-		k.column = col
-		return k, false, false, true
-	}
-	c, isCompanion := strings.CutPrefix(col, strategy.WriteTimePrefix)
-	k.column = c
-	return k, true, !isCompanion || strings.HasPrefix(c, strategy.ReservedQualifierStart), true
+	k.column = string(qualifierOf(m))
+	return k, strings.HasPrefix(k.column, strategy.ReservedQualifierStart), true
 }
 
 func qualifierOf(m *btpb.Mutation) []byte {

@@ -8,9 +8,6 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
@@ -36,13 +33,7 @@ func lifecycleEnv(t *testing.T) (*bttestharness.Harness, *bigtable.Table) {
 	require.NoError(t, h.CreateTable(ctx, "t", lifecycleSchema))
 	g, err := wireguard.New(map[string]strategy.Schema{"t": lifecycleSchema}, wireguard.WithClock(h.Clock), wireguard.WithReadFilter())
 	require.NoError(t, err)
-	plain, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
-		append([]option.ClientOption{option.WithEndpoint(h.Addr), option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}, g.ClientOptions()...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = plain.Close() })
-	return h, plain.Open("t")
+	return h, guardedClient(t, h.Addr, g).Open("t")
 }
 
 // A plain client's write to a write-time family gets the companion bttl's
@@ -88,34 +79,45 @@ func TestGuardAddsWriteTimeCompanions(t *testing.T) {
 	assert.Empty(t, stored["wt"], "the delete took the companion too")
 }
 
-// A request that already carries the companions (bttl's client behind the
-// guard) is sent as it is: nothing doubled. In a bulk, only the rows that
-// need companions change.
-func TestGuardKeepsCompanionsItIsGiven(t *testing.T) {
+// Companions change in step with their cells, in request order: a cell
+// set, deleted and set again in one request keeps its companion, and a
+// column delete after a Set takes both. A client's own companion delete
+// is refused like its companion Set: the guard removes companions only
+// with their cells.
+func TestGuardKeepsCompanionsInStepWithTheirCells(t *testing.T) {
 	h, tbl := lifecycleEnv(t)
 	ctx := context.Background()
 	exp := bigtable.Time(h.Clock.Now().Add(time.Hour)).TruncateToMilliseconds()
-	given := strategy.WriteTimeValue(12345_000)
-	with := bigtable.NewMutation()
-	with.Set("wt", "c", exp, []byte("v"))
-	with.Set("wt", strategy.WriteTimeColumn("c"), exp, given)
-	without := bigtable.NewMutation()
-	without.Set("wt", "c", exp, []byte("v"))
-	errs, err := tbl.ApplyBulk(ctx, []string{"with", "without"}, []*bigtable.Mutation{with, without})
+	again := bigtable.NewMutation()
+	again.Set("wt", "c", exp, []byte("v1"))
+	again.DeleteCellsInColumn("wt", "c")
+	again.Set("wt", "c", exp, []byte("v2"))
+	gone := bigtable.NewMutation()
+	gone.Set("wt", "c", exp, []byte("v"))
+	gone.DeleteCellsInColumn("wt", "c")
+	errs, err := tbl.ApplyBulk(ctx, []string{"again", "gone"}, []*bigtable.Mutation{again, gone})
 	require.NoError(t, err)
 	require.Nil(t, errs)
-	for row, wantValue := range map[string][]byte{"with": given, "without": nil} {
-		stored, err := h.Stored(ctx, "t", row)
-		require.NoError(t, err)
-		require.Len(t, stored["wt"], 2, row)
-		if wantValue != nil {
-			assert.Equal(t, wantValue, stored["wt"][1].Value, row)
-		}
-	}
+	stored, err := h.Stored(ctx, "t", "again")
+	require.NoError(t, err)
+	require.Len(t, stored["wt"], 2, "the cell and its companion")
+	assert.Equal(t, "v2", string(stored["wt"][0].Value))
+	assert.Equal(t, "wt:"+strategy.WriteTimeColumn("c"), stored["wt"][1].Column)
+	stored, err = h.Stored(ctx, "t", "gone")
+	require.NoError(t, err)
+	assert.Empty(t, stored)
+
+	paired := bigtable.NewMutation()
+	paired.DeleteCellsInColumn("wt", "c")
+	paired.DeleteCellsInColumn("wt", strategy.WriteTimeColumn("c"))
+	assert.ErrorContains(t, tbl.Apply(ctx, "again", paired), "rule "+wireguard.RuleReservedColumn)
+	stored, err = h.Stored(ctx, "t", "again")
+	require.NoError(t, err)
+	assert.Len(t, stored["wt"], 2, "nothing of the refused request was applied")
 }
 
-// Writes to the reserved qualifiers that are not the companion of a change
-// in the same request are refused: they would forge or orphan write times.
+// Writes to the reserved qualifiers are refused: they would forge or
+// orphan write times.
 func TestGuardRefusesForgedCompanions(t *testing.T) {
 	h, tbl := lifecycleEnv(t)
 	ctx := context.Background()
