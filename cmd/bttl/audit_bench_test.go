@@ -147,10 +147,10 @@ func loadAuditBench(addr string, rows, perRow int) error {
 //	benchstat audit.txt
 func BenchmarkAuditPace(b *testing.B) {
 	if _, err := os.Stat(cbtPath); err != nil {
-		b.Skipf("%s not installed: %v", cbtPath, err)
+		missing(b, "%s not installed (.ci/run installs it): %v", cbtPath, err)
 	}
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		b.Skipf("cbtemulator: %v", err)
+		missing(b, "cbtemulator: %v", err)
 	}
 	setupAuditBench(b)
 	a := &auditBench

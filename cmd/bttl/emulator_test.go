@@ -35,7 +35,7 @@ func startCBTEmulatorProcess(t *testing.T) *bttestharness.Emulator {
 
 // missing skips the test outside CI and fails it in CI, where every
 // binary the tests need is installed.
-func missing(t *testing.T, format string, a ...any) {
+func missing(t testing.TB, format string, a ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf(format, a...)
