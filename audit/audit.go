@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
@@ -26,7 +27,10 @@ type Cell struct {
 	Timestamp bigtable.Timestamp `json:"timestamp"`
 }
 
-// Family is one family's counts. Bytes are value bytes.
+// Family is one family's counts. Bytes are value bytes. Cells, Bytes and
+// every figure classifying them count data: in a write-time family
+// (strategy.WithWriteTime) the companions and the other reserved
+// qualifiers are counted apart (Companions, HiddenReserved).
 type Family struct {
 	Family   string `json:"family"`
 	Strategy string `json:"strategy"`
@@ -66,6 +70,20 @@ type Family struct {
 	// compaction (they also count as expired).
 	SequenceNumbers        int64 `json:"sequence_number_cells"`
 	SequenceNumbersExample *Cell `json:"sequence_number_example,omitempty"`
+	// Companions: write-time companions (strategy.WithWriteTime) of the
+	// family's cells, CompanionBytes their value bytes: stored beside the
+	// data, not data, so counted apart from every figure above (Cells
+	// counts data only).
+	Companions     int64 `json:"write_time_companion_cells"`
+	CompanionBytes int64 `json:"write_time_companion_bytes"`
+	// HiddenReserved: cells of a write-time family whose qualifiers start
+	// 0xFF 0xFF (reserved) but are not companions of a cell of the row (a
+	// column written before the family had write times, an orphaned or
+	// forged companion): stored, hidden from every read through bttl, and
+	// counted apart from Cells too.
+	HiddenReserved        int64 `json:"hidden_reserved_cells"`
+	HiddenReservedBytes   int64 `json:"hidden_reserved_bytes"`
+	HiddenReservedExample *Cell `json:"hidden_reserved_example,omitempty"`
 
 	policy  strategy.Policy
 	managed bool
@@ -76,7 +94,8 @@ type Report struct {
 	Table string             `json:"table"`
 	Now   bigtable.Timestamp `json:"now"`
 	Rows  int64              `json:"rows"`
-	Cells int64              `json:"cells"`
+	// Cells is every cell read, write-time companions included.
+	Cells int64 `json:"cells"`
 	// RowsOver100MB counts rows whose size (key, qualifiers, values and
 	// 8 bytes of timestamp per cell) exceeds LargestRowBytes.
 	RowsOver100MB   int64    `json:"rows_over_100mb"`
@@ -250,11 +269,19 @@ func (t *tally) row(_ context.Context, r bigtable.Row) error {
 	size := int64(len(r.Key()))
 	for f, items := range r {
 		s := t.family(f)
+		var kinds []companion.Kind
+		if s.managed && s.policy.HasWriteTime() {
+			kinds = companion.Classify(f, items)
+		}
 		col, idx := "", 0
-		for _, it := range items {
+		for i, it := range items {
 			n := int64(len(it.Value))
 			size += n + int64(len(it.Column)-len(f)-1) + 8
 			rep.Cells++
+			if kinds != nil && kinds[i] != companion.Data {
+				s.countReserved(it, kinds[i], n)
+				continue
+			}
 			s.Cells++
 			s.Bytes += n
 			if it.Column != col {
@@ -341,6 +368,20 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 	if e := p.Expiry(it.Timestamp); s.OldestExpiry == 0 || e < s.OldestExpiry {
 		s.OldestExpiry = e
 	}
+}
+
+// countReserved counts a cell of a write-time family's reserved range.
+func (s *Family) countReserved(it bigtable.ReadItem, k companion.Kind, n int64) {
+	if k == companion.Companion {
+		s.Companions++
+		s.CompanionBytes += n
+		return
+	}
+	if s.HiddenReserved == 0 {
+		s.HiddenReservedExample = s.example(it)
+	}
+	s.HiddenReserved++
+	s.HiddenReservedBytes += n
 }
 
 func (s *Family) example(it bigtable.ReadItem) *Cell {

@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
 )
 
 // An age family with a max-versions union keeps the N newest live cells of
@@ -87,4 +89,56 @@ func TestScanFlagsSequenceAgeMismatches(t *testing.T) {
 	assert.Equal(t, &audit.Cell{Row: "d1", Column: "e", Timestamp: 3000}, ev.SequenceNumbersExample)
 	assert.Equal(t, int64(1), ev.Expired, "a sequence number is long expired under an age rule")
 	assert.Zero(t, ev.NotSequence)
+}
+
+// Issue 26 item 6: three cells written through bttl into a write-time
+// family are three live cells and three companions, counted apart (they
+// were six live cells); a reserved qualifier that is no companion (written
+// before the family had write times) is counted apart as hidden. The
+// gauges say the same.
+func TestScanCountsWriteTimeCompanionsApart(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	schema := strategy.Schema{"s": strategy.DefaultExpiry(time.Hour, strategy.WithWriteTime())}
+	tbl := h.MustTable(t, "wt", schema)
+	for i, row := range []string{"a", "b", "c"} {
+		m := ttlclient.NewMutation()
+		m.Set("s", "tok", ttlclient.Auto, []byte{'v', byte('0' + i)})
+		require.NoError(t, tbl.Apply(ctx, row, m))
+	}
+	rep, err := audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Families, 1)
+	f := rep.Families[0]
+	assert.Equal(t, int64(3), f.Cells, "data cells")
+	assert.Equal(t, int64(6), f.Bytes)
+	assert.Equal(t, int64(3), f.Live)
+	assert.Equal(t, int64(3), f.Companions)
+	assert.Equal(t, int64(24), f.CompanionBytes, "8 bytes each")
+	assert.Zero(t, f.HiddenReserved)
+	assert.Equal(t, int64(6), rep.Cells, "the table's count is every cell read")
+
+	// A column under the reserved prefix, written past bttl: hidden.
+	m := bigtable.NewMutation()
+	m.Set("s", "\xff\xfflegacy", bigtable.Time(h.Clock.Now()), []byte("live data"))
+	require.NoError(t, h.Raw.Open("wt").Apply(ctx, "d", m))
+	rep, err = audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	require.NoError(t, err)
+	f = rep.Families[0]
+	assert.Equal(t, int64(3), f.Live)
+	assert.Equal(t, int64(3), f.Companions)
+	assert.Equal(t, int64(1), f.HiddenReserved)
+	assert.Equal(t, int64(9), f.HiddenReservedBytes)
+	require.NotNil(t, f.HiddenReservedExample)
+	assert.Equal(t, audit.Cell{Row: "d", Column: "\xff\xfflegacy", Timestamp: bigtable.Time(h.Clock.Now())}, *f.HiddenReservedExample)
+
+	var buf bytes.Buffer
+	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{rep}))
+	s := parse(t, buf.String())
+	assert.Equal(t, 3.0, s.must(t, audit.MetricStoredCells, "wt", "s"))
+	assert.Equal(t, 3.0, s.must(t, audit.MetricLiveCells, "wt", "s"))
+	assert.Equal(t, 6.0, s.must(t, audit.MetricLiveBytes, "wt", "s"))
+	assert.Equal(t, 3.0, s.must(t, audit.MetricWriteTimeCompanionCells, "wt", "s"))
+	assert.Equal(t, 24.0, s.must(t, audit.MetricWriteTimeCompanionBytes, "wt", "s"))
+	assert.Equal(t, 1.0, s.must(t, audit.MetricHiddenReservedCells, "wt", "s"))
 }

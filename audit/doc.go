@@ -6,7 +6,10 @@
 // beyond the N versions kept, cells of a sequence family whose timestamps
 // are not sequence numbers (real times there hide every later write),
 // cells of an age family whose timestamps are sequence numbers (the age
-// rule deletes them), and rows over 100 MB. A timestamp before
+// rule deletes them), and rows over 100 MB. In a family with write times,
+// companions are counted apart from the data, and so are cells under the
+// reserved qualifiers that are not companions (hidden from reads). A
+// timestamp before
 // strategy.RealTimeFloor (2000-01-01) is read as a sequence number, one at
 // or after it as a real time.
 //

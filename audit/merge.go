@@ -32,8 +32,10 @@ func (e *MergeError) Unwrap() error { return ErrMerge }
 // scan.WithShard) into the report a single scan would have made: counts
 // summed, the oldest expiry the earliest, each example the first in key
 // order. The reports must be of one table, schema and clock time (Now),
-// one per shard of the same count, covering the scanned range with no gap
-// or overlap; otherwise nothing is merged and the error is a *MergeError.
+// one per shard of the same count (each index i with 0 <= i < n, none
+// twice, none missing), each covering non-empty key ranges, shard i's
+// before shard i+1's, together covering the scanned range with no gap or
+// overlap; otherwise nothing is merged and the error is a *MergeError.
 func Merge(reports ...*Report) (*Report, error) {
 	if len(reports) == 0 {
 		return nil, &MergeError{Reason: "no reports"}
@@ -59,9 +61,11 @@ func Merge(reports ...*Report) (*Report, error) {
 		case !maps.Equal(r.Schema, first.Schema):
 			return bad("reports with different schemas: %s and %s", schemaString(first.Schema), schemaString(r.Schema))
 		}
-		sh := scan.Shard{Index: 0, Count: 1}
-		if r.Shard != nil {
-			sh = *r.Shard
+		sh := shardOf(r)
+		// A report is read back from a file: its shard and ranges are
+		// checked as input, not trusted as the scan wrote them.
+		if sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count {
+			return bad("a report of shard %s, which no scan makes: want i/n with 0 <= i < n", sh)
 		}
 		if sh.Count != count {
 			return bad("reports of %d and %d shards", count, sh.Count)
@@ -72,6 +76,11 @@ func Merge(reports ...*Report) (*Report, error) {
 		seen[sh.Index] = true
 		if len(r.Ranges) == 0 {
 			return bad("the report of shard %s covers no key range (stopped early, or written before reports said what they cover)", sh)
+		}
+		for _, rg := range r.Ranges {
+			if rg.End != "" && rg.Start >= rg.End {
+				return bad("the report of shard %s covers the key range %s, which is empty or inverted: no scan reads it", sh, rg)
+			}
 		}
 		ranges = append(ranges, r.Ranges...)
 	}
@@ -96,6 +105,14 @@ func Merge(reports ...*Report) (*Report, error) {
 	}
 	order := append([]*Report(nil), reports...)
 	sort.Slice(order, func(i, j int) bool { return order[i].Ranges[0].Start < order[j].Ranges[0].Start })
+	// Shard i's piece precedes shard i+1's (docs/design.md#scan-engine):
+	// reports whose labels disagree with their ranges were not made by
+	// one sharded scan.
+	for i, r := range order {
+		if sh := shardOf(r); sh.Index != i {
+			return bad("the report of shard %s covers key range %s, where shard %d/%d's piece is (shard i reads the i-th piece in key order)", sh, r.Ranges[0], i, count)
+		}
+	}
 	out := &Report{Table: first.Table, Now: first.Now, Schema: maps.Clone(first.Schema), Ranges: scan.Coalesce(ranges)}
 	m := newMerger(out)
 	for _, r := range order {
@@ -103,6 +120,14 @@ func Merge(reports ...*Report) (*Report, error) {
 	}
 	m.done()
 	return out, nil
+}
+
+// shardOf is the shard a report says it covers (0/1: the whole scan).
+func shardOf(r *Report) scan.Shard {
+	if r.Shard != nil {
+		return *r.Shard
+	}
+	return scan.Shard{Index: 0, Count: 1}
 }
 
 func schemaString(s map[string]string) string {
@@ -171,22 +196,30 @@ func (s *Family) add(o *Family) {
 	if o.OldestExpiry != 0 && (s.OldestExpiry == 0 || o.OldestExpiry < s.OldestExpiry) {
 		s.OldestExpiry = o.OldestExpiry
 	}
-	if s.AtOrBeforeNowExample == nil {
-		s.AtOrBeforeNowExample = o.AtOrBeforeNowExample
-	}
 	s.AtOrBeforeNow += o.AtOrBeforeNow
 	s.BeyondKept += o.BeyondKept
 	s.BeyondKeptBytes += o.BeyondKeptBytes
-	if s.NotSequenceExample == nil {
-		s.NotSequenceExample = o.NotSequenceExample
-	}
 	s.NotSequence += o.NotSequence
 	s.RealTimes += o.RealTimes
 	s.NotSequenceBytes += o.NotSequenceBytes
-	if s.SequenceNumbersExample == nil {
-		s.SequenceNumbersExample = o.SequenceNumbersExample
-	}
 	s.SequenceNumbers += o.SequenceNumbers
+	s.Companions += o.Companions
+	s.CompanionBytes += o.CompanionBytes
+	s.HiddenReserved += o.HiddenReserved
+	s.HiddenReservedBytes += o.HiddenReservedBytes
+	for _, x := range []struct {
+		dst **Cell
+		src *Cell
+	}{
+		{&s.AtOrBeforeNowExample, o.AtOrBeforeNowExample},
+		{&s.NotSequenceExample, o.NotSequenceExample},
+		{&s.SequenceNumbersExample, o.SequenceNumbersExample},
+		{&s.HiddenReservedExample, o.HiddenReservedExample},
+	} {
+		if *x.dst == nil {
+			*x.dst = x.src // the first in key order
+		}
+	}
 }
 
 func rfc3339(t bigtable.Timestamp) string { return t.Time().UTC().Format(time.RFC3339Nano) }

@@ -41,6 +41,15 @@ const (
 	// union).
 	MetricBeyondKeptCells = "bttl_audit_beyond_kept_cells"
 	MetricBeyondKeptBytes = "bttl_audit_beyond_kept_bytes"
+	// MetricWriteTimeCompanionCells and ...Bytes: write-time companions of
+	// a family with write times (strategy.WithWriteTime), counted apart
+	// from the data (stored_cells and the others count data only).
+	MetricWriteTimeCompanionCells = "bttl_audit_write_time_companion_cells"
+	MetricWriteTimeCompanionBytes = "bttl_audit_write_time_companion_bytes"
+	// MetricHiddenReservedCells: cells of a family with write times whose
+	// qualifiers are reserved (0xFF 0xFF...) but not companions: stored and
+	// hidden from every read through bttl.
+	MetricHiddenReservedCells = "bttl_audit_hidden_reserved_cells"
 	// MetricNotSequenceCells: cells of a sequence family whose timestamps
 	// are not sequence numbers; MetricRealTimeCells: those of them that are
 	// real times (cbt, server timestamps), which outrank every revision.
@@ -106,8 +115,11 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	var (
-		stored       = gauge(MetricStoredCells, "Cells stored in the family when the audit scanned it, whatever their state.", tfs...)
-		storedBytes  = gauge(MetricStoredBytes, "Value bytes stored in the family when the audit scanned it.", tfs...)
+		stored       = gauge(MetricStoredCells, "Cells of data stored in the family when the audit scanned it, whatever their state (write-time companions apart).", tfs...)
+		storedBytes  = gauge(MetricStoredBytes, "Value bytes of the data stored in the family when the audit scanned it.", tfs...)
+		companions   = gauge(MetricWriteTimeCompanionCells, "Write-time companion cells stored beside the data of a family with write times.", tfs...)
+		compBytes    = gauge(MetricWriteTimeCompanionBytes, "Value bytes of the write-time companion cells.", tfs...)
+		hidden       = gauge(MetricHiddenReservedCells, "Cells of a family with write times whose qualifiers are reserved (0xFF 0xFF) but not companions: hidden from every read through bttl.", tfs...)
 		live         = gauge(MetricLiveCells, "Cells the schema's strategy still serves.", tfs...)
 		liveBytes    = gauge(MetricLiveBytes, "Value bytes of the live cells.", tfs...)
 		expired      = gauge(MetricExpiredNotCollectedCells, "Expired cells of an age family still stored (not yet collected by GC): the stock, not reads of it.", tfs...)
@@ -124,7 +136,7 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
 	)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(stored, storedBytes, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, rows, largest, when)
+	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, rows, largest, when)
 
 	seen := map[string]bool{}
 	for i, r := range reports {
@@ -158,6 +170,11 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 			if oneSecond {
 				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
 			}
+			if f.writeTime() {
+				companions.WithLabelValues(l...).Set(float64(f.Companions))
+				compBytes.WithLabelValues(l...).Set(float64(f.CompanionBytes))
+				hidden.WithLabelValues(l...).Set(float64(f.HiddenReserved))
+			}
 			if sequence {
 				notSeq.WithLabelValues(l...).Set(float64(f.NotSequence))
 				realTimes.WithLabelValues(l...).Set(float64(f.RealTimes))
@@ -181,6 +198,12 @@ func (f Family) kind() string {
 	k, _, _ := strings.Cut(f.Strategy, "(")
 	k, _, _ = strings.Cut(k, "+")
 	return k
+}
+
+// writeTime reports a family with write times, read from Strategy as kind
+// is (strategy.Policy.String ends such a policy with "+writetime").
+func (f Family) writeTime() bool {
+	return f.Strategy != notInSchema && strings.HasSuffix(f.Strategy, "+writetime")
 }
 
 // seconds converts a Bigtable timestamp (microseconds) to Unix seconds.

@@ -45,13 +45,24 @@ func stockSchema() strategy.Schema {
 // plantStock writes, with a raw client and explicit timestamps, a table
 // whose expired-but-not-collected cells are known exactly, and scans it.
 func plantStock(t *testing.T) *audit.Report {
+	rep, _ := plantStockOn(t)
+	return rep
+}
+
+// plantStockOn is plantStock, also returning the harness it planted on.
+// Every family, "legacy" (not in the scanned schema) included, is created
+// with the table: any later family or rule change (CreateColumnFamily is
+// one) starts bttest's GC loop, which collects the planted expired cells
+// 0.5-1.5 s later, racing the scan (issue 26 item 13).
+func plantStockOn(t *testing.T) (*audit.Report, *bttestharness.Harness) {
 	t.Helper()
 	ctx := context.Background()
 	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
-	require.NoError(t, h.CreateTable(ctx, "stock", stockSchema()))
-	require.NoError(t, h.Admin.CreateColumnFamily(ctx, "stock", "legacy"))
+	created := stockSchema()
+	created["legacy"] = strategy.Unmanaged()
+	require.NoError(t, h.CreateTable(ctx, "stock", created))
 
 	now := h.Clock.Now()
 	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)) }
@@ -86,7 +97,38 @@ func plantStock(t *testing.T) *audit.Report {
 
 	rep, err := audit.Scan(ctx, tbl, "stock", stockSchema(), bigtable.Time(now), audit.Options{})
 	require.NoError(t, err)
-	return rep
+	return rep, h
+}
+
+// storedCells counts the cells of family physically stored in table.
+func storedCells(t *testing.T, h *bttestharness.Harness, table, family string) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, h.Raw.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		n += len(r[family])
+		return true
+	}))
+	return n
+}
+
+// Issue 26 item 13: the planted stock must stay stored for as long as a
+// test reads it. The server's GC runs on the wall clock, which a test
+// cannot move, so planting must not start it: this watches the expired
+// clicks and session cells for longer than bttest's longest GC interval
+// (1.5 s). Before the fix, plantStock created "legacy" with
+// CreateColumnFamily, which starts the GC loop, and the cells went within
+// 1.5 s (TestWriteMetricsPlantedStock then found 0 of 7 on a loaded
+// machine, where the scan came after the first GC pass).
+func TestPlantedStockIsNotCollected(t *testing.T) {
+	_, h := plantStockOn(t)
+	wantClicks := plantedExpiredDefault + plantedLiveDefault
+	wantSession := plantedExpiredOne + plantedLiveOne
+	// Polled in this goroutine (not assert.Never, whose condition can
+	// still run after the test, on a closed harness).
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		require.Equal(t, wantClicks, storedCells(t, h, "stock", "clicks"), "the server's GC collected planted cells: something started its GC loop")
+		require.Equal(t, wantSession, storedCells(t, h, "stock", "session"), "the server's GC collected planted cells: something started its GC loop")
+	}
 }
 
 type scrape map[string]*dto.MetricFamily

@@ -137,6 +137,56 @@ func TestShardReportsMergeToTheWholeReport(t *testing.T) {
 	}
 }
 
+// Issue 26 item 7: reports read back from files are input. Forged shard
+// indexes (outside 0 <= i < n), labels that disagree with the ranges, and
+// empty or inverted ranges are refused; before, shards 0/2, 1/2 and 7/2
+// merged into one report with the third's counts added, and a report of
+// the inverted range ["m", "c") merged.
+func TestMergeRefusesForgedReports(t *testing.T) {
+	h := bttestharness.New(t)
+	tbl, now := loadMixed(t, h, 300)
+	ctx := context.Background()
+	var shards []*audit.Report
+	for i := 0; i < 2; i++ {
+		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithShard(i, 2)}})
+		require.NoError(t, err)
+		shards = append(shards, r)
+	}
+	_, err := audit.Merge(shards...)
+	require.NoError(t, err, "the genuine shards merge")
+	relabel := func(r *audit.Report, sh *scan.Shard) *audit.Report {
+		c := *r
+		c.Shard = sh
+		return &c
+	}
+	cover := func(r *audit.Report, rg ...scan.Range) *audit.Report {
+		c := *r
+		c.Ranges = rg
+		return &c
+	}
+	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name    string
+		reports []*audit.Report
+		reason  string
+	}{
+		{"index past n", []*audit.Report{shards[0], shards[1], relabel(shards[1], &scan.Shard{Index: 7, Count: 2})}, "a report of shard 7/2, which no scan makes"},
+		{"negative index", []*audit.Report{shards[0], shards[1], relabel(shards[1], &scan.Shard{Index: -1, Count: 2})}, "a report of shard -1/2, which no scan makes"},
+		{"zero shards", []*audit.Report{relabel(whole, &scan.Shard{Index: 0, Count: 0})}, "a report of shard 0/0, which no scan makes"},
+		{"inverted range", []*audit.Report{cover(whole, scan.Range{Start: "m", End: "c"})}, `covers the key range ["m", "c"), which is empty or inverted`},
+		{"empty range", []*audit.Report{cover(whole, scan.Range{Start: "m", End: "m"})}, `covers the key range ["m", "m"), which is empty or inverted`},
+		{"labels swapped", []*audit.Report{relabel(shards[0], &scan.Shard{Index: 1, Count: 2}), relabel(shards[1], &scan.Shard{Index: 0, Count: 2})}, "where shard 0/2's piece is"},
+		{"a gap", []*audit.Report{cover(whole, scan.Range{Start: "", End: "c"}, scan.Range{Start: "m", End: ""})}, "a gap between key ranges"},
+	} {
+		_, err := audit.Merge(c.reports...)
+		require.ErrorIs(t, err, audit.ErrMerge, c.name)
+		var merr *audit.MergeError
+		require.True(t, errors.As(err, &merr), c.name)
+		assert.Contains(t, merr.Reason, c.reason, c.name)
+	}
+}
+
 // A scan cancelled mid-way and restarted from its checkpoint reports what
 // an uninterrupted scan does: finished ranges' counts come from the
 // checkpoint, unfinished ones are counted again from their start.

@@ -1,12 +1,15 @@
 package filters
 
 import (
-	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"errors"
 	"fmt"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/bttl/bttl/strategy"
 )
 
 // ErrCellTooLargeToPin: a predicate pinning a cell by its value would be
@@ -58,14 +61,30 @@ func Cell(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.
 // read the row. The size limit counts the whole predicate (*PinError,
 // ErrCellTooLargeToPin).
 func CellMove(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, toTS bigtable.Timestamp) (bigtable.Filter, error) {
+	return cellMove(family, column, ts, value, toFamily, strategy.Millis(toTS), strategy.MilliEnd(toTS))
+}
+
+// CellLift is CellMove within the cell's own column to a later toTS that
+// must not pass another cell: it matches while the cell Cell pins is
+// stored and nothing is stored in the column after the cell's millisecond
+// up to and including toTS's. So a move on it never lifts the cell above a
+// value written since the caller read the column (which a max-versions
+// rule would then hide), nor above a version the caller did not move.
+// toTS must be after ts's millisecond. Size limit as for CellMove.
+func CellLift(family, column string, ts bigtable.Timestamp, value []byte, toTS bigtable.Timestamp) (bigtable.Filter, error) {
+	return cellMove(family, column, ts, value, family, strategy.MilliEnd(ts), strategy.MilliEnd(toTS))
+}
+
+// cellMove is the predicate "the pinned cell is stored and nothing is
+// stored in toFamily:column in [from, end)" (end 0: no end).
+func cellMove(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, from, end bigtable.Timestamp) (bigtable.Filter, error) {
 	pin, pinProto := cellPin(family, column, ts, value)
-	to := toTS - toTS%1000
 	slot := bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(to, to+1000),
+		bigtable.TimestampRangeFilterMicros(from, end),
 	)
 	p := &btpb.RowFilter{Filter: &btpb.RowFilter_Condition_{Condition: &btpb.RowFilter_Condition{
-		PredicateFilter: chainProto(columnProto(toFamily, column), rangeProto(to, to+1000)),
+		PredicateFilter: chainProto(columnProto(toFamily, column), rangeProto(from, end)),
 		TrueFilter:      &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}},
 		FalseFilter:     pinProto,
 	}}}
@@ -79,18 +98,18 @@ func CellMove(family, column string, ts bigtable.Timestamp, value []byte, toFami
 // client would send it (the Go client's filters do not expose their
 // protos) to measure it.
 func cellPin(family, column string, ts bigtable.Timestamp, value []byte) (bigtable.Filter, *btpb.RowFilter) {
-	ms := ts - ts%1000
+	ms, msEnd := strategy.Millis(ts), strategy.MilliEnd(ts) // the last millisecond's end: none
 	// Non-nil start: an empty value pins the empty value ("" closed), not an open start.
 	start := append(make([]byte, 0, len(value)), value...)
 	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
 	f := bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.TimestampRangeFilterMicros(ms, msEnd),
 		bigtable.ValueRangeFilter(start, end),
 	)
 	p := chainProto(
 		columnProto(family, column),
-		rangeProto(ms, ms+1000),
+		rangeProto(ms, msEnd),
 		&btpb.RowFilter{Filter: &btpb.RowFilter_ValueRangeFilter{ValueRangeFilter: &btpb.ValueRange{
 			StartValue: &btpb.ValueRange_StartValueClosed{StartValueClosed: start},
 			EndValue:   &btpb.ValueRange_EndValueOpen{EndValueOpen: end},
@@ -107,4 +126,184 @@ func columnProto(family, column string) *btpb.RowFilter {
 		cr.StartQualifier = &btpb.ColumnRange_StartQualifierClosed{StartQualifierClosed: []byte(column)}
 	}
 	return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: cr}}
+}
+
+// RowMove builds the predicate of one conditional mutation that moves or
+// deletes several cells of a row at once: it matches while every pinned
+// cell (Cell's pin) is stored and every target slot (a column's
+// millisecond) is empty. Slots are checked together, Condition(any slot,
+// BlockAll, pins); the pins as Chain(Interleave(pins), CellsPerRowOffset(n-1)),
+// which yields a cell only when all n pins matched (each pins one distinct
+// stored cell, so the interleave yields one cell per pin present). Nesting
+// stays a few levels deep whatever n, and one pin with one slot is the
+// shape CellMove sends. Add refuses a cell that would take the predicate
+// past MaxFilterBytes; the caller sends what it has and starts another.
+// The zero value is empty and ready to use.
+type RowMove struct {
+	pins, slots []bigtable.Filter
+	pinArgs     []pinArgs
+	slotArgs    []slotKey
+	pinN, slotN int // bytes of the elements as repeated fields
+	seenSlot    map[slotKey]bool
+	seenPin     map[slotKey]bool
+}
+
+type slotKey struct {
+	family, column string
+	ms             bigtable.Timestamp
+}
+
+// rowMoveSlack bounds the bytes the wrappers around the pin and slot lists
+// add (a condition, a chain, two interleaves, an offset, each with a tag
+// and a length of at most 3 bytes under MaxFilterBytes).
+const rowMoveSlack = 64
+
+// Len is how many cells are pinned.
+func (m *RowMove) Len() int { return len(m.pins) }
+
+// Add pins the cell family:column at ts holding value and, when toFamily
+// is not empty, requires toFamily:column's millisecond of toTS to be
+// empty. It returns false, changing nothing, when the predicate would be
+// larger than MaxFilterBytes with it; a *PinError (ErrCellTooLargeToPin)
+// when the cell cannot be pinned even alone. A slot that is the
+// millisecond of a cell pinned before it (a cell moving onto one that
+// moves away earlier in the same mutation) is not required empty: its pin
+// says what is there.
+func (m *RowMove) Add(family, column string, ts bigtable.Timestamp, value []byte, toFamily string, toTS bigtable.Timestamp) (bool, error) {
+	ms := strategy.Millis(ts)
+	pn := element(pinBytes(family, column, ms, len(value)))
+	sn := 0
+	to := slotKey{toFamily, column, strategy.Millis(toTS)}
+	slot := toFamily != "" && !m.seenSlot[to] && !m.seenPin[to]
+	if slot {
+		sn = element(slotBytes(toFamily, column, to.ms))
+	}
+	if m.pinN+pn+m.slotN+sn+rowMoveSlack > MaxFilterBytes {
+		if len(m.pins) == 0 {
+			return false, &PinError{Family: family, Column: column, Timestamp: ts, ValueBytes: len(value), FilterBytes: pn + sn + rowMoveSlack}
+		}
+		return false, nil
+	}
+	if m.seenSlot == nil {
+		m.seenSlot, m.seenPin = map[slotKey]bool{}, map[slotKey]bool{}
+	}
+	m.pins = append(m.pins, pinFilter(family, column, ms, value))
+	m.pinArgs = append(m.pinArgs, pinArgs{family, column, ms, value})
+	m.pinN += pn
+	m.seenPin[slotKey{family, column, ms}] = true
+	if slot {
+		m.slots = append(m.slots, bigtable.ChainFilters(
+			bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
+			bigtable.TimestampRangeFilterMicros(to.ms, strategy.MilliEnd(to.ms)),
+		))
+		m.slotArgs = append(m.slotArgs, to)
+		m.slotN += sn
+		m.seenSlot[to] = true
+	}
+	return true, nil
+}
+
+type pinArgs struct {
+	family, column string
+	ms             bigtable.Timestamp
+	value          []byte
+}
+
+// pinFilter is cellPin's filter alone.
+func pinFilter(family, column string, ms bigtable.Timestamp, value []byte) bigtable.Filter {
+	start := append(make([]byte, 0, len(value)), value...)
+	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
+	return bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
+		bigtable.ValueRangeFilter(start, end),
+	)
+}
+
+// The sizes of the protos cellPin and the slot filter build, counted
+// without building them (a test checks they agree with proto.Size): the
+// RowFilter fields used all have numbers below 16, a one-byte tag.
+func lenField(n int) int { return 1 + protowire.SizeVarint(uint64(n)) + n }
+
+func columnBytes(family, column string) int {
+	n := lenField(len(family)) + lenField(len(column)+1)
+	if column != "" {
+		n += lenField(len(column))
+	}
+	return lenField(n)
+}
+
+func rangeBytes(ms bigtable.Timestamp) int {
+	n := 0
+	for _, b := range []bigtable.Timestamp{ms, strategy.MilliEnd(ms)} {
+		if b != 0 {
+			n += 1 + protowire.SizeVarint(uint64(b))
+		}
+	}
+	return lenField(n)
+}
+
+func pinBytes(family, column string, ms bigtable.Timestamp, valueLen int) int {
+	value := lenField(lenField(valueLen) + lenField(valueLen+1))
+	return lenField(element(columnBytes(family, column)) + element(rangeBytes(ms)) + element(value))
+}
+
+func slotBytes(family, column string, ms bigtable.Timestamp) int {
+	return lenField(element(columnBytes(family, column)) + element(rangeBytes(ms)))
+}
+
+// element is what a message of n bytes adds as one element of a repeated
+// field: a tag byte, its length, itself.
+func element(n int) int { return lenField(n) }
+
+// Filter is the predicate; nil when nothing is pinned.
+func (m *RowMove) Filter() bigtable.Filter {
+	if len(m.pins) == 0 {
+		return nil
+	}
+	pins := m.pins[0]
+	if len(m.pins) > 1 {
+		pins = bigtable.ChainFilters(bigtable.InterleaveFilters(m.pins...), bigtable.CellsPerRowOffsetFilter(len(m.pins)-1))
+	}
+	switch len(m.slots) {
+	case 0:
+		return pins
+	case 1:
+		return bigtable.ConditionFilter(m.slots[0], bigtable.BlockAllFilter(), pins)
+	}
+	return bigtable.ConditionFilter(bigtable.InterleaveFilters(m.slots...), bigtable.BlockAllFilter(), pins)
+}
+
+// Proto is Filter as the client sends it (nil when nothing is pinned),
+// built on demand: Add counts the bytes without building it.
+func (m *RowMove) Proto() *btpb.RowFilter {
+	if len(m.pins) == 0 {
+		return nil
+	}
+	pinP := make([]*btpb.RowFilter, len(m.pinArgs))
+	for i, a := range m.pinArgs {
+		_, pinP[i] = cellPin(a.family, a.column, a.ms, a.value)
+	}
+	slotP := make([]*btpb.RowFilter, len(m.slotArgs))
+	for i, a := range m.slotArgs {
+		slotP[i] = chainProto(columnProto(a.family, a.column), rangeProto(a.ms, strategy.MilliEnd(a.ms)))
+	}
+	pins := pinP[0]
+	if len(pinP) > 1 {
+		pins = chainProto(interleaveProto(pinP...), &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerRowOffsetFilter{CellsPerRowOffsetFilter: int32(len(pinP) - 1)}})
+	}
+	var slot *btpb.RowFilter
+	switch len(slotP) {
+	case 0:
+		return pins
+	case 1:
+		slot = slotP[0]
+	default:
+		slot = interleaveProto(slotP...)
+	}
+	return &btpb.RowFilter{Filter: &btpb.RowFilter_Condition_{Condition: &btpb.RowFilter_Condition{
+		PredicateFilter: slot,
+		TrueFilter:      &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}},
+		FalseFilter:     pins,
+	}}}
 }

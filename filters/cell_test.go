@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
 )
 
 // A conditional mutation on filters.Cell applies only while that very cell
@@ -151,4 +152,116 @@ func TestCellMoveTooLargeToPin(t *testing.T) {
 	assert.Greater(t, proto.Size(lastFilter())+2, filters.MaxFilterBytes, "the limit is reached at %d bytes, not earlier", largest)
 	_, err := filters.Cell("f", "column", 1000, bytes.Repeat([]byte{'v'}, largest+1))
 	assert.NoError(t, err, "the pin alone is smaller than the move's predicate")
+}
+
+// RowMove matches only while every pinned cell is stored and every target
+// slot is free: each case removes or changes one of three pinned cells,
+// or takes one of the three slots, and the predicate stops matching.
+func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	const hour = bigtable.Timestamp(3_600_000_000)
+	base := bigtable.Timestamp(1_700_000_000_000_000)
+	cells := []struct {
+		col string
+		ts  bigtable.Timestamp
+		val string
+	}{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"b", base, ""}}
+	cases := []struct {
+		name  string
+		extra func(m *bigtable.Mutation)
+		want  bool
+	}{
+		{"all pinned, all free", func(*bigtable.Mutation) {}, true},
+		{"a pinned cell changed", func(m *bigtable.Mutation) { m.DeleteTimestampRange("f", "a", base-hour, base-hour+1000) }, false},
+		{"another value", func(m *bigtable.Mutation) {
+			m.DeleteTimestampRange("f", "b", base, base+1000)
+			m.Set("f", "b", base, []byte("x"))
+		}, false},
+		{"a slot taken", func(m *bigtable.Mutation) { m.Set("f", "a", base-hour+10*hour+5, []byte("w")) }, false},
+		{"last slot taken", func(m *bigtable.Mutation) { m.Set("f", "b", base+10*hour, []byte("w")) }, false},
+		{"a neighbour of a slot", func(m *bigtable.Mutation) { m.Set("f", "b", base+10*hour+1000, []byte("w")) }, true},
+		{"an extra cell", func(m *bigtable.Mutation) { m.Set("f", "c", base, []byte("w")) }, true},
+	}
+	for i, tc := range cases {
+		row := fmt.Sprintf("rm%d", i)
+		m := bigtable.NewMutation()
+		var rm filters.RowMove
+		for _, c := range cells {
+			m.Set("f", c.col, c.ts, []byte(c.val))
+			ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+10*hour)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		require.NoError(t, tbl.Apply(ctx, row, m))
+		if tc.name != "all pinned, all free" {
+			extra := bigtable.NewMutation()
+			tc.extra(extra)
+			require.NoError(t, tbl.Apply(ctx, row, extra))
+		}
+		mark := bigtable.NewMutation()
+		mark.Set("f", "applied", 0, []byte("y"))
+		var matched bool
+		require.NoError(t, tbl.Apply(ctx, row, bigtable.NewCondMutation(rm.Filter(), mark, nil), bigtable.GetCondMutationResult(&matched)))
+		assert.Equal(t, tc.want, matched, tc.name)
+		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(rm.Filter())))
+		assert.True(t, proto.Equal(rm.Proto(), lastFilter()), "Proto is what the client sends")
+	}
+}
+
+// RowMove fills up to MaxFilterBytes and refuses the cell that would pass
+// it; what it holds is what the client sends, within the limit.
+func TestRowMoveStaysUnderTheLimit(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	var rm filters.RowMove
+	v := bytes.Repeat([]byte{'v'}, 1000)
+	n := 0
+	for ; ; n++ {
+		ok, err := rm.Add("f", fmt.Sprintf("c%03d", n), 1_000_000, v, "f", 9_000_000)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+	}
+	assert.Equal(t, n, rm.Len())
+	assert.Greater(t, n, 5)
+	require.NoError(t, tbl.ReadRows(context.Background(), bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(rm.Filter())))
+	size := proto.Size(lastFilter())
+	assert.LessOrEqual(t, size, filters.MaxFilterBytes)
+	assert.Greater(t, size+2*len(v)+100, filters.MaxFilterBytes, "it refused a cell that would have fit (a pin holds the value twice)")
+	var alone filters.RowMove
+	_, err := alone.Add("f", "c", 1000, bytes.Repeat([]byte{'v'}, 21<<10), "f", 9000)
+	require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
+	assert.Zero(t, alone.Len())
+}
+
+// A cell in the last millisecond of the timestamp range is pinned, and a
+// target there is checked free: the millisecond's end is "no end" (it
+// overflowed to a negative bound before, and the move never matched).
+func TestRowMoveAtTheLargestTimestamp(t *testing.T) {
+	tbl, lastFilter := recordingTable(t)
+	ctx := context.Background()
+	top := strategy.MaxTimestamp
+	m := bigtable.NewMutation()
+	m.Set("f", "c", top, []byte("v"))
+	m.Set("f", "c", top-3_600_000_000, []byte("w"))
+	require.NoError(t, tbl.Apply(ctx, "edge", m))
+	var rm filters.RowMove
+	ok, err := rm.Add("f", "c", top-3_600_000_000, []byte("w"), "f", top)
+	require.NoError(t, err)
+	require.True(t, ok)
+	mark := bigtable.NewMutation()
+	mark.Set("f", "applied", 0, []byte("y"))
+	var matched bool
+	require.NoError(t, tbl.Apply(ctx, "edge", bigtable.NewCondMutation(rm.Filter(), mark, nil), bigtable.GetCondMutationResult(&matched)))
+	assert.False(t, matched, "the target, the last millisecond, is taken")
+	require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(rm.Filter())))
+	assert.True(t, proto.Equal(rm.Proto(), lastFilter()), "Proto is what the client sends")
+
+	var free filters.RowMove
+	ok, err = free.Add("f", "c", top, []byte("v"), "f", top-2000)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, tbl.Apply(ctx, "edge", bigtable.NewCondMutation(free.Filter(), mark, nil), bigtable.GetCondMutationResult(&matched)))
+	assert.True(t, matched, "the cell at the largest timestamp is pinned")
 }

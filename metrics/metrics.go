@@ -40,6 +40,10 @@ const (
 	// with an idle TTL (strategy.WithIdleTTL), by what became of them
 	// (LabelResult: ttlclient.IdleResult's names).
 	IdleRefreshesTotal = "bttl_idle_refreshes_total"
+	// ClientIncompatibleTotal counts tables opened on a client whose
+	// cloud.google.com/go/bigtable version failed a compatibility check
+	// (ttlclient.CheckCompatibility), by check (LabelCheck).
+	ClientIncompatibleTotal = "bttl_client_incompatible_total"
 )
 
 // OpenTelemetry instrument names, per OpenTelemetry's semantic conventions
@@ -64,6 +68,7 @@ const (
 	OTelShadowReadsDropped     = "bttl.shadow_reads.dropped"
 	OTelVerifySkipped          = "bttl.verify.skipped"
 	OTelIdleRefreshes          = "bttl.idle_refreshes"
+	OTelClientIncompatible     = "bttl.client.incompatible"
 )
 
 // Label names. Their values are bounded: table names, the schema's family
@@ -77,6 +82,9 @@ const (
 	// LabelResult is a time-to-idle result: refreshed, skipped (not due
 	// yet: the debounce), dropped, failed, conflict.
 	LabelResult = "result"
+	// LabelCheck is a failed client-version check: mutation, row-filter,
+	// limit-rows (ttlclient.CompatibilityFailure.Check).
+	LabelCheck = "check"
 )
 
 const (
@@ -125,15 +133,17 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // prometheus.Collector, through any Prometheus registry it is registered
 // on. Safe for concurrent use; one Recorder can serve many clients and
 // tables.
+//
+// Its OpenTelemetry instruments record with context.Background(): the
+// ttlclient.Recorder methods carry no request context (most are called
+// after the call, or off its path), and the Recorder keeps none.
 type Recorder struct {
-	ctx context.Context
+	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped, idle, incompatible *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                                          *prometheus.HistogramVec
 
-	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped, idle *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                            *prometheus.HistogramVec
-
-	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped, oIdle metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                          metric.Float64Histogram
-	oHidden                                                                                    metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped, oIdle, oIncompatible metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                                         metric.Float64Histogram
+	oHidden                                                                                                   metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -155,7 +165,7 @@ func New(opts ...Option) *Recorder {
 	if o.provider == nil {
 		o.provider = otel.GetMeterProvider()
 	}
-	r := &Recorder{ctx: context.Background(), refusalOK: map[[3]string][]metric.AddOption{}}
+	r := &Recorder{refusalOK: map[[3]string][]metric.AddOption{}}
 	tfs := []string{LabelTable, LabelFamily, LabelStrategy}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -178,6 +188,7 @@ func New(opts ...Option) *Recorder {
 		hFailed   = "Shadow reads that failed (the caller's read is unaffected)."
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
 		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
+		hIncompat = "Tables opened on a client whose cloud.google.com/go/bigtable version failed a bttl compatibility check, by check: what then fails is in ttlclient.CheckCompatibility's error."
 		hIdle     = "Cells reads returned from families with an idle TTL, by result: refreshed, skipped (not due: the debounce), dropped (queue full or client closed), failed, conflict (changed before the refresh)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)
@@ -190,6 +201,7 @@ func New(opts ...Option) *Recorder {
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
 	r.skipped = counter(VerifySkippedTotal, hSkipped, LabelTable)
 	r.idle = counter(IdleRefreshesTotal, hIdle, LabelTable, LabelFamily, LabelResult)
+	r.incompatible = counter(ClientIncompatibleTotal, hIncompat, LabelTable, LabelCheck)
 	r.ttl = histogram(WriteTTLSeconds, hTTL, TTLBuckets, tfs...)
 	r.gcLag = histogram(GCLagSeconds, hGCLag, GCLagBuckets, tfs...)
 	r.hidden = histogram(ReadHiddenCells, hHidden, HiddenCellsBuckets, LabelTable)
@@ -227,6 +239,7 @@ func New(opts ...Option) *Recorder {
 	r.oDropped = ocounter(OTelShadowReadsDropped, hDropped, "{read}")
 	r.oSkipped = ocounter(OTelVerifySkipped, hSkipped, "{open}")
 	r.oIdle = ocounter(OTelIdleRefreshes, hIdle, "{cell}")
+	r.oIncompatible = ocounter(OTelClientIncompatible, hIncompat, "{open}")
 	r.oTTL = ohistogram(OTelWriteTTL, hTTL, TTLBuckets)
 	r.oGCLag = ohistogram(OTelGCLag, hGCLag, GCLagBuckets)
 	r.oReadLat = ohistogram(OTelReadAddedLatency, hReadLat, LatencyBuckets)
@@ -243,7 +256,7 @@ func New(opts ...Option) *Recorder {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.incompatible, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -353,16 +366,16 @@ func (t *tableRecorder) Read(added time.Duration) {
 	s := added.Seconds()
 	t.reads.Inc()
 	t.readLat.Observe(s)
-	t.r.oReads.Add(t.r.ctx, 1, t.add...)
-	t.r.oReadLat.Record(t.r.ctx, s, t.record...)
+	t.r.oReads.Add(context.Background(), 1, t.add...)
+	t.r.oReadLat.Record(context.Background(), s, t.record...)
 }
 
 func (t *tableRecorder) Write(added time.Duration) {
 	s := added.Seconds()
 	t.writes.Inc()
 	t.writeLat.Observe(s)
-	t.r.oWrites.Add(t.r.ctx, 1, t.add...)
-	t.r.oWriteLat.Record(t.r.ctx, s, t.record...)
+	t.r.oWrites.Add(context.Background(), 1, t.add...)
+	t.r.oWriteLat.Record(context.Background(), s, t.record...)
 }
 
 func (t *tableRecorder) CellWritten(family string, _ strategy.Kind, ttl time.Duration) {
@@ -371,11 +384,11 @@ func (t *tableRecorder) CellWritten(family string, _ strategy.Kind, ttl time.Dur
 		return // ttlclient refuses cells of families outside the schema
 	}
 	f.cells.Inc()
-	t.r.oCells.Add(t.r.ctx, 1, f.add...)
+	t.r.oCells.Add(context.Background(), 1, f.add...)
 	if f.ttl != nil && ttl > 0 {
 		s := ttl.Seconds()
 		f.ttl.Observe(s)
-		t.r.oTTL.Record(t.r.ctx, s, f.record...)
+		t.r.oTTL.Record(context.Background(), s, f.record...)
 	}
 }
 
@@ -384,7 +397,7 @@ func (t *tableRecorder) Refused(family, reason string) {
 		family = "" // keeps the label bounded whatever the caller wrote
 	}
 	t.r.refusals.WithLabelValues(t.table, family, reason).Inc()
-	t.r.oRefusals.Add(t.r.ctx, 1, t.r.refusalOpts(t.table, family, reason)...)
+	t.r.oRefusals.Add(context.Background(), 1, t.r.refusalOpts(t.table, family, reason)...)
 }
 
 // refusalOpts caches the attribute sets of refusals: the reasons are few.
@@ -408,25 +421,25 @@ func (t *tableRecorder) ExpiredCell(family string, _ strategy.Kind, gcLag time.D
 	s := gcLag.Seconds()
 	f.expired.Inc()
 	f.gcLag.Observe(s)
-	t.r.oExpired.Add(t.r.ctx, 1, f.add...)
-	t.r.oGCLag.Record(t.r.ctx, s, f.record...)
+	t.r.oExpired.Add(context.Background(), 1, f.add...)
+	t.r.oGCLag.Record(context.Background(), s, f.record...)
 }
 
 func (t *tableRecorder) ShadowRead(expired int, err error) {
 	if err != nil {
 		t.failed.Inc()
-		t.r.oFailed.Add(t.r.ctx, 1, t.add...)
+		t.r.oFailed.Add(context.Background(), 1, t.add...)
 		return
 	}
 	t.shadows.Inc()
-	t.r.oShadows.Add(t.r.ctx, 1, t.add...)
+	t.r.oShadows.Add(context.Background(), 1, t.add...)
 	t.hidden.Observe(float64(expired))
-	t.r.oHidden.Record(t.r.ctx, int64(expired), t.record...)
+	t.r.oHidden.Record(context.Background(), int64(expired), t.record...)
 }
 
 func (t *tableRecorder) ShadowDropped() {
 	t.dropped.Inc()
-	t.r.oDropped.Add(t.r.ctx, 1, t.add...)
+	t.r.oDropped.Add(context.Background(), 1, t.add...)
 }
 
 var _ ttlclient.IdleRecorder = (*tableRecorder)(nil)
@@ -439,10 +452,18 @@ func (t *tableRecorder) IdleRefresh(family string, result ttlclient.IdleResult, 
 	}
 	s := f.idle[result]
 	s.prom.Add(float64(n))
-	t.r.oIdle.Add(t.r.ctx, int64(n), s.add...)
+	t.r.oIdle.Add(context.Background(), int64(n), s.add...)
+}
+
+var _ ttlclient.CompatibilityRecorder = (*tableRecorder)(nil)
+
+// IncompatibleClient implements ttlclient.CompatibilityRecorder.
+func (t *tableRecorder) IncompatibleClient(check string) {
+	t.r.incompatible.WithLabelValues(t.table, check).Inc()
+	t.r.oIncompatible.Add(context.Background(), 1, addOpts(attribute.String(LabelTable, t.table), attribute.String(LabelCheck, check))...)
 }
 
 func (t *tableRecorder) VerifySkipped() {
 	t.r.skipped.WithLabelValues(t.table).Inc()
-	t.r.oSkipped.Add(t.r.ctx, 1, t.add...)
+	t.r.oSkipped.Add(context.Background(), 1, t.add...)
 }

@@ -46,13 +46,14 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 	raw := h.Raw.Open("live")
 	switched := h.Clock.Now() // every writer writes through bttl from here
 	legacy := load(t, raw, "f", 2000, 10, switched, 10*day)
+	h.Clock.Set(switched.Add(time.Second)) // past the switch plus the clock skew
+	at := h.Clock.Now()
 	// The family's rule is not max age 1s until the migration is done:
 	// writers open without verification meanwhile (see Plan.Steps).
 	w, err := h.Client.Open("live", ttlclient.Schema{"f": strategy.OneSecond()}, ttlclient.WithoutVerify())
 	require.NoError(t, err)
 
-	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: switched}
+	plan := inPlace(switched, 30*day)
 	m, err := migrate.New(raw, "live", plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	var migrating atomic.Bool
@@ -80,7 +81,7 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 		mut := ttlclient.NewMutation()
 		mut.Set("f", col, ttlclient.Auto, []byte(v), ttlclient.WithTTL(ttl))
 		require.NoError(t, w.Apply(ctx, row, mut))
-		written[key{row, col, bigtable.Time(switched.Add(ttl))}] = v
+		written[key{row, col, bigtable.Time(at.Add(ttl))}] = v
 		if migrating.Load() {
 			during++
 		}

@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Every error New, Plan.Validate and ParseTTLRule return
@@ -39,3 +40,21 @@ func (e *TTLRuleError) Error() string {
 }
 
 func (e *TTLRuleError) Unwrap() error { return ErrInvalidTTLRule }
+
+// ErrExpiredCount: a run told to delete expired cells (DeleteExpired)
+// counted another number of them than Plan.ExpectExpired; nothing was
+// written (see *ExpiredCountError).
+var ErrExpiredCount = errors.New("bttl: expired cells counted differ from the count expected")
+
+// ExpiredCountError is the count Run found against the one expected.
+type ExpiredCountError struct {
+	Expected, Found int64
+	AsOf            time.Time
+}
+
+func (e *ExpiredCountError) Error() string {
+	return fmt.Sprintf("%v: %d cell(s) expired as of %s, expected %d: nothing written; a dry run with the same flags gives the current count",
+		ErrExpiredCount, e.Found, formatTime(e.AsOf), e.Expected)
+}
+
+func (e *ExpiredCountError) Unwrap() error { return ErrExpiredCount }

@@ -50,14 +50,15 @@ func legacyTable(ctx context.Context) (*bttestharness.Harness, *bigtable.Table, 
 func realToOneSecond(now time.Time) migrate.Plan {
 	return migrate.Plan{
 		Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL:           migrate.TTLRules{{Prefix: "user#", Column: "session", TTL: 7 * 24 * time.Hour}, {TTL: 30 * 24 * time.Hour}},
-		WrittenBefore: now.Add(-time.Hour),
+		TTL:         migrate.TTLRules{{Prefix: "user#", Column: "session", TTL: 7 * 24 * time.Hour}, {TTL: 30 * 24 * time.Hour}},
+		FirstSwitch: now.Add(-2 * time.Hour), WrittenBefore: now.Add(-time.Hour),
 	}
 }
 
 // Move a legacy family's cells onto one-second expiry in place: each cell
 // gets its write time + its TTL as timestamp, a cell already expired is
-// deleted, and a second run finds nothing to do.
+// kept (counted: GC collects it once the one-second rule is applied), and a
+// second run finds nothing to do.
 func ExampleMigrator_Run() {
 	ctx := context.Background()
 	h, tbl, now := legacyTable(ctx)
@@ -71,7 +72,7 @@ func ExampleMigrator_Run() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("moved %d, expired and deleted %d, not moved %d\n", rep.Moved, rep.ExpiredDeleted, rep.Unmoved())
+	fmt.Printf("moved %d, expired and kept %d, not moved %d\n", rep.Moved, rep.ExpiredLeft, rep.Unmoved())
 	for _, row := range []string{"order#1", "user#1"} {
 		r, _ := tbl.ReadRow(ctx, row)
 		for _, it := range r["f"] {
@@ -83,8 +84,9 @@ func ExampleMigrator_Run() {
 	rep, _ = again.Run(ctx)
 	fmt.Printf("second run: %d changes, %d cells on the target\n", rep.Changes(), rep.OnTarget)
 	// Output:
-	// moved 2, expired and deleted 1, not moved 0
+	// moved 2, expired and kept 1, not moved 0
 	// order#1 f:total expires in 672h0m0s
+	// user#1 f:name expires in -960h0m0s
 	// user#1 f:session expires in 144h0m0s
 	// second run: 0 changes, 2 cells on the target
 }
@@ -96,7 +98,7 @@ func ExampleNew() {
 	var pe *migrate.PlanError
 	fmt.Println(errors.Is(err, migrate.ErrInvalidPlan), errors.As(err, &pe), pe.Field)
 	// Output:
-	// true true WrittenBefore
+	// true true FirstSwitch
 }
 
 // In place, only real timestamps to one-second expiry are accepted: for a
@@ -153,11 +155,11 @@ func ExampleWithDryRun() {
 	defer h.Close()
 	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithDryRun(), migrate.WithClock(h.Clock), migrate.WithExamples(1))
 	rep, _ := m.Run(ctx)
-	fmt.Printf("would move %d, would delete %d; %d example(s)\n", rep.Moved, rep.ExpiredDeleted, len(rep.Examples))
+	fmt.Printf("would move %d, expired %d (kept); %d example(s)\n", rep.Moved, rep.ExpiredLeft, len(rep.Examples))
 	r, _ := tbl.ReadRow(ctx, "order#1")
 	fmt.Println("order#1 unchanged:", r["f"][0].Timestamp < bigtable.Time(now))
 	// Output:
-	// would move 2, would delete 1; 1 example(s)
+	// would move 2, expired 1 (kept); 1 example(s)
 	// order#1 unchanged: true
 }
 
@@ -169,8 +171,8 @@ func ExampleWithExamples() {
 	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithExamples(5))
 	rep, _ := m.Run(ctx)
 	for _, x := range rep.Examples {
-		if x.Deleted {
-			fmt.Println(x.Row, x.Column, "deleted")
+		if x.Expired {
+			fmt.Println(x.Row, x.Column, "expired, kept")
 			continue
 		}
 		fmt.Println(x.Row, x.Column, "moved by", x.New.Time().Sub(x.Old.Time()))
@@ -178,7 +180,7 @@ func ExampleWithExamples() {
 	// Unordered output:
 	// order#1 total moved by 720h0m0s
 	// user#1 session moved by 168h0m0s
-	// user#1 name deleted
+	// user#1 name expired, kept
 }
 
 // The clock decides which cells are already expired: here, two weeks on,
@@ -190,9 +192,9 @@ func ExampleWithClock() {
 	h.Clock.Set(now.Add(14 * 24 * time.Hour))
 	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock))
 	rep, _ := m.Run(ctx)
-	fmt.Printf("moved %d, expired and deleted %d\n", rep.Moved, rep.ExpiredDeleted)
+	fmt.Printf("moved %d, expired %d\n", rep.Moved, rep.ExpiredLeft)
 	// Output:
-	// moved 1, expired and deleted 2
+	// moved 1, expired 2
 }
 
 // With a checkpoint, a rerun skips the key ranges a run finished.
@@ -250,7 +252,7 @@ func ExampleMigrator_Stats() {
 	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock))
 	_, _ = m.Run(ctx)
 	st := m.Stats()
-	fmt.Println(st.Rows, st.Cells, st.Moved, st.ExpiredDeleted)
+	fmt.Println(st.Rows, st.Cells, st.Moved, st.ExpiredLeft)
 	// Output:
 	// 2 3 2 1
 }
@@ -269,4 +271,56 @@ func ExampleStats_Unmoved() {
 	fmt.Println(st.Unmoved())
 	// Output:
 	// 3
+}
+
+// Now is the instant expiry is judged at: a dry run's Now is what a run
+// deleting the expired cells it counted takes as Plan.ExpiredAsOf.
+func ExampleMigrator_Now() {
+	ctx := context.Background()
+	h, tbl, now := legacyTable(ctx)
+	defer h.Close()
+	dry, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithDryRun())
+	rep, _ := dry.Run(ctx)
+	fmt.Println(dry.Now().Equal(now), rep.ExpiredLeft)
+
+	del := realToOneSecond(now)
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, dry.Now(), rep.ExpiredLeft
+	m, _ := migrate.New(tbl, "events", del, migrate.WithClock(h.Clock))
+	rep, err := m.Run(ctx)
+	fmt.Println(rep.ExpiredDeleted, err)
+	// Output:
+	// true 1
+	// 1 <nil>
+}
+
+// Window is what an in-place plan proves: at or before the first instant,
+// real write times; after the second, bttl expiry instants.
+func ExamplePlan_Window() {
+	t1 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	p := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: time.Hour}},
+		FirstSwitch: t1, WrittenBefore: t1.Add(10 * time.Minute)}
+	legacy, bttl := p.Window()
+	fmt.Println(legacy.Format(time.TimeOnly), bttl.Format(time.TimeOnly))
+	// Output:
+	// 09:59:55 10:10:05
+}
+
+// NextStep follows an in-place run that found nothing to migrate.
+func ExamplePlan_NextStep() {
+	p := realToOneSecond(time.Now())
+	fmt.Printf("%.40s...\n", p.NextStep())
+	// Output:
+	// only once bttl migrate exits 0 (no cell ...
+}
+
+// WithInflight bounds the rows' mutations in flight per scan worker.
+func ExampleWithInflight() {
+	ctx := context.Background()
+	h, tbl, now := legacyTable(ctx)
+	defer h.Close()
+	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithInflight(1))
+	rep, _ := m.Run(ctx, scan.WithWorkers(2))
+	fmt.Println(rep.Moved)
+	// Output:
+	// 2
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -51,45 +52,78 @@ func WithDryRun() Option { return func(m *Migrator) { m.dryRun = true } }
 // another plan (or a dry run) is refused.
 func WithCheckpoint(path string) Option { return func(m *Migrator) { m.checkpoint = path } }
 
-// WithExamples keeps up to n examples of changed cells in Stats (default
-// 5).
+// WithExamples keeps up to n examples of changed cells, and as many of
+// ambiguous ones, in Stats (default 5).
 func WithExamples(n int) Option { return func(m *Migrator) { m.maxExamples = max(n, 0) } }
 
-// Migrator migrates the rows it is given, one cell at a time. MigrateRow is
-// safe for concurrent use on different rows, which is how a scan engine's
-// workers call it.
+// DefaultInflight is the number of conditional row mutations a Run keeps in
+// flight per scan worker without WithInflight.
+const DefaultInflight = 4
+
+// WithInflight sets how many rows' conditional mutations Run keeps in
+// flight per scan worker (default DefaultInflight): enough to hide the
+// round trip, bounded so that memory and the load on the table are.
+func WithInflight(n int) Option { return func(m *Migrator) { m.inflight = n } }
+
+// Migrator migrates the rows it is given, a row's cells at a time.
+// MigrateRow is safe for concurrent use on different rows, which is how a
+// scan engine's workers call it.
 type Migrator struct {
 	tbl         *bigtable.Table
 	table       string
 	checkpoint  string
 	plan        Plan
-	cutoff      bigtable.Timestamp
+	lo, hi      bigtable.Timestamp // in place: proven legacy at or before lo, proven bttl after hi
+	now         bigtable.Timestamp // the instant expiry is judged at
+	asOf        bigtable.Timestamp // DeleteExpired: cells expired at it may be deleted
 	clock       Clock
 	dryRun      bool
 	maxExamples int
+	inflight    int
 
-	total tally // this Migrator's, over every row it was given
+	total  tally        // this Migrator's, over every row it was given
+	budget atomic.Int64 // DeleteExpired: deletions left (never more than ExpectExpired)
 
-	mu       sync.Mutex
-	examples []Example
+	mu        sync.Mutex
+	examples  []Example
+	ambiguous []Example
 }
 
-// New checks plan (Plan.Validate; and, in place, that WrittenBefore is not
-// after now) and returns a Migrator for tbl, named table (as scan.Run
-// takes it, for the checkpoint).
+// New checks plan (Plan.Validate; and, in place, that WrittenBefore plus
+// the clock skew and ExpiredAsOf are not after now) and returns a
+// Migrator for tbl, named table (as scan.Run takes it, for the
+// checkpoint). Expiry is judged at the clock's time when New is called,
+// the same for every cell of the run (Report.Now).
 func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrator, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Migrator{tbl: tbl, table: table, plan: plan, clock: systemClock{}, maxExamples: 5}
+	m := &Migrator{tbl: tbl, table: table, plan: plan, clock: systemClock{}, maxExamples: 5, inflight: DefaultInflight}
 	for _, o := range opts {
 		o(m)
 	}
-	if !plan.WrittenBefore.IsZero() {
-		m.cutoff = strategy.Millis(bigtable.Time(plan.WrittenBefore))
-		if now := m.clock.Now(); plan.WrittenBefore.After(now) {
-			return nil, &PlanError{Field: "WrittenBefore", Reason: fmt.Sprintf("%s is after now (%s): writers switched later may still write real timestamps",
-				formatTime(plan.WrittenBefore), formatTime(now))}
+	if m.inflight < 1 {
+		return nil, &PlanError{Field: "Inflight", Reason: fmt.Sprintf("%d: want at least 1", m.inflight)}
+	}
+	now := m.clock.Now()
+	m.now = bigtable.Time(now)
+	if plan.inPlace() {
+		skew := plan.skew()
+		lo, hi := plan.Window()
+		m.lo, m.hi = bigtable.Time(lo), bigtable.Time(hi)
+		// A moved cell lands after now; after hi too, so that a rerun
+		// proves it a bttl timestamp.
+		if plan.WrittenBefore.Add(skew).After(now) {
+			return nil, &PlanError{Field: "WrittenBefore", Reason: fmt.Sprintf("%s plus the clock skew %s is after now (%s): "+
+				"writers switched that late may still write real timestamps; run at or after %s",
+				formatTime(plan.WrittenBefore), skew, formatTime(now), formatTime(plan.WrittenBefore.Add(skew)))}
+		}
+		if plan.Expired == DeleteExpired {
+			if plan.ExpiredAsOf.After(now) {
+				return nil, &PlanError{Field: "ExpiredAsOf", Reason: fmt.Sprintf("%s is after now (%s)", formatTime(plan.ExpiredAsOf), formatTime(now))}
+			}
+			m.asOf = bigtable.Time(plan.ExpiredAsOf)
+			m.budget.Store(plan.ExpectExpired)
 		}
 	}
 	return m, nil
@@ -113,7 +147,15 @@ type Example struct {
 	Old, New bigtable.Timestamp
 	// Deleted: the cell was expired under the target and deleted.
 	Deleted bool
+	// Expired: the cell is expired under the target and was left as it
+	// is (KeepExpired).
+	Expired bool
 }
+
+// Now is the instant the Migrator judges expiry at (the clock's when New
+// was called): a dry run's Now is the ExpiredAsOf of a run deleting the
+// expired cells it counted.
+func (m *Migrator) Now() time.Time { return m.now.Time() }
 
 // Stats counts what a run did (under WithDryRun: would do) to the cells
 // of the source family it read.
@@ -121,15 +163,22 @@ type Stats struct {
 	Rows, Cells int64
 	// Moved cells got their new timestamp (in place) or were copied.
 	Moved int64
-	// OnTarget cells needed nothing: in place, timestamps after
-	// WrittenBefore's millisecond (bttl writes and migrated cells); in a
-	// copy, cells whose target cell (same column, new timestamp, same
-	// value) exists.
+	// OnTarget cells needed nothing: in place, live cells proven bttl
+	// (stamped after WrittenBefore + ClockSkew, or with a write-time
+	// companion: bttl writes and migrated cells); in a copy, cells whose
+	// target cell (same column, new timestamp, same value) exists.
 	OnTarget int64
-	// ExpiredDeleted cells were expired under the target and deleted
-	// (in place, DeleteExpired); ExpiredLeft were left as they are
-	// (KeepExpired, or a copy, which never copies them).
+	// ExpiredDeleted cells were expired under the target (at
+	// ExpiredAsOf) and deleted (in place, DeleteExpired); ExpiredLeft were
+	// expired and left as they are (KeepExpired, expired only after
+	// ExpiredAsOf, or a copy, which never copies them). Only cells whose
+	// provenance is proven are either.
 	ExpiredDeleted, ExpiredLeft int64
+	// Ambiguous cells (in place) are stamped inside the window in which
+	// both legacy and bttl writers wrote (after FirstSwitch - ClockSkew,
+	// at or before WrittenBefore + ClockSkew) with nothing to prove which
+	// wrote them: never moved or deleted.
+	Ambiguous int64
 	// Changed cells were changed or removed by someone else between the
 	// read and the move, or someone wrote a cell on their new timestamp
 	// (the predicate did not match): skipped, nothing overwritten.
@@ -147,8 +196,10 @@ type Stats struct {
 	// NotRealTimes: from real timestamps, cells stamped before
 	// strategy.RealTimeFloor (2000): sequence numbers, not write times.
 	NotRealTimes int64
-	// Examples are the first changed cells (WithExamples).
-	Examples []Example
+	// Examples are the first changed cells (WithExamples);
+	// AmbiguousExamples the first ambiguous ones (Old is the timestamp;
+	// New is 0).
+	Examples, AmbiguousExamples []Example
 }
 
 // Changes is how many cells were changed: moved or deleted.
@@ -156,19 +207,20 @@ func (s Stats) Changes() int64 { return s.Moved + s.ExpiredDeleted }
 
 // Unmoved is how many cells still need a move that this run could not
 // make (changed meanwhile, collisions, too large to pin, out of range,
-// not real times): the run is not complete while it is above zero.
+// not real times, ambiguous): the run is not complete while it is above
+// zero.
 func (s Stats) Unmoved() int64 {
-	return s.Changed + s.Collisions + s.TooLargeToPin + s.OutOfRange + s.NotRealTimes
+	return s.Changed + s.Collisions + s.TooLargeToPin + s.OutOfRange + s.NotRealTimes + s.Ambiguous
 }
 
 // Stats is what the Migrator has done so far, over every row it was
 // given (by Run, or MigrateRow directly).
 func (m *Migrator) Stats() Stats {
 	m.mu.Lock()
-	ex := append([]Example(nil), m.examples...)
+	ex, amb := append([]Example(nil), m.examples...), append([]Example(nil), m.ambiguous...)
 	m.mu.Unlock()
 	st := m.total.stats()
-	st.Examples = ex
+	st.Examples, st.AmbiguousExamples = ex, amb
 	return st
 }
 
@@ -176,6 +228,7 @@ func (m *Migrator) Stats() Stats {
 type tally struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
 	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
+	ambiguous                                                 atomic.Int64
 }
 
 func (t *tally) stats() Stats {
@@ -183,7 +236,7 @@ func (t *tally) stats() Stats {
 		Rows: t.rows.Load(), Cells: t.cells.Load(), Moved: t.moved.Load(), OnTarget: t.onTarget.Load(),
 		ExpiredDeleted: t.expiredDeleted.Load(), ExpiredLeft: t.expiredLeft.Load(), Changed: t.changed.Load(),
 		Collisions: t.collisions.Load(), TooLargeToPin: t.tooLarge.Load(), OutOfRange: t.outOfRange.Load(),
-		NotRealTimes: t.notReal.Load(),
+		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(),
 	}
 }
 
@@ -201,6 +254,7 @@ func (c counter) Add(n int64) {
 type counters struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft counter
 	changed, collisions, tooLarge, outOfRange, notReal        counter
+	ambiguous                                                 counter
 }
 
 func countersOf(ts ...*tally) *counters {
@@ -217,6 +271,7 @@ func countersOf(ts ...*tally) *counters {
 		c.tooLarge = append(c.tooLarge, &t.tooLarge)
 		c.outOfRange = append(c.outOfRange, &t.outOfRange)
 		c.notReal = append(c.notReal, &t.notReal)
+		c.ambiguous = append(c.ambiguous, &t.ambiguous)
 	}
 	return c
 }
@@ -229,13 +284,25 @@ func (m *Migrator) example(x Example) {
 	m.mu.Unlock()
 }
 
+func (m *Migrator) ambiguousExample(x Example) {
+	m.mu.Lock()
+	if len(m.ambiguous) < m.maxExamples {
+		m.ambiguous = append(m.ambiguous, x)
+	}
+	m.mu.Unlock()
+}
+
 // Report is what Run did.
 type Report struct {
 	// Stats are this run's: the rows it read and what it did to them.
 	Stats
 	// Earlier sums what earlier runs recorded in the checkpoint for the
-	// ranges they finished, which this run did not read again.
+	// ranges they finished, which this run did not read again. A range
+	// where a cell was left unmoved is never finished: a rerun reads it
+	// again, so its cells are counted by the run that reads them last.
 	Earlier Stats
+	// Now is the instant expiry was judged at (Migrator.Now).
+	Now time.Time
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
@@ -243,25 +310,31 @@ type Report struct {
 
 // Run scans the table with the scan engine (package scan: its options
 // set the workers, the cells/s limit, the shard, the key range and the
-// checkpoint) and migrates every row. The source family (and, in a copy,
-// the target family) is all that is read. With scan.WithCheckpoint, the
+// checkpoint) and migrates every row, keeping up to WithInflight rows'
+// mutations in flight per worker. The source family (and, in a copy, the
+// target family) is all that is read. With WithCheckpoint, the
 // checkpoint's job is the plan: a checkpoint of another plan is refused,
 // and a restarted run skips the ranges finished and reads the others again
-// (which moves nothing twice: see the package doc). The Report is returned
-// also with an error.
+// (which moves nothing twice: see the package doc); a range where a cell
+// was left unmoved (Stats.Unmoved) is not recorded finished. Under
+// DeleteExpired, Run first counts the expired cells (a read-only pass over
+// the same ranges, without the checkpoint) and returns an
+// *ExpiredCountError, having written nothing, unless the count is
+// Plan.ExpectExpired. The Report is returned also with an error.
 func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error) {
-	rep := &Report{}
-	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
-	opts = m.withJob(opts)
-	sum, err := scan.RunRanges(ctx, m.tbl, m.table, func(scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
-		var rg tally
-		n := countersOf(&m.total, &rg)
-		return func(ctx context.Context, r bigtable.Row) error {
-				return m.migrateRow(ctx, r, n)
-			}, func() (json.RawMessage, error) {
-				return json.Marshal(rg.stats())
-			}
-	}, opts...)
+	rep := &Report{Now: m.Now()}
+	if m.plan.Expired == DeleteExpired && !m.dryRun {
+		counter := &Migrator{tbl: m.tbl, table: m.table, plan: m.plan, lo: m.lo, hi: m.hi, now: m.now, asOf: m.asOf,
+			clock: m.clock, dryRun: true, inflight: m.inflight}
+		counter.budget.Store(math.MaxInt64)
+		if _, err := counter.run(ctx, opts); err != nil {
+			return rep, err
+		}
+		if n := counter.Stats().ExpiredDeleted; n != m.plan.ExpectExpired {
+			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, AsOf: m.plan.ExpiredAsOf}
+		}
+	}
+	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
 	if sum != nil {
 		for _, r := range sum.Ranges {
@@ -277,6 +350,62 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 	return rep, err
 }
 
+// run scans with up to m.inflight rows in flight per range; it returns
+// once every row it started is done.
+func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, error) {
+	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
+	var all sync.WaitGroup
+	defer all.Wait() // a scan stopped by an error may leave rows in flight
+	return scan.RunRanges(ctx, m.tbl, m.table, func(scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
+		var rg tally
+		n := countersOf(&m.total, &rg)
+		var (
+			wg    sync.WaitGroup
+			sem   = make(chan struct{}, m.inflight)
+			mu    sync.Mutex
+			first error
+		)
+		failed := func() error { mu.Lock(); defer mu.Unlock(); return first }
+		return func(ctx context.Context, r bigtable.Row) error {
+				if err := failed(); err != nil {
+					return err
+				}
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				wg.Add(1)
+				all.Add(1)
+				go func() {
+					defer all.Done()
+					defer wg.Done()
+					defer func() { <-sem }()
+					if err := m.migrateRow(ctx, r, n); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+					}
+				}()
+				return nil
+			}, func() (json.RawMessage, error) {
+				wg.Wait()
+				if err := failed(); err != nil {
+					return nil, err
+				}
+				st := rg.stats()
+				res, err := json.Marshal(st)
+				if err == nil && st.Unmoved() > 0 {
+					// Not finished: a rerun with the checkpoint reads it again.
+					err = fmt.Errorf("%w: %d cell(s) not moved", scan.ErrUnfinished, st.Unmoved())
+				}
+				return res, err
+			}
+	}, opts...)
+}
+
 // withJob adds the checkpoint (WithCheckpoint), whose job is the plan, so
 // that a checkpoint is never resumed by another plan or a dry run.
 func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
@@ -286,14 +415,21 @@ func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
 		rules = append(rules, r.String())
 	}
 	job := struct {
-		Migrate       string   `json:"migrate"`
-		TTL           []string `json:"ttl,omitempty"`
-		WrittenBefore string   `json:"written_before,omitempty"`
-		Expired       string   `json:"expired"`
-		DryRun        bool     `json:"dry_run,omitempty"`
-	}{p.String(), rules, "", p.Expired.String(), m.dryRun}
-	if !p.WrittenBefore.IsZero() {
-		job.WrittenBefore = formatTime(p.WrittenBefore)
+		Migrate           string   `json:"migrate"`
+		TTL               []string `json:"ttl,omitempty"`
+		FirstSwitch       string   `json:"first_switch,omitempty"`
+		WrittenBefore     string   `json:"written_before,omitempty"`
+		ClockSkew         string   `json:"clock_skew,omitempty"`
+		WriteTimeComplete bool     `json:"write_time_complete,omitempty"`
+		Expired           string   `json:"expired"`
+		ExpiredAsOf       string   `json:"expired_as_of,omitempty"`
+		DryRun            bool     `json:"dry_run,omitempty"`
+	}{Migrate: p.String(), TTL: rules, WriteTimeComplete: p.WriteTimeComplete, Expired: p.Expired.String(), DryRun: m.dryRun}
+	if p.inPlace() {
+		job.FirstSwitch, job.WrittenBefore, job.ClockSkew = formatTime(p.FirstSwitch), formatTime(p.WrittenBefore), p.skew().String()
+	}
+	if !p.ExpiredAsOf.IsZero() {
+		job.ExpiredAsOf = formatTime(p.ExpiredAsOf)
 	}
 	if m.checkpoint == "" {
 		return opts
@@ -313,6 +449,7 @@ func (s Stats) plus(o Stats) Stats {
 	s.TooLargeToPin += o.TooLargeToPin
 	s.OutOfRange += o.OutOfRange
 	s.NotRealTimes += o.NotRealTimes
+	s.Ambiguous += o.Ambiguous
 	return s
 }
 
@@ -322,12 +459,51 @@ type cell struct {
 	value []byte
 }
 
+type actionKind uint8
+
+const (
+	actMove   actionKind = iota // delete the old cell (in place) and set it at to
+	actDelete                   // delete an expired cell (and its write-time companion)
+)
+
+// action is one change to a row, planned from what the row held when read.
+type action struct {
+	kind      actionKind
+	row, q    string
+	c         cell
+	to        bigtable.Timestamp
+	companion bool // actDelete: the cell's write-time companion goes too
+}
+
+// provenance is what a stored cell in place is proven to be.
+type provenance uint8
+
+const (
+	legacy    provenance = iota // a real write time
+	bttlWrite                   // an expiry instant: a bttl write or a cell moved already
+	ambiguous                   // could be either
+)
+
+// provenance classifies a cell of the source family stamped ts (in
+// place); companion says its write-time companion is stored.
+func (m *Migrator) provenance(ts bigtable.Timestamp, companion bool) provenance {
+	switch {
+	case ts > m.hi, companion:
+		return bttlWrite
+	case ts <= m.lo, m.plan.WriteTimeComplete:
+		return legacy
+	}
+	return ambiguous
+}
+
 // MigrateRow migrates the source family's cells of one row, read with
-// Filter: one conditional row mutation per cell, whose predicate pins the
-// exact old cell (filters.Cell) and an empty target slot, so a cell changed
-// meanwhile is skipped and nothing a concurrent writer wrote is
-// overwritten. It returns only errors of the RPCs (the row's remaining
-// cells are not tried); every cell it cannot move is counted in Stats.
+// Filter: one conditional row mutation for all of them (more when the
+// predicate would pass filters.MaxFilterBytes), whose predicate pins every
+// old cell (filters.Cell) and requires every target slot empty, so nothing
+// a concurrent writer wrote is overwritten. When it does not match, each
+// cell is tried on its own, so that only the changed ones are skipped. It
+// returns only errors of the RPCs; every cell it cannot move is counted in
+// Stats.
 func (m *Migrator) MigrateRow(ctx context.Context, r bigtable.Row) error {
 	return m.migrateRow(ctx, r, countersOf(&m.total))
 }
@@ -337,19 +513,43 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	if len(src) == 0 {
 		return nil
 	}
-	n.rows.Add(1)
 	row := src[0].Row
-	// Cells of a column arrive together, newest first.
-	bySrc := map[string][]cell{}
-	var order []string
-	for _, it := range src {
-		q := strings.TrimPrefix(it.Column, m.plan.Family+":")
-		if _, ok := bySrc[q]; !ok {
-			order = append(order, q)
-		}
-		bySrc[q] = append(bySrc[q], cell{it.Timestamp, it.Value})
+	// In a family recording write times, companions are evidence, not
+	// cells: one at a cell's millisecond proves a bttl write.
+	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
+	var companions map[string]map[bigtable.Timestamp]bool
+	// Cells of a column arrive together, newest first: a column is a run
+	// of items.
+	type column struct {
+		q     string
+		cells []cell
 	}
-	byTgt := bySrc
+	cols := make([]column, 0, len(src))
+	prefix := len(m.plan.Family) + 1
+	for _, it := range src {
+		q := it.Column[prefix:]
+		if withCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
+			of := q[len(strategy.WriteTimePrefix):]
+			if companions == nil {
+				companions = map[string]map[bigtable.Timestamp]bool{}
+			}
+			if companions[of] == nil {
+				companions[of] = map[bigtable.Timestamp]bool{}
+			}
+			companions[of][strategy.Millis(it.Timestamp)] = true
+			continue
+		}
+		if len(cols) == 0 || cols[len(cols)-1].q != q {
+			cols = append(cols, column{q: q})
+		}
+		c := &cols[len(cols)-1]
+		c.cells = append(c.cells, cell{it.Timestamp, it.Value})
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	n.rows.Add(1)
+	var byTgt map[string][]cell
 	if !m.plan.inPlace() {
 		byTgt = map[string][]cell{}
 		for _, it := range r[m.plan.ToFamily] {
@@ -357,149 +557,243 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 			byTgt[q] = append(byTgt[q], cell{it.Timestamp, it.Value})
 		}
 	}
-	for _, q := range order {
-		if err := m.migrateColumn(ctx, n, row, q, bySrc[q], byTgt[q]); err != nil {
-			return err
+	var acts []action
+	for _, c := range cols {
+		target := c.cells
+		if byTgt != nil {
+			target = byTgt[c.q]
 		}
+		acts = m.planColumn(n, row, c.q, c.cells, target, companions[c.q], acts)
 	}
-	return nil
+	return m.applyRow(ctx, n, row, acts)
 }
 
-// migrateColumn moves one column's cells. Every cell of a column moves by
+// occupancy is a column's timestamps and values as the planned moves
+// leave them: a short list (columns hold few versions) or, past a few
+// dozen, a map.
+type occupancy struct {
+	list []cell
+	m    map[bigtable.Timestamp][]byte
+}
+
+func newOccupancy(cells []cell) *occupancy {
+	o := &occupancy{}
+	if len(cells) > 32 {
+		o.m = make(map[bigtable.Timestamp][]byte, len(cells))
+		for _, c := range cells {
+			o.m[c.ts] = c.value
+		}
+		return o
+	}
+	o.list = append(make([]cell, 0, len(cells)+1), cells...)
+	return o
+}
+
+func (o *occupancy) get(ts bigtable.Timestamp) ([]byte, bool) {
+	if o.m != nil {
+		v, ok := o.m[ts]
+		return v, ok
+	}
+	for _, c := range o.list {
+		if c.ts == ts {
+			return c.value, true
+		}
+	}
+	return nil, false
+}
+
+func (o *occupancy) set(ts bigtable.Timestamp, v []byte) {
+	if o.m != nil {
+		o.m[ts] = v
+		return
+	}
+	o.list = append(o.list, cell{ts, v})
+}
+
+func (o *occupancy) del(ts bigtable.Timestamp) {
+	if o.m != nil {
+		delete(o.m, ts)
+		return
+	}
+	for i, c := range o.list {
+		if c.ts == ts {
+			o.list = append(o.list[:i], o.list[i+1:]...)
+			return
+		}
+	}
+}
+
+// planColumn plans one column's changes. Every cell of a column moves by
 // the same amount (TTL rules are per row prefix and column), so moving
 // the newest first when cells move later (the oldest first when they move
 // earlier) never lands a cell on one not yet moved; occupied tracks the
-// target column as the moves go.
-func (m *Migrator) migrateColumn(ctx context.Context, n *counters, row, q string, cells, target []cell) error {
+// target column as the moves go, in the order the mutation applies them.
+func (m *Migrator) planColumn(n *counters, row, q string, cells, target []cell, companions map[bigtable.Timestamp]bool, acts []action) []action {
 	n.cells.Add(int64(len(cells)))
-	occupied := make(map[bigtable.Timestamp][]byte, len(target))
-	for _, c := range target {
-		occupied[c.ts] = c.value
-	}
+	occupied := newOccupancy(target)
 	if to, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && to < cells[0].ts {
 		cells = append([]cell(nil), cells...)
 		sort.Slice(cells, func(i, j int) bool { return cells[i].ts < cells[j].ts })
 	}
 	for _, c := range cells {
-		if err := m.migrateCell(ctx, n, row, q, c, occupied); err != nil {
-			return err
-		}
+		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], occupied, acts)
 	}
-	return nil
+	return acts
 }
 
-func (m *Migrator) migrateCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
+func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool, occupied *occupancy, acts []action) []action {
 	p := m.plan
-	now := bigtable.Time(m.clock.Now())
-	if p.fromReal() {
-		// Strictly after the cutoff's millisecond: a bttl write at or after
-		// WrittenBefore stamps ms(now + ttl) with ttl >= 1ms, past it; a
-		// legacy write just before WrittenBefore can share its millisecond.
-		if p.inPlace() && c.ts > m.cutoff {
-			// A bttl write or a cell migrated already: its timestamp is
-			// an expiry instant. One already past is deleted too under
-			// DeleteExpired: `bttl apply` refuses a one-second rule over
-			// any timestamp at or before now.
-			if p.Expired == DeleteExpired && !p.To.IsLive(c.ts, now) {
-				return m.deleteCell(ctx, cnt, row, q, c, occupied)
+	if p.fromReal() && c.ts < strategy.RealTimeFloor {
+		cnt.notReal.Add(1)
+		return acts
+	}
+	del := action{kind: actDelete, row: row, q: q, c: c, companion: companion}
+	if p.inPlace() {
+		switch m.provenance(c.ts, companion) {
+		case ambiguous:
+			cnt.ambiguous.Add(1)
+			m.ambiguousExample(Example{Row: row, Column: q, Old: c.ts})
+			return acts
+		case bttlWrite:
+			if p.To.IsLive(c.ts, m.now) {
+				cnt.onTarget.Add(1)
+				return acts
 			}
-			cnt.onTarget.Add(1)
-			return nil
-		}
-		if c.ts < strategy.RealTimeFloor {
-			cnt.notReal.Add(1)
-			return nil
+			return m.expired(cnt, c.ts, del, occupied, acts)
 		}
 	}
 	n, ok := p.newTimestamp(row, q, c.ts)
 	if !ok {
 		cnt.outOfRange.Add(1)
-		return nil
+		return acts
 	}
-	if !p.To.IsLive(n, now) {
-		if p.inPlace() && p.Expired == DeleteExpired {
-			return m.deleteCell(ctx, cnt, row, q, c, occupied)
+	if !p.To.IsLive(n, m.now) {
+		if p.inPlace() {
+			return m.expired(cnt, n, del, occupied, acts)
 		}
 		cnt.expiredLeft.Add(1)
-		return nil
+		return acts
 	}
-	if n == c.ts && p.inPlace() {
-		cnt.onTarget.Add(1)
-		return nil
-	}
-	if v, taken := occupied[n]; taken {
+	if v, taken := occupied.get(n); taken {
 		if !p.inPlace() && bytes.Equal(v, c.value) {
 			cnt.onTarget.Add(1) // copied by an earlier run
 		} else {
 			cnt.collisions.Add(1)
 		}
-		return nil
+		return acts
 	}
-	pin, err := m.movePredicate(q, c, n)
-	if errors.Is(err, filters.ErrCellTooLargeToPin) {
-		cnt.tooLarge.Add(1)
-		return nil
+	if p.inPlace() {
+		occupied.del(c.ts)
 	}
-	if err != nil {
+	occupied.set(n, c.value)
+	return append(acts, action{kind: actMove, q: q, c: c, to: n})
+}
+
+// expired plans the deletion of a cell proven expired at expiry e when the
+// plan asks for it and e is at or before ExpiredAsOf (never more than
+// ExpectExpired of them); otherwise the cell is left, counted.
+func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occupied *occupancy, acts []action) []action {
+	if m.plan.Expired == DeleteExpired && !m.plan.To.IsLive(e, m.asOf) && m.budget.Add(-1) >= 0 {
+		occupied.del(del.c.ts)
+		return append(acts, del)
+	}
+	cnt.expiredLeft.Add(1)
+	m.example(Example{Row: del.row, Column: del.q, Old: del.c.ts, Expired: true})
+	return acts
+}
+
+// applyRow sends the row's actions, as many in one conditional mutation as
+// the predicate's size allows.
+func (m *Migrator) applyRow(ctx context.Context, cnt *counters, row string, acts []action) error {
+	var rm filters.RowMove
+	var batch []action
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := m.send(ctx, cnt, row, &rm, batch)
+		rm, batch = filters.RowMove{}, nil
 		return err
 	}
-	mut := bigtable.NewMutation()
-	if p.inPlace() {
-		mut.DeleteTimestampRange(p.Family, q, c.ts, c.ts+1000)
+	for _, a := range acts {
+		for {
+			ok, err := m.pin(&rm, a)
+			if errors.Is(err, filters.ErrCellTooLargeToPin) {
+				cnt.tooLarge.Add(1) // never moved or deleted unpinned
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if ok {
+				batch = append(batch, a)
+				break
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
-	mut.Set(p.target(), q, n, c.value)
-	applied, err := m.apply(ctx, row, pin, mut)
+	return flush()
+}
+
+// pin adds a's cell (and, for a move, its target slot) to rm.
+func (m *Migrator) pin(rm *filters.RowMove, a action) (bool, error) {
+	if a.kind == actMove {
+		return rm.Add(m.plan.Family, a.q, a.c.ts, a.c.value, m.plan.target(), a.to)
+	}
+	return rm.Add(m.plan.Family, a.q, a.c.ts, a.c.value, "", 0)
+}
+
+// send applies batch guarded by rm; when rm does not match, some cell
+// changed meanwhile and each is tried on its own.
+func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filters.RowMove, batch []action) error {
+	mut := bigtable.NewMutation()
+	for _, a := range batch {
+		ms := strategy.Millis(a.c.ts)
+		if a.kind == actDelete || m.plan.inPlace() {
+			mut.DeleteTimestampRange(m.plan.Family, a.q, ms, strategy.MilliEnd(ms))
+		}
+		if a.kind == actMove {
+			mut.Set(m.plan.target(), a.q, a.to, a.c.value)
+		} else if a.companion {
+			mut.DeleteTimestampRange(m.plan.Family, strategy.WriteTimeColumn(a.q), ms, strategy.MilliEnd(ms))
+		}
+	}
+	applied, err := m.apply(ctx, row, rm.Filter(), mut)
 	if err != nil {
-		return fmt.Errorf("bttl: migrate row %q, column %q, timestamp %s: %w", row, q, formatTimestamp(c.ts), err)
+		return fmt.Errorf("bttl: migrate row %q, %d cell(s) from column %q, timestamp %s: %w", row, len(batch), batch[0].q, formatTimestamp(batch[0].c.ts), err)
 	}
 	if !applied {
-		cnt.changed.Add(1)
+		if len(batch) == 1 {
+			cnt.changed.Add(1)
+			return nil
+		}
+		for _, a := range batch {
+			var one filters.RowMove
+			if _, err := m.pin(&one, a); err != nil {
+				return err
+			}
+			if err := m.send(ctx, cnt, row, &one, []action{a}); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	if p.inPlace() {
-		delete(occupied, c.ts)
+	for _, a := range batch {
+		if a.kind == actMove {
+			cnt.moved.Add(1)
+			m.example(Example{Row: row, Column: a.q, Old: a.c.ts, New: a.to})
+		} else {
+			cnt.expiredDeleted.Add(1)
+			m.example(Example{Row: row, Column: a.q, Old: a.c.ts, Deleted: true})
+		}
 	}
-	occupied[n] = c.value
-	cnt.moved.Add(1)
-	m.example(Example{Row: row, Column: q, Old: c.ts, New: n})
 	return nil
 }
 
-// movePredicate matches while the old cell is stored and no cell holds
-// the new timestamp in the target column (filters.CellMove): a write that
-// lands on the new timestamp after the row was read is never replaced by
-// the move's Set.
-func (m *Migrator) movePredicate(q string, c cell, to bigtable.Timestamp) (bigtable.Filter, error) {
-	return filters.CellMove(m.plan.Family, q, c.ts, c.value, m.plan.target(), to)
-}
-
-func (m *Migrator) deleteCell(ctx context.Context, cnt *counters, row, q string, c cell, occupied map[bigtable.Timestamp][]byte) error {
-	pin, err := filters.Cell(m.plan.Family, q, c.ts, c.value)
-	if errors.Is(err, filters.ErrCellTooLargeToPin) {
-		cnt.tooLarge.Add(1)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	mut := bigtable.NewMutation()
-	mut.DeleteTimestampRange(m.plan.Family, q, c.ts, c.ts+1000)
-	applied, err := m.apply(ctx, row, pin, mut)
-	if err != nil {
-		return fmt.Errorf("bttl: delete expired cell of row %q, column %q, timestamp %s: %w", row, q, formatTimestamp(c.ts), err)
-	}
-	if !applied {
-		cnt.changed.Add(1)
-		return nil
-	}
-	delete(occupied, c.ts)
-	cnt.expiredDeleted.Add(1)
-	m.example(Example{Row: row, Column: q, Old: c.ts, Deleted: true})
-	return nil
-}
-
-// apply sends mut guarded by pin, and reports whether the pinned cell was
-// there (dry runs send nothing and assume it was).
+// apply sends mut guarded by pin, and reports whether the pinned cells
+// were there (dry runs send nothing and assume they were).
 func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, mut *bigtable.Mutation) (bool, error) {
 	if m.dryRun {
 		return true, nil

@@ -89,6 +89,27 @@ func shifted(model map[key]string, d time.Duration) map[key]string {
 
 const day = 24 * time.Hour
 
+// rowTable is an in-process server with table "t", family "f" without a
+// GC rule, its clock's now and at(d), now + d in whole milliseconds.
+func rowTable(t *testing.T) (*bttestharness.Harness, *bigtable.Table, time.Time, func(time.Duration) bigtable.Timestamp) {
+	t.Helper()
+	h := bttestharness.New(t)
+	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	now := h.Clock.Now()
+	return h, h.Raw.Open("t"), now, func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+}
+
+// testSkew is the clock skew the tests allow: shorter than the second
+// between the newest legacy cell load writes and the switch.
+const testSkew = 500 * time.Millisecond
+
+// inPlace is the plan real timestamps -> one-second in place with every
+// writer switched at once, at switched.
+func inPlace(switched time.Time, ttl time.Duration) migrate.Plan {
+	return migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
+		TTL: migrate.TTLRules{{TTL: ttl}}, FirstSwitch: switched, WrittenBefore: switched, ClockSkew: testSkew}
+}
+
 func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
@@ -97,8 +118,8 @@ func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
 	const table = "events"
 	now := h.Clock.Now()
 	model := load(t, tbl, "f", 50, 4, now, 10*day)
-	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: 30 * day}}, WrittenBefore: now}
+	plan := inPlace(now, 30*day)
+	h.Clock.Set(now.Add(time.Second)) // past WrittenBefore + ClockSkew
 
 	dry, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
 	require.NoError(t, err)
@@ -127,69 +148,82 @@ func TestRealToOneSecondInPlaceIsIdempotent(t *testing.T) {
 	assert.Equal(t, shifted(model, 30*day), stored(t, tbl, "f"))
 }
 
-// Cells already expired under the target (written more than the TTL ago)
-// are deleted, or left as they are for GC, as the plan says; bttl-written
-// cells already expired are deleted too, live ones left alone.
-func TestExpiredCellsDeletedOrKept(t *testing.T) {
-	for _, action := range []migrate.ExpiredAction{migrate.DeleteExpired, migrate.KeepExpired} {
-		t.Run(action.String(), func(t *testing.T) {
-			h := bttestharness.New(t)
-			ctx := context.Background()
-			require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-			tbl := h.Raw.Open("t")
-			const table = "t"
-			now := h.Clock.Now()
-			cutoff := now.Add(-time.Hour)
-			at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
-			m := bigtable.NewMutation()
-			m.Set("f", "old", at(-3*day), []byte("expired a day ago"))
-			m.Set("f", "new", at(-day), []byte("live for a day"))
-			m.Set("f", "bttl-expired", at(-time.Minute), []byte("a bttl write whose expiry passed"))
-			m.Set("f", "bttl-live", at(time.Hour), []byte("a bttl write"))
-			require.NoError(t, tbl.Apply(ctx, "r", m))
-			mg, err := migrate.New(tbl, table, migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-				TTL: migrate.TTLRules{{TTL: 2 * day}}, WrittenBefore: cutoff, Expired: action}, migrate.WithClock(h.Clock))
-			require.NoError(t, err)
-			rep, err := mg.Run(ctx)
-			require.NoError(t, err)
-			st := rep.Stats
-			got := stored(t, tbl, "f")
-			assert.Equal(t, "live for a day", got[key{"r", "new", at(day)}])
-			assert.Equal(t, "a bttl write", got[key{"r", "bttl-live", at(time.Hour)}])
-			assert.Equal(t, int64(1), st.Moved)
-			if action == migrate.DeleteExpired {
-				assert.Len(t, got, 2)
-				assert.Equal(t, int64(2), st.ExpiredDeleted)
-				assert.Equal(t, int64(1), st.OnTarget)
-			} else {
-				assert.Len(t, got, 4)
-				assert.Equal(t, "expired a day ago", got[key{"r", "old", at(-3 * day)}])
-				assert.Equal(t, int64(1), st.ExpiredLeft)
-				assert.Equal(t, int64(2), st.OnTarget)
-			}
-		})
+// Cells already expired under the target (written more than the TTL ago,
+// or bttl cells whose expiry passed) are kept by default, counted and
+// shown; deleted only with DeleteExpired, ExpiredAsOf and the count the
+// dry run reported, and a run expecting another count writes nothing.
+func TestExpiredCellsKeptUnlessDeletionConfirmed(t *testing.T) {
+	h, tbl, now, at := rowTable(t)
+	ctx := context.Background()
+	const table = "t"
+	m := bigtable.NewMutation()
+	m.Set("f", "old", at(-3*day), []byte("expired a day ago"))
+	m.Set("f", "new", at(-day), []byte("live for a day"))
+	m.Set("f", "bttl-expired", at(-time.Minute), []byte("a bttl write whose expiry passed"))
+	m.Set("f", "bttl-live", at(time.Hour), []byte("a bttl write"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	plan := inPlace(now.Add(-time.Hour), 2*day)
+
+	run := func(p migrate.Plan, opts ...migrate.Option) (*migrate.Report, error) {
+		mg, err := migrate.New(tbl, table, p, append([]migrate.Option{migrate.WithClock(h.Clock)}, opts...)...)
+		require.NoError(t, err)
+		return mg.Run(ctx)
 	}
+	dry, err := run(plan, migrate.WithDryRun())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), dry.ExpiredLeft, "the dry run counts them")
+	assert.Equal(t, now, dry.Now)
+	var shown []string
+	for _, x := range dry.Examples {
+		if x.Expired {
+			shown = append(shown, x.Column)
+		}
+	}
+	assert.ElementsMatch(t, []string{"old", "bttl-expired"}, shown)
+
+	rep, err := run(plan)
+	require.NoError(t, err)
+	assert.Equal(t, dry.Stats.ExpiredLeft, rep.ExpiredLeft, "dry and real runs count the same")
+	assert.Equal(t, int64(1), rep.Moved)
+	assert.Equal(t, int64(1), rep.OnTarget)
+	assert.Zero(t, rep.ExpiredDeleted, "kept by default")
+	got := stored(t, tbl, "f")
+	assert.Len(t, got, 4)
+	assert.Equal(t, "expired a day ago", got[key{"r", "old", at(-3 * day)}])
+	assert.Equal(t, "live for a day", got[key{"r", "new", at(day)}])
+
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, dry.Now, 1
+	h.Clock.Set(now.Add(time.Hour)) // later: more could have expired, not as of the dry run
+	_, err = run(del)
+	var ce *migrate.ExpiredCountError
+	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, migrate.ErrExpiredCount)
+	assert.Equal(t, int64(2), ce.Found)
+	assert.Equal(t, got, stored(t, tbl, "f"), "a count mismatch writes nothing")
+
+	del.ExpectExpired = 2
+	rep, err = run(del)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rep.ExpiredDeleted)
+	got = stored(t, tbl, "f")
+	assert.Equal(t, map[key]string{{"r", "new", at(day)}: "live for a day", {"r", "bttl-live", at(time.Hour)}: "a bttl write"}, got)
 }
 
 // A cell changed after the row was read is skipped and counted; a new
 // timestamp another cell holds is not overwritten; a value too large to
 // pin is counted and not moved. A rerun finds what is still to do.
 func TestSkipsWhatItMustNotTouch(t *testing.T) {
-	h := bttestharness.New(t)
+	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()
-	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
-	tbl := h.Raw.Open("t")
 	const table = "t"
-	now := h.Clock.Now()
-	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
 	m := bigtable.NewMutation()
 	m.Set("f", "changed", at(-time.Hour), []byte("old value"))
 	m.Set("f", "collide", at(-time.Hour), []byte("legacy"))
 	m.Set("f", "collide", at(-time.Hour+day), []byte("a bttl write at the very same expiry"))
 	m.Set("f", "large", at(-time.Hour), bytes.Repeat([]byte("x"), 11<<10))
 	require.NoError(t, tbl.Apply(ctx, "r", m))
-	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}
+	plan := inPlace(now.Add(-time.Minute), day)
 	mg, err := migrate.New(tbl, table, plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
@@ -225,7 +259,8 @@ func TestSkipsWhatItMustNotTouch(t *testing.T) {
 
 func TestPlanValidate(t *testing.T) {
 	now := time.Now()
-	ok := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now}
+	ok := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: day}},
+		FirstSwitch: now.Add(-time.Hour), WrittenBefore: now.Add(-time.Minute)}
 	require.NoError(t, ok.Validate())
 	for name, c := range map[string]struct {
 		field string
@@ -233,13 +268,23 @@ func TestPlanValidate(t *testing.T) {
 	}{
 		"no family":        {"Family", func(p *migrate.Plan) { p.Family = "" }},
 		"bad family":       {"Family", func(p *migrate.Plan) { p.Family = "a b" }},
-		"same family":      {"ToFamily", func(p *migrate.Plan) { p.ToFamily = "f"; p.WrittenBefore = time.Time{} }},
+		"same family":      {"ToFamily", func(p *migrate.Plan) { p.ToFamily = "f" }},
 		"sequence source":  {"From", func(p *migrate.Plan) { p.From = strategy.Sequence(2) }},
 		"sequence target":  {"To", func(p *migrate.Plan) { p.To = strategy.Sequence(2) }},
 		"unmanaged target": {"To", func(p *migrate.Plan) { p.To = strategy.Unmanaged() }},
 		"no cutoff":        {"WrittenBefore", func(p *migrate.Plan) { p.WrittenBefore = time.Time{} }},
 		"ancient cutoff":   {"WrittenBefore", func(p *migrate.Plan) { p.WrittenBefore = time.Unix(5, 0) }},
 		"cutoff in a copy": {"WrittenBefore", func(p *migrate.Plan) { p.ToFamily = "g" }},
+		"no first switch":  {"FirstSwitch", func(p *migrate.Plan) { p.FirstSwitch = time.Time{} }},
+		"first after last": {"FirstSwitch", func(p *migrate.Plan) { p.FirstSwitch = now }},
+		"negative skew":    {"ClockSkew", func(p *migrate.Plan) { p.ClockSkew = -time.Second }},
+		"write time complete without write times": {"WriteTimeComplete", func(p *migrate.Plan) { p.WriteTimeComplete = true }},
+		"delete without the dry run's instant":    {"ExpiredAsOf", func(p *migrate.Plan) { p.Expired = migrate.DeleteExpired }},
+		"a count to keep":                         {"Expired", func(p *migrate.Plan) { p.ExpectExpired = 3 }},
+		"delete in a copy": {"Expired", func(p *migrate.Plan) {
+			p.ToFamily, p.FirstSwitch, p.WrittenBefore = "g", time.Time{}, time.Time{}
+			p.Expired, p.ExpiredAsOf = migrate.DeleteExpired, now
+		}},
 		"default in place": {"ToFamily", func(p *migrate.Plan) { p.To = strategy.DefaultExpiry(day) }},
 		"D to D' in place": {"ToFamily", func(p *migrate.Plan) {
 			p.From, p.To, p.TTL = strategy.DefaultExpiry(day), strategy.DefaultExpiry(2*day), nil
@@ -247,7 +292,7 @@ func TestPlanValidate(t *testing.T) {
 		"TTL on an age source": {"TTL", func(p *migrate.Plan) {
 			p.From = strategy.DefaultExpiry(day)
 			p.ToFamily = "g"
-			p.WrittenBefore = time.Time{}
+			p.FirstSwitch, p.WrittenBefore = time.Time{}, time.Time{}
 		}},
 		"bad action": {"Expired", func(p *migrate.Plan) { p.Expired = 7 }},
 	} {
@@ -263,34 +308,86 @@ func TestPlanValidate(t *testing.T) {
 	p := ok
 	p.TTL = migrate.TTLRules{{Prefix: "a", TTL: day}}
 	assert.ErrorIs(t, p.Validate(), migrate.ErrInvalidTTLRule)
-	p = ok
-	p.WrittenBefore = now.Add(time.Hour)
-	_, err := migrate.New(nil, "t", p)
-	var pe *migrate.PlanError
-	require.True(t, errors.As(err, &pe), "%v", err)
-	assert.Equal(t, "WrittenBefore", pe.Field, "a cutoff in the future is refused")
+	for name, edit := range map[string]func(p *migrate.Plan){
+		"a cutoff in the future":         func(p *migrate.Plan) { p.WrittenBefore = now.Add(time.Hour) },
+		"a cutoff within the clock skew": func(p *migrate.Plan) { p.WrittenBefore = now.Add(-migrate.DefaultClockSkew / 2) },
+	} {
+		p = ok
+		edit(&p)
+		require.NoError(t, p.Validate(), name)
+		_, err := migrate.New(nil, "t", p, migrate.WithClock(fixedClock(now)))
+		var pe *migrate.PlanError
+		require.True(t, errors.As(err, &pe), "%s: %v", name, err)
+		assert.Equal(t, "WrittenBefore", pe.Field, "%s is refused", name)
+	}
 }
 
-// A legacy write just before WrittenBefore, in its millisecond, is a real
-// write time and moves (a bttl write at or after WrittenBefore stamps a
-// later millisecond).
-func TestLegacyCellInTheCutoffMillisecondMoves(t *testing.T) {
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// The window decides: a cell stamped at or before FirstSwitch - ClockSkew
+// is a real write time and moves; one after WrittenBefore + ClockSkew is
+// a bttl expiry instant and stays; one in between is ambiguous, counted
+// with an example, untouched, and makes the run incomplete. A write-time
+// companion proves a bttl cell inside the window.
+func TestWindowBoundsDecideProvenance(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
+	wt := strategy.OneSecond(strategy.WithWriteTime())
 	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
 	tbl := h.Raw.Open("t")
-	ms := h.Clock.Now() // a whole millisecond
+	t1 := h.Clock.Now() // whole milliseconds
+	t2 := t1.Add(10 * time.Minute)
+	const skew = 2 * time.Second
+	ms := func(tm time.Time) bigtable.Timestamp { return bigtable.Time(tm) }
+	lo, hi := ms(t1.Add(-skew)), ms(t2.Add(skew))
 	m := bigtable.NewMutation()
-	m.Set("f", "c", bigtable.Time(ms), []byte("written at ms+0.2ms"))
+	m.Set("f", "at-lo", lo, []byte("legacy"))
+	m.Set("f", "after-lo", lo+1000, []byte("?"))
+	m.Set("f", "at-hi", hi, []byte("?"))
+	m.Set("f", "after-hi", hi+1000, []byte("bttl"))
+	m.Set("f", "proven", lo+5000, []byte("bttl with a companion"))
+	m.Set("f", strategy.WriteTimeColumn("proven"), lo+5000, strategy.WriteTimeValue(lo+4000))
 	require.NoError(t, tbl.Apply(ctx, "r", m))
-	h.Clock.Set(ms.Add(time.Second))
-	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: ms.Add(500 * time.Microsecond)}, migrate.WithClock(h.Clock))
+	before := stored(t, tbl, "f")
+	h.Clock.Set(t2.Add(time.Minute))
+	plan := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: wt, TTL: migrate.TTLRules{{TTL: day}},
+		FirstSwitch: t1, WrittenBefore: t2, ClockSkew: skew}
+	mg, err := migrate.New(tbl, "t", plan, migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	rep, err := mg.Run(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), rep.Moved)
-	assert.Equal(t, map[key]string{{"r", "c", bigtable.Time(ms.Add(day))}: "written at ms+0.2ms"}, stored(t, tbl, "f"))
+	assert.Equal(t, int64(2), rep.Ambiguous)
+	assert.Equal(t, int64(2), rep.ExpiredLeft, "after-hi and proven are bttl cells whose expiry passed: kept")
+	assert.Equal(t, int64(2), rep.Unmoved())
+	var amb []string
+	for _, x := range rep.AmbiguousExamples {
+		amb = append(amb, fmt.Sprintf("%s@%d", x.Column, x.Old))
+	}
+	assert.ElementsMatch(t, []string{fmt.Sprintf("after-lo@%d", lo+1000), fmt.Sprintf("at-hi@%d", hi)}, amb)
+	want := map[key]string{}
+	for k, v := range before {
+		if k.col == "at-lo" {
+			k.ts += bigtable.Timestamp(day / time.Microsecond)
+		}
+		want[k] = v
+	}
+	assert.Equal(t, want, stored(t, tbl, "f"))
+
+	// The operator vouches that every bttl writer recorded write times:
+	// the window's cells without a companion are legacy.
+	plan.WriteTimeComplete = true
+	mg, err = migrate.New(tbl, "t", plan, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err = mg.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rep.Moved)
+	assert.Zero(t, rep.Unmoved())
+	got := stored(t, tbl, "f")
+	assert.Equal(t, "?", got[key{"r", "after-lo", lo + 1000 + bigtable.Timestamp(day/time.Microsecond)}])
+	assert.Equal(t, "bttl with a companion", got[key{"r", "proven", lo + 5000}])
 }
 
 // A write landing on a cell's new timestamp after the row was read is not
@@ -306,8 +403,7 @@ func TestWriteOnTheNewTimestampMeanwhileIsKept(t *testing.T) {
 	m := bigtable.NewMutation()
 	m.Set("f", "c", old, []byte("legacy"))
 	require.NoError(t, tbl.Apply(ctx, "r", m))
-	mg, err := migrate.New(tbl, "t", migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(),
-		TTL: migrate.TTLRules{{TTL: day}}, WrittenBefore: now.Add(-time.Minute)}, migrate.WithClock(h.Clock))
+	mg, err := migrate.New(tbl, "t", inPlace(now.Add(-time.Minute), day), migrate.WithClock(h.Clock))
 	require.NoError(t, err)
 	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
 	require.NoError(t, err)

@@ -14,16 +14,18 @@ import (
 type ExpiredAction uint8
 
 const (
-	// DeleteExpired deletes it (pinned, like a move), so the family holds
-	// no timestamp at or before now and `bttl apply` accepts a one-second
-	// rule without -force. It is expired either way: the target rule
-	// would collect it.
-	DeleteExpired ExpiredAction = iota
-	// KeepExpired leaves it as it is, for GC: under a one-second rule its
-	// real timestamp is an expiry instant already past, so reads through
-	// bttl hide it and GC collects it; `bttl apply` then needs -force,
-	// since its scan cannot tell it from a live cell written by mistake.
-	KeepExpired
+	// KeepExpired (the default) leaves it as it is, counted: under a
+	// one-second rule its timestamp is an expiry instant already past, so
+	// reads through bttl hide it and GC collects it once the rule is
+	// applied; `bttl apply` then needs -force, since its scan cannot tell
+	// it from a live cell written by mistake.
+	KeepExpired ExpiredAction = iota
+	// DeleteExpired deletes it (pinned, like a move), only when asked by
+	// name: Plan.ExpiredAsOf fixes the instant expiry is judged at and
+	// Plan.ExpectExpired must equal the count a dry run reported for it;
+	// Run counts first and refuses (ErrExpiredCount) before writing when
+	// they differ.
+	DeleteExpired
 )
 
 func (a ExpiredAction) String() string {
@@ -35,6 +37,12 @@ func (a ExpiredAction) String() string {
 	}
 	return fmt.Sprintf("ExpiredAction(%d)", uint8(a))
 }
+
+// DefaultClockSkew is Plan.ClockSkew when it is zero: how far any writer's
+// clock may be from the operator's (who gives FirstSwitch and
+// WrittenBefore) and from the Migrator's. NTP keeps machines within
+// milliseconds; a few seconds leave room for a VM resumed from a pause.
+const DefaultClockSkew = 5 * time.Second
 
 // Plan is one migration: the cells of Family, written under From, are
 // rewritten onto To, in place or copied into ToFamily.
@@ -60,18 +68,56 @@ type Plan struct {
 	// TTL gives each cell with a real write time its TTL (From
 	// unmanaged only): its expiry is its write time + TTL.
 	TTL TTLRules
-	// WrittenBefore (in place from real write times, required) is an
-	// instant at or after which every writer of Family writes through
-	// bttl with the one-second policy: a timestamp in its millisecond or
-	// before is a real write time to migrate, a later one an expiry
-	// instant (a bttl write, ms(now + ttl) with ttl >= 1ms, or a cell
-	// already migrated) to leave alone. Migrated timestamps land after it
-	// (or the cell is expired), which is what makes a second run change
-	// nothing.
-	WrittenBefore time.Time
+	// FirstSwitch and WrittenBefore (in place from real write times, both
+	// required) bound the switch of Family's writers to bttl: the first
+	// started writing through bttl at FirstSwitch, the last at
+	// WrittenBefore. A legacy cell's timestamp is its write time, at most
+	// WrittenBefore + ClockSkew; a bttl cell's is an expiry instant after
+	// its write time, so after FirstSwitch - ClockSkew. So a cell stamped
+	// at or before FirstSwitch - ClockSkew is proven legacy (moved), one
+	// after WrittenBefore + ClockSkew proven bttl (or moved already: left
+	// alone), and one in between is ambiguous unless its write-time
+	// companion proves it a bttl cell (see WriteTimeComplete): ambiguous
+	// cells are counted (Stats.Ambiguous), shown, and never touched.
+	FirstSwitch, WrittenBefore time.Time
+	// ClockSkew widens the window by the clocks' error (0:
+	// DefaultClockSkew).
+	ClockSkew time.Duration
+	// WriteTimeComplete says every bttl writer of Family recorded write
+	// times (the target policy has strategy.WithWriteTime) since
+	// FirstSwitch: then a cell in the window without a companion is
+	// legacy. Without it only a companion decides (it proves a bttl cell).
+	WriteTimeComplete bool
 	// Expired: what an in-place run does with cells already expired under
-	// To (default DeleteExpired). A copy never copies them.
+	// To (default KeepExpired). A copy never copies them.
 	Expired ExpiredAction
+	// ExpiredAsOf (DeleteExpired, required): only cells expired at this
+	// instant are deleted, the instant a dry run judged expiry at
+	// (Report.Now), so that its count still holds.
+	ExpiredAsOf time.Time
+	// ExpectExpired (DeleteExpired): the number of cells the dry run
+	// reported expired as of ExpiredAsOf. Run deletes nothing unless its
+	// own count is the same, and never deletes more.
+	ExpectExpired int64
+}
+
+// Window is the window of an in-place plan: a cell stamped at or before
+// legacy is proven a real write time, one after bttl a bttl expiry
+// instant; in between, only a write-time companion (or WriteTimeComplete)
+// decides. Zero times for a copy.
+func (p Plan) Window() (legacy, bttl time.Time) {
+	if !p.inPlace() {
+		return time.Time{}, time.Time{}
+	}
+	return p.FirstSwitch.Add(-p.skew()), p.WrittenBefore.Add(p.skew())
+}
+
+// skew is ClockSkew, or its default.
+func (p Plan) skew() time.Duration {
+	if p.ClockSkew == 0 {
+		return DefaultClockSkew
+	}
+	return p.ClockSkew
 }
 
 // inPlace reports whether the plan rewrites Family itself.
@@ -157,7 +203,7 @@ func (p Plan) Validate() error {
 	} else if len(p.TTL) > 0 {
 		return bad("TTL", "only cells with real timestamps take a TTL: the others keep their expiry instant")
 	}
-	if p.Expired > KeepExpired {
+	if p.Expired > DeleteExpired {
 		return bad("Expired", "%s", p.Expired)
 	}
 	if p.inPlace() {
@@ -165,15 +211,51 @@ func (p Plan) Validate() error {
 			return bad("ToFamily", "%s -> %s cannot run in place: the old and new timestamps overlap, so a migrated cell "+
 				"cannot be told from one to migrate (a rerun would shift it again); copy into a new family", p.describeFrom(), p.To)
 		}
+		if p.FirstSwitch.IsZero() {
+			return bad("FirstSwitch", "required in place: the instant the first writer started writing through bttl; without it "+
+				"any cell stamped before WrittenBefore could be a bttl writer's expiry instant, and none could be moved on proof")
+		}
 		if p.WrittenBefore.IsZero() {
-			return bad("WrittenBefore", "required in place: the instant from which every writer writes through bttl "+
-				"(timestamps before it are real write times, at or after it expiry instants)")
+			return bad("WrittenBefore", "required in place: the instant the last writer started writing through bttl "+
+				"(timestamps after it, plus the clock skew, are expiry instants)")
 		}
-		if bigtable.Time(p.WrittenBefore) < strategy.RealTimeFloor {
-			return bad("WrittenBefore", "%s is before %s", formatTime(p.WrittenBefore), formatTime(strategy.RealTimeFloor.Time()))
+		for _, f := range []struct {
+			name string
+			t    time.Time
+		}{{"FirstSwitch", p.FirstSwitch}, {"WrittenBefore", p.WrittenBefore}} {
+			if bigtable.Time(f.t) < strategy.RealTimeFloor {
+				return bad(f.name, "%s is before %s", formatTime(f.t), formatTime(strategy.RealTimeFloor.Time()))
+			}
 		}
-	} else if !p.WrittenBefore.IsZero() {
-		return bad("WrittenBefore", "only in place: a copy moves every cell of Family")
+		if p.FirstSwitch.After(p.WrittenBefore) {
+			return bad("FirstSwitch", "%s is after WrittenBefore %s: the first writer cannot switch after the last", formatTime(p.FirstSwitch), formatTime(p.WrittenBefore))
+		}
+		if p.ClockSkew < 0 {
+			return bad("ClockSkew", "%s: want a positive margin (0: %s)", p.ClockSkew, DefaultClockSkew)
+		}
+		if p.WriteTimeComplete && !p.To.HasWriteTime() {
+			return bad("WriteTimeComplete", "the target policy %s records no write time: bttl writers left no companions to tell their cells by", p.To)
+		}
+		switch p.Expired {
+		case DeleteExpired:
+			if p.ExpiredAsOf.IsZero() {
+				return bad("ExpiredAsOf", "required to delete expired cells: the instant a dry run judged expiry at")
+			}
+			if p.ExpectExpired < 0 {
+				return bad("ExpectExpired", "%d: want the count the dry run reported", p.ExpectExpired)
+			}
+		case KeepExpired:
+			if !p.ExpiredAsOf.IsZero() || p.ExpectExpired != 0 {
+				return bad("Expired", "ExpiredAsOf and ExpectExpired go with DeleteExpired only")
+			}
+		}
+		return nil
+	}
+	switch {
+	case !p.WrittenBefore.IsZero() || !p.FirstSwitch.IsZero() || p.WriteTimeComplete || p.ClockSkew != 0:
+		return bad("WrittenBefore", "only in place: a copy's source family is written by its old writers only, each cell under From")
+	case p.Expired != KeepExpired || !p.ExpiredAsOf.IsZero() || p.ExpectExpired != 0:
+		return bad("Expired", "only in place: a copy deletes nothing and never copies an expired cell")
 	}
 	return nil
 }

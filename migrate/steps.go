@@ -14,10 +14,10 @@ func (p Plan) Steps() []string {
 	f, t := p.Family, p.target()
 	if p.inPlace() {
 		return []string{
-			fmt.Sprintf("switch every writer of family %q to bttl with the %s schema (a TTL per cell or a default TTL); until the rule is applied, open with ttlclient.WithoutVerify (or guard plain clients with wireguard). The instant the last one switched is -written-before", f, p.To),
+			fmt.Sprintf("switch every writer of family %q to bttl with the %s schema (a TTL per cell or a default TTL; with write_time: true their companions later prove which cells they wrote); until the rule is applied, open with ttlclient.WithoutVerify (or guard plain clients with wireguard). Note when the first one switched (-first-switch) and when the last one did (-written-before)", f, p.To),
 			"keep readers as they are (plain reads, or bttl with the current schema): a bttl reader with the one-second schema would hide every cell not migrated yet",
-			"run bttl migrate -written-before <that instant>; rerun it until it reports nothing to migrate (a cell changed meanwhile is picked up by the next run)",
-			fmt.Sprintf("bttl apply the %s rule (max age 1s): its scan finds no timestamp at or before now once expired cells are deleted (with -expired keep, or bttl writers using TTLs shorter than the gap between migrate and apply, it needs -force, which then hides and collects only expired cells provided the last migrate run left no cell unmoved)", strategy.OneSecond()),
+			"at least -clock-skew after -written-before, run bttl migrate -first-switch <first> -written-before <last>, -dry-run first; rerun it until it exits 0 (with -checkpoint, a rerun reads again every key range where a cell was left). A cell listed as ambiguous (stamped while writers were switching, with no companion proving it a bttl write) is never touched: decide it by hand, or vouch with -write-time-complete that every bttl writer recorded write times",
+			fmt.Sprintf("only once bttl migrate exits 0 (no cell left unmoved or ambiguous), bttl apply the %s rule (max age 1s). Its scan refuses the cells stamped at or before now: the expired cells migrate kept, and short-TTL bttl cells that expired since. Check the expired examples migrate listed (a real write time after -written-before among them means -written-before was too early: rerun migrate with the right instant), then either delete them with bttl migrate -expired delete -expect-expired N -expired-as-of T (the count and instant its dry run printed) and apply, or apply -force, which collects them", strategy.OneSecond()),
 			"switch readers to bttl with the one-second schema, and drop WithoutVerify from the writers (bttl verify passes)",
 		}
 	}
@@ -30,4 +30,14 @@ func (p Plan) Steps() []string {
 		fmt.Sprintf("remove %q from the schema and drop it: every live cell is in %q", f, t),
 	}
 	return steps
+}
+
+// NextStep is what follows an in-place run that found nothing to migrate:
+// the step after the migration ("" for a copy, whose next step depends on
+// whether writers switched already).
+func (p Plan) NextStep() string {
+	if p.inPlace() {
+		return p.Steps()[3]
+	}
+	return ""
 }

@@ -11,12 +11,14 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/strategy"
 )
 
-// ErrUnsafeAdoption is wrapped by every refusal of a rule change that
-// would delete or hide stored cells (ErrRealTimestamps,
-// ErrAgeOverSequence, ErrNotSequenceNumbers): WithForce overrides exactly
+// ErrUnsafeAdoption is wrapped by every refusal of a rule change, or of a
+// declared strategy over an unchanged rule, that would delete or hide
+// stored cells (ErrRealTimestamps, ErrAgeOverSequence,
+// ErrNotSequenceNumbers, ErrHiddenColumns): WithForce overrides exactly
 // these.
 var ErrUnsafeAdoption = errors.New("bttl: the rule change would delete or hide stored cells")
 
@@ -30,6 +32,48 @@ var ErrAgeOverSequence = fmt.Errorf("%w: an age rule would delete a sequence fam
 // holds cells whose timestamps are not sequence numbers; see
 // *NotSequenceError.
 var ErrNotSequenceNumbers = fmt.Errorf("%w: the family holds timestamps that are not sequence numbers", ErrUnsafeAdoption)
+
+// ErrHiddenColumns: a family about to have write times
+// (strategy.WithWriteTime) holds cells under qualifiers from 0xFF 0xFF on
+// that are not write-time companions; see *HiddenColumnsError.
+var ErrHiddenColumns = fmt.Errorf("%w: the family holds columns write times would hide", ErrUnsafeAdoption)
+
+// HiddenColumnsError names the family and the cells the option hides: a
+// family with write times reserves qualifiers from 0xFF 0xFF on for its
+// companions and reads through bttl skip them, so a column stored there
+// before (or a companion with no cell of its column at its timestamp) is
+// stored but invisible. The server keeps no record of the option, so the
+// scan runs whenever the schema declares it (WithAssumeAdopted skips it
+// for a family whose rule does not change).
+type HiddenColumnsError struct {
+	Table, Family string
+	// Cells is how many such cells the scan read (a lower bound unless
+	// Exact).
+	Cells int64
+	// Exact: every row of the family was read and every such cell counted.
+	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
+	// outside it were not checked.
+	Exact, Sampled bool
+	// Rows of the family the scan read.
+	Rows int64
+	// Row, Column and Timestamp are the first one found.
+	Row, Column string
+	Timestamp   bigtable.Timestamp
+	// Forced: the change goes ahead (WithForce).
+	Forced bool
+}
+
+func (e *HiddenColumnsError) Error() string {
+	s := fmt.Sprintf("bttl: the family holds columns write times would hide: table %q, family %q: %s under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
+		"(first: row %q, column %q, timestamp %s); ",
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), e.Row, e.Column, formatTimestamp(e.Timestamp))
+	if e.Forced {
+		return s + "forced: every read through bttl skips them, until they are rewritten under other qualifiers or deleted"
+	}
+	return s + "every read through bttl would skip them: rewrite them under qualifiers below 0xFF 0xFF first, drop write_time, or force"
+}
+
+func (e *HiddenColumnsError) Unwrap() error { return ErrHiddenColumns }
 
 // SequenceCellsError names the family and the cells an age rule would
 // delete at the next compaction: sequence numbers (seq*1000, years before
@@ -198,9 +242,9 @@ func (f *found) add(row, column string, ts bigtable.Timestamp, n int64) {
 
 // examination is one scan of a family for one change.
 type examination struct {
-	realTimestamps, ageOverSequence, notSequence, collectable found
-	realTimes                                                 int64
-	rows, cells                                               int64
+	realTimestamps, ageOverSequence, notSequence, collectable, hidden found
+	realTimes                                                         int64
+	rows, cells                                                       int64
 	// exact: every row was read (and, for the safety scan, it did not
 	// stop early); sampled: a sample was read.
 	exact, sampled   bool
@@ -236,6 +280,9 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 	}
 	isAge := pol.Kind() == strategy.KindOneSecond || pol.Kind() == strategy.KindDefaultExpiry
 	versionsOnly := c.from.HasVersions && !c.from.HasAge
+	// An unchanged rule deletes nothing new: only what the declared
+	// strategy hides is looked for (Plan.Unchanged).
+	unchanged := c.Action == KeepRule
 	stopped := false
 	for _, rr := range ranges {
 		if stopped {
@@ -246,15 +293,30 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 			rows++
 			x.rows++
 			col, idx := "", 0
-			for _, it := range r[family] {
+			var kinds []companion.Kind
+			if pol.HasWriteTime() {
+				kinds = companion.Classify(family, r[family])
+			}
+			for i, it := range r[family] {
 				x.cells++
+				qual, ts, n := strings.TrimPrefix(it.Column, family+":"), it.Timestamp, int64(len(it.Value))
+				if kinds != nil && kinds[i] != companion.Data {
+					// A companion goes with its cell; another reserved
+					// qualifier is hidden by the option.
+					if kinds[i] == companion.Hidden {
+						x.hidden.add(it.Row, qual, ts, n)
+					}
+					continue
+				}
 				if it.Column != col {
 					col, idx = it.Column, 0
 				}
 				idx++ // cells of a column arrive newest first
-				qual, ts, n := strings.TrimPrefix(it.Column, family+":"), it.Timestamp, int64(len(it.Value))
 				liveAfter := liveUnder(pol, ts, idx, now)
 				switch {
+				case unchanged && pol.Kind() != strategy.KindSequence:
+					// An age rule already in place has collected or will
+					// collect what it deletes: nothing for this scan.
 				case isAge && ts < strategy.RealTimeFloor && !liveAfter:
 					x.ageOverSequence.add(it.Row, qual, ts, n)
 				case pol.Kind() == strategy.KindOneSecond && ts <= now:
@@ -267,11 +329,11 @@ func (p *Provisioner) examine(ctx context.Context, table string, c Change, now b
 						x.realTimes++
 					}
 				}
-				if !liveAfter && !collectedUnder(c.from, ts, idx, now) {
+				if !unchanged && !liveAfter && !collectedUnder(c.from, ts, idx, now) {
 					x.collectable.add(it.Row, qual, ts, n)
 				}
 			}
-			if !withBytes && x.realTimestamps.cells+x.ageOverSequence.cells+x.notSequence.cells >= maxOffending {
+			if !withBytes && x.realTimestamps.cells+x.ageOverSequence.cells+x.notSequence.cells+x.hidden.cells >= maxOffending {
 				stopped, x.exact = true, false
 				return false
 			}
@@ -328,6 +390,9 @@ func (x *examination) refusals(table string, c Change, now bigtable.Timestamp, f
 	}
 	if f := x.notSequence; f.cells > 0 {
 		errs = append(errs, &NotSequenceError{Table: table, Family: c.Family, Cells: f.cells, RealTimes: x.realTimes, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
+	}
+	if f := x.hidden; f.cells > 0 {
+		errs = append(errs, &HiddenColumnsError{Table: table, Family: c.Family, Cells: f.cells, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
 	}
 	return errs
 }

@@ -14,7 +14,15 @@
 //     *SequenceCellsError;
 //   - the sequence strategy over timestamps that are not seq*1000: real
 //     times outrank every sequence number, so reads return them and max
-//     versions collects the new writes instead: *NotSequenceError.
+//     versions collects the new writes instead: *NotSequenceError;
+//   - write times over cells under the reserved qualifiers (0xFF 0xFF...)
+//     that are not write-time companions, which every read through bttl
+//     would skip: *HiddenColumnsError.
+//
+// A GC rule does not say which strategy it was set for, and write times
+// change no rule, so the last two are checked for every sequence and
+// write-time family whose rule already matches too (Plan.Unchanged),
+// unless WithAssumeAdopted.
 //
 // Timestamps before strategy.RealTimeFloor (2000-01-01) are read as
 // sequence numbers, those at or after it as real times

@@ -408,3 +408,57 @@ func ExampleNotSequenceError() {
 	// refused: family "notes", 1 cell(s), 1 real time(s)
 	// true
 }
+
+// exRealTimeDoc writes a "doc" cell with the server's (real) time, as cbt
+// writes it, into exLegacy's Sequence(5) family: its rule matches the
+// schema, but the cell outranks every sequence number.
+func exRealTimeDoc(ctx context.Context, h *bttestharness.Harness) {
+	m := bigtable.NewMutation()
+	m.Set("doc", "body", bigtable.ServerTime, []byte("written by cbt"))
+	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
+		panic(err)
+	}
+}
+
+// A rule does not say which strategy it was set for: "doc" keeps 5
+// versions as Sequence(5) needs, yet holds a real timestamp. CheckUnchanged
+// scans the families whose rule already matches (what bttl verify adds to
+// the rule check).
+func ExampleProvisioner_CheckUnchanged() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exRealTimeDoc(ctx, h)
+
+	p := provision.New(admin, h.Raw)
+	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("empty plan:", plan.Empty(), "unchanged:", plan.Unchanged[0].Family)
+	err = p.CheckUnchanged(ctx, plan)
+	var ns *provision.NotSequenceError
+	if errors.As(err, &ns) {
+		fmt.Printf("family %q: %d real time(s)\n", ns.Family, ns.RealTimes)
+	}
+	// Output:
+	// empty plan: true unchanged: doc
+	// family "doc": 1 real time(s)
+}
+
+// WithAssumeAdopted skips the scan of families whose rule matches, for
+// data checked before; the plan names them.
+func ExampleWithAssumeAdopted() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exRealTimeDoc(ctx, h)
+
+	p := provision.New(admin, h.Raw, provision.WithAssumeAdopted(), provision.WithOutput(os.Stdout))
+	plan, err := p.Apply(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)})
+	fmt.Println(err, plan.Assumed)
+	// Output:
+	// table "events": no change (every family matches the schema)
+	//   stored data of family(ies) "doc" not checked against the declared strategy (assumed adopted)
+	// <nil> [doc]
+}

@@ -71,6 +71,10 @@ const (
 	CreateFamily Action = iota + 1
 	// SetRule replaces an existing family's rule.
 	SetRule
+	// KeepRule changes nothing: the family's rule already matches, but
+	// its declared strategy can hide stored cells, and the server keeps
+	// no record of the strategy a rule was set for (Plan.Unchanged).
+	KeepRule
 )
 
 // Change is one family's change.
@@ -92,8 +96,11 @@ type Change struct {
 }
 
 func (c Change) String() string {
-	if c.Action == CreateFamily {
+	switch c.Action {
+	case CreateFamily:
 		return fmt.Sprintf("create family %q with %s (%s)", c.Family, c.To, c.Policy)
+	case KeepRule:
+		return fmt.Sprintf("family %q (%s): rule %s unchanged", c.Family, c.Policy, c.From)
 	}
 	var dir []string
 	if c.Lowers {
@@ -114,6 +121,21 @@ type Plan struct {
 	Table       string
 	CreateTable bool
 	Changes     []Change
+	// Unchanged are existing families whose rule already matches but
+	// whose declared strategy can hide stored cells: sequence (real
+	// timestamps outrank every sequence number) and write time (it hides
+	// qualifiers from 0xFF 0xFF on). A rule does not say which strategy it
+	// was set for, so the adoption scans check these too (Action
+	// KeepRule), unless WithAssumeAdopted.
+	Unchanged []Change
+	// Assumed names the families WithAssumeAdopted left unchecked.
+	Assumed []string
+}
+
+// hidesData reports a strategy that can hide cells already stored under
+// a rule that matches it.
+func hidesData(pol strategy.Policy) bool {
+	return pol.Kind() == strategy.KindSequence || pol.HasWriteTime()
 }
 
 // Empty reports a table that already matches its schema.
@@ -133,6 +155,7 @@ func (p *Plan) NeedsCaveat() bool {
 // makes collectable (Change.Impact), "no change" when empty, and the
 // replication caveat when a rule is lowered or raised.
 func (p *Plan) Write(w io.Writer) {
+	defer p.writeAssumed(w)
 	if p.Empty() {
 		fmt.Fprintf(w, "table %q: no change (every family matches the schema)\n", p.Table)
 		return
@@ -150,6 +173,23 @@ func (p *Plan) Write(w io.Writer) {
 	if p.NeedsCaveat() {
 		fmt.Fprintln(w, Caveat)
 	}
+}
+
+// writeAssumed says which families WithAssumeAdopted left unchecked (the
+// others of Plan.Unchanged are checked by CheckAdoptions, which reports
+// what it refuses).
+func (p *Plan) writeAssumed(w io.Writer) {
+	if len(p.Assumed) > 0 {
+		fmt.Fprintf(w, "  stored data of family(ies) %s not checked against the declared strategy (assumed adopted)\n", strings.Join(quoteAll(p.Assumed), ", "))
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }
 
 // Clock tells the time the sample scan compares timestamps with.
@@ -193,6 +233,14 @@ func WithSampleRows(n int) Option { return func(p *Provisioner) { p.sampleRows =
 // output say the scan was sampled and not exhaustive.
 func WithSampledSafetyScan() Option { return func(p *Provisioner) { p.sampledSafety = true } }
 
+// WithAssumeAdopted skips the adoption scans of families whose rule
+// already matches (Plan.Unchanged): a sequence or write-time family whose
+// stored cells were checked before (by an earlier apply, verify or audit)
+// and written only through bttl since. The scans before a rule change
+// still run (WithForce overrides their refusals). Plan.Write names the
+// families left unchecked.
+func WithAssumeAdopted() Option { return func(p *Provisioner) { p.assumeAdopted = true } }
+
 // WithOutput sets where Apply prints what it changes (default: nowhere).
 func WithOutput(w io.Writer) Option { return func(p *Provisioner) { p.out = w } }
 
@@ -207,6 +255,9 @@ type Provisioner struct {
 	out        io.Writer
 	// sampledSafety: the safety scans read a sample (WithSampledSafetyScan).
 	sampledSafety bool
+	// assumeAdopted: Plan leaves out families whose rule matches
+	// (WithAssumeAdopted).
+	assumeAdopted bool
 }
 
 // New returns a Provisioner using admin for the rules and data for the
@@ -242,6 +293,15 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 		pol := schema[f]
 		m := gcrule.Check(table, f, pol, fams[f])
 		if m == nil {
+			if plan.CreateTable || !hidesData(pol) {
+				continue
+			}
+			if p.assumeAdopted {
+				plan.Assumed = append(plan.Assumed, f)
+				continue
+			}
+			rule := fams[f].GetGcRule()
+			plan.Unchanged = append(plan.Unchanged, Change{Family: f, Action: KeepRule, Policy: pol, From: gcrule.Describe(rule), To: gcrule.Describe(rule), from: gcrule.Normalize(rule)})
 			continue
 		}
 		c := Change{Family: f, Policy: pol, From: m.Actual, To: gcrule.ExpectedString(pol)}
@@ -301,7 +361,7 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 }
 
 // CheckAdoptions runs the safety scans for every change of an existing
-// family's rule in plan. They read every row of the family (values
+// family's rule in plan, and for every family of plan.Unchanged. They read every row of the family (values
 // stripped), stopping only once they have found enough offending cells to
 // refuse (the count is then a lower bound, and says so); with
 // WithSampledSafetyScan, a sample of rows instead. It returns nil, a scan error, or the refusals joined
@@ -311,22 +371,32 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 //     before strategy.RealTimeFloor), or over cells past the new max age
 //     when the current rule is max versions;
 //   - *NotSequenceError: the sequence strategy over timestamps that are
-//     not seq*1000 below strategy.RealTimeFloor.
+//     not seq*1000 below strategy.RealTimeFloor;
+//   - *HiddenColumnsError: write times over qualifiers from 0xFF 0xFF on
+//     that are not write-time companions.
 //
 // Refusals are returned also when forced (marked Forced, saying what is
 // lost), so callers can show them; Execute then goes ahead.
 func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
-	_, err := p.checkAdoptions(ctx, plan)
+	_, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...))
 	return err
 }
 
-// checkAdoptions is CheckAdoptions, also returning, for a sampled safety
-// scan, a note per family saying it was not exhaustive.
-func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan) (notes []string, err error) {
+// CheckUnchanged runs the safety scans of plan.Unchanged only: whether the
+// stored cells of the families whose rule already matches fit their
+// declared strategy (what bttl verify adds to the rule check).
+func (p *Provisioner) CheckUnchanged(ctx context.Context, plan *Plan) error {
+	_, err := p.checkAdoptions(ctx, plan, plan.Unchanged)
+	return err
+}
+
+// checkAdoptions is CheckAdoptions over changes, also returning, for a
+// sampled safety scan, a note per family saying it was not exhaustive.
+func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []Change) (notes []string, err error) {
 	var errs []error
 	now := p.now()
-	for _, c := range plan.Changes {
-		if c.Action != SetRule || !c.Policy.Managed() {
+	for _, c := range changes {
+		if c.Action == CreateFamily || !c.Policy.Managed() {
 			continue
 		}
 		x, err := p.examine(ctx, plan.Table, c, now, false, p.sampledSafety)
@@ -351,7 +421,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 			return fmt.Errorf("%w: table %q, family %q planned as %s, schema has %s", ErrPlanMismatch, plan.Table, c.Family, c.Policy, describePolicy(pol, ok))
 		}
 	}
-	notes, err := p.checkAdoptions(ctx, plan)
+	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...))
 	if err != nil {
 		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err

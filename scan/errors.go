@@ -19,6 +19,12 @@ var (
 	// ErrStalled reports a read that received nothing for the stall
 	// interval (WithStall), on its first try and on its retry.
 	ErrStalled = errors.New("scan: no answer from the server")
+	// ErrUnfinished, wrapped in the error a RangeFunc's done returns, says
+	// the range was read but its work is not done (migrate: a cell left
+	// unmoved): its result is recorded and reported, the scan goes on, and
+	// the range is not marked finished, so a rerun with the checkpoint
+	// reads it again.
+	ErrUnfinished = errors.New("scan: range not finished")
 )
 
 // StallError is a range whose read received nothing for Interval, twice

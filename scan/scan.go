@@ -25,6 +25,8 @@ type RowFunc func(ctx context.Context, r bigtable.Row) error
 // RangeFunc is called when a worker starts a range, and returns the
 // callback for its rows and done, called after its last row, whose result
 // (JSON, or nil) the checkpoint records as the range's and Summary reports.
+// A done error wrapping ErrUnfinished records the result but leaves the
+// range unfinished (a rerun reads it again); any other error stops the scan.
 // A range read again after a restart gets a new call: per-range state kept
 // by these closures starts over, so the results of a resumed scan count
 // each row once.
@@ -496,13 +498,14 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		return nil
 	}
 	res, err := done()
-	if err != nil {
+	unfinished := errors.Is(err, ErrUnfinished)
+	if err != nil && !unfinished {
 		return &RangeError{Range: rg, Err: err}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cr := &r.ck.Ranges[i]
-	cr.Done, cr.Result, cr.fresh = true, res, true
+	cr.Done, cr.Result, cr.fresh = !unfinished, res, true
 	if r.st != nil {
 		// Recorded also when ctx ended meanwhile (Ctrl-C, SIGTERM): the
 		// range is read whole.
@@ -512,6 +515,9 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		if err != nil {
 			return err
 		}
+	}
+	if unfinished {
+		return nil // read again by a rerun: not counted as done
 	}
 	// Counted once recorded: progress never reports a range as done that
 	// a kill now would read again.

@@ -333,3 +333,40 @@ func ExamplePolicy_IdleRefreshTimestamp() {
 	fmt.Println(rel(ts), rel(p.Expiry(ts)))
 	// Output: now-50m0s now+10m0s
 }
+
+// MilliEnd closes a timestamp's millisecond for a range; for the last
+// millisecond, where +1000 would overflow, it is 0: no end.
+func ExampleMilliEnd() {
+	fmt.Println(strategy.MilliEnd(1_234_567))
+	fmt.Println(strategy.MilliEnd(strategy.MaxTimestamp))
+	// Output:
+	// 1235000
+	// 0
+}
+
+// ExpiryTime is exact past the largest int64 microsecond, where Expiry
+// saturates: a default-expiry cell at the largest timestamp expires D
+// after it.
+func ExamplePolicy_ExpiryTime() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	exact := p.ExpiryTime(strategy.MaxTimestamp)
+	fmt.Println(exact.Sub(time.UnixMicro(int64(strategy.MaxTimestamp))))
+	fmt.Println(p.Expiry(strategy.MaxTimestamp) == strategy.MaxTimestamp)
+	// Output:
+	// 48h0m0s
+	// true
+}
+
+// Remaining is a cell's TTL left at a read time, in microseconds, exact;
+// ok is false when it does not fit in int64.
+func ExamplePolicy_Remaining() {
+	p := strategy.DefaultExpiry(48 * time.Hour)
+	now := strategy.MaxTimestamp - bigtable.Timestamp((24 * time.Hour).Microseconds())
+	left, ok := p.Remaining(strategy.MaxTimestamp, now)
+	fmt.Println(time.Duration(left)*time.Microsecond, ok)
+	_, ok = p.Remaining(strategy.MaxTimestamp, 0)
+	fmt.Println(ok)
+	// Output:
+	// 72h0m0s true
+	// false
+}

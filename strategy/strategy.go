@@ -216,11 +216,9 @@ func (p Policy) NeedsIdleRefresh(ts, t bigtable.Timestamp) bool {
 	if p.idleTTL <= 0 || !p.IsLive(ts, t) {
 		return false
 	}
-	switch p.kind {
-	case KindOneSecond, KindDefaultExpiry:
-		return p.Expiry(ts)-t < p.idleThreshold()
-	}
-	return false
+	left, ok := p.Remaining(ts, t)
+	// !ok: more left than int64 microseconds hold, never due.
+	return ok && left < p.idleThreshold()
 }
 
 // IdleRefreshTimestamp is the timestamp a time-to-idle refresh at now moves
@@ -389,6 +387,19 @@ func Millis(ts bigtable.Timestamp) bigtable.Timestamp {
 		r += 1000
 	}
 	return ts - r
+}
+
+// MilliEnd is the end of the millisecond holding ts, as the exclusive end
+// of a timestamp range: Millis(ts)+1000, or 0 for the last millisecond
+// (MaxTimestamp's), where that sum would overflow int64. 0 is "no end" to
+// bigtable.TimestampRangeFilterMicros and Mutation.DeleteTimestampRange,
+// and no timestamp lies past that millisecond, so [Millis(ts),
+// MilliEnd(ts)) is exactly ts's millisecond for every ts >= 0.
+func MilliEnd(ts bigtable.Timestamp) bigtable.Timestamp {
+	if Millis(ts) >= MaxTimestamp {
+		return 0
+	}
+	return Millis(ts) + 1000
 }
 
 // firstMilliAfter is the smallest multiple of 1000 strictly greater than ts,
@@ -563,12 +574,17 @@ func (c *ExplicitCheck) Check(ts bigtable.Timestamp) (bigtable.Timestamp, error)
 			return 0, fmt.Errorf("%w: timestamp %d has expired at now %d", ErrAlreadyExpired, ts, now)
 		}
 		if p.maxTTL > 0 {
-			// The TTL the timestamp implies, in microseconds (no overflow:
-			// the cell is live, so its expiry is after now).
-			if left := p.Expiry(ms) - now; left > bigtable.Timestamp(p.maxTTL/time.Microsecond) {
+			// The TTL the timestamp implies, in microseconds, exact: a
+			// live cell's is positive, and one too long for int64
+			// microseconds (!ok) is over any cap.
+			if left, ok := p.Remaining(ms, now); !ok || left > bigtable.Timestamp(p.maxTTL/time.Microsecond) {
 				if !p.clampTTL {
-					return 0, fmt.Errorf("%w: timestamp %d gives a TTL of %dµs, over the family's max TTL %s",
-						ErrTTLTooLong, ts, left, p.maxTTL)
+					implied := fmt.Sprintf("%dµs", left)
+					if !ok {
+						implied = "over int64 microseconds"
+					}
+					return 0, fmt.Errorf("%w: timestamp %d gives a TTL of %s, over the family's max TTL %s",
+						ErrTTLTooLong, ts, implied, p.maxTTL)
 				}
 				return p.WriteTimestamp(time.UnixMicro(int64(now)), p.maxTTL)
 			}
@@ -622,7 +638,10 @@ func (p Policy) IsLive(ts, t bigtable.Timestamp) bool {
 }
 
 // Expiry is the instant a cell with timestamp ts stops being live (age
-// strategies); zero for families whose cells do not expire by age.
+// strategies); zero for families whose cells do not expire by age. On a
+// default-expiry family an instant past the largest int64 microsecond (ts
+// within D of it) is returned as MaxTimestamp: use ExpiryTime or Remaining
+// where that instant must be exact.
 func (p Policy) Expiry(ts bigtable.Timestamp) bigtable.Timestamp {
 	switch p.kind {
 	case KindOneSecond:
@@ -635,6 +654,52 @@ func (p Policy) Expiry(ts bigtable.Timestamp) bigtable.Timestamp {
 		return e
 	}
 	return 0
+}
+
+// ExpiryTime is Expiry as a time.Time, exact for every timestamp (past
+// the largest int64 microsecond too, where Expiry saturates); the zero
+// time for families whose cells do not expire by age.
+func (p Policy) ExpiryTime(ts bigtable.Timestamp) time.Time {
+	switch p.kind {
+	case KindOneSecond:
+		return time.UnixMicro(int64(ts))
+	case KindDefaultExpiry:
+		return time.UnixMicro(int64(ts)).Add(p.defaultTTL)
+	}
+	return time.Time{}
+}
+
+// Remaining is the TTL a cell with timestamp ts has left at read time t,
+// in microseconds: its expiry minus t, exact. ok is false when the
+// difference does not fit in int64 (a default-expiry cell within D of the
+// largest timestamp, read long before it) and for families whose cells do
+// not expire by age.
+func (p Policy) Remaining(ts, t bigtable.Timestamp) (bigtable.Timestamp, bool) {
+	switch p.kind {
+	case KindOneSecond:
+		return subTimestamp(ts, t)
+	case KindDefaultExpiry:
+		d := bigtable.Timestamp(p.defaultTTL / time.Microsecond)
+		if left, ok := subTimestamp(ts, t); ok {
+			return addTimestamp(left, d)
+		}
+		// ts-t overflowed: toward +inf when t < 0 (then so does the sum,
+		// d >= 0), toward -inf when ts < 0 (then ts+d cannot).
+		e, ok := addTimestamp(ts, d)
+		if !ok {
+			return 0, false
+		}
+		return subTimestamp(e, t)
+	}
+	return 0, false
+}
+
+func subTimestamp(a, b bigtable.Timestamp) (bigtable.Timestamp, bool) {
+	s := a - b
+	if (b > 0 && s > a) || (b < 0 && s < a) {
+		return 0, false
+	}
+	return s, true
 }
 
 func addTimestamp(a, b bigtable.Timestamp) (bigtable.Timestamp, bool) {

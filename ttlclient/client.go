@@ -117,6 +117,9 @@ type Client struct {
 	shadows shadowPool  // shadow reads of tables with a Recorder
 	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
 	refresh refreshPool // time-to-idle refreshes
+	// incompatible are the client-version checks that failed when the
+	// client was made (CheckCompatibility), counted at each Open.
+	incompatible []CompatibilityFailure
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -139,12 +142,21 @@ func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigt
 		_ = raw.Close()
 		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
-	return &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}, nil
+	c := &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}
+	c.checkCompatibility()
+	return c, nil
 }
 
 // Wrap uses an existing client. Close leaves it open: its owner closes it.
+//
+// NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
+// a failure once, as a warning on the client's logger; each Open then
+// counts it on the table's recorder (CompatibilityRecorder). The client is
+// made either way: what then fails is in CompatibilityFailure.Effect.
 func Wrap(raw *bigtable.Client, opts ...Option) *Client {
-	return &Client{raw: raw, opts: opts}
+	c := &Client{raw: raw, opts: opts}
+	c.checkCompatibility()
+	return c
 }
 
 // Raw is the wrapped client, for calls the library does not cover. Writes
@@ -244,7 +256,10 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
 //
-// Open is OpenContext with context.Background().
+// Open is OpenContext with context.Background(): its admin call (up to the
+// verify timeout, 10 s by default) cannot be cancelled by the caller.
+//
+// Deprecated: Use OpenContext, which takes the caller's context.
 func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.OpenContext(context.Background(), table, schema, opts...)
 }
@@ -264,6 +279,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
+		c.recordIncompatible(rec)
 	}
 	if err := schema.Validate(); err != nil {
 		recordOpenRefusal(rec, err)

@@ -2,6 +2,7 @@ package ttlclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -63,9 +64,9 @@ func companionQualifier(column string) string { return strategy.WriteTimeColumn(
 // millisecond ms, or nil when there is none.
 func (t *Table) readCompanion(ctx context.Context, row, family, column string, ms bigtable.Timestamp) ([]byte, error) {
 	q := companionQualifier(column)
-	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms, ms+1000),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.LatestNFilter(1),
 	)))
 	if err != nil {
@@ -77,14 +78,33 @@ func (t *Table) readCompanion(ctx context.Context, row, family, column string, m
 	return nil, nil
 }
 
+// ErrCellMoved: WriteTime's cell is no longer stored where it was read
+// (a time-to-idle refresh or an Expire moved it, or it was deleted), and
+// the column holds several live cells with its value, written at different
+// times, so which one it became is not known. Read the cell again and ask
+// for the cell that read returns.
+var ErrCellMoved = errors.New("bttl: cell moved since it was read, and its value is not unique in its column")
+
 // WriteTime is the real time item was written (to the millisecond), like
 // Cassandra's WRITETIME: item is a cell read through this table from a
 // family with strategy.WithWriteTime, whose every write also stores the
-// write time in a hidden companion cell with the same timestamp. It costs
-// one single-cell read. The write time survives Expire (the companion
-// moves with its cell) and is gone when the cell is: both expire together.
+// write time in a hidden companion cell with the same timestamp. The
+// write time survives Expire and time-to-idle refreshes (the companion
+// moves with its cell, keeping its value) and is gone when the cell is:
+// both expire together.
+//
+// It costs one single-row read: the companion in item's millisecond, and
+// whether a cell is still stored there. When none is (a refresh or an
+// Expire, this client's or another's, moved the cell after the read
+// returned it), a second read looks the cell up by value among the
+// column's live cells, as a read through the table sees them: the write
+// time of the cell holding item's value, or ErrCellMoved when several
+// hold it with different write times. If the cell was deleted and the
+// same value written again, that is the rewrite's time.
+//
 // Other families are a *CellError wrapping ErrNotApplicable; a cell with
-// no companion one wrapping ErrNoWriteTime.
+// no companion (written before the option, or by a plain client outside
+// the wire guard), or no longer live, one wrapping ErrNoWriteTime.
 func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {
 	p, err := t.itemPolicy(item)
 	family, column, _ := strings.Cut(item.Column, ":")
@@ -94,13 +114,82 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	v, err := t.readCompanion(ctx, item.Row, family, column, strategy.Millis(item.Timestamp))
+	ms := strategy.Millis(item.Timestamp)
+	q := companionQualifier(column)
+	inMilli := bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms))
+	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), inMilli, bigtable.LatestNFilter(1), bigtable.StripValueFilter()),
+		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, q, q+"\x00"), inMilli, bigtable.LatestNFilter(1)),
+	)))
 	if err != nil {
 		return time.Time{}, err
 	}
-	wt, err := strategy.ParseWriteTime(v)
+	var stored bool
+	var companion []byte
+	for _, it := range r[family] {
+		if it.Column == item.Column {
+			stored = true
+		} else {
+			companion = it.Value
+		}
+	}
+	if !stored {
+		return t.movedWriteTime(ctx, item, family, column)
+	}
+	wt, err := strategy.ParseWriteTime(companion)
 	if err != nil {
 		return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrNoWriteTime)
+	}
+	return time.UnixMicro(int64(wt)), nil
+}
+
+// movedWriteTime is WriteTime of a cell no longer stored in its
+// millisecond: the write time of the live cells of its column holding its
+// value (a move keeps value and companion), read in one read.
+func (t *Table) movedWriteTime(ctx context.Context, item bigtable.ReadItem, family, column string) (time.Time, error) {
+	noWriteTime := func() (time.Time, error) {
+		return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrNoWriteTime)
+	}
+	if _, err := filters.Cell(family, column, item.Timestamp, item.Value); err != nil {
+		return noWriteTime() // too large to pin: never moved, so deleted
+	}
+	q := companionQualifier(column)
+	value := append(make([]byte, 0, len(item.Value)), item.Value...) // non-nil: "" is a closed start
+	sameValue := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)),
+		bigtable.StripValueFilter(),
+	)
+	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+		t.filters.Compose(t.now(), sameValue), // as a read through the table sees the column
+		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
+	)))
+	if err != nil {
+		return time.Time{}, err
+	}
+	var cells []bigtable.Timestamp
+	companions := map[bigtable.Timestamp][]byte{}
+	for _, it := range r[family] {
+		if it.Column == item.Column {
+			cells = append(cells, it.Timestamp)
+		} else {
+			companions[it.Timestamp] = it.Value
+		}
+	}
+	var found bool
+	var wt bigtable.Timestamp
+	for _, ts := range cells {
+		w, err := strategy.ParseWriteTime(companions[ts])
+		switch {
+		case err != nil:
+			continue
+		case found && w != wt:
+			return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrCellMoved)
+		}
+		found, wt = true, w
+	}
+	if !found {
+		return noWriteTime()
 	}
 	return time.UnixMicro(int64(wt)), nil
 }

@@ -33,8 +33,7 @@ func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, 
 	if e != nil {
 		return nil, e.err
 	}
-	bm, _, err := t.build(row, tm, t.clock.Now(), false)
-	return bm, err
+	return t.build(row, tm, t.clock.Now(), false)
 }
 
 // MutationOps is m's operation slice, through the checked layout: tests

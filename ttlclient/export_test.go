@@ -4,21 +4,22 @@ import (
 	"context"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 )
 
 // Build exposes the write path without I/O, for the pure benchmarks and
 // allocation tests: what Apply does before its RPC.
-// The mutation returned may hold m's own cells: building m again rewrites
-// their timestamps.
+// The first build of m may send m's own cells, as Apply does; building m
+// again builds them anew.
 func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
-	bm, held, err := t.build(row, m, t.clock.Now(), false)
-	if held {
-		m.release()
-	}
-	return bm, err
+	return t.build(row, m, t.clock.Now(), false)
 }
+
+// MutationRecord is m's recorded operation i: for a Mutation's own, the
+// proto its first Apply sends.
+func MutationRecord(m *Mutation, i int) *btpb.Mutation { return m.ops[i] }
 
 // ReadOptions exposes the read path without I/O: the options ReadRow sends.
 func (t *Table) ReadOptions(opts ...bigtable.ReadOption) ([]bigtable.ReadOption, error) {
@@ -34,7 +35,7 @@ func (t *Table) Now() bigtable.Timestamp { return t.now() }
 // MoveCell exposes moveCell, the atomic cell move Expire and time-to-idle
 // build on.
 func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
-	return t.moveCell(ctx, row, family, column, oldTS, value, newTS)
+	return t.moveCell(ctx, row, family, column, oldTS, value, newTS, moveAny)
 }
 
 // PurgeBelow exposes purgeBelow, the deletion of the versions a
@@ -45,4 +46,6 @@ func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, belo
 
 // AfterIdleRead exposes the time-to-idle look at a row a read returned
 // (the caller's-path part of time-to-idle).
-func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) { t.afterIdleRead(r, now) }
+func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
+	t.afterIdleRead(context.Background(), r, now)
+}

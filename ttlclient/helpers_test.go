@@ -89,7 +89,14 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // storedTimestamp is the timestamp of the only stored cell of fam:col.
 func (e *env) storedTimestamp(t *testing.T, row, fam, col string) bigtable.Timestamp {
 	t.Helper()
-	r, err := e.h.Stored(e.ctx, e.tbl.Name(), row)
+	return storedTimestampIn(t, e.h, e.tbl.Name(), row, fam, col)
+}
+
+// storedTimestampIn is the timestamp of the only stored cell of fam:col in
+// table.
+func storedTimestampIn(t *testing.T, h *bttestharness.Harness, table, row, fam, col string) bigtable.Timestamp {
+	t.Helper()
+	r, err := h.Stored(context.Background(), table, row)
 	require.NoError(t, err)
 	var found []bigtable.Timestamp
 	for _, it := range r[fam] {

@@ -121,7 +121,8 @@ type idleJob struct {
 	family string
 	p      strategy.Policy
 	key    idleKey
-	value  []byte // the caller's row holds the original: this is a copy
+	value  []byte          // the caller's row holds the original: this is a copy
+	caller context.Context // the read's: its values go with the refresh (background)
 }
 
 // idleKey identifies a cell, so that a cell read again while its refresh
@@ -135,7 +136,7 @@ type idleKey struct {
 // afterIdleRead queues refreshes for r, a row a read returned at now. It
 // runs on the caller's path: it looks at the newest cell of each column of
 // the idle families and never waits.
-func (t *Table) afterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
+func (t *Table) afterIdleRead(ctx context.Context, r bigtable.Row, now bigtable.Timestamp) {
 	for i := range t.idleFams {
 		f := &t.idleFams[i]
 		items := r[f.name]
@@ -164,7 +165,7 @@ func (t *Table) afterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
 			}
 			job := idleJob{t: t, family: f.name, p: f.p,
 				key:   idleKey{t: t, row: r.Key(), family: f.name, column: column, ts: it.Timestamp},
-				value: append([]byte(nil), it.Value...)}
+				value: append([]byte(nil), it.Value...), caller: ctx}
 			switch t.refresh.enqueue(job, t.idleWorkers, t.idleQueue) {
 			case enqueueDuplicate:
 				skipped++
@@ -180,13 +181,13 @@ func (t *Table) afterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
 
 // idleRows wraps a ReadRows callback so that each row is looked at before
 // the caller gets it (and can change it): f itself without idle families.
-func (t *Table) idleRows(f func(bigtable.Row) bool) func(bigtable.Row) bool {
+func (t *Table) idleRows(ctx context.Context, f func(bigtable.Row) bool) func(bigtable.Row) bool {
 	if t.idleFams == nil {
 		return f
 	}
 	now := t.now()
 	return func(r bigtable.Row) bool {
-		t.afterIdleRead(r, now)
+		t.afterIdleRead(ctx, r, now)
 		return f(r)
 	}
 }
@@ -209,9 +210,9 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 		// Not due any more (the clock went back): never shorten a TTL.
 		return IdleSkipped
 	}
-	ctx, cancel := context.WithTimeout(ctx, idleRefreshTimeout)
+	ctx, cancel := background(j.caller, ctx, idleRefreshTimeout)
 	defer cancel()
-	applied, err := t.moveCell(withOnlyIfNewest(ctx), j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS)
+	applied, err := t.moveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, moveOnlyIfNewest)
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
 		return IdleDropped
@@ -228,23 +229,11 @@ func (t *Table) logIdleFailure(j *idleJob, err error) {
 	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "err", err)
 }
 
-// newestOnlyKey marks the context of a move (moveCell) that must apply
-// only while the moved cell is the newest of its column: a time-to-idle
-// refresh of a cell read as the newest must not lift it above a value
-// written since.
-type newestOnlyKey struct{}
-
-func withOnlyIfNewest(ctx context.Context) context.Context {
-	return context.WithValue(ctx, newestOnlyKey{}, true)
-}
-
-func onlyIfNewest(ctx context.Context) bool { return ctx.Value(newestOnlyKey{}) != nil }
-
 // newerCells matches any cell of family:column after the millisecond ms.
 func newerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
 	return bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(ms+1000, 0),
+		bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0), // ms < MaxTimestamp: moveCell
 	)
 }
 

@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -57,19 +58,28 @@ func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.UnixMicro(int64(p.Expiry(item.Timestamp))), nil
+	return p.ExpiryTime(item.Timestamp), nil
 }
 
 // RemainingTTL is how long the cell item has left at the table's clock:
-// Expiry minus now, like Redis PTTL. It is zero or negative for a cell
-// expired since it was read, and saturates at the largest time.Duration
-// (about 292 years) for an expiry further away. Errors as for Expiry.
+// Expiry minus now, like Redis PTTL, exact. It is zero or negative for a
+// cell expired since it was read. An expiry more than the largest
+// time.Duration (about 292 years) away is a *CellError wrapping
+// ErrTimestampOverflow, returned with that largest Duration (use Expiry
+// for such a cell). Other errors as for Expiry.
 func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 	exp, err := t.Expiry(item)
 	if err != nil {
 		return 0, err
 	}
-	return exp.Sub(t.clock.Now()), nil
+	now := t.clock.Now()
+	left := exp.Sub(now) // saturates: checked below
+	if left == math.MaxInt64 && exp.After(now.Add(left)) {
+		family, column, _ := strings.Cut(item.Column, ":")
+		return left, t.readError(item.Row, family, column, item.Timestamp,
+			fmt.Errorf("%w: the cell expires at %s, more than %s after now", ErrTimestampOverflow, exp.UTC().Format(time.RFC3339), left))
+	}
+	return left, nil
 }
 
 // ExpireOption adjusts Expire.
@@ -128,12 +138,7 @@ func checkReserved(p strategy.Policy, column string) error {
 func (t *Table) liveCells(ctx context.Context, row, family, column string, s expireSettings, latest bool) ([]bigtable.ReadItem, error) {
 	f := []bigtable.Filter{bigtable.ColumnRangeFilter(family, column, column+"\x00")}
 	if s.hasTS {
-		ms := strategy.Millis(s.ts)
-		end := ms + 1000
-		if ms >= strategy.MaxTimestamp {
-			end = 0
-		}
-		f = append(f, bigtable.TimestampRangeFilterMicros(ms, end))
+		f = append(f, bigtable.TimestampRangeFilterMicros(strategy.Millis(s.ts), strategy.MilliEnd(s.ts)))
 	}
 	if latest {
 		f = append(f, bigtable.LatestNFilter(1))
@@ -142,7 +147,7 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 	if len(f) > 1 {
 		user = bigtable.ChainFilters(f...)
 	}
-	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
+	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +159,17 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 // timestamp a write with WithTTL(ttl) gets now (its family's convention),
 // and leaves its old one, in one atomic conditional row mutation whose
 // predicate pins the exact cell (column, timestamp, value): a concurrent
-// writer's value is never overwritten or deleted, and an expired cell is
-// never revived. applied reports whether the cell moved: false when no
-// live cell was found or it changed before the mutation ran (read it and
-// retry if needed). ttl may extend or shorten the TTL.
+// writer's value is never overwritten or deleted, nor, when Expire takes
+// the column's newest cell, hidden under the moved cell (the move does not
+// apply if anything was stored between the cell and its target since the
+// read). A cell expired at the table's clock when the mutation is about to
+// be sent is not moved; one expiring while it is in flight is
+// (docs/design.md#expire). applied reports whether the cell has the new
+// TTL: true when it moved, or was already at its target (then nothing is
+// sent); false when no live cell was found or it changed before the
+// mutation ran (read it and retry if needed). ttl may extend or shorten
+// the TTL. With ExpireCellAt the named cell moves even over newer
+// versions.
 //
 // The guardrails are a write's: a TTL below 1ms, over the family's cap or
 // overflowing the timestamp, a sequence or unmanaged family
@@ -191,7 +203,11 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 			return false, err
 		}
 	}
-	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts)
+	mode := moveNoCrossing // the newest: never lifted over a value written since the read
+	if s.hasTS {
+		mode = moveAny // the caller named the cell
+	}
+	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts, mode)
 }
 
 // purgeHidden deletes the cells of family:column that a max-versions age
@@ -206,7 +222,7 @@ func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p s
 	if n == 0 {
 		return nil
 	}
-	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
 		bigtable.TimestampRangeFilterMicros(p.LiveFrom(t.now()), 0),
 		bigtable.StripValueFilter(),
@@ -240,14 +256,16 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 		bigtable.TimestampRangeFilterMicros(below, 0),
 		bigtable.CellsPerRowOffsetFilter(n-1),
 	)
-	return t.raw.Apply(ctx, row, bigtable.NewCondMutation(atLeastN, m, nil))
+	return t.raw.Apply(wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
 // gets ttl, as with Expire, and each older one is moved by the same amount,
 // so the versions keep their order and spacing (an older one shifted into
 // the past is deleted). Each cell moves in its own atomic conditional
-// mutation, with Expire's guarantees; moved counts the cells that moved.
+// mutation, with Expire's guarantees (none is lifted over a cell it did
+// not move); moved counts the cells given the new TTL, those already at
+// their target included (nothing is sent for them).
 // Guardrails and errors as for Expire (every cell read is checked for
 // ErrCellTooLargeToPin before the first move); a move that fails stops the
 // call, with the cells moved until then counted.
@@ -265,7 +283,9 @@ func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, tt
 // ExpireRow gives every live cell of row's age families (one-second and
 // default-expiry) a new TTL, column by column as ExpireColumn does; cells
 // of sequence and unmanaged families are left alone. A table without an
-// age family gets ErrNotApplicable. moved counts the cells that moved.
+// age family gets ErrNotApplicable. moved counts the cells given the new
+// TTL, as ExpireColumn does. Refusals come before the first move; an RPC
+// error stops the call, with the cells moved until then counted.
 func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (moved int, err error) {
 	if err := t.checkRowKey(row); err != nil {
 		return 0, err
@@ -287,7 +307,7 @@ func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (m
 		return 0, e
 	}
 	sort.Strings(families)
-	r, err := t.raw.ReadRow(ctx, row, bigtable.RowFilter(t.filters.TTL(t.now())))
+	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(t.filters.TTL(t.now())))
 	if err != nil {
 		return 0, err
 	}
@@ -327,10 +347,9 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 	if err != nil {
 		return 0, err
 	}
+	// delta 0: every cell is already where it goes; moveCell counts each
+	// live one without sending anything.
 	delta := ts - strategy.Millis(cells[0].Timestamp)
-	if delta == 0 {
-		return 0, nil
-	}
 	if delta < 0 {
 		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
 			return 0, err
@@ -355,7 +374,7 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 		if target < 0 {
 			target = 0
 		}
-		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target)
+		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, moveNoCrossing)
 		if err != nil {
 			return moved, err
 		}

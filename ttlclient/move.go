@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"context"
-	"fmt"
 
 	"cloud.google.com/go/bigtable"
 
@@ -35,27 +34,40 @@ import (
 // (ErrCellTooLargeToPin), with nothing sent.
 //
 // On a family with a write-time companion (see companion.go) the companion
-// cell at oldTS moves with it, keeping its value: pass the companion's
-// stored value as companion (nil when the family has none, or to have
-// moveCell read it first).
-func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (applied bool, err error) {
-	return t.moveCellWith(ctx, row, family, column, oldTS, value, newTS, nil)
-}
-
-// moveCellWith is moveCell with the write-time companion's value when the
-// caller already read it.
-func (t *Table) moveCellWith(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, companion []byte) (applied bool, err error) {
+// cell at oldTS moves with it, keeping its value (moveCell reads it
+// first).
+//
+// mode says what else the move must not do: moveNoCrossing (Expire of a
+// column's newest cell, ExpireColumn, ExpireRow) refuses to lift the cell
+// over any cell stored above it up to the target (filters.CellLift), so a
+// value written since the read, or a version not moved, is never hidden
+// under it; moveOnlyIfNewest (time-to-idle) requires it to be still its
+// column's newest. Every millisecond is movable, the last one
+// (strategy.MaxTimestamp's) included: its ranges end with "no end"
+// (strategy.MilliEnd).
+func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode) (applied bool, err error) {
 	p, ok := t.schema[family]
 	if !ok {
 		return false, t.refuse(row, family, column, ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
-	if old >= strategy.MaxTimestamp || target >= strategy.MaxTimestamp {
-		// Its millisecond's end would overflow int64 microseconds.
-		e := t.refuse(row, family, column, fmt.Errorf("%w: a cell in the last millisecond of int64 microseconds cannot be moved", ErrTimestampOverflow))
-		e.Timestamp = oldTS
-		return false, e
+	if !p.IsLive(old, t.now()) {
+		return false, nil
 	}
+	if old == target {
+		// Already there: nothing to change, no mutation sent (Expire and
+		// ExpireColumn count the cell as given its TTL).
+		return true, nil
+	}
+	var companion []byte
+	if p.HasWriteTime() {
+		if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
+			return false, err
+		}
+	}
+	// Liveness again after the last read, as close to sending as the
+	// client can check it: a cell expiring from here on, while the
+	// mutation is in flight, is moved (docs/design.md#expire).
 	now := t.now()
 	if !p.IsLive(old, now) {
 		return false, nil
@@ -68,41 +80,49 @@ func (t *Table) moveCellWith(ctx context.Context, row, family, column string, ol
 	// the target does not block it.
 	keep := p.IsLive(target, now)
 	var pin bigtable.Filter
-	if target != old && keep {
-		pin, err = filters.CellMove(family, column, old, value, family, target)
-	} else {
+	switch {
+	case !keep:
 		pin, err = filters.Cell(family, column, old, value)
+	case mode == moveNoCrossing && target > old:
+		pin, err = filters.CellLift(family, column, old, value, target)
+	default:
+		pin, err = filters.CellMove(family, column, old, value, family, target)
 	}
 	if err != nil {
 		e := t.refuse(row, family, column, err)
 		e.Timestamp = oldTS
 		return false, e
 	}
-	if onlyIfNewest(ctx) {
+	if mode == moveOnlyIfNewest && old < strategy.MaxTimestamp {
 		// The cell must still be its column's newest (time-to-idle, idle.go):
 		// moving it above a concurrent newer write would hide that write.
+		// (Nothing is stored after the last millisecond.)
 		pin = bigtable.ConditionFilter(newerCells(family, column, old), bigtable.BlockAllFilter(), pin)
 	}
 	m := bigtable.NewMutation()
-	m.DeleteTimestampRange(family, column, old, old+1000)
+	m.DeleteTimestampRange(family, column, old, strategy.MilliEnd(old))
 	if keep {
 		m.Set(family, column, target, value)
 	}
 	if p.HasWriteTime() {
-		if companion == nil {
-			if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
-				return false, err
-			}
-		}
 		q := companionQualifier(column)
-		m.DeleteTimestampRange(family, q, old, old+1000)
+		m.DeleteTimestampRange(family, q, old, strategy.MilliEnd(old))
 		if companion != nil && keep {
 			m.Set(family, q, target, companion)
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
-	if err := t.raw.Apply(ctx, row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.raw.Apply(wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
 		return false, err
 	}
 	return applied, nil
 }
+
+// moveMode is what a move must not do besides overwriting or reviving.
+type moveMode uint8
+
+const (
+	moveAny          moveMode = iota // ExpireCellAt: the caller named the cell
+	moveNoCrossing                   // never lifted over another cell
+	moveOnlyIfNewest                 // time-to-idle: still its column's newest
+)

@@ -92,8 +92,9 @@ func (co CellOption) value() int64 {
 
 // ownedOp is one change recorded by a Mutation's methods, in one
 // allocation. Its first field is the operation proto a Set sends:
-// Mutation.ops holds &pb, so the record of a Set is the cell Apply sends,
-// its timestamp written in place (see Mutation), and nothing is built again.
+// Mutation.ops holds &pb, so the record of a Set is the cell the first
+// Apply sends, its timestamp written in place (see Mutation), and nothing
+// is built again.
 // The caller's own values (timestamp, option) stay beside it, because the
 // timestamp sent is computed from them at every Apply.
 type ownedOp struct {
@@ -161,20 +162,23 @@ func (m *Mutation) decode(i int, o *op) *rawOpError {
 // managed-family timestamps the Table assigns when it is applied.
 //
 // Like a bigtable.Mutation, it may be applied again, and by several
-// goroutines at once, but not changed while it is being applied.
+// goroutines at once, but not changed while it is being applied. A request
+// once sent is never changed by the library: applying the Mutation again
+// builds a new request, so an interceptor may keep the one it saw.
 type Mutation struct {
 	// ops are the changes as the client's own operation protos. A
-	// Mutation's own (borrowed false) are each the pb of an ownedOp, and
-	// an Apply that holds inUse writes the timestamps of its Sets into
-	// them and sends them as they are; an Apply that finds inUse held
-	// (the same Mutation applied concurrently, or twice in one ApplyBulk)
-	// builds its cells anew instead. Borrowed ops are a
+	// Mutation's own (borrowed false) are each the pb of an ownedOp: the
+	// first Apply to send them (the one that claims spent) writes the
+	// timestamps of its Sets into them and sends them as they are; from
+	// then on they belong to that request and are only read, and every
+	// later Apply (or one concurrent with it, or the same Mutation twice in
+	// one ApplyBulk) builds its cells anew. Borrowed ops are a
 	// *bigtable.Mutation's (the TableAPI path): never written to, sent as
 	// they are where the rewrite leaves them so.
 	ops      []*btpb.Mutation
 	borrowed bool
 	caller   *bigtable.Mutation // the borrowed ops' mutation
-	inUse    atomic.Bool
+	spent    atomic.Bool
 	// manyOpts holds the options of each Set given more than one, for the
 	// refusal to name them.
 	manyOpts [][]CellOption
@@ -184,15 +188,16 @@ type Mutation struct {
 	mtrue, mfalse *Mutation
 }
 
-// acquire reports whether the caller may send m's own operations in place
-// until release.
-func (m *Mutation) acquire() bool { return !m.borrowed && m.inUse.CompareAndSwap(false, true) }
+// claim reports whether the caller may write m's own operations in place
+// and send them: true once, for the first Apply to build m. A refused build
+// gives the claim back (unclaim), since nothing was sent.
+func (m *Mutation) claim() bool { return !m.borrowed && m.spent.CompareAndSwap(false, true) }
 
-func (m *Mutation) release() { m.inUse.Store(false) }
+func (m *Mutation) unclaim() { m.spent.Store(false) }
 
 // reset empties a Mutation for reuse, dropping every reference it holds.
-// Only the TableAPI path's wrappers are reused, and those are never held
-// (borrowed), so inUse is false already.
+// Only the TableAPI path's wrappers are reused, and those are never
+// claimed (borrowed), so spent is false already.
 func (m *Mutation) reset() {
 	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
 	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil

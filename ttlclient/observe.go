@@ -260,7 +260,9 @@ func (o *observer) cellSlow(p *strategy.Policy, op *op, ts, now bigtable.Timesta
 	case op.cellOpt == cellOptTTL:
 		ttl = op.ttl()
 	default:
-		ttl = time.Duration(p.Expiry(ts)-now) * time.Microsecond
+		// Exact up to time.Duration's range (292 years), the most a
+		// histogram observation holds; Sub clamps beyond it, never wraps.
+		ttl = p.ExpiryTime(ts).Sub(time.UnixMicro(int64(now)))
 	}
 	o.rec.CellWritten(op.family, p.Kind(), ttl)
 }
@@ -285,16 +287,16 @@ func (o *observer) sampled() bool {
 }
 
 // afterReadRow may start a shadow read of row, after the caller's read of
-// it returned err.
-func (o *observer) afterReadRow(row string, err error) {
+// it, with ctx, returned err.
+func (o *observer) afterReadRow(ctx context.Context, row string, err error) {
 	if o != nil && err == nil && o.sampling > 0 {
-		o.afterReadRowSlow(row)
+		o.afterReadRowSlow(ctx, row)
 	}
 }
 
-func (o *observer) afterReadRowSlow(row string) {
+func (o *observer) afterReadRowSlow(ctx context.Context, row string) {
 	if o.sampled() {
-		o.shadow(&shadowScan{rows: bigtable.RowList{row}})
+		o.shadow(ctx, &shadowScan{rows: bigtable.RowList{row}})
 	}
 }
 
@@ -388,14 +390,15 @@ func (s *shadowScan) each(r bigtable.Row) bool {
 	return true
 }
 
-// done starts the shadow read of a sampled ReadRows that returned err.
-func (s *shadowScan) done(err error) {
+// done starts the shadow read of a sampled ReadRows, made with ctx, that
+// returned err.
+func (s *shadowScan) done(ctx context.Context, err error) {
 	if s != nil && err == nil {
-		s.doneSlow()
+		s.doneSlow(ctx)
 	}
 }
 
-func (s *shadowScan) doneSlow() {
+func (s *shadowScan) doneSlow(ctx context.Context) {
 	// The server stopped where the caller did, or at the row limit when
 	// the read reached it: the scan ended at the last row returned. A read
 	// that returned fewer rows than its limit walked the whole row set,
@@ -405,22 +408,44 @@ func (s *shadowScan) doneSlow() {
 		s.last = ""
 	}
 	s.f = nil
-	s.o.shadow(s)
+	s.o.shadow(ctx, s)
 }
 
 // shadow runs the shadow read of s on its own goroutine, or counts it
-// dropped.
-func (o *observer) shadow(s *shadowScan) {
+// dropped. It keeps the values of caller, the caller's read's context
+// (trace spans, request IDs), not its cancellation: the caller's read has
+// returned.
+func (o *observer) shadow(caller context.Context, s *shadowScan) {
 	now := bigtable.Timestamp(o.clock.Now().UnixMicro())
-	ctx, release, ok := o.pool.acquire(o.limit)
+	stop, release, ok := o.pool.acquire(o.limit)
 	if !ok {
 		o.rec.ShadowDropped()
 		return
 	}
 	go func() {
 		defer release()
+		ctx, cancel := background(caller, stop, shadowTimeout)
+		defer cancel()
 		o.runShadow(ctx, s, now)
 	}()
+}
+
+// background is the context of work a call leaves behind it (a shadow
+// read, a time-to-idle refresh): caller's values without its cancellation
+// (context.WithoutCancel), cancelled with stop's cause when stop (the
+// client's pool, cancelled by Close) is done, and after timeout.
+func background(caller, stop context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if caller == nil {
+		caller = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(caller))
+	unregister := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	return ctx, func() {
+		unregister()
+		cancelTimeout()
+		cancel(context.Canceled)
+	}
 }
 
 func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Timestamp) {
@@ -429,21 +454,19 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 		o.rec.ShadowRead(0, nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, shadowTimeout)
-	defer cancel()
 	opts := []bigtable.ReadOption{bigtable.RowFilter(f)}
 	if s.reverse {
 		opts = append(opts, bigtable.ReverseScan())
 	}
 	expired := 0
-	err := o.raw.ReadRows(ctx, s.rows, func(r bigtable.Row) bool {
+	err := o.raw.ReadRows(wire(ctx), s.rows, func(r bigtable.Row) bool {
 		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
 			return false
 		}
 		for fam, items := range r {
 			p := o.schema[fam]
 			for _, it := range items {
-				lag := time.Duration(now-p.Expiry(it.Timestamp)) * time.Microsecond
+				lag := time.UnixMicro(int64(now)).Sub(p.ExpiryTime(it.Timestamp))
 				o.rec.ExpiredCell(fam, p.Kind(), lag)
 				expired++
 			}

@@ -16,7 +16,8 @@ import (
 
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
 // library reads and sets their unexported fields at offsets found once with
-// reflect, on first use: the TableAPI path reads the caller's operations,
+// reflect, when the first client is made (CheckCompatibility, which logs a
+// failure; else on first use): the TableAPI path reads the caller's operations,
 // and both write paths set the operations of the mutation they send. The
 // layout is checked field by field, then a mutation holding every op kind
 // is built with the client's own methods, read back and compared, and the
@@ -122,9 +123,9 @@ func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 
 // sentMutation is the bigtable.Mutation a write sends, being filled from
 // the recorded operations src. With the checked layout of
-// bigtable.Mutation, operations sent as they are (a Mutation's own Sets,
-// their timestamps written in place, or a *bigtable.Mutation's unchanged
-// operations) are shared: while every operation so far is sent as
+// bigtable.Mutation, operations sent as they are (a Mutation's own Sets on
+// its first Apply, their timestamps written in place, or a
+// *bigtable.Mutation's unchanged operations) are shared: while every operation so far is sent as
 // recorded, the sent ops are src's own prefix and nothing is copied; the
 // first change (a cell built anew, an operation added or rebuilt) copies
 // that prefix once into ops sized for the rest. Cells built anew are
@@ -252,8 +253,10 @@ func (s *sentMutation) keep(m *Mutation, i int, o *op) {
 
 // set sends the Set m.ops[i], o as decoded, with timestamp ts: the
 // recorded cell itself where it already has ts (a *bigtable.Mutation's
-// cell) or where inPlace lets ts be written into it (a Mutation's own,
-// held by this Apply), else a cell built anew.
+// cell) or where inPlace lets ts be written into it (a Mutation's own, on
+// the Apply that claimed it: its first), else a cell built anew. A cell
+// once sent is never written again: a request an interceptor keeps stays
+// as it was sent.
 func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inPlace bool) {
 	if s.l == nil {
 		s.bm.Set(o.family, o.column, ts, o.value)

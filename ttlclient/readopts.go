@@ -13,7 +13,8 @@ import (
 // it reads it out of the option's one field. The layout is checked once at
 // start-up against the client version in use; if it ever changes, reads
 // that carry a RowFilter fail with ErrUnsupportedReadOption instead of
-// dropping either filter.
+// dropping either filter. CheckCompatibility reports it (check
+// "row-filter"), and NewClient and Wrap log it.
 var (
 	rowFilterType  = reflect.TypeOf(bigtable.RowFilter(bigtable.PassAllFilter()))
 	filterType     = reflect.TypeOf((*bigtable.Filter)(nil)).Elem()

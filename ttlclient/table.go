@@ -67,15 +67,12 @@ func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now
 func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
 	start := t.obs.begin()
 	now := t.clock.Now()
-	bm, held, err := t.build(row, m, now, false)
+	bm, err := t.build(row, m, now, false)
 	if err != nil {
 		return err
 	}
-	if held {
-		defer m.release() // once the client is done with the cells sent in place
-	}
 	t.obs.wrote(start)
-	return t.raw.Apply(ctx, row, bm, opts...)
+	return t.raw.Apply(wire(ctx), row, bm, opts...)
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -89,10 +86,9 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	start := t.obs.begin()
 	now := t.clock.Now()
 	bms := make([]*bigtable.Mutation, len(muts))
-	held := make([]uint64, (len(muts)+63)/64) // the rows whose cells are sent in place
 	var refused []error
 	for i, m := range muts {
-		bm, inPlace, err := t.build(rowKeys[i], m, now, true)
+		bm, err := t.build(rowKeys[i], m, now, true)
 		if err != nil {
 			if refused == nil {
 				refused = make([]error, len(muts))
@@ -101,22 +97,12 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 			continue
 		}
 		bms[i] = bm
-		if inPlace {
-			held[i/64] |= 1 << (i % 64)
-		}
 	}
 	t.obs.wrote(start)
-	defer func() {
-		for i, m := range muts {
-			if held[i/64]&(1<<(i%64)) != 0 {
-				m.release()
-			}
-		}
-	}()
 	if refused == nil {
-		return t.raw.ApplyBulk(ctx, rowKeys, bms, opts...)
+		return t.raw.ApplyBulk(wire(ctx), rowKeys, bms, opts...)
 	}
-	return applyPassed(ctx, rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+	return applyPassed(wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
 }
 
 // applyPassed sends only the rows whose slot in failed is nil, then puts
@@ -169,10 +155,10 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 	if t.idleFams != nil {
 		now = t.now()
 	}
-	r, err := t.raw.ReadRow(ctx, row, opts...)
-	t.obs.afterReadRow(row, err)
+	r, err := t.raw.ReadRow(wire(ctx), row, opts...)
+	t.obs.afterReadRow(ctx, row, err)
 	if t.idleFams != nil && err == nil && r != nil {
-		t.afterIdleRead(r, now)
+		t.afterIdleRead(ctx, r, now)
 	}
 	return r, err
 }
@@ -190,8 +176,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(ctx, arg, sh.wrap(t.idleRows(f)), opts...)
-	sh.done(err)
+	err = t.raw.ReadRows(wire(ctx), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
+	sh.done(ctx, err)
 	return err
 }
 
@@ -231,7 +217,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 		}
 	}
 	t.obs.wrote(start)
-	return t.raw.ApplyReadModifyWrite(ctx, row, rmw)
+	return t.raw.ApplyReadModifyWrite(wire(ctx), row, rmw)
 }
 
 // readOptions replaces the caller's RowFilter (the last one wins, as in the
@@ -323,30 +309,29 @@ func (t *Table) checkRowKey(row string) error {
 
 // build turns m into the mutation to send at now, or the first refusal.
 // now is the clock reading itself, not its microseconds: a TTL is added to
-// it in nanoseconds (strategy.Policy.WriteTimestamp). held reports that the
-// mutation sent holds m's own cells, their timestamps written in place: the
-// caller must call m.release once the client is done with it (the RPC has
-// returned).
-func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (bm *bigtable.Mutation, held bool, err error) {
+// it in nanoseconds (strategy.Policy.WriteTimestamp). The first build of
+// m to succeed may send m's own cells, their timestamps written in place
+// (Mutation.claim); they are then never written again.
+func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigtable.Mutation, error) {
 	if err := t.checkRowKey(row); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if m == nil {
-		return nil, false, t.refuse(row, "", "", ErrNilMutation)
+		return nil, t.refuse(row, "", "", ErrNilMutation)
 	}
 	if !m.isConditional {
 		if len(m.ops) == 0 {
-			return nil, false, t.refuse(row, "", "", ErrEmptyMutation)
+			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		held = m.acquire()
-		if bm, err = t.convert(row, m, now, held); err != nil && held {
-			m.release()
-			held = false
+		inPlace := m.claim()
+		bm, err := t.convert(row, m, now, inPlace)
+		if err != nil && inPlace {
+			m.unclaim() // nothing was sent
 		}
-		return bm, held, err
+		return bm, err
 	}
 	if bulk {
-		return nil, false, t.refuse(row, "", "", ErrConditionalInBulk)
+		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
 	}
 	// A conditional mutation's branches are built anew: they are rare, and
 	// the same Mutation may be both.
@@ -361,18 +346,18 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (bm *bi
 	}
 	mtrue, err := branch(m.mtrue)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	mfalse, err := branch(m.mfalse)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), false, nil
+	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
 }
 
 // convert is the bigtable.Mutation to send for m's operations, with
 // managed timestamps rewritten, or the first refusal. inPlace: the caller
-// holds m (Mutation.acquire), so its own cells are sent themselves.
+// claimed m (Mutation.claim), so its own cells are sent themselves.
 func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*bigtable.Mutation, error) {
 	n := len(m.ops)
 	if t.singleValue {

@@ -28,7 +28,8 @@ var _ bigtable.TableAPI = tableAPI{}
 // reads are filtered as Table's.
 //
 // A *bigtable.Mutation has no accessors: the library reads its fields in
-// place, after checking once that it can on the client version in use. If
+// place, after checking, when the client is made, that it can on the
+// client version in use (CheckCompatibility; a failure is logged then). If
 // it cannot, or a mutation holds an operation it does not know, the write
 // fails with ErrMutationUnreadable and nothing is sent.
 //

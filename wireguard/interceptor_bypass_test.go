@@ -119,6 +119,7 @@ func TestGuardChecksEveryMethodOnBothInterceptors(t *testing.T) {
 		{"CheckAndMutateRow", &btpb.CheckAndMutateRowRequest{TableName: name, RowKey: []byte("r"), TrueMutations: serverTimestampCell()}},
 		{"ReadModifyWriteRow", &btpb.ReadModifyWriteRowRequest{TableName: name, RowKey: []byte("r"), Rules: rmw}},
 		{"PrepareQuery", &btpb.PrepareQueryRequest{InstanceName: "projects/p/instances/i", Query: "SELECT * FROM legacy"}},
+		//lint:ignore SA1019 a request as an older client sends it, the query as text
 		{"ExecuteQuery", &btpb.ExecuteQueryRequest{InstanceName: "projects/p/instances/i", Query: "SELECT * FROM legacy"}},
 		{"OpenTable", &btpb.MutateRowRequest{}},
 	} {

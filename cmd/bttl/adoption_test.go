@@ -114,7 +114,13 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	assert.Contains(t, r.stdout, "forced: they outrank every sequence number, so reads through bttl return them and hide new writes")
 	assert.NotContains(t, r.stdout, "or force")
 	assert.Contains(t, r.stdout, "none (never collected) -> max_versions=3 [lowers]")
-	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
+	// The rule now matches, but the cells still contradict the strategy:
+	// verify says so until they are rewritten (issue 26 item 8), unless
+	// told the data was accepted.
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "! bttl: the family holds timestamps that are not sequence numbers")
+	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify", "-assume-adopted").code)
 }
 
 // Acceptance 2: 1,000 cells written by `cbt import` 72 hours ago in a
@@ -154,4 +160,85 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	assert.Contains(t, summary, "collectable at once, and invisible through bttl: ")
 	assert.Contains(t, summary, "so at least this many", "a 100-row sample of 1,000 rows says it is a lower bound")
 	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
+}
+
+// Issue 26 item 8: a maxversions=3 family holding cells `cbt set` wrote
+// (real timestamps), declared sequence 3: the rule matches, so before,
+// init proposed sequence, verify said ok, plan nothing and apply "no
+// change". Now init samples the cells and writes the family unmanaged,
+// saying why; verify, plan and apply run the adoption scan over the
+// unchanged rule and refuse; -assume-adopted skips it explicitly.
+func TestCBTSequenceOverUnchangedRule(t *testing.T) {
+	addr := startCBTEmulator(t)
+	cbt(t, addr, "createtable", "seqt", "families=doc:maxversions=3")
+	cbt(t, addr, "set", "seqt", "d1", "doc:body=legacy-a")
+	cbt(t, addr, "set", "seqt", "d2", "doc:body=legacy-b")
+	cbt(t, addr, "createtable", "clean", "families=doc:maxversions=3")
+	cbt(t, addr, "set", "clean", "d1", "doc:body=v1@1000", "doc:body=v2@2000")
+
+	r := bttl(t, addr, "", "init")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "doc: {strategy: unmanaged}", "seqt's doc: real times contradict sequence")
+	assert.Contains(t, r.stdout, "NOT sequence: sampled 2 cell(s) in 2 row(s), 2 with timestamps that are not sequence numbers, 2 of them real times")
+	assert.Contains(t, r.stdout, "doc: {strategy: sequence, versions: 3}", "clean's doc: seq*1000 fits")
+	assert.Contains(t, r.stdout, "sampled 2 cell(s) in 1 row(s): all sequence numbers")
+	assert.Contains(t, r.stderr, `bttl init: table "seqt", family "doc": max_versions=3; NOT sequence`)
+	r = bttl(t, addr, "", "init", "-sample-rows", "0", "-table", "seqt")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "doc: {strategy: sequence, versions: 3}", "-sample-rows 0 reads no data: the rule alone")
+
+	schema := writeFile(t, "seq.yaml", "tables:\n  seqt:\n    doc: {strategy: sequence, versions: 3}\n")
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "table \"seqt\": MISMATCH\n  ! bttl: the family holds timestamps that are not sequence numbers: table \"seqt\", family \"doc\": 2 cell(s)")
+	r = bttl(t, addr, "", "-schema", schema, "verify", "-assume-adopted")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "table \"seqt\": ok\n", r.stdout)
+
+	r = bttl(t, addr, "", "-schema", schema, "plan")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "table \"seqt\": no change (every family matches the schema)\n  ! bttl: the family holds timestamps that are not sequence numbers")
+	assert.Contains(t, r.stdout, "apply will refuse")
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "2 of them real times")
+	assert.Contains(t, r.stderr, "refused")
+	assert.Contains(t, r.stderr, "nothing changed")
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-assume-adopted")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `stored data of family(ies) "doc" not checked against the declared strategy (assumed adopted)`)
+	assert.Equal(t, 2, storedCells(t, addr, "seqt"))
+}
+
+// Issue 26 item 2: write_time added to a family (no rule change) that
+// holds a column `cbt set` wrote under a qualifier starting 0xFF 0xFF:
+// the option would hide it from every read through bttl. verify, plan and
+// apply refuse; audit reports it as hidden.
+func TestCBTWriteTimeOverReservedColumn(t *testing.T) {
+	addr := startCBTEmulator(t)
+	cbt(t, addr, "createtable", "wt", "families=s:maxage=720h")
+	cbt(t, addr, "set", "wt", "r1", "s:\xff\xffold=live data", "s:plain=other")
+	plain := writeFile(t, "plain.yaml", "tables:\n  wt:\n    s: {strategy: default-expiry, ttl: 30d}\n")
+	withWT := writeFile(t, "wt.yaml", "tables:\n  wt:\n    s: {strategy: default-expiry, ttl: 30d, write_time: true}\n")
+	require.Equal(t, exitOK, bttl(t, addr, "", "-schema", plain, "verify").code)
+
+	const hidden = `the family holds columns write times would hide: table "wt", family "s": 1 cell(s) under reserved qualifiers (0xFF 0xFF...) that are not write-time companions (first: row "r1", column "\xff\xffold"`
+	r := bttl(t, addr, "", "-schema", withWT, "verify")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, hidden)
+	r = bttl(t, addr, "", "-schema", withWT, "plan")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, hidden)
+	assert.Contains(t, r.stdout, "apply will refuse")
+	r = bttl(t, addr, "", "-schema", withWT, "apply", "-yes")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "drop write_time, or force")
+
+	r = bttl(t, addr, "", "-schema", withWT, "audit", "-progress", "0", "-fail-on", "hidden-reserved")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `! family "s" (write time): 1 cell(s), 9 bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions (first: row "r1", column "\xff\xffold"`)
+	assert.Contains(t, r.stderr, "hidden-reserved")
+	assert.Equal(t, 2, storedCells(t, addr, "wt"))
 }

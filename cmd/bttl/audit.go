@@ -26,11 +26,13 @@ collected (finding "expired"), real or server timestamps in one-second
 families and real times in sequence families ("real-timestamps"), other
 timestamps that are not sequence numbers in sequence families
 ("not-sequence"), sequence numbers in age families ("sequence-numbers"),
-cells beyond the N versions kept ("beyond-kept"), and rows over 100 MB
-("large-rows"). Values are not read unless -bytes asks for byte figures
-(expired and beyond-N bytes, rows over 100 MB): without it the report counts
-cells only, at cbt count's pace. A sampled (-sample) or limited (-limit)
-report says so.
+cells beyond the N versions kept ("beyond-kept"), rows over 100 MB
+("large-rows"), and in write-time families cells under the reserved
+qualifiers that are not companions, hidden from reads ("hidden-reserved");
+companions are counted apart from the data. Values are not read unless
+-bytes asks for byte figures (expired and beyond-N bytes, rows over 100 MB):
+without it the report counts cells only, as cbt count reads them. A sampled
+(-sample) or limited (-limit) report says so.
 -fail-on makes the named findings exit 1, for CI; -metrics-out writes the
 figures for node_exporter's textfile collector. Progress (fraction of key
 ranges done, ETA) goes to stderr when it is a terminal, or with -progress.
@@ -305,6 +307,7 @@ func findings(reports []*audit.Report) []string {
 			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
 			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
 			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
+			has[findHiddenReserved] = has[findHiddenReserved] || f.HiddenReserved > 0
 		}
 	}
 	var out []string
@@ -447,6 +450,14 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s)%s, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, bytesOf(f.BeyondKeptBytes), f.Versions)
+		}
+		if f.Companions > 0 {
+			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s), %d bytes, stored beside the data and counted apart from it\n", f.Family, f.Companions, f.CompanionBytes)
+		}
+		if f.HiddenReserved > 0 {
+			x := f.HiddenReservedExample
+			fmt.Fprintf(w, "! family %q (write time): %d cell(s), %d bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
+				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, f.HiddenReservedBytes, x.Row, x.Column, ts(x.Timestamp))
 		}
 	}
 	if withBytes && r.RowsOver100MB > 0 {

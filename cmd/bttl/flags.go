@@ -114,9 +114,12 @@ const (
 	findNotSequence = "not-sequence"
 	// An age family holding sequence numbers (the age rule deletes them).
 	findSequenceNumbers = "sequence-numbers"
+	// Reserved qualifiers in a write-time family that are not companions,
+	// hidden from reads (docs/design.md#write-time).
+	findHiddenReserved = "hidden-reserved"
 )
 
-var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers}
+var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers, findHiddenReserved}
 
 // failOnFlag is a comma-separated list of findings, or "all".
 type failOnFlag struct{ p *[]string }

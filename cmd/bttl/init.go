@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/bigtable"
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
@@ -30,13 +32,72 @@ strategy with max_versions; no rule -> unmanaged. A comment marks what a rule
 cannot tell (max age 1s may be a default-expiry family of 1s; max versions
 may be a plain versioned family with real timestamps: run bttl audit). A
 family whose rule fits no strategy (an intersection) is left out and named
-in a comment and on stderr. Reads only: ListTables and GetTable.
+in a comment and on stderr. A max-versions family's cells are sampled (the
+first -sample-rows rows holding it, values stripped): if the sample holds
+timestamps that are not sequence numbers (real times, as cbt and server
+timestamps write), the sequence strategy would hide new writes behind them,
+so the family is written unmanaged, with a comment and a line on stderr
+saying what the sample found. Reads only: ListTables, GetTable and that
+ReadRows.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := fs.String("table", "", "this table only (default: every table of the instance)")
 		force := fs.Bool("force", false, "overwrite the -schema file if it exists")
-		return invocation{run: func(e *env) int { return initSchema(e, *only, *force) }}
+		sample := int64(1000)
+		fs.Var(countFlag{&sample, 0}, "sample-rows", "`rows` of each max-versions family whose timestamps are sampled (default 1000; 0: read no data)")
+		return invocation{run: func(e *env) int { return initSchema(e, *only, *force, sample) }}
 	},
+}
+
+// sequenceSample is what a sample of a max-versions family's cells says
+// about the sequence strategy.
+type sequenceSample struct {
+	rows, cells, notSequence, realTimes int64
+	first                               bigtable.ReadItem
+}
+
+// sampleSequence reads the timestamps of family's cells in the first rows
+// rows holding it.
+func sampleSequence(e *env, table, family string, rows int64) (sequenceSample, error) {
+	var s sequenceSample
+	ctx, cancel := e.step()
+	defer cancel()
+	err := e.data.Open(table).ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		s.rows++
+		for _, it := range r[family] {
+			s.cells++
+			if ts := it.Timestamp; ts < 1000 || ts%1000 != 0 || ts >= strategy.RealTimeFloor {
+				if s.notSequence == 0 {
+					s.first = it
+				}
+				s.notSequence++
+				if ts >= strategy.RealTimeFloor {
+					s.realTimes++
+				}
+			}
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.FamilyFilter(filters.FamilyRegex(family)), bigtable.StripValueFilter())), bigtable.LimitRows(rows))
+	return s, err
+}
+
+// judgeSequence turns a sequence proposal for family that the sample
+// contradicts into unmanaged, saying why (contradicted); otherwise it adds
+// what the sample found to the note.
+func judgeSequence(c classified, rule, family string, s sequenceSample) (out classified, contradicted bool) {
+	if s.cells == 0 {
+		return c, false
+	}
+	if s.notSequence == 0 {
+		c.note += fmt.Sprintf("; sampled %d cell(s) in %d row(s): all sequence numbers (bttl audit reads every row)", s.cells, s.rows)
+		return c, false
+	}
+	c.family = schemafile.Family{Strategy: "unmanaged"}
+	c.note = fmt.Sprintf("%s; NOT sequence: sampled %d cell(s) in %d row(s), %d with timestamps that are not sequence numbers, %d of them real times "+
+		"(first: row %q, column %q, timestamp %s): the sequence strategy would hide new writes behind them, so unmanaged "+
+		"(bttl apply refuses sequence until they are rewritten as seq*1000)",
+		rule, s.cells, s.rows, s.notSequence, s.realTimes, s.first.Row, strings.TrimPrefix(s.first.Column, family+":"), stamp(s.first.Timestamp))
+	return c, true
 }
 
 // classified is what one family's GC rule says about its strategy.
@@ -81,6 +142,15 @@ func classify(rule *adminpb.GcRule) classified {
 	return classified{family: f, ok: true, note: note}
 }
 
+// stamp shows a timestamp as RFC 3339 UTC when it is a real time, raw
+// otherwise (a sequence number is not a time).
+func stamp(t bigtable.Timestamp) string {
+	if t >= strategy.RealTimeFloor {
+		return ts(t)
+	}
+	return strconv.FormatInt(int64(t), 10)
+}
+
 // formatDuration writes d as schemafile reads it: whole days as "7d".
 func formatDuration(d time.Duration) string {
 	day := 24 * time.Hour
@@ -90,7 +160,7 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-func initSchema(e *env, only string, force bool) int {
+func initSchema(e *env, only string, force bool, sampleRows int64) int {
 	if e.g.schema != "" && !force {
 		if _, err := os.Stat(e.g.schema); err == nil {
 			fmt.Fprintf(e.stderr, "bttl init: -schema %s exists; -force overwrites it\n", e.g.schema)
@@ -133,6 +203,16 @@ func initSchema(e *env, only string, force bool) int {
 		var left []string
 		for _, f := range names {
 			c := classify(fams[f].GetGcRule())
+			if c.ok && c.family.Strategy == "sequence" && sampleRows > 0 {
+				smp, err := sampleSequence(e, t, f, sampleRows)
+				if err != nil {
+					return e.fail(fmt.Errorf("table %q, family %q: sample: %w", t, f, err))
+				}
+				var contradicted bool
+				if c, contradicted = judgeSequence(c, gcrule.Describe(fams[f].GetGcRule()), f, smp); contradicted {
+					fmt.Fprintf(e.stderr, "bttl init: table %q, family %q: %s\n", t, f, c.note)
+				}
+			}
 			if !c.ok {
 				msg := fmt.Sprintf("table %q, family %q: %s", t, f, c.note)
 				left = append(left, msg)

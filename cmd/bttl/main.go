@@ -9,7 +9,8 @@
 //	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]
 //	bttl [global flags] audit  -table T -suggest-shard-keys N
 //	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
-//	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-written-before T] [-expired delete|keep] [-dry-run]
+//	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... [-first-switch T -written-before T [-clock-skew D] [-write-time-complete]]
+//	                           [-expired keep|delete [-expect-expired N -expired-as-of T]] [-inflight N] [-dry-run]
 //	bttl [global flags] init   [-table T] [-force]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read   [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,16 +25,31 @@ real) to one-second expiry, each cell expiring at its write time plus a TTL
 (-ttl, or -ttl-rule per row-key prefix and column); one-second or
 default-expiry D (-from default-expiry:D) to default expiry D' or one-second,
 each cell keeping its expiry instant. In place only from real timestamps to
-one-second (-written-before required: the instant every writer writes through
-bttl); the other plans copy into a new family (-to-family), since there a
-shifted timestamp cannot be told from an unshifted one.
+one-second; the other plans copy into a new family (-to-family), since there
+a shifted timestamp cannot be told from an unshifted one.
 
-Each cell moves by one conditional mutation pinning the exact old cell: a
-cell changed meanwhile is skipped and counted, nothing is overwritten. A
+In place, a cell is moved only when it is proven a real write time.
+-first-switch (the instant the first writer started writing through bttl) and
+-written-before (the instant the last one did) are required: a cell stamped
+at or before -first-switch minus -clock-skew is a real write time (moved);
+one after -written-before plus -clock-skew is a bttl expiry instant (left
+alone); one in between is ambiguous unless its write-time companion proves
+it a bttl cell (or -write-time-complete vouches that every bttl writer
+recorded write times). Ambiguous cells are listed and never touched.
+
+Cells already expired under the target are kept by default (listed; GC
+collects them once the one-second rule is applied). They are deleted only
+with -expired delete -expect-expired N -expired-as-of T, where N and T are
+what a dry run printed; the run counts first and writes nothing when its
+count differs.
+
+A row's cells move by one conditional mutation pinning every old cell and
+requiring every new slot free: a row changed meanwhile is retried cell by
+cell, and what changed is skipped and counted; nothing is overwritten. A
 second run changes nothing and says so. -dry-run prints what would change.
-The command prints the steps for a live system (writers to bttl first, then
-migrate, then bttl apply). Exit 1 when cells could not be moved (changed
-meanwhile, a collision, a value too large to pin): run it again.
+Exit 1 while any cell could not be moved (changed meanwhile, a collision,
+too large to pin, ambiguous): with -checkpoint, a rerun reads again every
+key range where a cell was left.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		a := &migrateArgs{}
@@ -43,8 +59,16 @@ meanwhile, a collision, a value too large to pin): run it again.
 		fs.Var(fromFlag{&a.from, &a.fromSet}, "from", "how the family's timestamps are written now: `real`, one-second or default-expiry:D (required)")
 		fs.Var(ttlFlag{&a.ttl}, "ttl", "TTL (a `duration`, e.g. 30d) of cells with real timestamps no -ttl-rule matches (default: the target's default TTL in the schema file)")
 		fs.Var(ttlRuleFlag{&a.rules}, "ttl-rule", "a TTL for some cells with real timestamps, `prefix=P,column=C,ttl=D` (prefix and column optional; repeatable, first match wins)")
-		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place: the `instant` (RFC 3339) from which every writer writes through bttl; timestamps up to it are real write times, later ones expiry instants")
-		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: `delete` (then bttl apply needs no -force) or keep (left for GC)")
+		fs.Var(timeFlag{&a.firstSwitch}, "first-switch", "in place (required): the `instant` (RFC 3339) the first writer of the family started writing through bttl")
+		fs.Var(timeFlag{&a.writtenBefore}, "written-before", "in place (required): the `instant` (RFC 3339) the last writer started writing through bttl; run at least -clock-skew after it")
+		a.clockSkew = migrate.DefaultClockSkew
+		fs.Var(durationFlag{p: &a.clockSkew}, "clock-skew", "in place: how far writers' clocks may be off (a `duration`; 0 means the default); widens the window of ambiguous cells by as much on each side")
+		fs.BoolVar(&a.writeTimeComplete, "write-time-complete", false, "in place: every bttl writer recorded write times since -first-switch (the schema's write_time): a cell in the window without a companion is a real write time")
+		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: keep (left for GC; bttl apply then needs -force) or `delete` (with -expect-expired and -expired-as-of)")
+		fs.Var(expectFlag{&a.expectExpired, &a.expectGiven}, "expect-expired", "with -expired delete: the `count` of expired cells the dry run printed; a different count refuses before writing")
+		fs.Var(timeFlag{&a.expiredAsOf}, "expired-as-of", "with -expired delete: the `instant` the dry run judged expiry at (it prints it); only cells expired then are deleted")
+		a.inflight = migrate.DefaultInflight
+		fs.Var(countFlag{&a.inflight, 1}, "inflight", "conditional row mutations in flight per worker")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
@@ -62,8 +86,15 @@ type migrateArgs struct {
 	fromSet                 bool
 	ttl                     time.Duration
 	rules                   migrate.TTLRules
+	firstSwitch             time.Time
 	writtenBefore           time.Time
+	clockSkew               time.Duration
+	writeTimeComplete       bool
 	expired                 migrate.ExpiredAction
+	expectExpired           int64
+	expectGiven             bool
+	expiredAsOf             time.Time
+	inflight                int64
 	dryRun                  bool
 	examples                int64
 	scan                    scanFlags
@@ -84,6 +115,10 @@ func (a *migrateArgs) check() error {
 		return errors.New("-ttl and -ttl-rule apply to -from real only: other cells keep their expiry instant")
 	case a.dryRun && a.checkpoint != "":
 		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
+	case a.expired == migrate.DeleteExpired && !a.dryRun && (!a.expectSet() || a.expiredAsOf.IsZero()):
+		return errors.New("-expired delete needs -expect-expired N and -expired-as-of T, the count and instant a dry run printed: nothing is deleted on a guess")
+	case a.expired != migrate.DeleteExpired && (a.expectSet() || !a.expiredAsOf.IsZero()):
+		return errors.New("-expect-expired and -expired-as-of go with -expired delete")
 	}
 	return a.scan.check()
 }
@@ -103,7 +138,14 @@ func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, er
 	if !ok {
 		return migrate.Plan{}, fmt.Errorf("%s: family %q is not in the schema file's table %q, which gives the target strategy", flagName, target, a.table)
 	}
-	p := migrate.Plan{Family: a.family, From: a.from, To: to, ToFamily: a.toFamily, WrittenBefore: a.writtenBefore, Expired: a.expired}
+	p := migrate.Plan{Family: a.family, From: a.from, To: to, ToFamily: a.toFamily, FirstSwitch: a.firstSwitch, WrittenBefore: a.writtenBefore,
+		WriteTimeComplete: a.writeTimeComplete, Expired: a.expired, ExpiredAsOf: a.expiredAsOf, ExpectExpired: a.expectExpired}
+	if a.toFamily == "" {
+		p.ClockSkew = a.clockSkew
+	}
+	if a.expired == migrate.DeleteExpired && a.dryRun && a.expiredAsOf.IsZero() {
+		p.Expired = migrate.KeepExpired // a dry run counts the cells expired now either way
+	}
 	if a.from.Kind() == strategy.KindUnmanaged {
 		p.TTL = append(p.TTL, a.rules...)
 		ttl := a.ttl
@@ -126,7 +168,9 @@ func flagError(err error) error {
 	var pe *migrate.PlanError
 	if errors.As(err, &pe) {
 		flag := map[string]string{"Family": "-family", "ToFamily": "-to-family", "From": "-from", "To": "-schema",
-			"WrittenBefore": "-written-before", "TTL": "-ttl", "Expired": "-expired"}[pe.Field]
+			"FirstSwitch": "-first-switch", "WrittenBefore": "-written-before", "ClockSkew": "-clock-skew",
+			"WriteTimeComplete": "-write-time-complete", "TTL": "-ttl", "Expired": "-expired",
+			"ExpiredAsOf": "-expired-as-of", "ExpectExpired": "-expect-expired", "Inflight": "-inflight"}[pe.Field]
 		return fmt.Errorf("%s: %s", flag, strings.TrimPrefix(err.Error(), "bttl: "))
 	}
 	if errors.Is(err, migrate.ErrInvalidTTLRule) {
@@ -150,7 +194,7 @@ func (a *migrateArgs) run(e *env) int {
 	if err != nil {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
 	}
-	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples))}
+	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight))}
 	if a.dryRun {
 		opts = append(opts, migrate.WithDryRun())
 	}
@@ -164,7 +208,9 @@ func (a *migrateArgs) run(e *env) int {
 	}
 	fmt.Fprintf(e.stdout, "table %q, %s\n", a.table, p)
 	if !p.WrittenBefore.IsZero() {
-		fmt.Fprintf(e.stdout, "timestamps before %s are real write times; later ones expiry instants, left alone\n", formatRFC3339(p.WrittenBefore))
+		legacy, bttl := p.Window()
+		fmt.Fprintf(e.stdout, "timestamps at or before %s are real write times (moved); after %s expiry instants (left alone); in between ambiguous unless proven\n",
+			formatRFC3339(legacy), formatRFC3339(bttl))
 	}
 	sopts, err := a.scan.options()
 	if err != nil {
@@ -184,6 +230,10 @@ func (a *migrateArgs) run(e *env) int {
 	rep, err := m.Run(e.ctx, sopts...)
 	pl.done()
 	if err != nil {
+		if errors.Is(err, migrate.ErrExpiredCount) {
+			fmt.Fprintf(e.stderr, "bttl migrate: %v\n", strings.TrimPrefix(err.Error(), "bttl: "))
+			return exitFindings
+		}
 		if errors.Is(err, scan.ErrOption) || errors.Is(err, scan.ErrCheckpoint) {
 			fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
 			return exitError
@@ -198,16 +248,47 @@ func (a *migrateArgs) run(e *env) int {
 		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
 			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
 	}
-	writeMigrateStats(e.stdout, st, a.dryRun)
-	fmt.Fprintln(e.stdout, "\nsteps for a live system (this command is the migration step):")
-	for i, s := range p.Steps() {
-		fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, s)
+	writeMigrateStats(e.stdout, st, a.dryRun, rep.Now)
+	if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
+		fmt.Fprintf(e.stdout, "to delete the %d expired cell(s) (after checking the examples): add -expired delete -expect-expired %d -expired-as-of %s\n",
+			st.ExpiredLeft, st.ExpiredLeft, formatRFC3339(rep.Now))
+	}
+	if st.Changes() > 0 || st.Unmoved() > 0 || a.dryRun {
+		fmt.Fprintln(e.stdout, "\nsteps for a live system (this command is the migration step):")
+		for i, s := range p.Steps() {
+			fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, s)
+		}
+	} else if next := p.NextStep(); next != "" {
+		fmt.Fprintf(e.stdout, "next: %s\n", next)
 	}
 	if n := st.Unmoved(); n > 0 {
-		fmt.Fprintf(e.stderr, "bttl migrate: %d cell(s) not moved (see above); run bttl migrate again once they are dealt with\n", n)
+		fmt.Fprintf(e.stderr, "bttl migrate: %d cell(s) not moved (see above); run bttl migrate again once they are dealt with (with -checkpoint, the rerun reads again every key range where a cell was left)\n", n)
 		return exitFindings
 	}
 	return exitOK
+}
+
+func (a *migrateArgs) expectSet() bool { return a.expectGiven }
+
+// expectFlag is a count, remembered as given (0 is a count too).
+type expectFlag struct {
+	p   *int64
+	set *bool
+}
+
+func (f expectFlag) Set(s string) error {
+	if err := (countFlag{f.p, 0}).Set(s); err != nil {
+		return err
+	}
+	*f.set = true
+	return nil
+}
+
+func (f expectFlag) String() string {
+	if f.p == nil || f.set == nil || !*f.set {
+		return ""
+	}
+	return strconv.FormatInt(*f.p, 10)
 }
 
 // resumed counts the ranges an earlier run finished.
@@ -250,7 +331,7 @@ func (p *progressLine) done() {
 	}
 }
 
-func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool) {
+func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time) {
 	would := ""
 	if dry {
 		would = "would be "
@@ -267,7 +348,8 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool) {
 		{st.Moved, would + "moved to their new timestamp"},
 		{st.OnTarget, "already on the target (nothing to do)"},
 		{st.ExpiredDeleted, "expired under the target, " + would + "deleted"},
-		{st.ExpiredLeft, "expired under the target, left as they are for GC"},
+		{st.ExpiredLeft, "expired under the target as of " + formatRFC3339(now) + ": left as they are, neither moved nor copied"},
+		{st.Ambiguous, "not moved: ambiguous, stamped between -first-switch and -written-before (plus -clock-skew) with nothing proving which writer wrote them (never touched)"},
 		{st.Changed, "changed or removed by a writer meanwhile: skipped (a rerun picks up what is left)"},
 		{st.Collisions, "not moved: another cell holds the new timestamp in that column (never overwritten)"},
 		{st.TooLargeToPin, "not moved: value over about 10 KB, too large to pin in a predicate (never moved unpinned)"},
@@ -278,11 +360,21 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool) {
 			fmt.Fprintf(w, "  %d cell(s) %s\n", l.n, l.what)
 		}
 	}
+	if len(st.AmbiguousExamples) > 0 {
+		fmt.Fprintln(w, "ambiguous cells (a real write time, or a bttl expiry instant?):")
+		for _, x := range st.AmbiguousExamples {
+			fmt.Fprintf(w, "  row %q, column %q: %s\n", x.Row, x.Column, formatTS(x.Old))
+		}
+	}
 	if len(st.Examples) > 0 {
 		fmt.Fprintln(w, "examples:")
 		for _, x := range st.Examples {
 			if x.Deleted {
-				fmt.Fprintf(w, "  row %q, column %q: %s deleted (expired)\n", x.Row, x.Column, formatTS(x.Old))
+				fmt.Fprintf(w, "  row %q, column %q: %s %sdeleted (expired)\n", x.Row, x.Column, formatTS(x.Old), would)
+				continue
+			}
+			if x.Expired {
+				fmt.Fprintf(w, "  row %q, column %q: %s expired, kept\n", x.Row, x.Column, formatTS(x.Old))
 				continue
 			}
 			fmt.Fprintf(w, "  row %q, column %q: %s -> %s\n", x.Row, x.Column, formatTS(x.Old), formatTS(x.New))
@@ -394,7 +486,7 @@ func (f expiredFlag) Set(s string) error {
 
 func (f expiredFlag) String() string {
 	if f.p == nil {
-		return "delete"
+		return "" // the zero flag: -h then shows the default, keep
 	}
 	return f.p.String()
 }

@@ -209,18 +209,8 @@ func TestShardProcessesMergeToSingleAudit(t *testing.T) {
 // bttl audit merge refuses reports that do not fit together (exit 1,
 // saying why) and files it cannot read (exit 2).
 func TestAuditMergeRefusesMismatchedReports(t *testing.T) {
-	ac, dc, addr := newServer(t)
+	addr := hashedClicks(t, 200)
 	ctx := context.Background()
-	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
-		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
-	}}))
-	tbl := dc.Open("events")
-	for i := 0; i < 200; i++ {
-		m := bigtable.NewMutation()
-		m.Set("clicks", "c", bigtable.Now().TruncateToMilliseconds(), []byte("x"))
-		h := uint32(i) * 2654435761
-		require.NoError(t, tbl.Apply(ctx, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), m))
-	}
 	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
 	other := writeFile(t, "o.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 24h}}}\n")
 	audit := func(name string, args ...string) string {

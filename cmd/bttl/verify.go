@@ -18,24 +18,39 @@ var verifyCommand = command{
 	name: "verify", needsSchema: true,
 	help: `Compares each table's column families and GC rules with the schema file.
 A missing table or family, or a rule other than the strategy needs, is a
-mismatch (exit 1); every table is checked. Makes one GetTable call per table.
+mismatch (exit 1); every table is checked. A GC rule does not say which
+strategy it was set for, so the stored cells of each sequence or write-time
+family whose rule matches are read too (values stripped), as apply's
+adoption scan reads them: real timestamps in a sequence family, or columns
+under the reserved qualifiers of a write-time family, are a mismatch
+(exit 1). -assume-adopted skips that scan: then only GetTable is called.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
-		return invocation{run: func(e *env) int { return verify(e, *only) }}
+		assume := assumeAdoptedFlag(fs)
+		return invocation{run: func(e *env) int { return verify(e, *only, *assume) }}
 	},
+}
+
+// assumeAdoptedFlag is -assume-adopted (provision.WithAssumeAdopted).
+func assumeAdoptedFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("assume-adopted", false, "do not read the stored cells of sequence and write-time families whose GC rule already matches "+
+		"(their data was checked before and written only through bttl since); a rule change is still checked")
 }
 
 var planCommand = command{
 	name: "plan", needsSchema: true,
 	help: `Shows the family and GC-rule changes apply would make, how many stored cells
 a lowering change makes collectable (a sample; -exact reads every row), and
-the changes apply would refuse without -force. Changes nothing.
+the changes apply would refuse without -force, including a sequence or
+write-time family whose rule already matches but whose stored cells the
+strategy would hide (-assume-adopted skips that scan). Changes nothing.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
 		exact := fs.Bool("exact", false, "count what a lowering change makes collectable over every row, not a sample")
-		return invocation{run: func(e *env) int { return plan(e, *only, *exact) }}
+		assume := assumeAdoptedFlag(fs)
+		return invocation{run: func(e *env) int { return plan(e, *only, *exact, *assume) }}
 	},
 }
 
@@ -46,34 +61,62 @@ strategies need, after showing the plan and asking for confirmation (-yes:
 don't ask). Refuses (exit 1, nothing changed) a rule change that would
 delete or hide stored cells unless -force; the scan that decides this reads
 every row of the family (-sample-rows sizes only the collectable count).
+A rule does not say which strategy it was set for, so the scan also reads
+sequence and write-time families whose rule already matches, and refuses
+the same way (-assume-adopted skips them).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
+		assume := assumeAdoptedFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
-		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence)")
+		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
 		sample := int64(10_000)
 		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads (default 10000); the safety scan that decides refusal always reads every row")
-		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, int(sample)) }}
+		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, *assume, int(sample)) }}
 	},
 }
 
-func verify(e *env, only string) int {
+func verify(e *env, only string, assumeAdopted bool) int {
 	tables, err := e.tables(only)
 	if err != nil {
 		return e.fail(err)
 	}
+	var opts []provision.Option
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
+	}
+	p := provision.New(e.admin, e.data, opts...)
 	code := exitOK
 	for _, t := range tables {
 		ctx, cancel := e.step()
 		err := e.admin.Verify(ctx, t, e.schemas[t])
-		cancel()
 		var ms gcrule.Mismatches
+		if err == nil || errors.As(err, &ms) {
+			// The families whose rule matches: does their data fit?
+			var pl *provision.Plan
+			pl, err = p.Plan(ctx, t, e.schemas[t])
+			if err == nil {
+				err = p.CheckUnchanged(ctx, pl)
+			}
+			if err != nil && !errors.Is(err, provision.ErrUnsafeAdoption) {
+				err = fmt.Errorf("checking the stored cells of sequence and write-time families (-assume-adopted skips it): %w", err)
+			}
+			if err == nil && ms != nil {
+				err = ms
+			}
+		}
+		cancel()
 		switch {
-		case errors.As(err, &ms):
+		case errors.As(err, &ms) || errors.Is(err, provision.ErrUnsafeAdoption):
 			code = worst(code, exitFindings)
 			fmt.Fprintf(e.stdout, "table %q: MISMATCH\n", t)
 			for _, m := range ms {
 				fmt.Fprintf(e.stdout, "  family %q (%s): %s: expected %s, actual %s\n", m.Family, m.Policy, m.Kind, m.Expected, m.Actual)
+			}
+			if errors.Is(err, provision.ErrUnsafeAdoption) {
+				for _, x := range unwrapJoined(err) {
+					fmt.Fprintf(e.stdout, "  ! %v\n", x)
+				}
 			}
 		case status.Code(err) == codes.NotFound && !e.interrupted():
 			code = worst(code, exitFindings)
@@ -117,7 +160,15 @@ func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provisi
 	return plans, refusal, nil
 }
 
-func plan(e *env, only string, exact bool) int {
+// unwrapJoined is the errors errors.Join joined (err itself otherwise).
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func plan(e *env, only string, exact, assumeAdopted bool) int {
 	tables, err := e.tables(only)
 	if err != nil {
 		return e.fail(err)
@@ -125,6 +176,9 @@ func plan(e *env, only string, exact bool) int {
 	var opts []provision.Option
 	if exact {
 		opts = append(opts, provision.WithExactCounts())
+	}
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
 	}
 	_, refusal, err := e.plans(e.provisioner(opts...), tables)
 	if err != nil {
@@ -136,7 +190,7 @@ func plan(e *env, only string, exact bool) int {
 	return exitOK
 }
 
-func apply(e *env, only string, yes, force bool, sample int) int {
+func apply(e *env, only string, yes, force, assumeAdopted bool, sample int) int {
 	tables, err := e.tables(only)
 	if err != nil {
 		return e.fail(err)
@@ -145,13 +199,16 @@ func apply(e *env, only string, yes, force bool, sample int) int {
 	if force {
 		opts = append(opts, provision.WithForce())
 	}
+	if assumeAdopted {
+		opts = append(opts, provision.WithAssumeAdopted())
+	}
 	p := e.provisioner(opts...)
 	plans, refusal, err := e.plans(p, tables)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
 		return exitFindings
 	}
 	pending := 0

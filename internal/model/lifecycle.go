@@ -157,10 +157,7 @@ func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Du
 	if len(cells) == 0 {
 		return 0, nil
 	}
-	delta := target - cells[0].ts
-	if delta == 0 {
-		return 0, nil
-	}
+	delta := target - cells[0].ts // 0: each cell counts, as already given its TTL
 	moved := 0
 	for i := range cells {
 		c := cells[i]

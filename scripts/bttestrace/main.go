@@ -147,7 +147,8 @@ func startServer(ctx context.Context) (*bigtable.Table, func(), error) {
 		closeAll()
 		return nil, nil, err
 	}
-	if err := admin.CreateTable(ctx, table); err == nil {
+	// err, not a new one: a failure below must reach the check after.
+	if err = admin.CreateTable(ctx, table); err == nil {
 		err = admin.CreateColumnFamily(ctx, table, kept)
 		if err == nil {
 			err = admin.CreateColumnFamily(ctx, table, collect)

@@ -282,7 +282,6 @@ type (
 		Type string `json:"type"`
 		UID  string `json:"uid"`
 	}
-	gridPos       struct{ H, W, X, Y int }
 	grafanaTarget struct {
 		RefID        string `json:"refId"`
 		Datasource   dsRef  `json:"datasource"`

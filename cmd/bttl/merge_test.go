@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hashedClicks starts a server holding table "events", family "clicks"
+// (max age 48h), with rows rows under binary hashed keys, spread over the
+// key space so that every shard of an even split gets some; it returns the
+// server's address.
+func hashedClicks(t *testing.T, rows int) string {
+	t.Helper()
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
+		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
+	}}))
+	tbl := dc.Open("events")
+	for i := 0; i < rows; i++ {
+		m := bigtable.NewMutation()
+		m.Set("clicks", "c", bigtable.Now().TruncateToMilliseconds(), []byte("x"))
+		h := uint32(i) * 2654435761
+		require.NoError(t, tbl.Apply(ctx, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), m))
+	}
+	return addr
+}
+
+// Issue 26 item 7: bttl audit merge refuses forged or corrupt shard
+// reports (exit 1, saying why, nothing printed on stdout): a shard index
+// outside 0 <= i < n, a report of an inverted key range, a shard label
+// that disagrees with its range. Before, shards 0/2, 1/2 and 7/2 merged
+// with the third's counts added.
+func TestAuditMergeRefusesForgedReports(t *testing.T) {
+	addr := hashedClicks(t, 50)
+	ctx := context.Background()
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	const t0 = "2026-01-02T15:04:05Z"
+	auditJSON := func(args ...string) map[string]any {
+		r := bttl(t, addr, "", append([]string{"-schema", schema, "audit", "-json", "-now", t0}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		return out
+	}
+	// forge writes out with its (only) table's report changed by edit.
+	forge := func(name string, out map[string]any, edit func(rep map[string]any)) string {
+		b, err := json.Marshal(out)
+		require.NoError(t, err)
+		var c map[string]any
+		require.NoError(t, json.Unmarshal(b, &c))
+		edit(c["tables"].([]any)[0].(map[string]any))
+		b, err = json.Marshal(c)
+		require.NoError(t, err)
+		return writeFile(t, name, string(b))
+	}
+	same := func(map[string]any) {}
+	s0 := auditJSON("-shard", "0/2")
+	s1 := auditJSON("-shard", "1/2")
+	whole := auditJSON()
+	f0, f1 := forge("s0.json", s0, same), forge("s1.json", s1, same)
+	r := runRaw(ctx, "audit", "merge", f0, f1)
+	require.Equal(t, exitOK, r.code, "the genuine shards merge: %s", r.stderr)
+	assert.Contains(t, r.stdout, "50 rows, 50 cells")
+
+	shard := func(i, n int) func(map[string]any) {
+		return func(rep map[string]any) { rep["shard"] = map[string]any{"index": i, "count": n} }
+	}
+	for _, c := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{f0, f1, forge("s7.json", s1, shard(7, 2))}, "a report of shard 7/2, which no scan makes: want i/n with 0 <= i < n"},
+		{[]string{f0, f1, forge("sneg.json", s1, shard(-1, 2))}, "a report of shard -1/2, which no scan makes"},
+		{[]string{forge("inverted.json", whole, func(rep map[string]any) {
+			rep["ranges"] = []any{map[string]any{"start": "m", "end": "c"}}
+		})}, `covers the key range ["m", "c"), which is empty or inverted`},
+		{[]string{forge("swap0.json", s0, shard(1, 2)), forge("swap1.json", s1, shard(0, 2))}, "where shard 0/2's piece is"},
+	} {
+		r := runRaw(ctx, append([]string{"audit", "merge"}, c.files...)...)
+		assert.Equal(t, exitFindings, r.code, "%v: %s", c.files, r.stderr)
+		assert.Contains(t, r.stderr, c.want)
+		assert.True(t, strings.HasPrefix(r.stderr, "bttl audit merge: cannot merge the reports of table \"events\": "), r.stderr)
+		assert.Empty(t, r.stdout)
+	}
+}
