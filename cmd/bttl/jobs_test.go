@@ -325,7 +325,10 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	now := time.Now()
 	cells := jobCells(t)
 	start := time.Now()
-	model := loadHashedReal(t, []*bigtable.Client{dcA, dcB}, "events", "clicks", cells/10, now)
+	// Every writer switched to bttl 10 s ago (more than migrate's default
+	// clock skew, 5 s); the legacy cells are older than the first switch.
+	switched := now.Add(-10 * time.Second)
+	model := loadHashedReal(t, []*bigtable.Client{dcA, dcB}, "events", "clicks", cells/10, now.Add(-time.Minute))
 	t.Logf("loaded %d cells on both emulators in %s", len(model), time.Since(start))
 
 	schema := writeFile(t, "schema.yaml", "tables: {events: {clicks: {strategy: one-second}}}\n")
@@ -334,7 +337,7 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 		args = withFlag(t, args, "instance", "i")
 		return withFlag(t, args, "schema", schema)
 	}
-	migrate := withFlag(t, fill(migrateArgs), "written-before", now.UTC().Format(time.RFC3339Nano))
+	migrate := withFlag(t, withFlag(t, fill(migrateArgs), "first-switch", switched.UTC().Format(time.RFC3339Nano)), "written-before", switched.UTC().Format(time.RFC3339Nano))
 
 	// The migrate job: n workers at once, JOB_COMPLETION_INDEX as
 	// Kubernetes sets it; worker 1 is killed once its checkpoint row shows
