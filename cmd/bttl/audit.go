@@ -452,12 +452,12 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 			fmt.Fprintf(w, "! family %q: %d cell(s)%s, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, bytesOf(f.BeyondKeptBytes), f.Versions)
 		}
 		if f.Companions > 0 {
-			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s), %d bytes, stored beside the data and counted apart from it\n", f.Family, f.Companions, f.CompanionBytes)
+			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s)%s, stored beside the data and counted apart from it\n", f.Family, f.Companions, bytesOf(f.CompanionBytes))
 		}
 		if f.HiddenReserved > 0 {
 			x := f.HiddenReservedExample
-			fmt.Fprintf(w, "! family %q (write time): %d cell(s), %d bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, f.HiddenReservedBytes, x.Row, x.Column, ts(x.Timestamp))
+			fmt.Fprintf(w, "! family %q (write time): %d cell(s)%s, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
+				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), x.Row, x.Column, ts(x.Timestamp))
 		}
 	}
 	if withBytes && r.RowsOver100MB > 0 {
