@@ -32,7 +32,7 @@ var familyKeys = []string{"strategy", "ttl", "default_ttl", "versions", "max_ver
 
 // build gives the tree its meaning, checking everything but the policies'
 // combination rules (Family.policy) in file order.
-func build(root *node) (map[string]strategy.Schema, *Error) {
+func build(root *node) (map[string]Table, *Error) {
 	if root == nil || root.kind == kindNull {
 		return nil, &Error{Offset: -1, Err: errors.New("empty schema file: it needs a \"tables\" mapping")}
 	}
@@ -56,43 +56,48 @@ func build(root *node) (map[string]strategy.Schema, *Error) {
 	if tables.kind != kindMap {
 		return nil, errAt(tables.at, fmt.Errorf("tables: want a mapping of table IDs, not %s", tables.kind))
 	}
-	out := make(map[string]strategy.Schema, len(tables.entries))
+	out := make(map[string]Table, len(tables.entries))
 	for _, t := range tables.entries {
-		s, err := buildTable(t)
+		tb, err := buildTable(t)
 		if err != nil {
 			err.Table = t.key
 			return nil, err
 		}
-		out[t.key] = s
+		out[t.key] = tb
 	}
 	return out, nil
 }
 
-func buildTable(t entry) (strategy.Schema, *Error) {
+func buildTable(t entry) (Table, *Error) {
 	if err := checkName("table ID", t.key, tableIDPattern, "[_a-zA-Z0-9][-_.a-zA-Z0-9]*", maxTableIDLen); err != nil {
-		return nil, errAt(t.at, err)
+		return Table{}, errAt(t.at, err)
 	}
 	fams := t.val
 	if fams.kind == kindNull || (fams.kind == kindMap && len(fams.entries) == 0) {
-		return nil, errAt(t.at, errors.New("no families"))
+		return Table{}, errAt(t.at, errors.New("no families"))
 	}
 	if fams.kind != kindMap {
-		return nil, errAt(fams.at, fmt.Errorf("want a mapping of column families, not %s", fams.kind))
+		return Table{}, errAt(fams.at, fmt.Errorf("want a mapping of column families, not %s", fams.kind))
 	}
-	s := make(strategy.Schema, len(fams.entries))
+	out := Table{Schema: make(strategy.Schema, len(fams.entries))}
 	for _, f := range fams.entries {
 		p, err := buildFamily(f)
 		if err != nil {
 			err.Family = f.key
-			return nil, err
+			return Table{}, err
 		}
-		s[f.key] = p
+		if f.key == UnlistedKey {
+			out.Unlisted = &p
+			continue
+		}
+		out.Schema[f.key] = p
 	}
-	return s, nil
+	return out, nil
 }
 
 func buildFamily(f entry) (strategy.Policy, *Error) {
-	if err := checkName("family name", f.key, familyNamePattern, "[-_.a-zA-Z0-9]+", maxFamilyNameLen); err != nil {
+	unlisted := f.key == UnlistedKey
+	if err := checkName("family name", f.key, familyNamePattern, "[-_.a-zA-Z0-9]+", maxFamilyNameLen); err != nil && !unlisted {
 		return strategy.Policy{}, errAt(f.at, err)
 	}
 	if f.val.kind == kindNull {
@@ -144,7 +149,13 @@ func buildFamily(f entry) (strategy.Policy, *Error) {
 		}
 	}
 	p, key, err := fam.policy()
-	if err == nil {
+	switch {
+	case err == nil && unlisted:
+		if p != strategy.Unmanaged() {
+			key = "strategy"
+			err = fmt.Errorf("%w: %q (the families the schema does not name) takes strategy unmanaged with no option, not %s", strategy.ErrInvalidPolicy, UnlistedKey, fam.Strategy)
+		}
+	case err == nil:
 		// Also strategy's own rules for a schema (family names included).
 		err = strategy.Schema{f.key: p}.Validate()
 	}

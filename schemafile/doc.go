@@ -21,6 +21,13 @@
 //	      versions: 5                # required: N versions kept (the GC max versions)
 //	    meta:
 //	      strategy: unmanaged
+//	    "*":                         # optional: every family not named above
+//	      strategy: unmanaged        # passes as unmanaged (the only strategy allowed)
+//
+// Without "*" a family the schema does not name is refused by ttlclient and
+// the wire guard (the default); with it, LoadTables and ParseTables return
+// the policy in Table.Unlisted, for ttlclient.WithUnlistedFamilies and
+// wireguard.WithUnlistedFamilies. Load and Parse return the schemas alone.
 //
 // The same in JSON: {"tables": {"events": {"session": {"strategy": "one-second"}}}}.
 //

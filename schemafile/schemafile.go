@@ -38,9 +38,32 @@ type File struct {
 	Tables map[string]map[string]Family `json:"tables" yaml:"tables"`
 }
 
+// UnlistedKey is the family key that gives the policy of every family a
+// table's schema does not name: "*" (quoted in YAML, where a bare * starts
+// an alias). Its policy must be strategy unmanaged, with no option; see
+// Table.Unlisted.
+const UnlistedKey = "*"
+
+// Table is one table of the file: its schema, and the policy of the
+// families the schema does not name when the file gives one under
+// UnlistedKey (nil otherwise: such families are refused, the default).
+// Pass a non-nil Unlisted to ttlclient.WithUnlistedFamilies or
+// wireguard.WithUnlistedFamilies.
+type Table struct {
+	Schema   strategy.Schema
+	Unlisted *strategy.Policy
+}
+
 // Load reads path: JSON when it ends in .json, YAML otherwise. Errors are
-// *Error values naming path, wrapping ErrInvalidFile.
+// *Error values naming path, wrapping ErrInvalidFile. It returns the
+// tables' schemas alone; LoadTables also returns each table's
+// unlisted-families policy.
 func Load(path string) (map[string]strategy.Schema, error) {
+	return schemas(LoadTables(path))
+}
+
+// LoadTables is Load with each table's unlisted-families policy.
+func LoadTables(path string) (map[string]Table, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -55,19 +78,38 @@ func Load(path string) (map[string]strategy.Schema, error) {
 // Parse decodes a schema file (JSON if isJSON, else YAML) into one schema
 // per table, each validated. Errors are *Error values wrapping
 // ErrInvalidFile, with the position (line and column for YAML, byte offset
-// as well for JSON) and the table, family and key concerned.
+// as well for JSON) and the table, family and key concerned. ParseTables
+// also returns each table's unlisted-families policy.
 func Parse(data []byte, isJSON bool) (map[string]strategy.Schema, error) {
+	return schemas(ParseTables(data, isJSON))
+}
+
+// ParseTables is Parse with each table's unlisted-families policy.
+func ParseTables(data []byte, isJSON bool) (map[string]Table, error) {
 	return parse("", data, isJSON)
 }
 
-func parse(file string, data []byte, isJSON bool) (map[string]strategy.Schema, error) {
+// schemas drops the unlisted-families policies: a program given the
+// schemas alone refuses writes to unlisted families, the strict default.
+func schemas(tables map[string]Table, err error) (map[string]strategy.Schema, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]strategy.Schema, len(tables))
+	for id, t := range tables {
+		out[id] = t.Schema
+	}
+	return out, nil
+}
+
+func parse(file string, data []byte, isJSON bool) (map[string]Table, error) {
 	read := readYAML
 	if isJSON {
 		read = readJSON
 	}
 	root, err := read(data)
 	if err == nil {
-		var out map[string]strategy.Schema
+		var out map[string]Table
 		if out, err = build(root); err == nil {
 			return out, nil
 		}

@@ -47,6 +47,7 @@ type config struct {
 	sqlAllowed    bool // PrepareStatement sends queries reading managed families
 	idleWorkers   int
 	idleQueue     int
+	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -231,7 +232,8 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 
 // Open returns a handle on table whose families follow schema. Families the
 // schema does not name are read untouched, and writes to them are refused:
-// name them with strategy.Unmanaged to write them.
+// name them with strategy.Unmanaged to write them, or let every one of them
+// through as unmanaged with WithUnlistedFamilies.
 //
 // Open first verifies, with the admin client, that the table has every
 // family of the schema with the GC rule its strategy needs (see Verify),
@@ -281,9 +283,9 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		rec = cfg.recorder.Table(table, schema)
 		c.recordIncompatible(rec)
 	}
-	if err := schema.Validate(); err != nil {
+	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -297,9 +299,13 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
-			return nil, fmt.Errorf("open table %q: %w", table, err)
+			return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 		}
-		filterOpts = append(filterOpts, filters.WithFamilies(families))
+		if cfg.unlisted == nil {
+			// Unlisted families, when written, are read whenever created:
+			// see WithUnlistedFamilies.
+			filterOpts = append(filterOpts, filters.WithFamilies(families))
+		}
 	}
 	fb, err := filters.New(schema, filterOpts...)
 	if err == nil {
@@ -307,7 +313,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, fmt.Errorf("open table %q: %w", table, err)
+		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false
@@ -329,6 +335,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		refresh:     &c.refresh,
 		idleWorkers: cfg.idleWorkers,
 		idleQueue:   cfg.idleQueue,
+		unlisted:    cfg.unlisted,
 	}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)

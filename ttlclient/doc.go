@@ -19,7 +19,10 @@
 // timestamp on a one-second family, a cell expired on arrival, a TTL or
 // sequence number out of range, ReadModifyWrite on a managed family, an
 // unknown family) is refused with a *CellError wrapping a sentinel error;
-// nothing of that row is sent.
+// nothing of that row is sent. A refusal carries a gRPC status
+// (InvalidArgument or FailedPrecondition, StatusCode), so status.Code sees
+// it as it sees a server's error. WithUnlistedFamilies lets families the
+// schema does not name through as unmanaged instead of refusing them.
 //
 // Open verifies the table first: with an admin client (NewClient creates
 // one; give Wrap WithAdminClient) it reads the families' exact GC rules and

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
@@ -95,7 +98,9 @@ const (
 )
 
 // CellError is a refused operation: which table, row, family and column,
-// and the offending timestamp, TTL or sequence number.
+// and the offending timestamp, TTL or sequence number. Its GRPCStatus
+// gives the refusal a gRPC code, so status.Code(err) is InvalidArgument or
+// FailedPrecondition as docs/design.md#refusal-status-codes lists per sentinel.
 type CellError struct {
 	Table     string
 	Row       string
@@ -106,6 +111,10 @@ type CellError struct {
 	Sequence  int64              // the cell's sequence number, when one was given
 	Options   []CellOption       // the cell options, when more than one was given
 	Err       error              // wraps a sentinel
+
+	// named: the refused operation names Family, so the message names it
+	// even when it is "" (an operation on the empty family name).
+	named bool
 }
 
 func (e *CellError) Error() string {
@@ -115,7 +124,7 @@ func (e *CellError) Error() string {
 	if e.Row != "" {
 		fmt.Fprintf(&b, ", row %q", truncate(e.Row, 64))
 	}
-	if e.Family != "" {
+	if e.Family != "" || e.named {
 		fmt.Fprintf(&b, ", family %q", e.Family)
 	}
 	if e.Column != "" {
@@ -138,6 +147,12 @@ func (e *CellError) Error() string {
 }
 
 func (e *CellError) Unwrap() error { return e.Err }
+
+// GRPCStatus is the refusal's gRPC status: the code of its sentinel (see
+// StatusCode), its message, and an ErrorInfo detail (domain
+// "github.com/bttl/bttl") whose reason is RefusalReason's. It makes status.Code and status.FromError see a
+// refusal as they see a server's error.
+func (e *CellError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -166,3 +181,94 @@ func (e *NoAdminError) Error() string {
 }
 
 func (e *NoAdminError) Unwrap() error { return ErrNoAdminClient }
+
+func (e *NoAdminError) GRPCStatus() *status.Status { return refusalStatus(ErrNoAdminClient, e.Error()) }
+
+func (e *SQLError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
+
+// statusCodes is the gRPC code of each sentinel's refusals: InvalidArgument
+// when the call itself is malformed or out of range whatever the table
+// holds; FailedPrecondition when the call is well formed but the schema, a
+// family's strategy, the clock, the client's setup or the stored data rule
+// it out. docs/design.md#refusal-status-codes has the same table.
+var statusCodes = []struct {
+	err  error
+	code codes.Code
+}{
+	{ErrInvalidPolicy, codes.InvalidArgument},
+	{ErrUnsupportedGCRule, codes.InvalidArgument},
+	{ErrInvalidTTL, codes.InvalidArgument},
+	{ErrTimestampOverflow, codes.InvalidArgument},
+	{ErrBeforeEpoch, codes.InvalidArgument},
+	{ErrInvalidSequence, codes.InvalidArgument},
+	{ErrWrongCellOption, codes.InvalidArgument},
+	{ErrTTLTooLong, codes.InvalidArgument},
+	{ErrReservedColumn, codes.InvalidArgument},
+	{ErrNilMutation, codes.InvalidArgument},
+	{ErrEmptyMutation, codes.InvalidArgument},
+	{ErrNestedCondition, codes.InvalidArgument},
+	{ErrConditionalInBulk, codes.InvalidArgument},
+	{ErrEmptyRowKey, codes.InvalidArgument},
+	{ErrRowKeyTooLong, codes.InvalidArgument},
+	{ErrValueTooLarge, codes.InvalidArgument},
+	{ErrInvalidTimestampRange, codes.InvalidArgument},
+	{ErrUnsupportedReadOption, codes.InvalidArgument},
+	{ErrFilterTooLarge, codes.InvalidArgument},
+
+	{ErrServerTimestamp, codes.FailedPrecondition},
+	{ErrAlreadyExpired, codes.FailedPrecondition},
+	{ErrUnknownFamily, codes.FailedPrecondition},
+	{ErrServerAssignedTimestamp, codes.FailedPrecondition},
+	{ErrGCRuleMismatch, codes.FailedPrecondition},
+	{ErrNoAdminClient, codes.FailedPrecondition},
+	{ErrMutationUnreadable, codes.FailedPrecondition},
+	{ErrNotApplicable, codes.FailedPrecondition},
+	{ErrCellTooLargeToPin, codes.FailedPrecondition},
+	{ErrNoWriteTime, codes.FailedPrecondition},
+	{ErrReadOnlyView, codes.FailedPrecondition},
+	{ErrUnfilteredSQL, codes.FailedPrecondition},
+	{ErrSQLUnknownTable, codes.FailedPrecondition},
+}
+
+// StatusCode is the gRPC code of a refusal wrapping err's sentinel (see
+// statusCodes), codes.Unknown when err wraps none.
+func StatusCode(err error) codes.Code {
+	for _, s := range statusCodes {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return codes.Unknown
+}
+
+// refusalStatus is the status of a refusal whose cause is err and whose
+// message is msg. A cause that carries a gRPC status itself (a server's
+// error in a *CellError about a cell that was read) keeps its code.
+func refusalStatus(err error, msg string) *status.Status {
+	var inner interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &inner) {
+		if st := inner.GRPCStatus(); st != nil {
+			p := st.Proto()
+			p.Message = msg
+			return status.FromProto(p)
+		}
+	}
+	code := StatusCode(err)
+	st := status.New(code, msg)
+	if code == codes.Unknown {
+		return st // not a refusal (a failed Open's own error, say): no reason to give
+	}
+	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: RefusalReason(err), Domain: "github.com/bttl/bttl"}); e == nil {
+		st = d
+	}
+	return st
+}
+
+// codedError gives a refusal that is not a *CellError (a refused Open, an
+// unreadable read option) its sentinel's gRPC status; its message and
+// chain are err's.
+type codedError struct{ err error }
+
+func (e *codedError) Error() string              { return e.err.Error() }
+func (e *codedError) Unwrap() error              { return e.err }
+func (e *codedError) GRPCStatus() *status.Status { return refusalStatus(e.err, e.err.Error()) }

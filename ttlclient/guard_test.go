@@ -61,6 +61,17 @@ type guardCase struct {
 	build  func(m *ttlclient.Mutation)
 }
 
+// rowKey is the case's row: "row" by default, "" for "-".
+func (c guardCase) rowKey() string {
+	switch c.row {
+	case "":
+		return "row"
+	case "-":
+		return ""
+	}
+	return c.row
+}
+
 func guardCases() []guardCase {
 	set := func(fam string, ts bigtable.Timestamp, opts ...ttlclient.CellOption) func(*ttlclient.Mutation) {
 		return func(m *ttlclient.Mutation) { m.Set(fam, "c", ts, []byte("v"), opts...) }
@@ -189,13 +200,7 @@ func TestGuardrailsRefuseBeforeAnyRPC(t *testing.T) {
 			if !c.clock.IsZero() {
 				e.h.Clock.Set(c.clock)
 			}
-			row := c.row
-			switch row {
-			case "":
-				row = "row"
-			case "-":
-				row = ""
-			}
+			row := c.rowKey()
 			m := ttlclient.NewMutation()
 			c.build(m)
 			before := counter.n.Load()

@@ -17,7 +17,7 @@ import (
 // agePolicy is the policy of family for a lifecycle operation: an age
 // family, or ErrUnknownFamily / ErrNotApplicable.
 func (t *Table) agePolicy(family string) (strategy.Policy, error) {
-	p, ok := t.schema[family]
+	p, ok := t.policy(family)
 	if !ok {
 		return p, ErrUnknownFamily
 	}

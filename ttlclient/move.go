@@ -46,9 +46,9 @@ import (
 // (strategy.MaxTimestamp's) included: its ranges end with "no end"
 // (strategy.MilliEnd).
 func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode) (applied bool, err error) {
-	p, ok := t.schema[family]
+	p, ok := t.policy(family)
 	if !ok {
-		return false, t.refuse(row, family, column, ErrUnknownFamily)
+		return false, t.refuseOp(row, family, column, ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
 	if !p.IsLive(old, t.now()) {

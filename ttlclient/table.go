@@ -37,6 +37,8 @@ type Table struct {
 	refresh                *refreshPool
 	idleWorkers, idleQueue int
 	idleRec                IdleRecorder
+
+	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 }
 
 // Name is the table's name.
@@ -203,12 +205,12 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 	}
 	rmw := bigtable.NewReadModifyWrite()
 	for _, o := range m.ops {
-		p, ok := t.schema[o.family]
+		p, ok := t.policy(o.family)
 		if !ok {
-			return nil, t.refuse(row, o.family, o.column, ErrUnknownFamily)
+			return nil, t.refuseOp(row, o.family, o.column, ErrUnknownFamily)
 		}
 		if p.Managed() {
-			return nil, t.refuse(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
+			return nil, t.refuseOp(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
 		}
 		if o.isAppend {
 			rmw.AppendValue(o.family, o.column, o.appendValue)
@@ -234,7 +236,7 @@ func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, 
 			f, ok := rowFilterOf(o)
 			if !ok {
 				t.obs.refused("", ErrUnsupportedReadOption)
-				return nil, fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)
+				return nil, &codedError{fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)}
 			}
 			user, hasUser = f, true
 		}
@@ -295,6 +297,14 @@ func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
 func (t *Table) refuse(row, family, column string, err error) *CellError {
 	t.obs.refused(family, err)
 	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
+}
+
+// refuseOp is refuse for an operation on family, which the message names
+// even when it is "".
+func (t *Table) refuseOp(row, family, column string, err error) *CellError {
+	e := t.refuse(row, family, column, err)
+	e.named = true
+	return e
 }
 
 func (t *Table) checkRowKey(row string) error {
@@ -383,7 +393,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			continue
 		}
 		if !found || o.family != fam {
-			p, found = t.schema[o.family]
+			p, found = t.policy(o.family)
 			if !found {
 				return nil, t.opError(row, &o, ErrUnknownFamily)
 			}
@@ -479,7 +489,7 @@ func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now t
 
 func (t *Table) opError(row string, o *op, err error) *CellError {
 	t.obs.refused(o.family, err)
-	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err}
+	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err, named: true}
 	switch {
 	case o.cellOpt == cellOptTTL:
 		e.TTL = o.ttl()

@@ -171,17 +171,17 @@ func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
 // ErrUnknownFamily, ErrWrongCellOption on a sequence or unmanaged family,
 // ErrInvalidTTL, ErrTimestampOverflow, ErrBeforeEpoch, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
-	p, ok := t.schema[family]
+	p, ok := t.policy(family)
 	if !ok {
-		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: ErrUnknownFamily}
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: ErrUnknownFamily, named: true}
 	}
 	if !p.Managed() {
-		return 0, &CellError{Table: t.name, Family: family, TTL: ttl,
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, named: true,
 			Err: fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)}
 	}
 	ts, err := p.WriteTimestamp(t.clock.Now(), ttl)
 	if err != nil {
-		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: err}
+		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: err, named: true}
 	}
 	return ts, nil
 }

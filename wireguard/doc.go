@@ -25,7 +25,8 @@
 // sent: a server timestamp (-1) on a managed family, a timestamp already
 // expired (one-second: <= now), a negative timestamp, a sequence timestamp
 // that is not seq*1000, ReadModifyWrite/AddToCell/MergeToCell on a managed
-// family, or a family the schema does not name is refused with gRPC status
+// family, or a family the schema does not name (unless WithUnlistedFamilies
+// lets such families pass as unmanaged) is refused with gRPC status
 // FailedPrecondition. The message names the rule, table, family, column and
 // row; an errdetails.PreconditionFailure detail carries the rule as its
 // type for gRPC-level callers (bigtable v1.58.0 rebuilds the status without

@@ -431,3 +431,31 @@ func ExampleWithSQLAllowed() {
 	// sql-query
 	// Unimplemented
 }
+
+// A guarded table with many families and a few managed ones: every family
+// the schema does not name passes as unmanaged.
+func ExampleWithUnlistedFamilies() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	if err := h.CreateTable(ctx, "wide", strategy.Schema{"session": strategy.OneSecond(), "profile": strategy.Unmanaged()}); err != nil {
+		panic(err)
+	}
+	schema := strategy.Schema{"session": strategy.OneSecond()}
+	strict, _ := wireguard.New(map[string]strategy.Schema{"wide": schema})
+	open, _ := wireguard.New(map[string]strategy.Schema{"wide": schema}, wireguard.WithUnlistedFamilies(strategy.Unmanaged()))
+
+	m := bigtable.NewMutation()
+	m.Set("profile", "name", 1000, []byte("Ada"))
+	for _, g := range []*wireguard.Guard{strict, open} {
+		client := dial(ctx, h.Addr, g.DialOptions()...)
+		fmt.Println(rule(client.Open("wide").Apply(ctx, "user#1", m)))
+		client.Close()
+	}
+	// Output:
+	// unknown-family
+	// ok
+}

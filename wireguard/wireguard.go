@@ -121,6 +121,9 @@ type Guard struct {
 	managed    bool   // some guarded table or declared view has a managed family
 	probe      string // the family of Verify's probe, which only this guard recognizes
 	viewDecls  []viewDecl
+	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
+	// unlistedTables: the tables unlisted holds for; nil: every table.
+	unlistedTables map[string]bool
 }
 
 type viewDecl struct {
@@ -135,6 +138,7 @@ type table struct {
 	writeTime   bool   // some family records write times (strategy.WithWriteTime)
 	singleValue bool   // some family is strategy.SingleValue
 	probe       string // the guard's Verify probe family
+	unlisted    *strategy.Policy
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -147,6 +151,9 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 	for _, o := range opts {
 		o(g)
 	}
+	if err := g.checkUnlisted(schemas); err != nil {
+		return nil, err
+	}
 	newTable := func(kind, id string, s strategy.Schema) (*table, error) {
 		if id == "" || strings.Contains(id, "/") {
 			return nil, fmt.Errorf("%w: %s ID %q", strategy.ErrInvalidPolicy, kind, id)
@@ -155,7 +162,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id)}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
@@ -544,10 +551,11 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 		switch x := m.GetMutation().(type) {
 		case *btpb.Mutation_SetCell_:
 			fam, col = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier()
-			p, ok := t.schema[fam]
-			if !ok && fam == t.probe {
+			if _, named := t.schema[fam]; !named && fam == t.probe {
+				// Before the unlisted families: the probe never passes.
 				return t.violation(RuleVerifyProbe, fam, col, errors.New("the probe of Guard.Verify: this guard is installed; nothing was sent"))
 			}
+			p, ok := t.policy(fam)
 			if !ok {
 				return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 			}
@@ -592,7 +600,7 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 			// with no oneof set: what it writes is unknown.
 			return t.violation(RuleUnclassifiable, "", nil, errors.New("a mutation of a kind the guard does not know"))
 		}
-		if _, ok := t.schema[fam]; !ok {
+		if _, ok := t.policy(fam); !ok {
 			return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 		}
 	}
@@ -600,7 +608,7 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 }
 
 func (t *table) checkServerAssigned(fam string, col []byte, op string) *violation {
-	p, ok := t.schema[fam]
+	p, ok := t.policy(fam)
 	if !ok {
 		return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
 	}

@@ -3,8 +3,8 @@
 // schema file from an instance's existing tables.
 //
 //	bttl [global flags] verify [-table T]
-//	bttl [global flags] plan   [-table T]
-//	bttl [global flags] apply  [-table T] [-yes] [-force]
+//	bttl [global flags] plan   [-table T] [-family F,G] [-exact] [-assume-adopted]
+//	bttl [global flags] apply  [-table T] [-family F,G] [-yes] [-force] [-assume-adopted]
 //	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
 //	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]
 //	bttl [global flags] audit  -table T -suggest-shard-keys N
@@ -28,7 +28,7 @@
 // file format is documented in package schemafile.
 //
 // Exit status: 0 when all is well, 1 on a finding or mismatch (or when
-// apply refuses or is not confirmed), 2 on a usage, file or connection
+// apply refuses or is not confirmed, or plan shows that apply would), 2 on a usage, file or connection
 // error, 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
 package main
 

@@ -34,7 +34,8 @@ const (
 	exitTerminated  = 143 // SIGTERM, as a shell reports it
 )
 
-const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed);
+const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed, plan
+when apply would refuse, lookup of a row that holds no cell);
 2 usage, file or connection error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 `
 

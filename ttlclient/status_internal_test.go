@@ -1,0 +1,119 @@
+package ttlclient
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// sentinelsByName is every sentinel the package declares or re-exports,
+// by name, for the tests that go through all of them.
+var sentinelsByName = map[string]error{
+	"ErrInvalidPolicy": ErrInvalidPolicy, "ErrUnsupportedGCRule": ErrUnsupportedGCRule, "ErrInvalidTTL": ErrInvalidTTL,
+	"ErrTimestampOverflow": ErrTimestampOverflow, "ErrBeforeEpoch": ErrBeforeEpoch, "ErrInvalidSequence": ErrInvalidSequence,
+	"ErrServerTimestamp": ErrServerTimestamp, "ErrAlreadyExpired": ErrAlreadyExpired, "ErrWrongCellOption": ErrWrongCellOption,
+	"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
+	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
+	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
+	"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
+	"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
+	"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
+	"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
+	"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
+	"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
+}
+
+// documentedCodes is the gRPC code table of docs/design.md#refusal-status-codes, by
+// sentinel name.
+func documentedCodes(t *testing.T) map[string]codes.Code {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/design.md")
+	require.NoError(t, err)
+	row := regexp.MustCompile("(?m)^\\| `(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition)` \\|$")
+	out := map[string]codes.Code{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		c := codes.InvalidArgument
+		if m[2] == "FailedPrecondition" {
+			c = codes.FailedPrecondition
+		}
+		_, dup := out[m[1]]
+		require.False(t, dup, "%s twice in the table", m[1])
+		out[m[1]] = c
+	}
+	return out
+}
+
+// Issue 28: a refusal carried no gRPC status (status.Code gave Unknown).
+// Every sentinel of the package (errors.go, sql.go, views.go and the
+// strategy sentinels it re-exports) gets the code the table of docs/design.md#refusal-status-codes gives
+// it, through a *CellError, wrapped further, and the chain still answers
+// errors.Is and errors.As.
+func TestEverySentinelHasItsStatusCode(t *testing.T) {
+	doc := documentedCodes(t)
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range []string{"errors.go", "sql.go", "views.go", "../strategy/errors.go"} {
+		for _, n := range sentinelNames(t, f) {
+			if !seen[n] { // ttlclient re-exports the strategy sentinels
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			sentinel, ok := sentinelsByName[name]
+			require.True(t, ok, "sentinel %s is not in sentinelsByName: add it, and its code to statusCodes and docs/design.md#refusal-status-codes", name)
+			want, ok := doc[name]
+			require.True(t, ok, "sentinel %s has no row in the table of docs/design.md#refusal-status-codes", name)
+			assert.Equal(t, want, StatusCode(sentinel))
+
+			ce := &CellError{Table: "t", Row: "r", Family: "f", Err: fmt.Errorf("%w: detail", sentinel)}
+			assert.Equal(t, want, status.Code(ce))
+			st, ok := status.FromError(ce)
+			require.True(t, ok)
+			assert.Equal(t, ce.Error(), st.Message())
+			if assert.Len(t, st.Details(), 1) {
+				info, ok := st.Details()[0].(*errdetails.ErrorInfo)
+				require.True(t, ok, "%T", st.Details()[0])
+				assert.Equal(t, RefusalReason(sentinel), info.GetReason())
+				assert.Equal(t, "github.com/bttl/bttl", info.GetDomain())
+			}
+
+			// Wrapped further, as Open and callers wrap: the code stays,
+			// the message is the whole text, errors.Is/As still see through.
+			wrapped := fmt.Errorf("save order: %w", ce)
+			st, ok = status.FromError(wrapped)
+			require.True(t, ok)
+			assert.Equal(t, want, st.Code())
+			assert.Equal(t, wrapped.Error(), st.Message())
+			assert.ErrorIs(t, wrapped, sentinel)
+			var got *CellError
+			require.ErrorAs(t, wrapped, &got)
+			assert.Same(t, ce, got)
+		})
+	}
+	assert.Len(t, doc, len(names), "the table of docs/design.md#refusal-status-codes has a row for a sentinel the package does not declare")
+	assert.Len(t, statusCodes, len(names), "statusCodes has an entry per sentinel")
+	assert.Equal(t, codes.Unknown, StatusCode(errors.New("not a refusal")))
+}
+
+// A *CellError whose cause carries a status (a server's error) keeps the
+// server's code rather than claiming a refusal's.
+func TestCellErrorKeepsItsCauseStatus(t *testing.T) {
+	cause := status.Error(codes.Unavailable, "server went away")
+	ce := &CellError{Table: "t", Row: "r", Family: "f", Err: fmt.Errorf("read cell: %w", cause)}
+	st, ok := status.FromError(ce)
+	require.True(t, ok)
+	assert.Equal(t, codes.Unavailable, st.Code())
+	assert.Equal(t, ce.Error(), st.Message())
+}

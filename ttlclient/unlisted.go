@@ -1,0 +1,44 @@
+package ttlclient
+
+import (
+	"fmt"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// WithUnlistedFamilies makes families the schema does not name pass
+// through as p instead of being refused with ErrUnknownFamily: writes to
+// them are checked and sent as for a family declared p, and reads return
+// every stored cell of them, as the raw client would, whenever the family
+// was created. p must be strategy.Unmanaged(), the one policy that needs
+// neither a GC rule nor a filter per family; Open refuses any other with
+// ErrInvalidPolicy. The default stays strict: without this option a write
+// to a family the schema does not name is refused.
+//
+// With the option, Open builds the read filter without the list of the
+// table's families it read while verifying (see Open): a filter selecting
+// families by name would return nothing of a family created after Open,
+// which writes would then reach and reads miss. The filter instead applies
+// each managed family's bound and passes every other family through a
+// complement regex, which the emulators evaluate more slowly.
+func WithUnlistedFamilies(p strategy.Policy) Option {
+	return func(cfg *config) { cfg.unlisted = &p }
+}
+
+// checkUnlisted refuses an unlisted-families policy other than Unmanaged.
+func checkUnlisted(p *strategy.Policy) error {
+	if p != nil && *p != strategy.Unmanaged() {
+		return fmt.Errorf("%w: WithUnlistedFamilies takes strategy.Unmanaged() only, not a %s policy", ErrInvalidPolicy, p.Kind())
+	}
+	return nil
+}
+
+// policy is family's policy: the schema's, else the unlisted families'
+// when WithUnlistedFamilies was given; ok is false for a family neither
+// covers (a write to it is refused with ErrUnknownFamily).
+func (t *Table) policy(family string) (p strategy.Policy, ok bool) {
+	if p, ok = t.schema[family]; ok || t.unlisted == nil {
+		return p, ok
+	}
+	return *t.unlisted, true
+}
