@@ -86,7 +86,7 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	}
 	schema := writeFile(t, "schema.yaml", "tables:\n  seqt:\n    doc: {strategy: sequence, versions: 3}\n")
 
-	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-progress", "0")
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-json", "-progress", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var got struct{ Tables []audit.Report }
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
@@ -97,7 +97,7 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	assert.Equal(t, int64(3), doc.RealTimes)
 	require.NotNil(t, doc.NotSequenceExample)
 	assert.Equal(t, "d1", doc.NotSequenceExample.Row)
-	r = bttl(t, addr, "", "-schema", schema, "audit", "-progress", "0")
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-progress", "0")
 	assert.Contains(t, r.stdout, `! family "doc" (sequence): 3 cell(s) whose timestamps are not sequence numbers, 3 of them real times`)
 
 	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
@@ -236,7 +236,7 @@ func TestCBTWriteTimeOverReservedColumn(t *testing.T) {
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "drop write_time, or force")
 
-	r = bttl(t, addr, "", "-schema", withWT, "audit", "-progress", "0", "-fail-on", "hidden-reserved")
+	r = bttl(t, addr, "", "-schema", withWT, "audit", "-bytes", "-progress", "0", "-fail-on", "hidden-reserved")
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, `! family "s" (write time): 1 cell(s), 9 bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions (first: row "r1", column "\xff\xffold"`)
 	assert.Contains(t, r.stderr, "hidden-reserved")
