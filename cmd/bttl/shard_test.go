@@ -266,9 +266,11 @@ func TestAuditMergeRefusesMismatchedReports(t *testing.T) {
 		assert.Equal(t, exitOK, r.code, "%q", args)
 		assert.Contains(t, r.stdout, "usage: bttl audit merge [flags] FILE...")
 	}
-	// -fail-on and -metrics-out work on the merged report.
+	// -fail-on and -metrics-out work on the merged report (of shards
+	// audited with -bytes: the gauges include byte figures).
+	b0, b1 := audit("b0.json", "-now", t0, "-shard", "0/2", "-bytes"), audit("b1.json", "-now", t0, "-shard", "1/2", "-bytes")
 	prom := filepath.Join(t.TempDir(), "m.prom")
-	r = runRaw(ctx, "audit", "merge", "-fail-on", "expired", "-metrics-out", prom, s1, s0)
+	r = runRaw(ctx, "audit", "merge", "-fail-on", "expired", "-metrics-out", prom, b1, b0)
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	b, err := os.ReadFile(prom)
 	require.NoError(t, err)
