@@ -238,12 +238,6 @@ type auditOutput struct {
 	NoBytes bool `json:"no_bytes,omitempty"`
 }
 
-// finish prints the reports as JSON (the text form is printed as each table
-// is done) and returns the exit status -fail-on implies.
-func finish(e *env, reports []*audit.Report, asJSON bool, sample float64, limit int64, failOn []string) int {
-	return finishOutput(e, auditOutput{Tables: reports, Sample: sample, Limit: limit}, asJSON, failOn)
-}
-
 // finishOutput is finish for an output whose other fields are set.
 func finishOutput(e *env, out auditOutput, asJSON bool, failOn []string) int {
 	found := findings(out.Tables)
@@ -397,8 +391,6 @@ func ts(t bigtable.Timestamp) string {
 	}
 	return t.Time().UTC().Format(time.RFC3339Nano)
 }
-
-func writeReport(w io.Writer, r *audit.Report) { writeReportBytes(w, r, true) }
 
 // writeReportBytes writes the report, its byte figures only when they
 // were measured (audit -bytes; without it values were stripped and the

@@ -220,7 +220,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	var guardOpts []wireguard.Option
 	switch c.path {
 	case conformance.PathMutation, conformance.PathTableAPI:
-		tbl, err := h.Client.Open(table, schema)
+		tbl, err := h.Client.OpenContext(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), h.Client.FlushIdleRefreshes
 		if c.path == conformance.PathTableAPI {
@@ -244,7 +244,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 		client := ttlclient.Wrap(dc.Client, ttlclient.WithClock(h.Clock),
 			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
 		t.Cleanup(func() { _ = client.Close() })
-		tbl, err := client.Open(table, schema)
+		tbl, err := client.OpenContext(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), client.FlushIdleRefreshes
 	}
@@ -268,7 +268,7 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 		t.Helper()
 		schema := strategy.Schema{"f": p, conformance.FamPlain: strategy.Unmanaged()}
 		errs := map[string]error{"strategy.Schema.Validate": schema.Validate()}
-		_, errs["ttlclient.Client.Open"] = h.Client.Open("never-created", schema, ttlclient.WithoutVerify())
+		_, errs["ttlclient.Client.Open"] = h.Client.OpenContext(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
 		_, errs["wireguard.New"] = wireguard.New(map[string]strategy.Schema{"t": schema})
 		for entry, err := range errs {
 			if wantRefused {
