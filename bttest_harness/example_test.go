@@ -11,10 +11,12 @@ import (
 
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
+	"github.com/bttl/bttl/wireguard"
 )
 
 var schema = strategy.Schema{
@@ -253,4 +255,49 @@ func ExampleEmulator_Restart() {
 			t.Log("the table is gone with the old server:", err)
 		}
 	}
+}
+
+// A plain client on its own connection to the harness's server, dialled
+// with the wire guard's interceptors: on bttest and on cbtemulator alike,
+// its writes pass the guard.
+func ExampleHarness_DialDataClient() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", schema); err != nil {
+		panic(err)
+	}
+	guard, err := wireguard.New(map[string]strategy.Schema{"events": schema}, wireguard.WithClock(h.Clock))
+	if err != nil {
+		panic(err)
+	}
+	c, err := h.DialDataClient(ctx, guard.DialOptions()...)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	// A server timestamp on a one-second family would expire at once.
+	m := bigtable.NewMutation()
+	m.Set("session", "token", bigtable.ServerTime, []byte("abc"))
+	fmt.Println(status.Code(c.Open("events").Apply(ctx, "user#1", m)))
+	// Output: FailedPrecondition
+}
+
+func ExampleDataClient_Close() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	c, err := h.DialDataClient(ctx)
+	if err != nil {
+		panic(err)
+	}
+	// The client and the connection DialDataClient dialled.
+	fmt.Println(c.Close())
+	// Output: <nil>
 }

@@ -249,3 +249,41 @@ func (c *ManualClock) Set(t time.Time) {
 	c.now = t
 	c.mu.Unlock()
 }
+
+// DataClient is a data client on a connection of its own to the harness's
+// server. Close closes both.
+type DataClient struct {
+	*bigtable.Client
+	conn *grpc.ClientConn
+}
+
+// Close closes the client and its connection.
+func (d *DataClient) Close() error {
+	err := d.Client.Close()
+	if cerr := d.conn.Close(); cerr != nil && status.Code(cerr) != codes.Canceled {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// DialDataClient dials the harness's server again with opts (a wire
+// guard's DialOptions, say) and returns a plain data client on that
+// connection: every call it makes passes the connection's interceptors, on
+// the in-process server and on cbtemulator alike (a dialled connection is
+// how an interceptor reaches a client under an emulator, where
+// option.WithGRPCDialOption is ignored). Sessions are disabled, as a
+// guarded client needs. The caller closes it.
+func (h *Harness) DialDataClient(ctx context.Context, opts ...grpc.DialOption) (*DataClient, error) {
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	conn, err := grpc.NewClient(h.Addr, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
+	}
+	c, err := bigtable.NewClientWithConfig(ctx, Project, Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, option.WithGRPCConn(conn))
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("data client: %w", err)
+	}
+	return &DataClient{Client: c, conn: conn}, nil
+}

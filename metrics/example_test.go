@@ -41,7 +41,7 @@ func ExampleNew() {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	tbl, err := client.Open("users", schema)
+	tbl, err := client.OpenContext(context.Background(), "users", schema)
 	if err != nil {
 		panic(err)
 	}
@@ -91,7 +91,7 @@ func Example_wrap() {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	_, err = client.Open("users", schema)
+	_, err = client.OpenContext(context.Background(), "users", schema)
 	fmt.Println("open:", err)
 	// Output:
 	// open: <nil>
@@ -239,7 +239,7 @@ func writeThroughBttl(rec ttlclient.Recorder) {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	tbl, err := client.Open("users", schema)
+	tbl, err := client.OpenContext(context.Background(), "users", schema)
 	if err != nil {
 		panic(err)
 	}

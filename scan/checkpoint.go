@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,63 @@ import (
 )
 
 const checkpointVersion = 1
+
+// CheckpointStore keeps one scan's checkpoint record (one shard of one
+// job): a file (WithCheckpoint's path), or a row of a Bigtable table
+// (a path bigtable://TABLE with WithBigtableCheckpoints). The store moves
+// the record's bytes; what a record holds is this file's business alone.
+type CheckpointStore interface {
+	// Name says where the record is kept, for messages.
+	Name() string
+	// Open returns the record, or nil when there is none, and makes this
+	// scan its writer: a store shared by processes refuses the Saves of a
+	// scan that opened it before another did (ErrCheckpointClaimed).
+	Open(ctx context.Context) ([]byte, error)
+	// Save replaces the record atomically: a reader sees the old record or
+	// the new one, never a mix.
+	Save(ctx context.Context, rec []byte) error
+}
+
+// fileStore is a checkpoint in a local file.
+type fileStore struct{ path string }
+
+func (f fileStore) Name() string { return f.path }
+
+func (f fileStore) Open(context.Context) ([]byte, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &CheckpointError{Path: f.path, Reason: "cannot read", Err: err}
+	}
+	return b, nil
+}
+
+// Save replaces the file atomically: a temporary file in the same
+// directory, synced, then renamed over it.
+func (f fileStore) Save(_ context.Context, b []byte) error {
+	path := f.path
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
+	}
+	return nil
+}
 
 // checkpointFile is the checkpoint's JSON form: the shard's ranges, fixed
 // at the first run, and which are finished (with the result RunRanges'
@@ -34,16 +92,14 @@ type checkpointRange struct {
 	fresh  bool            // finished by this run
 }
 
-// loadCheckpoint reads the checkpoint at path; (nil, nil) when there is
+// loadCheckpoint reads the checkpoint st keeps; (nil, nil) when there is
 // none.
-func loadCheckpoint(path string) (*checkpointFile, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+func loadCheckpoint(ctx context.Context, st CheckpointStore) (*checkpointFile, error) {
+	b, err := st.Open(ctx)
+	if err != nil || b == nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, &CheckpointError{Path: path, Reason: "cannot read", Err: err}
-	}
+	path := st.Name()
 	var c checkpointFile
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, &CheckpointError{Path: path, Reason: "not a scan checkpoint", Err: err}
@@ -87,31 +143,12 @@ func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job 
 	return nil
 }
 
-// write replaces the file at path atomically: a temporary file in the same
-// directory, synced, then renamed over it.
-func (c *checkpointFile) write(path string, now time.Time) error {
+// write replaces the record st keeps.
+func (c *checkpointFile) write(ctx context.Context, st CheckpointStore, now time.Time) error {
 	c.Updated = now.UTC().Format(time.RFC3339)
 	b, err := json.MarshalIndent(c, "", " ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return &CheckpointError{Path: path, Reason: "cannot write", Err: err}
-	}
-	return nil
+	return st.Save(ctx, append(b, '\n'))
 }

@@ -22,7 +22,14 @@
 // skips finished ranges and reads unfinished ones again from their start:
 // a callback sees again the rows of ranges that were in progress when the
 // earlier run stopped, so it must tolerate re-delivery (be idempotent, or
-// count per range, as RunRanges allows).
+// count per range, as RunRanges allows). With WithBigtableCheckpoints, a
+// path bigtable://TABLE keeps the checkpoint in a row of TABLE of the
+// instance instead (one row per job and shard, claimed by a conditional
+// mutation), so a worker restarted on another machine resumes.
+//
+// WithStall bounds how long a read may receive nothing: a silent read is
+// continued once from after its last row, then the scan stops with a
+// *StallError. WithShardWarnings reports a shard split that looks uneven.
 //
 // The scan reads with the table's raw client: no TTL filter is added, so
 // expired cells GC has not collected yet are read too. The client's app

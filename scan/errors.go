@@ -3,6 +3,7 @@ package scan
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -12,6 +13,12 @@ var (
 	// ErrCheckpoint reports a checkpoint file that cannot be used for this
 	// scan: unreadable, or written for another table, job, range or shard.
 	ErrCheckpoint = errors.New("scan: checkpoint does not fit this scan")
+	// ErrCheckpointClaimed reports a shared checkpoint (bigtable://) that
+	// another run claimed after this one: this run stops without writing.
+	ErrCheckpointClaimed = errors.New("scan: checkpoint claimed by another run")
+	// ErrStalled reports a read that received nothing for the stall
+	// interval (WithStall), on its first try and on its retry.
+	ErrStalled = errors.New("scan: no answer from the server")
 	// ErrUnfinished, wrapped in the error a RangeFunc's done returns, says
 	// the range was read but its work is not done (migrate: a cell left
 	// unmoved): its result is recorded and reported, the scan goes on, and
@@ -19,6 +26,24 @@ var (
 	// reads it again.
 	ErrUnfinished = errors.New("scan: range not finished")
 )
+
+// StallError is a range whose read received nothing for Interval, twice
+// (the retry continues after the last row received), usable with
+// errors.Is(err, ErrStalled).
+type StallError struct {
+	Range    Range
+	Interval time.Duration
+	Step     string // "ReadRows", "SampleRowKeys" or "checkpoint"
+}
+
+func (e *StallError) Error() string {
+	if e.Step != "ReadRows" {
+		return fmt.Sprintf("scan: %s: no answer within %s (the stall interval)", e.Step, e.Interval)
+	}
+	// A RangeError wrapping it names the range.
+	return fmt.Sprintf("nothing received for %s (the stall interval), on the read and on its retry", e.Interval)
+}
+func (e *StallError) Unwrap() error { return ErrStalled }
 
 // OptionError is an invalid option, usable with errors.Is(err, ErrOption).
 type OptionError struct {

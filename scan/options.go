@@ -26,7 +26,13 @@ type config struct {
 	progress      func(Progress)
 	progressEvery time.Duration
 	readOpts      []bigtable.ReadOption
+	filters       []bigtable.Filter
 	limit         int64
+	stall         time.Duration
+	btClient      *bigtable.Client
+	btAdmin       *bigtable.AdminClient
+	shardWarn     func(ShardWarning)
+	bounds        []string // the shards' bounds, set by validate
 }
 
 // DefaultWorkers is the worker count without WithWorkers: one stream, the
@@ -92,9 +98,42 @@ func WithProgress(every time.Duration, f func(Progress)) Option {
 }
 
 // WithFilter applies a read filter to every read (e.g. a
-// RowSampleFilter, or a family or column filter).
+// RowSampleFilter, or a family or column filter). Several are chained in
+// the order given (a read takes one filter: the client keeps the last
+// RowFilter option).
 func WithFilter(f bigtable.Filter) Option {
-	return optionFunc(func(c *config) { c.readOpts = append(c.readOpts, bigtable.RowFilter(f)) })
+	return optionFunc(func(c *config) { c.filters = append(c.filters, f) })
+}
+
+// WithStall bounds how long a read may receive nothing: a range whose
+// stream delivers no row for d (time spent in the callback not counted)
+// is cancelled and read once more from after its last row; a second
+// stall stops the scan with a *StallError (ErrStalled). It also bounds
+// SampleRowKeys and each checkpoint read or write. Without it (d 0, the
+// default) a dead server is waited for as long as the context allows, as
+// the client retries. A filter that skips most rows (a small sample) can
+// make a healthy read silent for long: choose d above the longest gap.
+func WithStall(d time.Duration) Option { return optionFunc(func(c *config) { c.stall = d }) }
+
+// ShardWarning says that the shard split looks uneven: Sizes counts the
+// table's SampleRowKeys points in each shard's piece (Bigtable's points
+// delimit sections of about equal size), and Empty says that this shard,
+// read whole by this run, held no rows. The remedy is shard keys chosen
+// from the data (SuggestShardKeys), the same for every process.
+type ShardWarning struct {
+	Table string
+	Shard Shard
+	Sizes []int
+	// Uneven: the largest piece holds more than 4x the smallest's points
+	// (with enough points to tell: at least 10 per shard).
+	Uneven bool
+	Empty  bool
+}
+
+// WithShardWarnings calls f when a sharded scan's split looks uneven (at
+// the start, from SampleRowKeys) or its shard held no rows (at the end).
+func WithShardWarnings(f func(ShardWarning)) Option {
+	return optionFunc(func(c *config) { c.shardWarn = f })
 }
 
 // WithReadOptions passes read options to every ReadRows call. A

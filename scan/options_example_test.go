@@ -207,3 +207,42 @@ func ExampleSummary_Covered() {
 	fmt.Println(sum.Covered())
 	// Output: [["user#0100", "user#0900")]
 }
+
+// Checkpoints kept in a table of the instance (created by the first run):
+// a second run, say a job's task restarted on another machine with no
+// local files, finds every range finished and reads nothing again.
+func ExampleWithBigtableCheckpoints() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	run := func() *scan.Summary {
+		sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
+			scan.WithCheckpoint("bigtable://bttl_checkpoints", "job 1"), scan.WithBigtableCheckpoints(h.Raw, h.Admin))
+		if err != nil {
+			panic(err)
+		}
+		return sum
+	}
+	first, second := run(), run()
+	fmt.Println("first run read:", first.Rows, "second run read:", second.Rows, "complete:", second.Complete())
+	// Output: first run read: 1000 second run read: 0 complete: true
+}
+
+// A stall interval leaves a healthy read alone; a read that receives
+// nothing for that long is continued once from its last row, then fails
+// with a *StallError.
+func ExampleWithStall() {
+	fmt.Println(countRows(scan.WithStall(time.Minute)))
+	// Output: 1000
+}
+
+// The keys "user#..." all sort below 0x80, so the default even split of the
+// key space gives shard 1 of 2 nothing: the scan says so.
+func ExampleWithShardWarnings() {
+	countRows(scan.WithShard(1, 2), scan.WithShardWarnings(func(w scan.ShardWarning) {
+		if w.Empty {
+			fmt.Printf("shard %s of %q held no rows: use SuggestShardKeys\n", w.Shard, w.Table)
+		}
+	}))
+	// Output: shard 1/2 of "events" held no rows: use SuggestShardKeys
+}

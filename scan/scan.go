@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -118,36 +119,120 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 		job = nil
 	}
 	s := &Summary{Table: table, Shard: c.shard, Piece: piece}
+	var st CheckpointStore
 	var ck *checkpointFile
-	if c.checkpoint != "" {
-		if ck, err = loadCheckpoint(c.checkpoint); err != nil {
-			return nil, err
+	err = c.bounded(ctx, "checkpoint", func(ctx context.Context) error {
+		if st, err = c.checkpointStore(ctx, table, piece, job); err != nil || st == nil {
+			return err
 		}
-		if ck != nil {
-			if err := ck.fits(c.checkpoint, table, c.shard, piece, job); err != nil {
-				return nil, err
-			}
+		if ck, err = loadCheckpoint(ctx, st); err != nil || ck == nil {
+			return err
 		}
+		return ck.fits(st.Name(), table, c.shard, piece, job)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if ck == nil {
-		keys, err := tbl.SampleRowKeys(ctx)
+	var sampled []string
+	if ck == nil || (c.shardWarn != nil && c.shard.Count > 1) {
+		err := c.bounded(ctx, "SampleRowKeys", func(ctx context.Context) (err error) {
+			sampled, err = tbl.SampleRowKeys(ctx)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
 		}
+		if w, ok := c.balance(sampled); ok {
+			w.Table = table
+			c.shardWarn(w)
+		}
+	}
+	if ck == nil {
 		ck = &checkpointFile{Version: checkpointVersion, Table: table, Shard: c.shard, Piece: piece, Job: job}
-		for _, r := range plan(piece, keys, c.targetRanges()) {
+		for _, r := range plan(piece, sampled, c.targetRanges()) {
 			ck.Ranges = append(ck.Ranges, checkpointRange{Range: r.Range, Weight: r.weight})
 		}
-		if c.checkpoint != "" {
+		if st != nil {
 			// Written before any read: the ranges are fixed from the first run.
-			if err := ck.write(c.checkpoint, time.Now()); err != nil {
+			err := c.bounded(ctx, "checkpoint", func(ctx context.Context) error { return ck.write(ctx, st, time.Now()) })
+			if err != nil {
 				return nil, err
 			}
 		}
 	}
-	r := &runner{c: c, tbl: tbl, f: f, ck: ck, s: s, start: time.Now()}
+	r := &runner{c: c, tbl: tbl, f: f, ck: ck, st: st, s: s, start: time.Now(), readOpts: c.readOptions()}
 	err = r.run(ctx)
+	if c.shardWarn != nil && c.shard.Count > 1 && err == nil && s.Complete() && s.Rows == 0 && !s.Limited && resumedNone(s) {
+		c.shardWarn(ShardWarning{Table: table, Shard: c.shard, Empty: true})
+	}
 	return s, err
+}
+
+func resumedNone(s *Summary) bool {
+	for _, r := range s.Ranges {
+		if r.Resumed {
+			return false
+		}
+	}
+	return true
+}
+
+// readOptions are the options of every ReadRows: the caller's, and the
+// filters chained into one.
+func (c *config) readOptions() []bigtable.ReadOption {
+	opts := append([]bigtable.ReadOption(nil), c.readOpts...)
+	switch len(c.filters) {
+	case 0:
+	case 1:
+		opts = append(opts, bigtable.RowFilter(c.filters[0]))
+	default:
+		opts = append(opts, bigtable.RowFilter(bigtable.ChainFilters(c.filters...)))
+	}
+	return opts
+}
+
+// errStallTimeout is the cause of a context a stall ended.
+var errStallTimeout = errors.New("stall interval passed")
+
+// bounded runs f with ctx bounded by the stall interval (none without
+// WithStall); running out of it is a *StallError naming step.
+func (c *config) bounded(ctx context.Context, step string, f func(context.Context) error) error {
+	if c.stall <= 0 {
+		return f(ctx)
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, c.stall, errStallTimeout)
+	defer cancel()
+	err := f(sctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStallTimeout) {
+		return &StallError{Step: step, Interval: c.stall}
+	}
+	return err
+}
+
+// balance checks the shard split against the sample points: a warning
+// when the pieces' point counts differ more than 4x, judged only with at
+// least 10 points per shard (fewer say little; the empty-shard check at
+// the end still applies).
+func (c *config) balance(sampled []string) (ShardWarning, bool) {
+	n := c.shard.Count
+	if c.shardWarn == nil || n < 2 {
+		return ShardWarning{}, false
+	}
+	sizes := make([]int, n)
+	total := 0
+	for _, k := range sampled {
+		if k == "" || k < c.bounds[0] || (c.bounds[n] != "" && k >= c.bounds[n]) {
+			continue
+		}
+		i := sort.Search(n, func(i int) bool { return c.bounds[i+1] == "" || k < c.bounds[i+1] }) // the piece holding k
+		sizes[i]++
+		total++
+	}
+	lo, hi := slices.Min(sizes), slices.Max(sizes)
+	if total < 10*n || hi <= 4*lo {
+		return ShardWarning{}, false
+	}
+	return ShardWarning{Shard: c.shard, Sizes: sizes, Uneven: true}, true
 }
 
 func (c *config) validate() (Range, error) {
@@ -179,6 +264,7 @@ func (c *config) validate() (Range, error) {
 		return bad("shard keys", "%d keys for %d shards: want %d", len(keys), c.shard.Count, c.shard.Count-1)
 	}
 	bounds := append(append([]string{c.start}, keys...), c.end)
+	c.bounds = bounds
 	for i := 1; i < len(bounds); i++ {
 		if (bounds[i] != "" || i < len(bounds)-1) && bounds[i] <= bounds[i-1] {
 			return bad("shard keys", "%q does not sort after %q: shard keys must be sorted and inside the scanned range %s (too many shards for a narrow range?)",
@@ -230,12 +316,14 @@ func plan(piece Range, sampled []string, target int) []plannedRange {
 }
 
 type runner struct {
-	c     config
-	tbl   *bigtable.Table
-	f     RangeFunc
-	ck    *checkpointFile
-	s     *Summary
-	start time.Time
+	c        config
+	tbl      *bigtable.Table
+	f        RangeFunc
+	ck       *checkpointFile
+	st       CheckpointStore // nil: no checkpoint
+	readOpts []bigtable.ReadOption
+	s        *Summary
+	start    time.Time
 
 	mu          sync.Mutex // guards ck and the checkpoint file
 	rows, cells atomic.Int64
@@ -343,7 +431,8 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 	rows, done := r.f(rg)
 	var ferr error
 	stopped := false
-	err := r.tbl.ReadRows(ctx, rg.RowSet(), func(row bigtable.Row) bool {
+	last, got := "", false // the last row delivered
+	deliver := func(row bigtable.Row) bool {
 		if n := r.rows.Add(1); r.c.limit > 0 && n > r.c.limit {
 			r.rows.Add(-1)
 			r.limited.Store(true)
@@ -358,6 +447,11 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		if lim != nil {
 			for left := n; left > 0; left -= lim.Burst() {
 				if ferr = lim.WaitN(ctx, min(left, lim.Burst())); ferr != nil {
+					if _, ok := ctx.Deadline(); ok && ctx.Err() == nil {
+						// The wait would pass the deadline: said as the
+						// deadline, which it is, rather than as the limiter.
+						ferr = fmt.Errorf("%w (%v)", context.DeadlineExceeded, ferr)
+					}
 					return false
 				}
 			}
@@ -365,8 +459,30 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 		if ferr = rows(ctx, row); ferr != nil {
 			return false
 		}
+		last, got = row.Key(), true
 		return true
-	}, r.c.readOpts...)
+	}
+	set := rg.RowSet()
+	var err error
+	for try := 0; ; try++ {
+		var stalled bool
+		stalled, err = r.read(ctx, set, deliver)
+		if !stalled || ferr != nil || stopped {
+			break
+		}
+		if try == 1 {
+			return &RangeError{Range: rg, Err: &StallError{Range: rg, Interval: r.c.stall, Step: "ReadRows"}}
+		}
+		// Once more, from after the last row delivered: nothing twice.
+		err = nil
+		if got {
+			next := last + "\x00"
+			if rg.End != "" && next >= rg.End {
+				break
+			}
+			set = Range{Start: next, End: rg.End}.RowSet()
+		}
+	}
 	if ctx.Err() != nil && ferr == nil {
 		// Stopped: a gRPC Canceled status is said as context.Canceled, and
 		// a stream that ended without error may still have missed rows.
@@ -390,8 +506,13 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 	defer r.mu.Unlock()
 	cr := &r.ck.Ranges[i]
 	cr.Done, cr.Result, cr.fresh = !unfinished, res, true
-	if r.c.checkpoint != "" {
-		if err := r.ck.write(r.c.checkpoint, time.Now()); err != nil {
+	if r.st != nil {
+		// Recorded also when ctx ended meanwhile (Ctrl-C, SIGTERM): the
+		// range is read whole.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+		err := r.c.bounded(wctx, "checkpoint", func(ctx context.Context) error { return r.ck.write(ctx, r.st, time.Now()) })
+		cancel()
+		if err != nil {
 			return err
 		}
 	}
@@ -404,6 +525,46 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 	r.weightDone.Add(int64(cr.Weight))
 	r.weightRun.Add(int64(cr.Weight))
 	return nil
+}
+
+// read is one ReadRows of set. With a stall interval, a watchdog cancels
+// it when no row arrived for that long outside the callback, and stalled
+// says so.
+func (r *runner) read(ctx context.Context, set bigtable.RowSet, deliver func(bigtable.Row) bool) (stalled bool, err error) {
+	if r.c.stall <= 0 {
+		return false, r.tbl.ReadRows(ctx, set, deliver, r.readOpts...)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var busy atomic.Bool
+	var lastSeen atomic.Int64
+	lastSeen.Store(time.Now().UnixNano())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(max(r.c.stall/8, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				if !busy.Load() && now.Sub(time.Unix(0, lastSeen.Load())) >= r.c.stall {
+					cancel(errStallTimeout)
+					return
+				}
+			}
+		}
+	}()
+	err = r.tbl.ReadRows(rctx, set, func(row bigtable.Row) bool {
+		busy.Store(true)
+		defer func() { lastSeen.Store(time.Now().UnixNano()); busy.Store(false) }()
+		return deliver(row)
+	}, r.readOpts...)
+	if ctx.Err() == nil && errors.Is(context.Cause(rctx), errStallTimeout) {
+		return true, err
+	}
+	return false, err
 }
 
 // SuggestShardKeys returns count-1 keys that cut [start, end) (end "":

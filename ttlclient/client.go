@@ -10,6 +10,8 @@ import (
 
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
@@ -218,6 +220,9 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 		return nil, &NoAdminError{Table: table}
 	}
 	fams, err := cfg.admin.Families(ctx, table)
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%w: %q (the admin API: %w)", ErrTableNotFound, table, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
 	}

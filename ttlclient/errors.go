@@ -59,6 +59,9 @@ var (
 	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
 	// see *NoAdminError.
 	ErrNoAdminClient = errors.New("bttl: no admin client to verify GC rules")
+	// ErrTableNotFound: Open's verification found no such table (the admin
+	// API's NotFound, wrapped: status.Code still gives NotFound).
+	ErrTableNotFound = errors.New("bttl: table not found")
 	// ErrFilterTooLarge: Open found the schema's read filter larger than
 	// Bigtable serves (filters.MaxFilterBytes); see *FilterSizeError.
 	ErrFilterTooLarge = filters.ErrFilterTooLarge
@@ -130,7 +133,11 @@ func (e *CellError) Error() string {
 	if e.Column != "" {
 		fmt.Fprintf(&b, ", column %q", truncate(e.Column, 64))
 	}
-	if e.Timestamp != 0 {
+	switch e.Timestamp {
+	case 0:
+	case Auto: // bigtable.ServerTime, -1: not a timestamp to print as one
+		b.WriteString(", timestamp ttlclient.Auto")
+	default:
 		fmt.Fprintf(&b, ", timestamp %d", e.Timestamp)
 	}
 	if e.TTL != 0 {
@@ -223,6 +230,7 @@ var statusCodes = []struct {
 	{ErrServerAssignedTimestamp, codes.FailedPrecondition},
 	{ErrGCRuleMismatch, codes.FailedPrecondition},
 	{ErrNoAdminClient, codes.FailedPrecondition},
+	{ErrTableNotFound, codes.NotFound},
 	{ErrMutationUnreadable, codes.FailedPrecondition},
 	{ErrNotApplicable, codes.FailedPrecondition},
 	{ErrCellTooLargeToPin, codes.FailedPrecondition},

@@ -46,6 +46,17 @@ func newEnv(t *testing.T, schema strategy.Schema, opts ...ttlclient.Option) *env
 	return &env{h: h, tbl: h.MustTable(t, "t", schema, opts...), ctx: context.Background()}
 }
 
+// newEnvNoGC is newEnv on a server whose garbage collection is off: for
+// tests whose cells the server's GC, which runs on the real clock, would
+// collect while the test's clock stands still.
+func newEnvNoGC(t *testing.T, schema strategy.Schema, opts ...ttlclient.Option) *env {
+	t.Helper()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return &env{h: h, tbl: h.MustTable(t, "t", schema, opts...), ctx: context.Background()}
+}
+
 func (e *env) now() bigtable.Timestamp { return bigtable.Time(e.h.Clock.Now()) }
 
 // stored is every cell physically stored in row, as family:column@ts=value.

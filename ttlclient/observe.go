@@ -148,6 +148,7 @@ var refusalReasons = []struct {
 	{ErrInvalidTimestampRange, "invalid_timestamp_range"},
 	{ErrGCRuleMismatch, "gc_rule_mismatch"},
 	{ErrNoAdminClient, "no_admin_client"},
+	{ErrTableNotFound, "table_not_found"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
 	{ErrFilterTooLarge, "filter_too_large"},
 	{ErrMutationUnreadable, "mutation_unreadable"},

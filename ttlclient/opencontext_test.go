@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -37,4 +38,15 @@ func TestOpenContextUsesCallerContext(t *testing.T) {
 	tbl, err = h.Client.Open("t", mixedSchema())
 	require.NoError(t, err)
 	assert.Equal(t, "t", tbl.Name())
+}
+
+// Opening a table that does not exist fails with ErrTableNotFound, and
+// status.Code still says NotFound, as the admin API did.
+func TestOpenMissingTableIsErrTableNotFound(t *testing.T) {
+	h := bttestharness.New(t)
+	_, err := h.Client.OpenContext(context.Background(), "nosuchtable", ttlclient.Schema{"f": strategy.OneSecond()})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ttlclient.ErrTableNotFound)
+	assert.Equal(t, codes.NotFound, status.Code(err))
+	assert.Contains(t, err.Error(), `"nosuchtable"`)
 }

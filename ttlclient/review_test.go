@@ -87,16 +87,6 @@ func TestMarkedRequestWithOtherSchemaRefused(t *testing.T) {
 	}
 }
 
-// newEnvNoGC is newEnv on a server whose GC is off, so an expired cell
-// stays stored.
-func newEnvNoGC(t *testing.T, schema strategy.Schema) *env {
-	t.Helper()
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	return &env{h: h, tbl: h.MustTable(t, "t", schema), ctx: context.Background()}
-}
-
 // WriteTime of a cell read while live that has expired since (still
 // stored: GC has not run) is ErrNoWriteTime, as documented ("no longer
 // live"), not the expired cell's write time.

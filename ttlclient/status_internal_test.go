@@ -24,7 +24,7 @@ var sentinelsByName = map[string]error{
 	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 	"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
-	"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient,
+	"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 	"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
 	"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
 	"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
@@ -38,10 +38,10 @@ func documentedCodes(t *testing.T) map[string]codes.Code {
 	t.Helper()
 	doc, err := os.ReadFile("../docs/design.md")
 	require.NoError(t, err)
-	row := regexp.MustCompile("(?m)^\\| `(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition|Aborted)` \\|$")
+	row := regexp.MustCompile("(?m)^\\| `(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition|NotFound|Aborted)` \\|$")
 	out := map[string]codes.Code{}
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
-		c := map[string]codes.Code{"InvalidArgument": codes.InvalidArgument, "FailedPrecondition": codes.FailedPrecondition, "Aborted": codes.Aborted}[m[2]]
+		c := map[string]codes.Code{"InvalidArgument": codes.InvalidArgument, "FailedPrecondition": codes.FailedPrecondition, "NotFound": codes.NotFound, "Aborted": codes.Aborted}[m[2]]
 		_, dup := out[m[1]]
 		require.False(t, dup, "%s twice in the table", m[1])
 		out[m[1]] = c

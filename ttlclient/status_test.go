@@ -120,3 +120,11 @@ func TestRefusalNamesTheEmptyFamily(t *testing.T) {
 	require.ErrorIs(t, err, ttlclient.ErrEmptyRowKey)
 	assert.NotContains(t, err.Error(), "family")
 }
+
+// A refusal of a cell written with ttlclient.Auto says so, not
+// "timestamp -1".
+func TestCellErrorNamesAuto(t *testing.T) {
+	e := &ttlclient.CellError{Table: "t", Family: "f", Timestamp: ttlclient.Auto, Err: ttlclient.ErrServerTimestamp}
+	assert.Contains(t, e.Error(), "timestamp ttlclient.Auto")
+	assert.NotContains(t, e.Error(), "timestamp -1")
+}

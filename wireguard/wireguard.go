@@ -585,7 +585,10 @@ func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violatio
 			}
 			sent, err := p.CheckExplicit(now, ts)
 			if err != nil {
-				return t.violation(ruleOf(err), fam, col, fmt.Errorf("%w (now %d)", err, now))
+				if !errors.Is(err, strategy.ErrAlreadyExpired) { // that message gives now itself
+					err = fmt.Errorf("%w (now %d)", err, now)
+				}
+				return t.violation(ruleOf(err), fam, col, err)
 			}
 			if p.Kind() != strategy.KindSequence && sent != strategy.Millis(ts) {
 				// A family that clamps TTLs lowered this one: the guard

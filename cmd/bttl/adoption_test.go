@@ -58,7 +58,7 @@ func TestCBTSequenceToAgeRefused(t *testing.T) {
 	require.Equal(t, exitOK, bttl(t, addr, "", "-schema", current, "verify").code)
 
 	r := bttl(t, addr, "", "-schema", target, "plan")
-	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, exitFindings, r.code, "plan exits 1 when apply would refuse: %s", r.stderr)
 	assert.Contains(t, r.stdout, "max_versions=3 -> max_age=48h0m0s")
 	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 150 cell(s)")
 	assert.Contains(t, r.stdout, "an age rule would delete a sequence family's cells")
@@ -86,7 +86,7 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	}
 	schema := writeFile(t, "schema.yaml", "tables:\n  seqt:\n    doc: {strategy: sequence, versions: 3}\n")
 
-	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-progress", "0")
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-json", "-progress", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var got struct{ Tables []audit.Report }
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
@@ -97,7 +97,7 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 	assert.Equal(t, int64(3), doc.RealTimes)
 	require.NotNil(t, doc.NotSequenceExample)
 	assert.Equal(t, "d1", doc.NotSequenceExample.Row)
-	r = bttl(t, addr, "", "-schema", schema, "audit", "-progress", "0")
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-progress", "0")
 	assert.Contains(t, r.stdout, `! family "doc" (sequence): 3 cell(s) whose timestamps are not sequence numbers, 3 of them real times`)
 
 	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
@@ -196,7 +196,7 @@ func TestCBTSequenceOverUnchangedRule(t *testing.T) {
 	assert.Equal(t, "table \"seqt\": ok\n", r.stdout)
 
 	r = bttl(t, addr, "", "-schema", schema, "plan")
-	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, exitFindings, r.code, "plan exits 1 when apply would refuse: %s", r.stderr)
 	assert.Contains(t, r.stdout, "table \"seqt\": no change (every family matches the schema)\n  ! bttl: the family holds timestamps that are not sequence numbers")
 	assert.Contains(t, r.stdout, "apply will refuse")
 
@@ -229,16 +229,61 @@ func TestCBTWriteTimeOverReservedColumn(t *testing.T) {
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, hidden)
 	r = bttl(t, addr, "", "-schema", withWT, "plan")
-	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, exitFindings, r.code, "plan exits 1 when apply would refuse: %s", r.stderr)
 	assert.Contains(t, r.stdout, hidden)
 	assert.Contains(t, r.stdout, "apply will refuse")
 	r = bttl(t, addr, "", "-schema", withWT, "apply", "-yes")
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "drop write_time, or force")
 
-	r = bttl(t, addr, "", "-schema", withWT, "audit", "-progress", "0", "-fail-on", "hidden-reserved")
+	r = bttl(t, addr, "", "-schema", withWT, "audit", "-bytes", "-progress", "0", "-fail-on", "hidden-reserved")
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, `! family "s" (write time): 1 cell(s), 9 bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions (first: row "r1", column "\xff\xffold"`)
 	assert.Contains(t, r.stderr, "hidden-reserved")
 	assert.Equal(t, 2, storedCells(t, addr, "wt"))
+}
+
+// A refused change holds back the whole run, so apply -family applies the
+// safe families alone; plan -family plans the same subset, exiting 0 when
+// nothing in it would be refused. A family no table names is a usage
+// error.
+func TestApplyFamilyAppliesTheSafeChangeAlone(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "mixed", ColumnFamilies: map[string]bigtable.Family{
+		"doc": {GCPolicy: bigtable.MaxVersionsPolicy(3)},
+	}}))
+	m := bigtable.NewMutation()
+	m.Set("doc", "c", bigtable.Now(), []byte("real")) // a real timestamp: sequence would hide it
+	require.NoError(t, dc.Open("mixed").Apply(ctx, "r", m))
+	schema := writeFile(t, "mixed.yaml", "tables:\n  mixed:\n    doc: {strategy: sequence, versions: 3}\n    clicks: {strategy: default-expiry, ttl: 48h}\n")
+
+	r := bttl(t, addr, "", "-schema", schema, "plan")
+	assert.Equal(t, exitFindings, r.code, r.stdout)
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	assert.Equal(t, exitFindings, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "-family to apply the other families alone")
+	fams := func() map[string]bool {
+		info, err := ac.TableInfo(ctx, "mixed")
+		require.NoError(t, err)
+		out := map[string]bool{}
+		for _, f := range info.Families {
+			out[f] = true
+		}
+		return out
+	}
+	assert.False(t, fams()["clicks"], "a refused run changes nothing")
+
+	r = bttl(t, addr, "", "-schema", schema, "plan", "-family", "clicks")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout, "apply will refuse")
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-family", "clicks")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.True(t, fams()["clicks"], "the safe family is created")
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitFindings, r.code, "doc is still refused: %s", r.stdout)
+
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-family", "nosuch")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, `-family: family "nosuch" is in no table`)
 }

@@ -29,11 +29,18 @@ timestamps that are not sequence numbers in sequence families
 cells beyond the N versions kept ("beyond-kept"), rows over 100 MB
 ("large-rows"), and in write-time families cells under the reserved
 qualifiers that are not companions, hidden from reads ("hidden-reserved");
-companions are counted apart from the data. A sampled (-sample) or limited (-limit) report says so.
+companions are counted apart from the data. Values are not read unless
+-bytes asks for byte figures (expired and beyond-N bytes, rows over 100 MB):
+without it the report counts cells only, as cbt count reads them. A sampled
+(-sample) or limited (-limit) report says so.
 -fail-on makes the named findings exit 1, for CI; -metrics-out writes the
 figures for node_exporter's textfile collector. Progress (fraction of key
 ranges done, ETA) goes to stderr when it is a terminal, or with -progress.
-Ctrl-C stops the scan (exit 130). Reads only: ReadRows and SampleRowKeys.
+Ctrl-C stops the scan (exit 130), SIGTERM too (exit 143). A key range whose
+read receives nothing for -stall is read once more from its last row, then
+the audit fails (exit 2) naming the endpoint; -timeout bounds the whole
+command (default none). Reads only: ReadRows and SampleRowKeys (and the
+checkpoint table with -checkpoint bigtable://T).
 
 The table is cut at its SampleRowKeys points into key ranges, read by
 -workers streams at once, at most -cells-per-second. -shard i/n reads the
@@ -43,9 +50,13 @@ then merge their reports with 'bttl audit merge'. The pieces are a function
 of the flags alone: by default an even split of the key space, which suits
 hashed keys; for keys with a common prefix, write keys once with
 -suggest-shard-keys n and pass the file to every shard as -shard-keys.
--checkpoint FILE records finished ranges (one file per shard and table); a
-run restarted with the same flags skips them and reads unfinished ranges
-again. See docs/design.md#scan-engine.
+-shard defaults from the job runner's task index and count (Cloud Run jobs,
+Cloud Batch, Kubernetes Indexed Jobs with -shard-count; examples/jobs).
+-checkpoint FILE records finished ranges (one file per shard and table), or
+-checkpoint bigtable://T in table T of the instance (one row per job and
+shard), so a worker restarted on another machine resumes; a run restarted
+with the same flags skips them and reads unfinished ranges again. See
+docs/design.md#scan-engine.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		a := &auditArgs{}
@@ -61,7 +72,8 @@ again. See docs/design.md#scan-engine.
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		a.scan.register(fs, "read")
 		fs.Var(countFlag{&a.suggest, 0}, "suggest-shard-keys", "print `n`-1 shard keys for n shards, from the table's sample points, and exit (needs -table when the schema has several tables)")
-		fs.StringVar(&a.checkpoint, "checkpoint", "", "record finished key ranges in this `file` and resume from it (needs -now and -table when the schema has several tables)")
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "record finished key ranges in this `file`, or in a row of table T of the instance with bigtable://T (created when missing), and resume from it (needs -now and -table when the schema has several tables)")
+		fs.BoolVar(&a.bytes, "bytes", false, "read values to report byte figures (expired and beyond-N bytes, rows over 100 MB); without it values are stripped server-side, as cbt count does, and the report has no byte figures (-metrics-out and -fail-on large-rows imply it)")
 		fs.Var(timeFlag{&a.now}, "now", "audit at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock: the same for every shard and restart")
 		fs.Var(failOnFlag{&a.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
 		return invocation{check: a.check, run: a.run}
@@ -81,6 +93,7 @@ type auditArgs struct {
 	suggest            int64
 	checkpoint         string
 	now                time.Time
+	bytes              bool
 }
 
 func (a *auditArgs) check() error {
@@ -138,6 +151,12 @@ func (a *auditArgs) run(e *env) int {
 		return e.fail(err)
 	}
 	opt.Scan = append(opt.Scan, sopts...)
+	withBytes := a.withBytes()
+	if !withBytes {
+		// Counting needs keys, columns and timestamps only: the values
+		// stay on the server, as cbt count's do.
+		opt.Scan = append(opt.Scan, scan.WithFilter(bigtable.StripValueFilter()))
+	}
 	tty := isTerminal(e.stderr)
 	every := a.every
 	if !a.progressSet && tty {
@@ -145,14 +164,9 @@ func (a *auditArgs) run(e *env) int {
 	}
 	var reports []*audit.Report
 	for _, t := range tables {
-		// SampleRowKeys is the first call, as the scan's own first call is:
-		// an unreachable endpoint fails here, within -timeout.
-		ctx, cancel := e.step()
-		_, err := e.data.Open(t).SampleRowKeys(ctx)
-		cancel()
-		if err != nil {
-			return e.fail(fmt.Errorf("table %q: %w", t, err))
-		}
+		// No probe before the scan: its first call (SampleRowKeys, which
+		// the emulator answers by walking the whole table) fails within
+		// -stall or -timeout on an unreachable endpoint.
 		if a.suggest > 0 {
 			ctx, cancel := e.step()
 			keys, err := scan.SuggestShardKeys(ctx, e.data.Open(t), opt.Start, opt.End, int(a.suggest))
@@ -183,7 +197,7 @@ func (a *auditArgs) run(e *env) int {
 		}
 		reports = append(reports, rep)
 		if !a.json {
-			writeReport(e.stdout, rep)
+			writeReportBytes(e.stdout, rep, withBytes)
 			if s := a.scope(rep); s != "" {
 				fmt.Fprintf(e.stdout, "partial: %s\n", s)
 			}
@@ -194,7 +208,21 @@ func (a *auditArgs) run(e *env) int {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
-	return finish(e, reports, a.json, a.opt.Sample, a.opt.Limit, a.failOn)
+	return finishOutput(e, auditOutput{Tables: reports, Sample: a.opt.Sample, Limit: a.opt.Limit, NoBytes: !withBytes}, a.json, a.failOn)
+}
+
+// withBytes reports whether the audit reads values: -bytes, or an output
+// that needs byte figures.
+func (a *auditArgs) withBytes() bool {
+	if a.bytes || a.metricsOut != "" {
+		return true
+	}
+	for _, f := range a.failOn {
+		if f == findLargeRows {
+			return true
+		}
+	}
+	return false
 }
 
 // auditOutput is audit's JSON output, which audit merge reads back.
@@ -205,14 +233,16 @@ type auditOutput struct {
 	Sample   float64  `json:"sample,omitempty"`
 	Limit    int64    `json:"limit,omitempty"`
 	Findings []string `json:"findings"`
+	// NoBytes: values were not read (audit without -bytes), so the byte
+	// figures (and rows over 100 MB) are zero, not measured.
+	NoBytes bool `json:"no_bytes,omitempty"`
 }
 
-// finish prints the reports as JSON (the text form is printed as each table
-// is done) and returns the exit status -fail-on implies.
-func finish(e *env, reports []*audit.Report, asJSON bool, sample float64, limit int64, failOn []string) int {
-	found := findings(reports)
+// finishOutput is finish for an output whose other fields are set.
+func finishOutput(e *env, out auditOutput, asJSON bool, failOn []string) int {
+	found := findings(out.Tables)
+	out.Findings = found
 	if asJSON {
-		out := auditOutput{reports, sample, limit, found}
 		if out.Findings == nil {
 			out.Findings = []string{}
 		}
@@ -362,13 +392,32 @@ func ts(t bigtable.Timestamp) string {
 	return t.Time().UTC().Format(time.RFC3339Nano)
 }
 
-func writeReport(w io.Writer, r *audit.Report) {
-	fmt.Fprintf(w, "table %q at %s: %d rows, %d cells, %d rows over 100 MB (largest %d bytes)\n",
-		r.Table, ts(r.Now), r.Rows, r.Cells, r.RowsOver100MB, r.LargestRowBytes)
+// writeReportBytes writes the report, its byte figures only when they
+// were measured (audit -bytes; without it values were stripped and the
+// figures are not known).
+func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
+	num := func(n int64) string {
+		if !withBytes {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	bytesOf := func(n int64) string {
+		if !withBytes {
+			return ""
+		}
+		return fmt.Sprintf(", %d bytes", n)
+	}
+	if withBytes {
+		fmt.Fprintf(w, "table %q at %s: %d rows, %d cells, %d rows over 100 MB (largest %d bytes)\n",
+			r.Table, ts(r.Now), r.Rows, r.Cells, r.RowsOver100MB, r.LargestRowBytes)
+	} else {
+		fmt.Fprintf(w, "table %q at %s: %d rows, %d cells (values not read: no byte figures; -bytes reads them)\n", r.Table, ts(r.Now), r.Rows, r.Cells)
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "FAMILY\tSTRATEGY\tCELLS\tLIVE\tEXPIRED\tEXPIRED BYTES\tOLDEST EXPIRY\tAT/BEFORE NOW\tBEYOND N")
 	for _, f := range r.Families {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry), f.AtOrBeforeNow, f.BeyondKept)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, num(f.ExpiredBytes), ts(f.OldestExpiry), f.AtOrBeforeNow, f.BeyondKept)
 	}
 	_ = tw.Flush()
 	for _, f := range r.Families {
@@ -378,7 +427,7 @@ func writeReport(w io.Writer, r *audit.Report) {
 				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
 		}
 		if f.Expired > 0 {
-			fmt.Fprintf(w, "! family %q: %d expired cell(s), %d bytes, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, f.ExpiredBytes, ts(f.OldestExpiry))
+			fmt.Fprintf(w, "! family %q: %d expired cell(s)%s, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, bytesOf(f.ExpiredBytes), ts(f.OldestExpiry))
 		}
 		if f.NotSequence > 0 {
 			x := f.NotSequenceExample
@@ -392,18 +441,18 @@ func writeReport(w io.Writer, r *audit.Report) {
 				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
 		}
 		if f.BeyondKept > 0 {
-			fmt.Fprintf(w, "! family %q: %d cell(s), %d bytes, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, f.BeyondKeptBytes, f.Versions)
+			fmt.Fprintf(w, "! family %q: %d cell(s)%s, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, bytesOf(f.BeyondKeptBytes), f.Versions)
 		}
 		if f.Companions > 0 {
-			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s), %d bytes, stored beside the data and counted apart from it\n", f.Family, f.Companions, f.CompanionBytes)
+			fmt.Fprintf(w, "family %q (write time): %d write-time companion cell(s)%s, stored beside the data and counted apart from it\n", f.Family, f.Companions, bytesOf(f.CompanionBytes))
 		}
 		if f.HiddenReserved > 0 {
 			x := f.HiddenReservedExample
-			fmt.Fprintf(w, "! family %q (write time): %d cell(s), %d bytes, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, f.HiddenReservedBytes, x.Row, x.Column, ts(x.Timestamp))
+			fmt.Fprintf(w, "! family %q (write time): %d cell(s)%s, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
+				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), x.Row, x.Column, ts(x.Timestamp))
 		}
 	}
-	if r.RowsOver100MB > 0 {
+	if withBytes && r.RowsOver100MB > 0 {
 		fmt.Fprintf(w, "! %d row(s) over 100 MB\n", r.RowsOver100MB)
 	}
 }

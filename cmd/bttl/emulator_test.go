@@ -18,18 +18,24 @@ const cbtPath = "/usr/bin/cbt"
 // test is skipped, naming the missing binary, or fails in CI (CI=true).
 func startCBTEmulator(t *testing.T) string {
 	t.Helper()
+	return startCBTEmulatorProcess(t).Addr
+}
+
+// startCBTEmulatorProcess is startCBTEmulator for tests that kill it.
+func startCBTEmulatorProcess(t *testing.T) *bttestharness.Emulator {
+	t.Helper()
 	if _, err := os.Stat(cbtPath); err != nil {
 		missing(t, "%s not installed (.ci/run installs it): %v", cbtPath, err)
 	}
 	if _, err := bttestharness.FindEmulator(); err != nil {
 		missing(t, "cbtemulator: %v", err)
 	}
-	return bttestharness.NewEmulator(t).Addr
+	return bttestharness.NewEmulator(t)
 }
 
 // missing skips the test outside CI and fails it in CI, where every
 // binary the tests need is installed.
-func missing(t *testing.T, format string, a ...any) {
+func missing(t testing.TB, format string, a ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf(format, a...)

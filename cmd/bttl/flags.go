@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -219,17 +220,110 @@ type scanFlags struct {
 	workers        int64
 	cellsPerSecond float64
 	shard          scan.Shard
+	shardSet       bool
+	shardCount     int64
+	shardFrom      string // where the shard came from, for the header
 	shardKeys      string
+	stall          time.Duration
+	e              *env // set once the clients exist (bind)
 }
+
+// defaultStall is -stall's default.
+const defaultStall = 60 * time.Second
 
 // register adds the flags to fs; verb says what the command does to a key
 // range ("read", "migrate").
 func (s *scanFlags) register(fs *flag.FlagSet, verb string) {
 	s.workers = 1
+	s.stall = defaultStall
 	fs.Var(countFlag{&s.workers, 1}, "workers", verb+" this many key ranges at once (`n` streams)")
 	fs.Var(rateFlag{&s.cellsPerSecond}, "cells-per-second", verb+" at most this many cells a second over all workers (`rate`; 0: no limit)")
-	fs.Var(shardFlag{&s.shard}, "shard", verb+" only shard `i/n` of the key space (0 <= i < n), for n processes each taking one")
+	fs.Var(scanShardFlag{shardFlag{&s.shard}, s}, "shard", verb+" only shard `i/n` of the key space (0 <= i < n), for n processes each taking one "+
+		"(default: from the job runner, CLOUD_RUN_TASK_INDEX/CLOUD_RUN_TASK_COUNT, BATCH_TASK_INDEX/BATCH_TASK_COUNT, or JOB_COMPLETION_INDEX with -shard-count)")
+	fs.Var(countFlag{&s.shardCount, 1}, "shard-count", "the shard count `n` for a Kubernetes Indexed Job, whose pods get their index only (JOB_COMPLETION_INDEX): the Job's completions")
 	fs.StringVar(&s.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as bttl audit -suggest-shard-keys writes them (default: an even split of the key space)")
+	fs.Var(durationFlag{p: &s.stall}, "stall", "a key range whose read receives nothing for this `duration` is read once more from its last row, then the command fails (exit 2) naming the endpoint (0: wait as long as -timeout allows)")
+}
+
+// scanShardFlag is -shard, whose default comes from the job runner's
+// environment, and through which the scan flags get the clients.
+type scanShardFlag struct {
+	shardFlag
+	s *scanFlags
+}
+
+func (f scanShardFlag) Set(v string) error {
+	if err := f.shardFlag.Set(v); err != nil {
+		return err
+	}
+	f.s.shardSet = true
+	return nil
+}
+
+func (f scanShardFlag) fromEnv(getenv func(string) string) error { return f.s.fromEnv(getenv) }
+func (f scanShardFlag) bind(e *env)                              { f.s.e = e }
+
+// taskRunners are the job runners whose task index (and count) give
+// -shard's default, in the order looked at.
+var taskRunners = []struct{ index, count, name string }{
+	{"CLOUD_RUN_TASK_INDEX", "CLOUD_RUN_TASK_COUNT", "a Cloud Run job"},
+	{"BATCH_TASK_INDEX", "BATCH_TASK_COUNT", "a Cloud Batch job"},
+	{"JOB_COMPLETION_INDEX", "", "a Kubernetes Indexed Job"},
+}
+
+// scanGCPercent is the garbage collector's target for a scan when GOGC is
+// not set: a scan's live heap is small and fixed (docs/design.md#scan-engine,
+// memory bound), its garbage (one decoded response per row) large, and at
+// the default 100 the collector took about a quarter of a 1-worker audit's
+// CPU (BENCHMARKS.md#audit-pace).
+const scanGCPercent = 400
+
+// fromEnv sets the shard from the job runner's variables when -shard is
+// not given, and the scan's GC target.
+func (s *scanFlags) fromEnv(getenv func(string) string) error {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(scanGCPercent)
+	}
+	if s.shardSet {
+		if s.shardCount > 0 && int(s.shardCount) != s.shard.Count {
+			return fmt.Errorf("-shard-count %d contradicts -shard %s", s.shardCount, s.shard)
+		}
+		s.shardFrom = "-shard"
+		return nil
+	}
+	for _, r := range taskRunners {
+		idx := getenv(r.index)
+		if idx == "" {
+			continue
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 {
+			return fmt.Errorf("%s=%q (%s): not a task index", r.index, idx, r.name)
+		}
+		n, from := int(s.shardCount), fmt.Sprintf("%s=%d, -shard-count %d", r.index, i, s.shardCount)
+		if r.count != "" && getenv(r.count) != "" {
+			c, err := strconv.Atoi(getenv(r.count))
+			if err != nil || c < 1 {
+				return fmt.Errorf("%s=%q (%s): not a task count", r.count, getenv(r.count), r.name)
+			}
+			if n > 0 && n != c {
+				return fmt.Errorf("-shard-count %d contradicts %s=%d", n, r.count, c)
+			}
+			n, from = c, fmt.Sprintf("%s=%d, %s=%d", r.index, i, r.count, c)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s=%d is set (%s) but not the task count: give -shard-count N (the Job's completions), or -shard i/n", r.index, i, r.name)
+		}
+		if i >= n {
+			return fmt.Errorf("task index %d is not below the task count %d (%s)", i, n, from)
+		}
+		s.shard, s.shardFrom = scan.Shard{Index: i, Count: n}, from
+		return nil
+	}
+	if s.shardCount > 0 {
+		return errors.New("-shard-count needs a task index (JOB_COMPLETION_INDEX); without a job runner give -shard i/n")
+	}
+	return nil
 }
 
 func (s *scanFlags) check() error {
@@ -242,9 +336,11 @@ func (s *scanFlags) check() error {
 // sharded reports whether -shard splits the work.
 func (s *scanFlags) sharded() bool { return s.shard.Count > 1 }
 
-// options are the scan options the flags give.
+// options are the scan options the flags give. Once the clients exist,
+// they also let -checkpoint be bigtable://TABLE, print the shard (and
+// where it came from) on stderr, and warn there of an uneven split.
 func (s *scanFlags) options() ([]scan.Option, error) {
-	opts := []scan.Option{scan.WithWorkers(int(max(s.workers, 1))), scan.WithCellsPerSecond(s.cellsPerSecond)}
+	opts := []scan.Option{scan.WithWorkers(int(max(s.workers, 1))), scan.WithCellsPerSecond(s.cellsPerSecond), scan.WithStall(s.stall)}
 	if s.sharded() {
 		opts = append(opts, scan.WithShard(s.shard.Index, s.shard.Count))
 	}
@@ -255,5 +351,35 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 		}
 		opts = append(opts, scan.WithShardKeys(keys...))
 	}
+	if e := s.e; e != nil {
+		opts = append(opts, scan.WithBigtableCheckpoints(e.data, e.adminClient))
+		if s.shardFrom != "" && s.shardFrom != "-shard" || s.sharded() {
+			from := ""
+			if s.shardFrom != "" {
+				from = " (" + s.shardFrom + ")"
+			}
+			fmt.Fprintf(e.stderr, "bttl %s: shard %s%s\n", e.name, s.shard, from)
+		}
+		opts = append(opts, scan.WithShardWarnings(func(w scan.ShardWarning) { s.warn(e, w) }))
+	}
 	return opts, nil
+}
+
+// warn prints a shard warning with its remedy.
+func (s *scanFlags) warn(e *env, w scan.ShardWarning) {
+	remedy := fmt.Sprintf("write shard keys from the data once, 'bttl audit -table %s -suggest-shard-keys %d > shard-keys.txt', and give every shard the same -shard-keys shard-keys.txt", w.Table, w.Shard.Count)
+	how := "the default even split of the key space suits binary hashed keys only"
+	if s.shardKeys != "" {
+		how = "the table changed since -shard-keys " + s.shardKeys + " was written"
+	}
+	if w.Empty {
+		fmt.Fprintf(e.stderr, "bttl %s: warning: shard %s of table %q held no rows (%s): %s\n", e.name, w.Shard, w.Table, how, remedy)
+		return
+	}
+	sizes := make([]string, len(w.Sizes))
+	for i, n := range w.Sizes {
+		sizes[i] = fmt.Sprintf("%d:%d", i, n)
+	}
+	fmt.Fprintf(e.stderr, "bttl %s: warning: the %d shards of table %q differ more than 4x in size (the table's sample points per shard %s; %s): %s\n",
+		e.name, w.Shard.Count, w.Table, strings.Join(sizes, " "), how, remedy)
 }

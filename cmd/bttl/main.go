@@ -3,8 +3,8 @@
 // schema file from an instance's existing tables.
 //
 //	bttl [global flags] verify [-table T]
-//	bttl [global flags] plan   [-table T]
-//	bttl [global flags] apply  [-table T] [-yes] [-force]
+//	bttl [global flags] plan   [-table T] [-family F,G] [-exact] [-assume-adopted]
+//	bttl [global flags] apply  [-table T] [-family F,G] [-yes] [-force] [-assume-adopted]
 //	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
 //	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]
 //	bttl [global flags] audit  -table T -suggest-shard-keys N
@@ -28,22 +28,36 @@
 // file format is documented in package schemafile.
 //
 // Exit status: 0 when all is well, 1 on a finding or mismatch (or when
-// apply refuses or is not confirmed), 2 on a usage, file or connection
-// error, 130 when interrupted (Ctrl-C).
+// apply refuses or is not confirmed, or plan shows that apply would), 2 on a usage, file or connection
+// error, 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	// After the first Ctrl-C the default handling returns: a second one
-	// kills the process if stopping cleanly takes too long.
-	context.AfterFunc(ctx, stop)
+	// SIGTERM (a Kubernetes pod or Cloud Run task being stopped) is
+	// handled as Ctrl-C is: the command's context ends with the signal as
+	// its cause, finished work is recorded, and the exit status says which.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		// After the first signal the default handling returns: a second
+		// one kills the process if stopping cleanly takes too long.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		cancel(signalCause{s})
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
+	close(sigs)
 	os.Exit(code)
 }

@@ -52,6 +52,7 @@ func (m *mergeArgs) run(e *env) int {
 	}
 	byTable := map[string][]*audit.Report{}
 	var sample float64
+	var noBytes bool
 	for i, path := range e.args {
 		out, err := readAuditOutput(path)
 		if err != nil {
@@ -61,9 +62,13 @@ func (m *mergeArgs) run(e *env) int {
 			return m.mismatch(e, fmt.Errorf("%s: stopped at -limit %d: a limited report does not cover its range", path, out.Limit))
 		}
 		if i == 0 {
-			sample = out.Sample
+			sample, noBytes = out.Sample, out.NoBytes
 		} else if out.Sample != sample {
 			return m.mismatch(e, fmt.Errorf("%s: -sample %g, %s: -sample %g: reports of different samples", e.args[0], sample, path, out.Sample))
+		} else if out.NoBytes != noBytes {
+			// Byte figures of a report without -bytes are zeros, not
+			// measurements: a sum with measured ones would be neither.
+			return m.mismatch(e, fmt.Errorf("%s and %s: one audit read values (-bytes) and the other did not: audit every shard the same way", e.args[0], path))
 		}
 		for _, r := range out.Tables {
 			byTable[r.Table] = append(byTable[r.Table], r)
@@ -84,18 +89,22 @@ func (m *mergeArgs) run(e *env) int {
 	}
 	if !m.json {
 		for _, rep := range reports {
-			writeReport(e.stdout, rep)
+			writeReportBytes(e.stdout, rep, !noBytes)
 			if sample > 0 && sample < 1 {
 				fmt.Fprintf(e.stdout, "partial: sampled about %g%% of rows (-sample %g): counts are of the sample\n", sample*100, sample)
 			}
 		}
+	}
+	if m.metricsOut != "" && noBytes {
+		fmt.Fprintln(e.stderr, "bttl audit merge: -metrics-out needs byte figures: audit the shards with -bytes (as audit -metrics-out does)")
+		return exitError
 	}
 	if m.metricsOut != "" {
 		if err := audit.WriteMetricsFile(m.metricsOut, reports); err != nil {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
-	return finish(e, reports, m.json, sample, 0, m.failOn)
+	return finishOutput(e, auditOutput{Tables: reports, Sample: sample, NoBytes: noBytes}, m.json, m.failOn)
 }
 
 func (m *mergeArgs) mismatch(e *env, err error) int {

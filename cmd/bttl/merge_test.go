@@ -91,3 +91,35 @@ func TestAuditMergeRefusesForgedReports(t *testing.T) {
 		assert.Empty(t, r.stdout)
 	}
 }
+
+// Shards audited without -bytes (values stripped) merge into a report that
+// says so, its byte figures not printed as measurements; a shard audited
+// with -bytes and one without do not merge, and neither do stripped
+// reports into -metrics-out, whose byte gauges would be zeros.
+func TestAuditMergeCarriesNoBytes(t *testing.T) {
+	addr := hashedClicks(t, 20)
+	ctx := context.Background()
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	const t0 = "2026-01-02T15:04:05Z"
+	shard := func(name string, args ...string) string {
+		r := bttl(t, addr, "", append([]string{"-schema", schema, "audit", "-json", "-now", t0}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		return writeFile(t, name, r.stdout)
+	}
+	s0, s1 := shard("s0.json", "-shard", "0/2"), shard("s1.json", "-shard", "1/2")
+	b1 := shard("b1.json", "-shard", "1/2", "-bytes")
+
+	r := runRaw(ctx, "audit", "merge", "-json", s0, s1)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var out auditOutput
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	assert.True(t, out.NoBytes, "the merged report says its byte figures were not measured")
+
+	r = runRaw(ctx, "audit", "merge", s0, b1)
+	assert.Equal(t, exitFindings, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "one audit read values (-bytes) and the other did not")
+
+	r = runRaw(ctx, "audit", "merge", "-metrics-out", writeFile(t, "m.prom", ""), s0, s1)
+	assert.Equal(t, exitError, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "-metrics-out needs byte figures: audit the shards with -bytes")
+}

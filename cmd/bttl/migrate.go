@@ -194,6 +194,22 @@ func (a *migrateArgs) run(e *env) int {
 	if err != nil {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
 	}
+	// The families must exist before anything is read, in a dry run too:
+	// a copy into a family not created yet would otherwise scan the whole
+	// table and fail at its first write.
+	ctx, cancel = e.step()
+	fams, err := e.admin.Families(ctx, a.table)
+	cancel()
+	if err != nil {
+		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
+	}
+	for _, f := range []struct{ name, flag string }{{a.family, "-family"}, {a.toFamily, "-to-family"}} {
+		if _, ok := fams[f.name]; f.name != "" && !ok {
+			fmt.Fprintf(e.stderr, "bttl migrate: %s: table %q has no family %q: run bttl apply -table %s -family %s first (it creates the family with the schema file's GC rule)\n",
+				f.flag, a.table, f.name, a.table, f.name)
+			return exitError
+		}
+	}
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight))}
 	if a.dryRun {
 		opts = append(opts, migrate.WithDryRun())
@@ -248,7 +264,7 @@ func (a *migrateArgs) run(e *env) int {
 		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
 			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
 	}
-	writeMigrateStats(e.stdout, st, a.dryRun, rep.Now)
+	writeMigrateStats(e.stdout, st, a.dryRun, rep.Now, a.toFamily)
 	if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
 		fmt.Fprintf(e.stdout, "to delete the %d expired cell(s) (after checking the examples): add -expired delete -expect-expired %d -expired-as-of %s\n",
 			st.ExpiredLeft, st.ExpiredLeft, formatRFC3339(rep.Now))
@@ -331,13 +347,18 @@ func (p *progressLine) done() {
 	}
 }
 
-func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time) {
+func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, toFamily string) {
 	would := ""
 	if dry {
 		would = "would be "
 		fmt.Fprintln(w, "dry run: nothing written")
 	}
 	fmt.Fprintf(w, "read %d row(s), %d cell(s)\n", st.Rows, st.Cells)
+	moved := would + "moved to their new timestamp"
+	if toFamily != "" {
+		// A copy leaves the source cell where it is.
+		moved = fmt.Sprintf("%scopied into family %q at their new timestamp (the source cells stay)", would, toFamily)
+	}
 	if st.Changes() == 0 && st.Unmoved() == 0 {
 		fmt.Fprintf(w, "nothing to migrate: %d cell(s) already on the target, %d expired cell(s) left for GC\n", st.OnTarget, st.ExpiredLeft)
 	}
@@ -345,7 +366,7 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time) {
 		n    int64
 		what string
 	}{
-		{st.Moved, would + "moved to their new timestamp"},
+		{st.Moved, moved},
 		{st.OnTarget, "already on the target (nothing to do)"},
 		{st.ExpiredDeleted, "expired under the target, " + would + "deleted"},
 		{st.ExpiredLeft, "expired under the target as of " + formatRFC3339(now) + ": left as they are, neither moved nor copied"},

@@ -331,7 +331,7 @@ func TestMigrateCopyDefaultExpiry(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "clicks", ColumnFamilies: map[string]bigtable.Family{
-		"f": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)}, "g": {GCPolicy: bigtable.MaxAgePolicy(24 * time.Hour)},
+		"f": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
 	}}))
 	now := bigtable.Now().TruncateToMilliseconds()
 	hour := bigtable.Timestamp(time.Hour / time.Microsecond)
@@ -343,9 +343,17 @@ func TestMigrateCopyDefaultExpiry(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables: {clicks: {f: {strategy: default-expiry, ttl: 48h}, g: {strategy: default-expiry, ttl: 24h}}}\n")
 	args := []string{"-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-to-family", "g"}
 
+	// The target family is not created yet: the dry run says so before
+	// reading anything, and names the command that creates it.
 	r := bttl(t, addr, "", append(args, "-dry-run")...)
+	require.Equal(t, exitError, r.code, r.stdout)
+	assert.Contains(t, r.stderr, `-to-family: table "clicks" has no family "g": run bttl apply -table clicks -family g first`)
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-family", "g")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	r = bttl(t, addr, "", append(args, "-dry-run")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "2 cell(s) would be moved")
+	assert.Contains(t, r.stdout, `2 cell(s) would be copied into family "g" at their new timestamp (the source cells stay)`)
 	assert.Regexp(t, `1 cell\(s\) expired under the target as of \S+Z: left as they are, neither moved nor copied`, r.stdout)
 	assert.NotContains(t, r.stdout, "-expired delete", "a copy deletes nothing")
 	assert.Contains(t, r.stdout, fmt.Sprintf(`row "r1", column "a": %s -> %s`, formatTS(now-hour), formatTS(now+23*hour)))
@@ -354,7 +362,7 @@ func TestMigrateCopyDefaultExpiry(t *testing.T) {
 	r = bttl(t, addr, "", args...)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Empty(t, r.stderr, "no progress when stderr is not a terminal")
-	assert.Contains(t, r.stdout, "2 cell(s) moved to their new timestamp")
+	assert.Contains(t, r.stdout, `2 cell(s) copied into family "g" at their new timestamp (the source cells stay)`)
 	assert.Contains(t, r.stdout, `bttl apply a schema that adds family "g"`)
 	assert.Equal(t, map[cellKey]string{{"r1", "a", now + 23*hour}: "live 47h more", {"r1", "b", now - 6*hour}: "live 18h more"},
 		storedFamily(t, dc, "clicks", "g"), "each copied cell expires when it did: ts + 24h = old ts + 48h")

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )
@@ -29,11 +31,25 @@ const (
 	exitFindings    = 1   // mismatch, finding, refusal, not confirmed
 	exitError       = 2   // usage, file or connection error
 	exitInterrupted = 130 // SIGINT, as a shell reports it
+	exitTerminated  = 143 // SIGTERM, as a shell reports it
 )
 
-const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed);
-2 usage, file or connection error; 130 interrupted (Ctrl-C).
+const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed, plan
+when apply would refuse, lookup of a row that holds no cell);
+2 usage, file or connection error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 `
+
+// signalCause ends the command's context when a signal arrives (main).
+type signalCause struct{ sig os.Signal }
+
+func (s signalCause) Error() string { return "signal " + s.sig.String() }
+
+// errCommandTimeout ends the command's context at -timeout.
+var errCommandTimeout = errors.New("-timeout reached")
+
+// stepTimeout bounds each start-up or admin step when -timeout is not
+// given: a dead endpoint fails such a step instead of hanging.
+const stepTimeout = 30 * time.Second
 
 const topHelp = `bttl checks and provisions the GC rules bttl's TTL strategies need, audits
 what tables hold, and writes a schema file from an instance's tables.
@@ -121,11 +137,11 @@ func (g *globals) define(fs *flag.FlagSet) {
 	fs.Var(stringFlag{&g.certFile}, "cert-file", "PEM `file` of the TLS root certificates to trust instead of the system's")
 	fs.Var(stringFlag{&g.userAgent}, "user-agent", "user agent `string` sent with each request")
 	fs.Var(durationFlag{p: &g.timeout}, "timeout",
-		"limit each step that calls Bigtable (reading or changing one table's GC rules, starting an audit scan) to this `duration` (0: none)")
+		"limit the whole command to this `duration`, as cbt -timeout does (default: none, also for audit and migrate scans, which -stall watches; each other call to Bigtable is still limited to 30s)")
 	fs.Var(boolFlag{&g.version}, "version", "print the version and exit")
 }
 
-func newGlobals() *globals { return &globals{timeout: 30 * time.Second} }
+func newGlobals() *globals { return &globals{} }
 
 // flagSet is a FlagSet that reports errors on stderr and prints no usage
 // of its own: run prints help on stdout for -h.
@@ -234,7 +250,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if fs.NArg() > 0 && c.args == "" {
 		return usageErr("unexpected arguments %q (flags go before them)", fs.Args())
 	}
+	if err := flagsFromEnv(fs, os.Getenv); err != nil {
+		return usageErr("%v", err)
+	}
+	// -timeout bounds the whole command (set once .cbtrc is read).
+	var cancel context.CancelFunc = func() {}
+	defer func() { cancel() }()
+	bound := func() {
+		if g.timeout > 0 {
+			ctx, cancel = context.WithTimeoutCause(ctx, g.timeout, errCommandTimeout)
+		}
+	}
 	if c.offline {
+		bound()
 		if inv.check != nil {
 			if err := inv.check(); err != nil {
 				return usageErr("%v", err)
@@ -246,6 +274,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := applyCBTRC(cbtrcPath(), g, setFlags(top, fs)); err != nil {
 		return usageErr("%v", err)
 	}
+	bound()
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
@@ -294,7 +323,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	defer ac.Close()
-	e.data, e.admin = data, gcrule.NewAdmin(ac, g.project, g.instance)
+	e.data, e.admin, e.adminClient = data, gcrule.NewAdmin(ac, g.project, g.instance), ac
+	bindFlags(fs, e)
 	return inv.run(e)
 }
 
@@ -309,17 +339,46 @@ type env struct {
 	schemas map[string]strategy.Schema
 	data    *bigtable.Client
 	admin   *gcrule.Admin
-	now     func() time.Time
-	args    []string // an offline command's positional arguments
+	// adminClient is admin's client, for the tables bttl keeps its own
+	// state in (bigtable:// checkpoints).
+	adminClient *bigtable.AdminClient
+	now         func() time.Time
+	args        []string // an offline command's positional arguments
 }
 
-// step returns a context bounded by -timeout, for one step that calls
-// Bigtable.
+// step returns a context for one step that calls Bigtable: the command's,
+// which -timeout bounds, or without -timeout one bounded by stepTimeout.
 func (e *env) step() (context.Context, context.CancelFunc) {
-	if e.g.timeout <= 0 {
+	if e.g.timeout > 0 {
 		return context.WithCancel(e.ctx)
 	}
-	return context.WithTimeout(e.ctx, e.g.timeout)
+	return context.WithTimeout(e.ctx, stepTimeout)
+}
+
+// envFlag is a flag whose value depends on the process's environment:
+// fromEnv runs after parsing, before the command's checks (the job
+// runner's variables give defaults), bind once the clients exist.
+type envFlag interface {
+	fromEnv(getenv func(string) string) error
+	bind(e *env)
+}
+
+func flagsFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := f.Value.(envFlag); ok && err == nil {
+			err = v.fromEnv(getenv)
+		}
+	})
+	return err
+}
+
+func bindFlags(fs *flag.FlagSet, e *env) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := f.Value.(envFlag); ok {
+			v.bind(e)
+		}
+	})
 }
 
 // endpointOf names where the clients connect, for connection errors:
@@ -339,20 +398,32 @@ func endpointOf(g *globals) string {
 	return data + " / " + admin
 }
 
-// interrupted reports a Ctrl-C: the command's context is cancelled.
+// interrupted reports a Ctrl-C or SIGTERM: the command's context is
+// cancelled.
 func (e *env) interrupted() bool { return errors.Is(e.ctx.Err(), context.Canceled) }
 
 // fail prints err, once prefixed, and returns the exit status it implies:
-// 130 when interrupted, else 2.
+// 130 when interrupted, 143 when terminated, else 2.
 func (e *env) fail(err error) int {
 	if e.interrupted() {
+		var sc signalCause
+		if errors.As(context.Cause(e.ctx), &sc) && sc.sig == syscall.SIGTERM {
+			fmt.Fprintf(e.stderr, "bttl %s: terminated (SIGTERM); key ranges finished are in the checkpoint, if any: rerun with the same flags to resume\n", e.name)
+			return exitTerminated
+		}
 		fmt.Fprintf(e.stderr, "bttl %s: interrupted\n", e.name)
 		return exitInterrupted
 	}
 	msg := err.Error()
+	var se *scan.StallError
 	switch {
+	case errors.As(err, &se):
+		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpointOf(e.g), se.Interval, msg)
+	case e.g.timeout > 0 && (errors.Is(context.Cause(e.ctx), errCommandTimeout) || errors.Is(err, context.DeadlineExceeded)):
+		// With -timeout, the command's deadline is the only one.
+		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpointOf(e.g), msg)
 	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
-		msg = fmt.Sprintf("no answer from %s within %s (-timeout): %s", endpointOf(e.g), e.g.timeout, msg)
+		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpointOf(e.g), stepTimeout, msg)
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("cannot reach %s: %s", endpointOf(e.g), msg)
 	}
@@ -392,7 +463,7 @@ func (e *env) tables(only string) ([]string, error) {
 func worst(a, b int) int {
 	rank := func(c int) int {
 		switch c {
-		case exitInterrupted:
+		case exitInterrupted, exitTerminated:
 			return 3
 		case exitError:
 			return 2

@@ -151,7 +151,7 @@ func TestAuditCountsEachKind(t *testing.T) {
 	require.NoError(t, tbl.Apply(ctx, "row2", m))
 
 	schema := writeFile(t, "schema.yaml", schemaYAML)
-	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-progress", "1ns")
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-json", "-progress", "1ns")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "scanned 2 rows, 11 cells", "the last progress line counts every row")
 	var got struct{ Tables []audit.Report }
@@ -185,7 +185,7 @@ func TestAuditCountsEachKind(t *testing.T) {
 	assert.Equal(t, "not in schema", fams["extra"].Strategy)
 	assert.Equal(t, int64(1), fams["extra"].Live)
 
-	r = bttl(t, addr, "", "-schema", schema, "audit", "-progress", "0")
+	r = bttl(t, addr, "", "-schema", schema, "audit", "-bytes", "-progress", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Empty(t, r.stderr)
 	for _, want := range []string{

@@ -144,7 +144,9 @@ func TestShardProcessesMergeToSingleAudit(t *testing.T) {
 	keys, perRow := loadEvents(t, ac, dc, 20000, now)
 	schema := writeFile(t, "schema.yaml", schemaYAML)
 	nowFlag := now.Time().UTC().Format(time.RFC3339Nano)
-	common := []string{"-schema", schema, "audit", "-json", "-now", nowFlag}
+	// -bytes: byte figures merge too (a report without them says so,
+	// which audit merge does not carry over).
+	common := []string{"-schema", schema, "audit", "-bytes", "-json", "-now", nowFlag}
 
 	// Keys share the prefix "user#": shard keys from the data, once.
 	r := execBttl(t, bin, addr, "-schema", schema, "audit", "-table", "events", "-suggest-shard-keys", "2")
@@ -200,7 +202,7 @@ func TestShardProcessesMergeToSingleAudit(t *testing.T) {
 
 	// The text form too.
 	mergedText := execBttl(t, bin, addr, "audit", "merge", files[0], files[1])
-	singleText := execBttl(t, bin, addr, "-schema", schema, "audit", "-now", nowFlag, "-table", "events")
+	singleText := execBttl(t, bin, addr, "-schema", schema, "audit", "-bytes", "-now", nowFlag, "-table", "events")
 	assert.Equal(t, singleText.stdout, mergedText.stdout)
 }
 
@@ -264,9 +266,11 @@ func TestAuditMergeRefusesMismatchedReports(t *testing.T) {
 		assert.Equal(t, exitOK, r.code, "%q", args)
 		assert.Contains(t, r.stdout, "usage: bttl audit merge [flags] FILE...")
 	}
-	// -fail-on and -metrics-out work on the merged report.
+	// -fail-on and -metrics-out work on the merged report (of shards
+	// audited with -bytes: the gauges include byte figures).
+	b0, b1 := audit("b0.json", "-now", t0, "-shard", "0/2", "-bytes"), audit("b1.json", "-now", t0, "-shard", "1/2", "-bytes")
 	prom := filepath.Join(t.TempDir(), "m.prom")
-	r = runRaw(ctx, "audit", "merge", "-fail-on", "expired", "-metrics-out", prom, s1, s0)
+	r = runRaw(ctx, "audit", "merge", "-fail-on", "expired", "-metrics-out", prom, b1, b0)
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	b, err := os.ReadFile(prom)
 	require.NoError(t, err)

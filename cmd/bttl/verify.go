@@ -12,6 +12,7 @@ import (
 
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/provision"
+	"github.com/bttl/bttl/strategy"
 )
 
 var verifyCommand = command{
@@ -45,12 +46,16 @@ a lowering change makes collectable (a sample; -exact reads every row), and
 the changes apply would refuse without -force, including a sequence or
 write-time family whose rule already matches but whose stored cells the
 strategy would hide (-assume-adopted skips that scan). Changes nothing.
+Exit status 1 when apply would refuse a change (as apply then exits), 0
+otherwise. -family plans the named families only, as apply -family makes
+them.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
+		fams := familiesFlag(fs)
 		exact := fs.Bool("exact", false, "count what a lowering change makes collectable over every row, not a sample")
 		assume := assumeAdoptedFlag(fs)
-		return invocation{run: func(e *env) int { return plan(e, *only, *exact, *assume) }}
+		return invocation{run: func(e *env) int { return plan(e, *only, *fams, *exact, *assume) }}
 	},
 }
 
@@ -63,16 +68,20 @@ delete or hide stored cells unless -force; the scan that decides this reads
 every row of the family (-sample-rows sizes only the collectable count).
 A rule does not say which strategy it was set for, so the scan also reads
 sequence and write-time families whose rule already matches, and refuses
-the same way (-assume-adopted skips them).
+the same way (-assume-adopted skips them). A refusal holds back every change
+of the run: -family F,G applies the named families' changes only, so a safe
+change need not wait for a refused one (the families not named are left as
+they are).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
+		fams := familiesFlag(fs)
 		assume := assumeAdoptedFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
 		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
 		sample := int64(10_000)
-		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads (default 10000); the safety scan that decides refusal always reads every row")
-		return invocation{run: func(e *env) int { return apply(e, *only, *yes, *force, *assume, int(sample)) }}
+		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads; the safety scan that decides refusal always reads every row")
+		return invocation{run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, int(sample)) }}
 	},
 }
 
@@ -139,10 +148,10 @@ func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
 
 // plans computes every table's plan and prints it, with the one-second
 // adoptions apply would refuse (refusal) unless forced.
-func (e *env) plans(p *provision.Provisioner, tables []string) (plans []*provision.Plan, refusal, err error) {
+func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema) (plans []*provision.Plan, refusal, err error) {
 	for _, t := range tables {
 		ctx, cancel := e.step()
-		pl, err := p.Plan(ctx, t, e.schemas[t])
+		pl, err := p.Plan(ctx, t, schemas[t])
 		if err == nil {
 			pl.Write(e.stdout)
 			err = p.CheckAdoptions(ctx, pl)
@@ -168,8 +177,54 @@ func unwrapJoined(err error) []error {
 	return []error{err}
 }
 
-func plan(e *env, only string, exact, assumeAdopted bool) int {
+// familiesFlag adds -family, common to plan and apply.
+func familiesFlag(fs *flag.FlagSet) *[]string {
+	var fams []string
+	fs.Func("family", "act on these families only (a comma-separated `list`; default: every family of the schema)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				return errors.New("want family names, comma-separated")
+			}
+			fams = append(fams, f)
+		}
+		return nil
+	})
+	return &fams
+}
+
+// familyTables is tables(only) with each table's schema cut to families
+// (all of it when families is empty). A table holding none of the named
+// families is left out; a family no table of the run names is an error.
+func (e *env) familyTables(only string, families []string) ([]string, map[string]strategy.Schema, error) {
 	tables, err := e.tables(only)
+	if err != nil || len(families) == 0 {
+		return tables, e.schemas, err
+	}
+	schemas := map[string]strategy.Schema{}
+	var kept []string
+	found := map[string]bool{}
+	for _, t := range tables {
+		cut := strategy.Schema{}
+		for _, f := range families {
+			if p, ok := e.schemas[t][f]; ok {
+				cut[f], found[f] = p, true
+			}
+		}
+		if len(cut) > 0 {
+			schemas[t] = cut
+			kept = append(kept, t)
+		}
+	}
+	for _, f := range families {
+		if !found[f] {
+			return nil, nil, fmt.Errorf("-family: family %q is in no table of the schema file acted on", f)
+		}
+	}
+	return kept, schemas, nil
+}
+
+func plan(e *env, only string, families []string, exact, assumeAdopted bool) int {
+	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -180,18 +235,19 @@ func plan(e *env, only string, exact, assumeAdopted bool) int {
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
-	_, refusal, err := e.plans(e.provisioner(opts...), tables)
+	_, refusal, err := e.plans(e.provisioner(opts...), tables, schemas)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil {
-		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force")
+		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force (apply -family applies the others alone)")
+		return exitFindings
 	}
 	return exitOK
 }
 
-func apply(e *env, only string, yes, force, assumeAdopted bool, sample int) int {
-	tables, err := e.tables(only)
+func apply(e *env, only string, families []string, yes, force, assumeAdopted bool, sample int) int {
+	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -203,12 +259,12 @@ func apply(e *env, only string, yes, force, assumeAdopted bool, sample int) int 
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
 	p := e.provisioner(opts...)
-	plans, refusal, err := e.plans(p, tables)
+	plans, refusal, err := e.plans(p, tables, schemas)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead, or -family to apply the other families alone)")
 		return exitFindings
 	}
 	pending := 0
@@ -234,7 +290,7 @@ func apply(e *env, only string, yes, force, assumeAdopted bool, sample int) int 
 			continue
 		}
 		ctx, cancel := e.step()
-		err := p.Execute(ctx, pl, e.schemas[pl.Table])
+		err := p.Execute(ctx, pl, schemas[pl.Table])
 		cancel()
 		if err != nil {
 			if errors.Is(err, provision.ErrUnsafeAdoption) {

@@ -36,7 +36,7 @@ func auditCompanions(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "wt", ColumnFamilies: map[string]bigtable.Family{
 		"s": {GCPolicy: schema["s"].GCPolicy()},
 	}}))
-	tbl, err := ttlclient.Wrap(dc, ttlclient.WithAdminClient(ac, "p", "i")).Open("wt", schema)
+	tbl, err := ttlclient.Wrap(dc, ttlclient.WithAdminClient(ac, "p", "i")).OpenContext(context.Background(), "wt", schema)
 	require.NoError(t, err)
 	for _, row := range []string{"a", "b", "c"} {
 		m := ttlclient.NewMutation()
@@ -48,7 +48,7 @@ func auditCompanions(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client
 	r := bttl(t, addr, "", "-schema", file, "verify")
 	assert.Equal(t, exitOK, r.code, "companions bttl wrote hide nothing: %s", r.stdout+r.stderr)
 
-	r = bttl(t, addr, "", "-schema", file, "audit", "-progress", "0")
+	r = bttl(t, addr, "", "-schema", file, "audit", "-bytes", "-progress", "0")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `family "s" (write time): 3 write-time companion cell(s), 24 bytes, stored beside the data and counted apart from it`)
 	assert.Regexp(t, `\ns +default-expiry\(D=48h0m0s\)\+writetime +3 +3 +0 `, r.stdout, "CELLS 3, LIVE 3")

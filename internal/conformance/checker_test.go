@@ -11,23 +11,18 @@ import (
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/conformance"
+	"github.com/bttl/bttl/internal/model"
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
 
 // wrongReads writes through the library but reads with its own, wrong,
 // composition of the TTL filter and the caller's.
 type wrongReads struct {
-	tbl     *ttlclient.Table
-	compose func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter
-	clock   conformance.Clock
-}
-
-func (w wrongReads) Apply(ctx context.Context, row string, m *ttlclient.Mutation) error {
-	return w.tbl.Apply(ctx, row, m)
-}
-
-func (w wrongReads) ApplyBulk(ctx context.Context, rows []string, muts []*ttlclient.Mutation) ([]error, error) {
-	return w.tbl.ApplyBulk(ctx, rows, muts)
+	conformance.Target // the library's writes
+	tbl                *ttlclient.Table
+	compose            func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter
+	clock              conformance.Clock
 }
 
 func (w wrongReads) filter(user bigtable.Filter) bigtable.ReadOption {
@@ -61,7 +56,7 @@ func expectCaught(t *testing.T, name string, compose func(fb *filters.Builder) f
 	stats, err := conformance.Run(context.Background(), conformance.Config{
 		Seed:   seed,
 		Ops:    ops,
-		Target: wrongReads{tbl: tbl, compose: compose(fb), clock: h.Clock},
+		Target: wrongReads{Target: conformance.TableTarget(tbl), tbl: tbl, compose: compose(fb), clock: h.Clock},
 		Clock:  h.Clock,
 	})
 	var mismatch *conformance.MismatchError
@@ -97,4 +92,48 @@ func TestCheckerCatchesStaleTTLFilter(t *testing.T) {
 			return bigtable.ChainFilters(fb.TTL(stale), user)
 		}
 	})
+}
+
+// misclassified refuses what the library refuses, but always as an invalid
+// sequence number: the checker compares refusal classes, not just that a
+// write was refused.
+type misclassified struct{ conformance.Target }
+
+func (m misclassified) Apply(ctx context.Context, row string, ops []model.Op) error {
+	if err := m.Target.Apply(ctx, row, ops); err != nil {
+		return &ttlclient.CellError{Row: row, Err: strategy.ErrInvalidSequence}
+	}
+	return nil
+}
+
+func TestCheckerCatchesWrongRefusalClass(t *testing.T) {
+	h := bttestharness.New(t)
+	tbl := h.MustTable(t, "misclassified", conformance.Schema())
+	const seed, ops = 4, 3000
+	stats, err := conformance.Run(context.Background(), conformance.Config{
+		Seed: seed, Ops: ops, Target: misclassified{conformance.TableTarget(tbl)}, Clock: h.Clock,
+		FlushIdle: h.Client.FlushIdleRefreshes,
+	})
+	var mismatch *conformance.MismatchError
+	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
+	require.Contains(t, mismatch.Detail, "refused as invalid-sequence")
+}
+
+// A plain client whose connection does not carry the guard (as under an
+// emulator when the guard's ClientOptions were dropped, issue 26 item 9)
+// sends what the guard would refuse: the wire path's checker notices.
+func TestCheckerCatchesUnguardedPlainClient(t *testing.T) {
+	h := bttestharness.New(t)
+	schema, fams, _ := conformance.MatrixSchema(conformance.FamilyOptions[0])
+	require.NoError(t, h.CreateTable(context.Background(), "unguarded", schema))
+	target, err := conformance.WireTarget(h.Raw.Open("unguarded"), schema, h.Clock, true)
+	require.NoError(t, err)
+	const seed, ops = 4, 3000
+	stats, err := conformance.Run(context.Background(), conformance.Config{
+		Seed: seed, Ops: ops, Target: target, Clock: h.Clock, Schema: schema, Families: fams,
+		Semantics: model.Semantics{Wire: true},
+	})
+	var mismatch *conformance.MismatchError
+	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
+	require.Contains(t, mismatch.Detail, "the library sent it")
 }

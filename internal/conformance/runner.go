@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -15,57 +14,6 @@ import (
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
-
-// Target is the implementation under test: ttlclient.Table through
-// TableTarget, or a deliberately wrong one in the suite's own tests.
-type Target interface {
-	Apply(ctx context.Context, row string, m *ttlclient.Mutation) error
-	ApplyBulk(ctx context.Context, rows []string, muts []*ttlclient.Mutation) ([]error, error)
-	// ReadRow and ReadRows read with the caller's filter f (nil: none).
-	ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error)
-	ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error
-}
-
-// Expirer is a Target with the lifecycle operations; the suite runs its
-// Expire steps only on one (TableTarget is).
-type Expirer interface {
-	Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error)
-	ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error)
-	WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error)
-}
-
-// TableTarget is the real library as a Target.
-func TableTarget(t *ttlclient.Table) Target { return tableTarget{t} }
-
-type tableTarget struct{ t *ttlclient.Table }
-
-func (a tableTarget) Apply(ctx context.Context, row string, m *ttlclient.Mutation) error {
-	return a.t.Apply(ctx, row, m)
-}
-func (a tableTarget) ApplyBulk(ctx context.Context, rows []string, muts []*ttlclient.Mutation) ([]error, error) {
-	return a.t.ApplyBulk(ctx, rows, muts)
-}
-func (a tableTarget) Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error) {
-	return a.t.Expire(ctx, row, family, column, ttl, opts...)
-}
-func (a tableTarget) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error) {
-	return a.t.ExpireColumn(ctx, row, family, column, ttl)
-}
-func (a tableTarget) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {
-	return a.t.WriteTime(ctx, item)
-}
-func (a tableTarget) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
-	if f == nil {
-		return a.t.ReadRow(ctx, row)
-	}
-	return a.t.ReadRow(ctx, row, bigtable.RowFilter(f))
-}
-func (a tableTarget) ReadRows(ctx context.Context, rs bigtable.RowSet, f bigtable.Filter, fn func(bigtable.Row) bool) error {
-	if f == nil {
-		return a.t.ReadRows(ctx, rs, fn)
-	}
-	return a.t.ReadRows(ctx, rs, fn, bigtable.RowFilter(f))
-}
 
 // Clock is the clock the Target's table uses, which the suite moves.
 type Clock interface {
@@ -103,6 +51,7 @@ func Schema() strategy.Schema {
 	}
 }
 
+// families is Schema's families in the order the suite draws them.
 var families = []string{FamOne, FamDef, FamDefSV, FamSeq, FamPlain}
 
 // Config is one run of the suite.
@@ -111,6 +60,16 @@ type Config struct {
 	Ops    int // steps; each is one operation followed by reads
 	Target Target
 	Clock  Clock
+	// Schema is the table's schema (default Schema()), and Families its
+	// families in the order the suite draws them (default: Schema's order,
+	// or Schema's keys sorted). It must have FamPlain, unmanaged: the
+	// suite keeps every row alive with a cell there.
+	Schema   strategy.Schema
+	Families []string
+	// Semantics is what the Target's path can express (model.Semantics):
+	// the zero value for ttlclient, Wire for a plain client through the
+	// wire guard, whose ApplyBulk is also refused whole when one row is.
+	Semantics model.Semantics
 	// Raw, when set, is the same table through the raw client: every
 	// FullCheckEvery steps the suite checks that the server stores nothing
 	// the model does not, and that every cell it no longer stores is one its
@@ -119,6 +78,10 @@ type Config struct {
 	FullCheckEvery int // default 100
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// WriteTimeAfterRefresh: after each time-to-idle refresh of a cell of
+	// a write-time family, ask the Target (an Expirer) for the cell's
+	// write time with the timestamp the read returned (issue 26 item 10).
+	WriteTimeAfterRefresh bool
 	// FlushIdle, when set, waits for the Target's time-to-idle refreshes
 	// (ttlclient.Client.FlushIdleRefreshes): after every read the suite
 	// waits for them and applies to the model the refreshes that read
@@ -186,10 +149,22 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	if cfg.FullCheckEvery <= 0 {
 		cfg.FullCheckEvery = 100
 	}
+	if cfg.Schema == nil {
+		cfg.Schema, cfg.Families = Schema(), families
+	}
+	if cfg.Families == nil {
+		for fam := range cfg.Schema {
+			cfg.Families = append(cfg.Families, fam)
+		}
+		sort.Strings(cfg.Families)
+	}
+	if p, ok := cfg.Schema[FamPlain]; !ok || p.Managed() {
+		return Stats{}, fmt.Errorf("conformance: the schema needs an unmanaged family %q", FamPlain)
+	}
 	r := &runner{
 		cfg: cfg,
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		m:   model.New(Schema()),
+		m:   model.NewWith(cfg.Schema, cfg.Semantics),
 		ctx: ctx,
 	}
 	start := time.Now()
@@ -357,8 +332,8 @@ func (r *runner) column() string { return string(columnSet[r.u(len(columnSet))])
 func (r *runner) set(fam string, now int64) model.Op {
 	o := model.Op{Family: fam, Column: r.column(), Value: r.value()}
 	k := r.u(100)
-	switch fam {
-	case FamOne:
+	switch r.cfg.Schema[fam].Kind() {
+	case strategy.KindOneSecond:
 		switch {
 		case k < 60:
 			o.Kind, o.TTL = model.SetTTL, r.ttl()
@@ -369,7 +344,7 @@ func (r *runner) set(fam string, now int64) model.Op {
 		default:
 			o.Kind = model.SetAuto
 		}
-	case FamDef, FamDefSV:
+	case strategy.KindDefaultExpiry:
 		switch {
 		case k < 60:
 			o.Kind, o.TTL = model.SetTTL, r.ttl()
@@ -379,7 +354,7 @@ func (r *runner) set(fam string, now int64) model.Op {
 			// An explicit real write time, sometimes already expired.
 			o.Kind, o.TS = model.SetExplicit, now-int64(r.u(3_000_000))
 		}
-	case FamSeq:
+	case strategy.KindSequence:
 		seq := int64(1 + r.u(6))
 		switch {
 		case k < 80:
@@ -429,11 +404,20 @@ func (r *runner) mutation(row string, clock time.Time) []model.Op {
 	n := 1 + r.u(4)
 	ops := make([]model.Op, 0, n)
 	for range n {
-		fam := families[r.u(len(families))]
+		fam := r.cfg.Families[r.u(len(r.cfg.Families))]
 		col := r.column()
 		switch k := r.u(100); {
 		case k < 70:
 			ops = append(ops, r.set(fam, now))
+			if r.u(100) < 3 {
+				// A forged write-time companion beside the Set, at its
+				// timestamp, claiming the cell was written 1µs after the
+				// epoch: refused in a family with write times (its
+				// qualifiers are reserved), an ordinary column elsewhere.
+				o := ops[len(ops)-1]
+				o.Column, o.Value = model.CompanionPrefix+o.Column, model.WriteTimeValue(1)
+				ops = append(ops, o)
+			}
 		case k < 78:
 			ops = append(ops, model.Op{Kind: model.DeleteColumn, Family: fam, Column: col})
 		case k < 91:
@@ -443,6 +427,9 @@ func (r *runner) mutation(row string, clock time.Time) []model.Op {
 		default:
 			ops = append(ops, model.Op{Kind: model.DeleteRow})
 		}
+	}
+	if l, ok := r.cfg.Target.(Lowerer); ok {
+		ops = l.Lower(ops, clock)
 	}
 	return r.keepRow(row, clock, r.safe(row, clock, ops))
 }
@@ -476,32 +463,6 @@ func (r *runner) safe(row string, now time.Time, ops []model.Op) []model.Op {
 	return ops
 }
 
-func toMutation(ops []model.Op) *ttlclient.Mutation {
-	m := ttlclient.NewMutation()
-	for _, o := range ops {
-		v := []byte(o.Value)
-		switch o.Kind {
-		case model.SetTTL:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v, ttlclient.WithTTL(o.TTL))
-		case model.SetSeq:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v, ttlclient.WithSequence(o.Seq))
-		case model.SetAuto:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v)
-		case model.SetExplicit:
-			m.Set(o.Family, o.Column, bigtable.Timestamp(o.TS), v)
-		case model.DeleteColumn:
-			m.DeleteCellsInColumn(o.Family, o.Column)
-		case model.DeleteRange:
-			m.DeleteTimestampRange(o.Family, o.Column, bigtable.Timestamp(o.TS), bigtable.Timestamp(o.End))
-		case model.DeleteFamily:
-			m.DeleteCellsInFamily(o.Family)
-		case model.DeleteRow:
-			m.DeleteRow()
-		}
-	}
-	return m
-}
-
 func describe(ops []model.Op) string {
 	parts := make([]string, len(ops))
 	for i, o := range ops {
@@ -511,7 +472,9 @@ func describe(ops []model.Op) string {
 }
 
 // outcome compares the library's answer to one row's write with the
-// model's, and applies it to the model when both accept it.
+// model's: both accept it, or both refuse it with the same class of
+// error (a *ttlclient.CellError wrapping the class's sentinel, or the
+// wire guard's FailedPrecondition naming its rule).
 func (r *runner) outcome(what string, want, got error) error {
 	switch {
 	case want == nil && got != nil:
@@ -519,9 +482,12 @@ func (r *runner) outcome(what string, want, got error) error {
 	case want != nil && got == nil:
 		return r.fail(what, fmt.Sprintf("the model refuses this write (%v), the library sent it", want))
 	case want != nil:
-		var ce *ttlclient.CellError
-		if !errors.As(got, &ce) {
-			return r.fail(what, fmt.Sprintf("refused without a *ttlclient.CellError: %v", got))
+		class, ok := Classify(got)
+		if !ok {
+			return r.fail(what, fmt.Sprintf("refused without a typed error (a *ttlclient.CellError or a wire guard refusal): %v", got))
+		}
+		if wc := model.ClassOf(want); class != wc {
+			return r.fail(what, fmt.Sprintf("refused as %s, the model refuses it as %s (%v): %v", class, wc, want, got))
 		}
 		r.stats.Refused++
 	}
@@ -534,7 +500,7 @@ func (r *runner) apply(row string) error {
 	what := fmt.Sprintf("Apply %s at %s: %s", row, clockString(clock), describe(ops))
 	r.record(what)
 	want := r.m.Check(row, clock, ops)
-	got := r.cfg.Target.Apply(r.ctx, row, toMutation(ops))
+	got := r.cfg.Target.Apply(r.ctx, row, ops)
 	if err := r.outcome(what, want, got); err != nil {
 		return err
 	}
@@ -551,30 +517,47 @@ func (r *runner) applyBulk() error {
 	perm := r.rng.Perm(numRows)
 	rows := make([]string, n)
 	opss := make([][]model.Op, n)
-	muts := make([]*ttlclient.Mutation, n)
 	var desc []string
 	for i := range n {
 		rows[i] = rowKey(perm[i])
 		opss[i] = r.mutation(rows[i], clock)
-		muts[i] = toMutation(opss[i])
 		desc = append(desc, rows[i]+": "+describe(opss[i]))
 	}
 	what := fmt.Sprintf("ApplyBulk at %s: %s", clockString(clock), strings.Join(desc, " | "))
 	r.record(what)
-	errs, err := r.cfg.Target.ApplyBulk(r.ctx, rows, muts)
+	wants := make([]error, n)
+	var first error // the first refused row's refusal
+	for i := range n {
+		wants[i] = r.m.Check(rows[i], clock, opss[i])
+		if first == nil {
+			first = wants[i]
+		}
+	}
+	errs, err := r.cfg.Target.ApplyBulk(r.ctx, rows, opss)
+	if r.cfg.Semantics.Wire && first != nil {
+		// The guard refuses a MutateRows request whole when one entry
+		// breaks a rule: nothing is written, ApplyBulk fails.
+		if err == nil {
+			return r.fail(what, fmt.Sprintf("the model refuses a row of this request (%v), the library sent it (the guard refuses a MutateRows request whole)", first))
+		}
+		if e := r.outcome(what, first, err); e != nil {
+			return e
+		}
+		r.stats.Bulk++
+		return nil
+	}
 	if err != nil {
 		return r.fail(what, fmt.Sprintf("the whole call failed: %v", err))
 	}
 	for i := range n {
-		want := r.m.Check(rows[i], clock, opss[i])
 		var got error
 		if errs != nil {
 			got = errs[i]
 		}
-		if err := r.outcome(fmt.Sprintf("%s (row %s)", what, rows[i]), want, got); err != nil {
+		if err := r.outcome(fmt.Sprintf("%s (row %s)", what, rows[i]), wants[i], got); err != nil {
 			return err
 		}
-		if want == nil {
+		if wants[i] == nil {
 			_ = r.m.Apply(rows[i], clock, opss[i])
 		}
 	}
@@ -602,26 +585,17 @@ func (r *runner) condMutation(row string) error {
 	if matched {
 		chosen = tops
 	}
-	var mt, mf *ttlclient.Mutation
-	if tops != nil {
-		mt = toMutation(tops)
-	}
-	if fops != nil {
-		mf = toMutation(fops)
-	}
 	what := fmt.Sprintf("CondMutation %s at %s if %s (model: %v) then [%s] else [%s]", row, clockString(clock), filterString(cond), matched, describe(tops), describe(fops))
 	r.record(what)
-	var want error
-	for _, ops := range [][]model.Op{tops, fops} {
-		if ops != nil && want == nil {
-			want = r.m.Check(row, clock, ops)
-		}
-	}
+	// Both branches are checked before anything is sent, the true branch
+	// first: one refusal, the first in that order (with StampTTL, the
+	// first TTL of either branch), refuses the whole mutation.
+	want := r.m.Check(row, clock, append(append([]model.Op(nil), tops...), fops...))
 	var bcond bigtable.Filter
 	if cond != nil {
 		bcond = cond.Bigtable()
 	}
-	got := r.cfg.Target.Apply(r.ctx, row, ttlclient.NewCondMutation(bcond, mt, mf))
+	got := r.cfg.Target.CondApply(r.ctx, row, bcond, tops, fops)
 	if err := r.outcome(what, want, got); err != nil {
 		return err
 	}
@@ -650,7 +624,7 @@ func (r *runner) filter() model.Filter {
 			if b < len(columnSet) && b > a {
 				end = string(columnSet[b])
 			}
-			return model.ColumnRange(families[r.u(len(families))], string(columnSet[a]), end)
+			return model.ColumnRange(r.cfg.Families[r.u(len(r.cfg.Families))], string(columnSet[a]), end)
 		case 2:
 			// Timestamps around now, and small ones for sequence and
 			// unmanaged cells.
@@ -731,8 +705,52 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 		if r.m.Refresh(c, now) {
 			r.stats.IdleRefreshed++
 			r.record(fmt.Sprintf("time-to-idle refresh of %s at %s", c, clockString(now)))
+			if err := r.writeTimeAfterRefresh(c); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// writeTimeAfterRefresh asks, with Config.WriteTimeAfterRefresh, for the
+// write time of c as the read returned it, after its time-to-idle refresh
+// moved it: the README's read-then-WriteTime. The answer must be the
+// cell's write time (the refresh keeps it), wherever the cell now is.
+func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
+	ex, ok := r.cfg.Target.(Expirer)
+	if !r.cfg.WriteTimeAfterRefresh || !ok || !r.cfg.Schema[c.Family].HasWriteTime() {
+		return nil
+	}
+	var moved []model.Cell  // the refresh made the cell its column's newest
+	wts := map[int64]bool{} // the write times of the column's cells holding c's value
+	for _, s := range r.m.Stored(c.Row) {
+		if s.Family == c.Family && s.Column == c.Column {
+			moved = append(moved, s)
+			if wt, ok := r.m.WriteTime(c.Row, c.Family, c.Column, s.TS); ok && s.Value == c.Value {
+				wts[wt] = true
+			}
+		}
+	}
+	if len(wts) > 1 {
+		// The moved cell can be found only by its value, which another
+		// cell of the column with another write time also holds: the
+		// library may say it cannot tell.
+		return nil
+	}
+	want, ok := r.m.WriteTime(c.Row, c.Family, c.Column, moved[0].TS)
+	if !ok {
+		return r.fail("WriteTime after a refresh of "+c.String(), "suite bug: the model lost the moved cell's write time")
+	}
+	got, err := ex.WriteTime(r.ctx, bigtable.ReadItem{Row: c.Row, Column: c.Family + ":" + c.Column, Timestamp: bigtable.Timestamp(c.TS), Value: []byte(c.Value)})
+	what := fmt.Sprintf("WriteTime of %s as read, after its time-to-idle refresh moved it to %d", c, moved[0].TS)
+	switch {
+	case err != nil:
+		return r.fail(what, fmt.Sprintf("the library failed: %v", err))
+	case got.UnixMicro() != want:
+		return r.fail(what, fmt.Sprintf("write time %d, the model %d", got.UnixMicro(), want))
+	}
+	r.stats.WriteTimes++
 	return nil
 }
 
@@ -973,7 +991,7 @@ func (r *runner) fullCheck() error {
 // model's, and reads a write time back. Its draws are fixed in number.
 func (r *runner) expire(row string) error {
 	clock := r.clock()
-	fam := families[r.u(len(families))]
+	fam := r.cfg.Families[r.u(len(r.cfg.Families))]
 	col := r.column()
 	ttl := r.ttl()
 	mode := r.u(3) // 0 newest, 1 a given timestamp, 2 the whole column

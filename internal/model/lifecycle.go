@@ -11,7 +11,11 @@ import (
 // CompanionPrefix starts the qualifier of a write-time companion, as
 // ttlclient writes it (the model does not import the library; a test in
 // the conformance suite checks the two agree).
-const CompanionPrefix = "\xff\xffbttl.wt\x00"
+const CompanionPrefix = ReservedStart + "bttl.wt\x00"
+
+// ReservedStart is the first qualifier reserved in a family with write
+// times.
+const ReservedStart = "\xff\xff"
 
 // StoredRaw is Stored with the write-time companions a family with
 // strategy.WithWriteTime stores beside each cell (same timestamp, qualifier
@@ -69,10 +73,10 @@ func companionColumn(col string) (string, bool) {
 func (m *Model) expireTarget(fam string, now time.Time, ttl time.Duration) (family, int64, error) {
 	f, ok := m.fams[fam]
 	if !ok {
-		return f, 0, refused("unknown family %q", fam)
+		return f, 0, refused(ClassUnknownFamily, "unknown family %q", fam)
 	}
 	if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
-		return f, 0, refused("Expire on a %s family", f.kind)
+		return f, 0, refused(ClassNotApplicable, "Expire on a %s family", f.kind)
 	}
 	ts, err := f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
 	return f, ts, err
@@ -126,7 +130,7 @@ func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
 // a refusal (nothing changed).
 func (m *Model) Expire(rowKey, fam, col string, now time.Time, ttl time.Duration, at int64, hasAt bool) (bool, error) {
 	if rowKey == "" {
-		return false, refused("empty row key")
+		return false, refused(ClassInvalid, "empty row key")
 	}
 	_, target, err := m.expireTarget(fam, now, ttl)
 	if err != nil {
@@ -146,7 +150,7 @@ func (m *Model) Expire(rowKey, fam, col string, now time.Time, ttl time.Duration
 // time (newest first when extending, oldest first when shortening).
 func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Duration) (int, error) {
 	if rowKey == "" {
-		return 0, refused("empty row key")
+		return 0, refused(ClassInvalid, "empty row key")
 	}
 	_, target, err := m.expireTarget(fam, now, ttl)
 	if err != nil {

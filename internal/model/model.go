@@ -70,8 +70,73 @@ func (o Op) String() string {
 }
 
 // ErrRefused is what Apply returns for a mutation the library must refuse
-// (before any RPC, so nothing of it is written).
+// (before any RPC, so nothing of it is written). Every refusal is a
+// *Refusal, which names its class.
 var ErrRefused = errors.New("model: refused")
+
+// Class is the kind of a refusal, one per sentinel error of the library
+// (strategy.ErrInvalidTTL and so on; the wire guard's rules map to the
+// same classes). The model names classes itself so as not to import the
+// library.
+type Class string
+
+// The refusal classes.
+const (
+	ClassInvalidTTL      Class = "invalid-ttl"       // strategy.ErrInvalidTTL
+	ClassTTLTooLong      Class = "ttl-too-long"      // strategy.ErrTTLTooLong
+	ClassOverflow        Class = "overflow"          // strategy.ErrTimestampOverflow
+	ClassBeforeEpoch     Class = "before-epoch"      // strategy.ErrBeforeEpoch
+	ClassInvalidSequence Class = "invalid-sequence"  // strategy.ErrInvalidSequence
+	ClassServerTimestamp Class = "server-timestamp"  // strategy.ErrServerTimestamp
+	ClassExpired         Class = "expired"           // strategy.ErrAlreadyExpired
+	ClassWrongOption     Class = "wrong-cell-option" // strategy.ErrWrongCellOption
+	ClassUnknownFamily   Class = "unknown-family"    // ttlclient.ErrUnknownFamily
+	ClassNotApplicable   Class = "not-applicable"    // ttlclient.ErrNotApplicable: Expire on a family without an age rule
+	ClassReservedColumn  Class = "reserved-column"   // ttlclient.ErrReservedColumn: a qualifier from 0xFF 0xFF on in a write-time family
+	ClassInvalid         Class = "invalid-request"   // an empty row key, no operations, an empty range
+)
+
+// Refusal is a refused operation: its class and why.
+type Refusal struct {
+	Class  Class
+	Reason string
+}
+
+func (e *Refusal) Error() string { return fmt.Sprintf("%v (%s): %s", ErrRefused, e.Class, e.Reason) }
+
+// Is makes errors.Is(err, ErrRefused) hold for every refusal.
+func (e *Refusal) Is(target error) bool { return target == ErrRefused }
+
+// ClassOf is the class of a refusal the model returned, "" for nil or an
+// error that is not one.
+func ClassOf(err error) Class {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Class
+	}
+	return ""
+}
+
+// Semantics is what a client path can express and how it checks it: the
+// model of ttlclient (the zero value) or of a plain client through the
+// wire guard.
+type Semantics struct {
+	// Wire: the path is a plain *bigtable.Client through the wire guard. It
+	// has no default timestamp to assign (a SetAuto is a server timestamp,
+	// refused on a managed family) and never rewrites a timestamp (an
+	// explicit timestamp over a family's max TTL is refused even where
+	// ttlclient clamps it).
+	Wire bool
+	// Wire paths also check every timestamp of a mutation before its
+	// write-time qualifiers (the guard's order); ttlclient checks each
+	// operation in turn.
+	//
+	// StampTTL: the program turns each TTL into a timestamp while it
+	// builds the mutation (ttlclient.Table.Timestamp for a
+	// *bigtable.Mutation), so a TTL's refusal comes before any check of
+	// the mutation as a whole, whatever the operations' order.
+	StampTTL bool
+}
 
 // family is one column family's parameters, read from its policy.
 type family struct {
@@ -80,7 +145,10 @@ type family struct {
 	defaultTTL  time.Duration
 	versions    int
 	singleValue bool
-	writeTime   bool // every cell has a write-time companion
+	writeTime   bool          // every cell has a write-time companion
+	maxTTL      time.Duration // the cap on a cell's TTL (0: none)
+	clampTTL    bool          // a TTL over maxTTL is lowered to it
+	wire        bool          // the path's Semantics.Wire
 }
 
 type cell struct {
@@ -101,13 +169,20 @@ type Model struct {
 	fams map[string]family
 	rows map[string]row
 	idle map[string]idleFamily // families with an idle TTL (idle.go)
+	sem  Semantics
 }
 
-// New returns an empty model of a table with schema.
-func New(schema strategy.Schema) *Model {
-	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema)}
+// New returns an empty model of a table with schema, written through
+// ttlclient.
+func New(schema strategy.Schema) *Model { return NewWith(schema, Semantics{}) }
+
+// NewWith returns an empty model of a table with schema, written through a
+// path with semantics sem.
+func NewWith(schema strategy.Schema, sem Semantics) *Model {
+	m := &Model{fams: map[string]family{}, rows: map[string]row{}, idle: idleFamilies(schema), sem: sem}
 	for name, p := range schema {
-		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue(), writeTime: p.HasWriteTime()}
+		f := family{kind: p.Kind(), defaultTTL: p.DefaultTTL(), versions: p.Versions(), singleValue: p.IsSingleValue(), writeTime: p.HasWriteTime(),
+			maxTTL: p.MaxTTL(), clampTTL: p.ClampsTTL(), wire: sem.Wire}
 		switch p.Kind() {
 		case strategy.KindOneSecond:
 			f.d = int64(time.Second / time.Microsecond)
@@ -140,8 +215,8 @@ func (f family) live(ts, t int64) bool {
 	return true
 }
 
-func refused(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
+func refused(class Class, format string, a ...any) error {
+	return &Refusal{Class: class, Reason: fmt.Sprintf(format, a...)}
 }
 
 // maxSeq: seq*1000 must sort below the real-time floor (2000-01-01).
@@ -163,70 +238,85 @@ func addNanos(now time.Time, d time.Duration) (int64, bool) {
 }
 
 // timestamp is the stored timestamp of a Set at clock reading now, or a
-// refusal.
+// refusal, checked in the library's order (strategy.WriteTimestamp and
+// CheckExplicit).
 func (f family) timestamp(o Op, now time.Time) (int64, error) {
 	managed := f.kind != strategy.KindUnmanaged
 	nowMicros := now.UnixMicro()
 	switch o.Kind {
 	case SetTTL:
 		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
-			return 0, refused("TTL on a %s family", f.kind)
+			return 0, refused(ClassWrongOption, "TTL on a %s family", f.kind)
 		}
 		if o.TTL < time.Millisecond {
-			return 0, refused("TTL %s", o.TTL)
+			return 0, refused(ClassInvalidTTL, "TTL %s", o.TTL)
 		}
 		d := o.TTL
+		if f.maxTTL > 0 && d > f.maxTTL {
+			if !f.clampTTL {
+				return 0, refused(ClassTTLTooLong, "TTL %s over the max TTL %s", d, f.maxTTL)
+			}
+			d = f.maxTTL
+		}
 		if f.kind == strategy.KindDefaultExpiry {
 			d -= time.Duration(f.d) * time.Microsecond
 		}
 		ts, ok := addNanos(now, d)
 		if !ok {
-			return 0, refused("overflow")
+			return 0, refused(ClassOverflow, "now + %s", d)
 		}
 		if ts = ms(ts); ts < 0 {
-			return 0, refused("before the epoch")
+			return 0, refused(ClassBeforeEpoch, "now + %s lands at %d", d, ts)
 		}
 		return ts, nil
 	case SetSeq:
 		if f.kind != strategy.KindSequence {
-			return 0, refused("sequence on a %s family", f.kind)
+			return 0, refused(ClassWrongOption, "sequence on a %s family", f.kind)
 		}
 		if o.Seq < 1 || o.Seq > maxSeq {
-			return 0, refused("sequence %d", o.Seq)
+			return 0, refused(ClassInvalidSequence, "sequence %d", o.Seq)
 		}
 		return o.Seq * 1000, nil
 	case SetAuto:
 		switch {
+		case !managed:
+			return 0, refused(ClassWrongOption, "no timestamp to assign on an unmanaged family")
+		case f.wire:
+			// A plain client sends bigtable.ServerTime: the guard
+			// refuses it on every managed family.
+			return 0, refused(ClassServerTimestamp, "a server timestamp on a %s family", f.kind)
 		case f.kind == strategy.KindDefaultExpiry:
 			if ms(nowMicros) < 0 {
-				return 0, refused("before the epoch")
+				return 0, refused(ClassBeforeEpoch, "before the epoch")
 			}
 			return ms(nowMicros), nil
 		case f.kind == strategy.KindOneSecond && f.defaultTTL > 0:
-			ts, ok := addNanos(now, f.defaultTTL)
-			if !ok {
-				return 0, refused("overflow")
-			}
-			if ts = ms(ts); ts < 0 {
-				return 0, refused("before the epoch")
-			}
-			return ts, nil
+			return f.timestamp(Op{Kind: SetTTL, TTL: f.defaultTTL}, now)
 		}
-		return 0, refused("no timestamp to assign on a %s family", f.kind)
+		return 0, refused(ClassServerTimestamp, "no timestamp to assign on a %s family", f.kind)
 	case SetExplicit:
 		if o.TS < 0 {
-			return 0, refused("negative timestamp")
+			return 0, refused(ClassBeforeEpoch, "negative timestamp")
 		}
 		ts := ms(o.TS)
 		switch {
 		case f.kind == strategy.KindSequence && (o.TS < 1000 || o.TS%1000 != 0 || o.TS >= maxSeq*1000+1000):
-			return 0, refused("sequence timestamp %d", o.TS)
-		case managed && !f.live(ts, nowMicros):
-			return 0, refused("expired on arrival")
+			return 0, refused(ClassInvalidSequence, "sequence timestamp %d", o.TS)
+		case managed && f.kind != strategy.KindSequence && !f.live(ts, nowMicros):
+			return 0, refused(ClassExpired, "expired on arrival")
+		case f.maxTTL > 0 && f.expiry(ts)-nowMicros > int64(f.maxTTL/time.Microsecond):
+			// The TTL the timestamp implies is over the cap: ttlclient
+			// lowers it to the cap when the family clamps (at the clock
+			// reading in microseconds, as strategy.CheckExplicit does),
+			// the guard never rewrites a timestamp.
+			if !f.clampTTL || f.wire {
+				return 0, refused(ClassTTLTooLong, "timestamp %d implies a TTL over the max TTL %s", o.TS, f.maxTTL)
+			}
+			return f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, time.UnixMicro(nowMicros))
 		}
 		return ts, nil
 	}
-	return 0, refused("not a set")
+	return 0, refused(ClassInvalid, "not a set")
 }
 
 // Apply applies a mutation of row at clock reading now, atomically: either
@@ -235,12 +325,26 @@ func (f family) timestamp(o Op, now time.Time) (int64, error) {
 // time for the "expired on arrival" test.
 func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 	if rowKey == "" {
-		return refused("empty row key")
+		return refused(ClassInvalid, "empty row key")
 	}
 	if len(ops) == 0 {
-		return refused("no operations")
+		return refused(ClassInvalid, "no operations")
 	}
 	// Check everything first: a refused mutation writes nothing.
+	if m.sem.StampTTL {
+		for _, o := range ops {
+			if o.Kind != SetTTL {
+				continue
+			}
+			f, ok := m.fams[o.Family]
+			if !ok {
+				return refused(ClassUnknownFamily, "unknown family %q", o.Family)
+			}
+			if _, err := f.timestamp(o, now); err != nil {
+				return err
+			}
+		}
+	}
 	tss := make([]int64, len(ops))
 	for i, o := range ops {
 		if o.Kind == DeleteRow {
@@ -248,7 +352,7 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 		}
 		f, ok := m.fams[o.Family]
 		if !ok {
-			return refused("unknown family %q", o.Family)
+			return refused(ClassUnknownFamily, "unknown family %q", o.Family)
 		}
 		switch o.Kind {
 		case SetTTL, SetSeq, SetAuto, SetExplicit:
@@ -257,9 +361,19 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 				return err
 			}
 			tss[i] = ts
+			if err := f.reserved(o); err != nil && !m.sem.Wire {
+				return err
+			}
 		case DeleteRange:
 			if o.TS < 0 || o.End < 0 || (o.End != 0 && ms(o.End) <= ms(o.TS)) {
-				return refused("range [%d,%d)", o.TS, o.End)
+				return refused(ClassInvalid, "range [%d,%d)", o.TS, o.End)
+			}
+		}
+	}
+	if m.sem.Wire {
+		for _, o := range ops {
+			if err := m.fams[o.Family].reserved(o); err != nil {
+				return err
 			}
 		}
 	}
@@ -289,6 +403,19 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 		delete(m.rows, rowKey)
 	} else {
 		m.rows[rowKey] = r
+	}
+	return nil
+}
+
+// reserved refuses a Set of a qualifier from 0xFF 0xFF on in a family with
+// write times: those are the companions' (a forged one would give a cell a
+// write time it does not have).
+func (f family) reserved(o Op) error {
+	switch o.Kind {
+	case SetTTL, SetSeq, SetAuto, SetExplicit:
+		if f.writeTime && strings.HasPrefix(o.Column, ReservedStart) {
+			return refused(ClassReservedColumn, "qualifier %q in a write-time family", o.Column)
+		}
 	}
 	return nil
 }
@@ -393,7 +520,7 @@ func (m *Model) KeepsFamily(rowKey string, now time.Time, ops []Op, fam string) 
 
 // cloneRow is a model holding a copy of rowKey alone, to try ops on.
 func (m *Model) cloneRow(rowKey string) *Model {
-	c := &Model{fams: m.fams, rows: map[string]row{}}
+	c := &Model{fams: m.fams, rows: map[string]row{}, sem: m.sem}
 	if r := m.rows[rowKey]; r != nil {
 		c.rows[rowKey] = r.clone()
 	}
@@ -518,7 +645,7 @@ func Format(cs []Cell) string {
 // Check reports whether the library must refuse ops on rowKey at now,
 // without applying them.
 func (m *Model) Check(rowKey string, now time.Time, ops []Op) error {
-	c := &Model{fams: m.fams, rows: map[string]row{}}
+	c := &Model{fams: m.fams, rows: map[string]row{}, sem: m.sem}
 	return c.Apply(rowKey, now, ops)
 }
 

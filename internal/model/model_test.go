@@ -164,3 +164,52 @@ func TestPastMaxTimestamp(t *testing.T) {
 	assert.Empty(t, m.View("r", int64(strategy.MaxTimestamp)))
 	assert.Empty(t, m.View("r", end.UnixMicro()))
 }
+
+// A max TTL refuses a longer TTL, or an explicit timestamp implying one,
+// unless the family clamps; the wire path never clamps, and has no
+// timestamp of its own to assign.
+func TestMaxTTLClampAndWire(t *testing.T) {
+	capped := strategy.Schema{
+		"cap":   strategy.OneSecond(strategy.WithMaxTTL(2 * time.Second)),
+		"clamp": strategy.OneSecond(strategy.WithMaxTTL(2*time.Second), strategy.ClampTTL(), strategy.WithDefaultTTL(3*time.Second)),
+		"def":   strategy.DefaultExpiry(time.Second, strategy.WithMaxTTL(2*time.Second)),
+	}
+	at2s := int64(1_700_000_002_123_000) // ms(now + 2s)
+	set := func(fam string, kind model.OpKind, ttl time.Duration, ts int64) []model.Op {
+		return []model.Op{{Kind: kind, Family: fam, Column: "c", TTL: ttl, TS: ts, Value: "v"}}
+	}
+	for _, tc := range []struct {
+		name  string
+		sem   model.Semantics
+		ops   []model.Op
+		class model.Class // "" accepted, stored at ts
+		ts    int64
+	}{
+		{"TTL at the cap", model.Semantics{}, set("cap", model.SetTTL, 2*time.Second, 0), "", at2s},
+		{"TTL over the cap", model.Semantics{}, set("cap", model.SetTTL, 3*time.Second, 0), model.ClassTTLTooLong, 0},
+		{"TTL over the cap, clamped", model.Semantics{}, set("clamp", model.SetTTL, time.Hour, 0), "", at2s},
+		{"default TTL over the cap, clamped", model.Semantics{}, set("clamp", model.SetAuto, 0, 0), "", at2s},
+		{"explicit over the cap", model.Semantics{}, set("cap", model.SetExplicit, 0, now+3_000_000), model.ClassTTLTooLong, 0},
+		{"explicit over the cap, clamped", model.Semantics{}, set("clamp", model.SetExplicit, 0, now+3_000_000), "", at2s},
+		{"default expiry: a future write time implies ts + D - now", model.Semantics{}, set("def", model.SetExplicit, 0, now+1_500_000), model.ClassTTLTooLong, 0},
+		{"wire: explicit over the cap is refused even clamping", model.Semantics{Wire: true}, set("clamp", model.SetExplicit, 0, now+3_000_000), model.ClassTTLTooLong, 0},
+		{"wire: no default timestamp", model.Semantics{Wire: true}, set("clamp", model.SetAuto, 0, 0), model.ClassServerTimestamp, 0},
+		{"order: the first refused op names the class", model.Semantics{},
+			append(set("cap", model.SetExplicit, 0, now), set("cap", model.SetTTL, time.Hour, 0)...), model.ClassExpired, 0},
+		{"StampTTL: a TTL's refusal comes first", model.Semantics{StampTTL: true},
+			append(set("cap", model.SetExplicit, 0, now), set("cap", model.SetTTL, time.Hour, 0)...), model.ClassTTLTooLong, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := model.NewWith(capped, tc.sem)
+			err := m.Apply("r", nowTime, tc.ops)
+			if tc.class != "" {
+				require.ErrorIs(t, err, model.ErrRefused)
+				assert.Equal(t, tc.class, model.ClassOf(err))
+				assert.Empty(t, m.Stored("r"), "a refusal writes nothing")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []int64{tc.ts}, tss(m.Stored("r")))
+		})
+	}
+}

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// The job examples in examples/jobs, as far as the test reads them.
+type jobContainer struct {
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+}
+
+type kubernetesJob struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Spec       struct {
+		CompletionMode string `yaml:"completionMode"`
+		Completions    int    `yaml:"completions"`
+		Parallelism    int    `yaml:"parallelism"`
+		Template       struct {
+			Spec struct {
+				Containers []jobContainer `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type cloudRunJob struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Spec       struct {
+		Template struct {
+			Spec struct {
+				TaskCount int `yaml:"taskCount"`
+				Template  struct {
+					Spec struct {
+						Containers []jobContainer `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+const jobsDir = "../../examples/jobs"
+
+// readJob reads a job example into j, checking its apiVersion and kind.
+func readJob(t *testing.T, file, apiVersion string, j any, kind *string, version *string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(jobsDir, file))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, j), file)
+	require.Equal(t, apiVersion, *version, file)
+	require.Equal(t, "Job", *kind, file)
+}
+
+// kubernetesArgs reads an Indexed Job: bttl's args and the completions.
+func kubernetesArgs(t *testing.T, file string) ([]string, int) {
+	t.Helper()
+	var j kubernetesJob
+	readJob(t, file, "batch/v1", &j, &j.Kind, &j.APIVersion)
+	require.Equal(t, "Indexed", j.Spec.CompletionMode, "%s: pods get JOB_COMPLETION_INDEX only in an Indexed Job", file)
+	require.Len(t, j.Spec.Template.Spec.Containers, 1, file)
+	c := j.Spec.Template.Spec.Containers[0]
+	require.Equal(t, []string{"bttl"}, c.Command, file)
+	require.Contains(t, c.Args, fmt.Sprintf("-shard-count=%d", j.Spec.Completions), "%s: -shard-count is the Job's completions", file)
+	return c.Args, j.Spec.Completions
+}
+
+// cloudRunArgs reads a Cloud Run job: bttl's args and the task count.
+func cloudRunArgs(t *testing.T, file string) ([]string, int) {
+	t.Helper()
+	var j cloudRunJob
+	readJob(t, file, "run.googleapis.com/v1", &j, &j.Kind, &j.APIVersion)
+	cs := j.Spec.Template.Spec.Template.Spec.Containers
+	require.Len(t, cs, 1, file)
+	require.Equal(t, []string{"bttl"}, cs[0].Command, file)
+	require.Positive(t, j.Spec.Template.Spec.TaskCount, file)
+	return cs[0].Args, j.Spec.Template.Spec.TaskCount
+}
+
+// gcloudCreates reads the `gcloud run jobs create` commands of the
+// README: per job name, its --args and --tasks.
+func gcloudCreates(t *testing.T) map[string]struct {
+	args  []string
+	tasks int
+} {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(jobsDir, "README.md"))
+	require.NoError(t, err)
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	out := map[string]struct {
+		args  []string
+		tasks int
+	}{}
+	for _, m := range regexp.MustCompile(`gcloud run jobs create (\S+) ([^\n]*)`).FindAllStringSubmatch(text, -1) {
+		tasks := regexp.MustCompile(`--tasks=(\d+)`).FindStringSubmatch(m[2])
+		args := regexp.MustCompile(`--args=(\S+)`).FindStringSubmatch(m[2])
+		require.NotNil(t, tasks, m[0])
+		require.NotNil(t, args, m[0])
+		n, _ := strconv.Atoi(tasks[1])
+		out[m[1]] = struct {
+			args  []string
+			tasks int
+		}{strings.Split(args[1], ","), n}
+	}
+	return out
+}
+
+// withFlag returns args with flag -name's value replaced: the values an
+// operator fills in (project, schema path, instants).
+func withFlag(t *testing.T, args []string, name, value string) []string {
+	t.Helper()
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if strings.HasPrefix(a, "-"+name+"=") {
+			out[i] = "-" + name + "=" + value
+			return out
+		}
+	}
+	t.Fatalf("no -%s in %q", name, args)
+	return nil
+}
+
+func without(args []string, drop string) []string {
+	var out []string
+	for _, a := range args {
+		if a != drop {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// runnerEnv is the environment of a worker: the test's, without any job
+// runner's variables, plus the emulator and extra.
+func runnerEnv(addr string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CLOUD_RUN_TASK_INDEX", "CLOUD_RUN_TASK_COUNT", "BATCH_TASK_INDEX", "BATCH_TASK_COUNT", "JOB_COMPLETION_INDEX", "BIGTABLE_EMULATOR_HOST":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(append(env, "BIGTABLE_EMULATOR_HOST="+addr), extra...)
+}
+
+// clientsWithTable returns clients on the server at addr (also made the
+// test's BIGTABLE_EMULATOR_HOST) after creating table with family fam.
+func clientsWithTable(t *testing.T, addr, table, fam string) (*bigtable.AdminClient, *bigtable.Client) {
+	t.Helper()
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	require.NoError(t, ac.CreateTable(ctx, table))
+	require.NoError(t, ac.CreateColumnFamily(ctx, table, fam))
+	return ac, dc
+}
+
+// worker is one bttl process of a job, in a working directory of its own.
+type worker struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+func startWorker(t *testing.T, bin string, args, env []string) *worker {
+	t.Helper()
+	w := &worker{cmd: exec.Command(bin, args...)}
+	w.cmd.Env, w.cmd.Dir = env, t.TempDir() // no local state carried over
+	w.cmd.Stdout, w.cmd.Stderr = &w.stdout, &w.stderr
+	require.NoError(t, w.cmd.Start())
+	return w
+}
+
+func (w *worker) wait() int {
+	err := w.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// loadHashedReal writes rows rows of 10 cells of family fam with real
+// timestamps (the last 10 days, whole milliseconds) under binary hashed
+// keys, which the default even split spreads over the shards, into every
+// client's table. It returns the model of what it wrote.
+func loadHashedReal(t *testing.T, clients []*bigtable.Client, table, fam string, rows int, now time.Time) map[cellKey]string {
+	t.Helper()
+	ctx := context.Background()
+	model := make(map[cellKey]string, rows*10)
+	const batch = 1000
+	for lo := 0; lo < rows; lo += batch {
+		var keys []string
+		var muts []*bigtable.Mutation
+		for r := lo; r < min(lo+batch, rows); r++ {
+			h := uint32(r) * 2654435761
+			row := string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}) + fmt.Sprintf("#%07d", r)
+			m := bigtable.NewMutation()
+			for c := 0; c < 10; c++ {
+				col := fmt.Sprintf("c%02d", c)
+				ts := bigtable.Time(now.Add(-time.Duration(1+(r*10+c)%864_000) * time.Second)).TruncateToMilliseconds()
+				v := fmt.Sprintf("%d/%s", r, col)
+				m.Set(fam, col, ts, []byte(v))
+				model[cellKey{row, col, ts}] = v
+			}
+			keys = append(keys, row)
+			muts = append(muts, m)
+		}
+		for _, dc := range clients {
+			errs, err := dc.Open(table).ApplyBulk(ctx, keys, muts)
+			require.NoError(t, err)
+			for _, e := range errs {
+				require.NoError(t, e)
+			}
+		}
+	}
+	return model
+}
+
+// shardRangesDone reads the Bigtable checkpoint rows of shard (a key
+// ending "#i/n"): ranges done and in all.
+func shardRangesDone(t *testing.T, dc *bigtable.Client, table, shard string) (done, all int) {
+	t.Helper()
+	err := dc.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		if !strings.HasSuffix(r.Key(), "#"+shard) {
+			return true
+		}
+		for _, it := range r["ck"] {
+			if it.Column != "ck:record" {
+				continue
+			}
+			var rec struct {
+				Ranges []struct{ Done bool } `json:"ranges"`
+			}
+			if json.Unmarshal(it.Value, &rec) == nil {
+				all = len(rec.Ranges)
+				for _, x := range rec.Ranges {
+					if x.Done {
+						done++
+					}
+				}
+			}
+		}
+		return true
+	})
+	if err != nil && !strings.Contains(err.Error(), "not found") {
+		require.NoError(t, err)
+	}
+	return done, all
+}
+
+// jobCells is the size of the job run: 15,000 cells by default,
+// BTTL_JOBS_CELLS (e.g. 1000000) for the long run.
+func jobCells(t *testing.T) int {
+	if s := os.Getenv("BTTL_JOBS_CELLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "BTTL_JOBS_CELLS")
+		return n
+	}
+	return 15_000
+}
+
+// The job examples are consistent: each Cloud Run job and its gcloud
+// command run the Kubernetes Job's command, less -shard-count (Cloud Run
+// gives the count), with as many tasks as completions.
+func TestJobExamplesAgree(t *testing.T) {
+	gc := gcloudCreates(t)
+	for _, kind := range []string{"audit", "migrate"} {
+		k, completions := kubernetesArgs(t, "kubernetes-"+kind+".yaml")
+		c, tasks := cloudRunArgs(t, "cloudrun-"+kind+".yaml")
+		assert.Equal(t, completions, tasks, kind)
+		assert.Equal(t, without(k, fmt.Sprintf("-shard-count=%d", completions)), c, "%s: the Cloud Run job runs the Kubernetes Job's command", kind)
+		g, ok := gc["bttl-"+kind+"-events"]
+		require.True(t, ok, "README has the gcloud command for %s", kind)
+		assert.Equal(t, c, g.args, "%s: gcloud --args are the YAML's", kind)
+		assert.Equal(t, tasks, g.tasks, kind)
+	}
+}
+
+// Acceptance 4 of issue 29: the example jobs' commands, run as three
+// local worker processes of the built binary with the runners' task-index
+// variables and checkpoints in cbtemulator: the migrate job's worker 1 is
+// SIGKILLed mid-run and restarted in a fresh working directory; the table
+// then equals what one uninterrupted process makes of the same data (on a
+// second emulator) and the model (every cell at its timestamp + 30 days);
+// the audit job's three reports merge to the single-process audit.
+func TestShardedJobsOnEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	migrateArgs, n := kubernetesArgs(t, "kubernetes-migrate.yaml")
+	auditArgs, tasks := cloudRunArgs(t, "cloudrun-audit.yaml")
+
+	addrA, addrB := startCBTEmulator(t), startCBTEmulator(t)
+	_, dcA := clientsWithTable(t, addrA, "events", "clicks")
+	_, dcB := clientsWithTable(t, addrB, "events", "clicks")
+	bin := buildBttl(t)
+	now := time.Now()
+	cells := jobCells(t)
+	start := time.Now()
+	// Every writer switched to bttl 10 s ago (more than migrate's default
+	// clock skew, 5 s); the legacy cells are older than the first switch.
+	switched := now.Add(-10 * time.Second)
+	model := loadHashedReal(t, []*bigtable.Client{dcA, dcB}, "events", "clicks", cells/10, now.Add(-time.Minute))
+	t.Logf("loaded %d cells on both emulators in %s", len(model), time.Since(start))
+
+	schema := writeFile(t, "schema.yaml", "tables: {events: {clicks: {strategy: one-second}}}\n")
+	fill := func(args []string) []string {
+		args = withFlag(t, args, "project", "p")
+		args = withFlag(t, args, "instance", "i")
+		return withFlag(t, args, "schema", schema)
+	}
+	migrate := withFlag(t, withFlag(t, fill(migrateArgs), "first-switch", switched.UTC().Format(time.RFC3339Nano)), "written-before", switched.UTC().Format(time.RFC3339Nano))
+
+	// The migrate job: n workers at once, JOB_COMPLETION_INDEX as
+	// Kubernetes sets it; worker 1 is killed once its checkpoint row shows
+	// some ranges finished, and started again elsewhere.
+	start = time.Now()
+	workers := make([]*worker, n)
+	for i := range workers {
+		workers[i] = startWorker(t, bin, migrate, runnerEnv(addrA, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)))
+	}
+	victim := fmt.Sprintf("1/%d", n)
+	var done, all int
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if done, all = shardRangesDone(t, dcA, "bttl_checkpoints", victim); done > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling another process's progress
+	}
+	require.NoError(t, workers[1].cmd.Process.Signal(syscall.SIGKILL))
+	_ = workers[1].wait()
+	require.Positive(t, done, "worker 1 recorded progress before the kill")
+	require.Less(t, done, all, "worker 1 was killed mid-run (raise BTTL_JOBS_CELLS if it finished first)")
+	t.Logf("worker 1 killed with %d of %d key ranges recorded", done, all)
+	restarted := startWorker(t, bin, migrate, runnerEnv(addrA, "JOB_COMPLETION_INDEX=1"))
+	for i, w := range []*worker{workers[0], restarted, workers[2]} {
+		require.Equal(t, exitOK, w.wait(), "migrate worker %d: %s%s", i, w.stdout.String(), w.stderr.String())
+		assert.Contains(t, w.stderr.String(), fmt.Sprintf("shard %d/%d (JOB_COMPLETION_INDEX=%d, -shard-count %d)", i, n, i, n), "the header says where the shard came from")
+		assert.NotContains(t, w.stderr.String(), "warning", "hashed keys: an even split")
+	}
+	assert.Regexp(t, `resumed from bigtable://bttl_checkpoints: [1-9]\d* of \d+ key range`, restarted.stdout.String(), "the restart resumed from the emulator's checkpoint")
+	t.Logf("%d migrate workers (one killed and restarted): %s", n, time.Since(start))
+
+	start = time.Now()
+	single := startWorker(t, bin, without(migrate, fmt.Sprintf("-shard-count=%d", n)), runnerEnv(addrB)) // one process: no shard
+	require.Equal(t, exitOK, single.wait(), single.stdout.String()+single.stderr.String())
+	t.Logf("one uninterrupted migrate process: %s", time.Since(start))
+	got := storedFamily(t, dcA, "events", "clicks")
+	assert.Equal(t, storedFamily(t, dcB, "events", "clicks"), got, "sharded, killed and resumed = one uninterrupted run")
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), got, "every cell at its timestamp + 30 days, none lost or doubled")
+
+	// The audit job: tasks workers with Cloud Run's variables; their
+	// reports merge to the single-process audit.
+	auditCmd := withFlag(t, fill(auditArgs), "now", now.UTC().Format(time.RFC3339Nano))
+	var files []string
+	reports := make([]*worker, tasks)
+	for i := range reports {
+		reports[i] = startWorker(t, bin, auditCmd, runnerEnv(addrA, fmt.Sprintf("CLOUD_RUN_TASK_INDEX=%d", i), fmt.Sprintf("CLOUD_RUN_TASK_COUNT=%d", tasks)))
+	}
+	for i, w := range reports {
+		require.Equal(t, exitOK, w.wait(), "audit task %d: %s", i, w.stderr.String())
+		files = append(files, writeFile(t, fmt.Sprintf("shard%d.json", i), w.stdout.String()))
+	}
+	merged := execBttl(t, bin, addrA, append([]string{"audit", "merge", "-json"}, files...)...)
+	require.Equal(t, exitOK, merged.code, merged.stderr)
+	one := startWorker(t, bin, auditCmd, runnerEnv(addrA))
+	require.Equal(t, exitOK, one.wait(), one.stderr.String())
+	var m, s auditOutput
+	require.NoError(t, json.Unmarshal([]byte(merged.stdout), &m))
+	require.NoError(t, json.Unmarshal(one.stdout.Bytes(), &s))
+	assert.Equal(t, s.Tables, m.Tables, "merged shard reports = single-process report")
+	assert.Equal(t, s.Findings, m.Findings)
+	require.Len(t, s.Tables, 1)
+	assert.EqualValues(t, len(model), s.Tables[0].Cells)
+}
