@@ -430,4 +430,6 @@ func (f *Family) Adopted() bool { return f.GCRule != "" && f.RuleMatches }
 
 // NeverCollected reports whether the family is managed and carries no GC
 // rule: its expired cells are never collected.
-func (f *Family) NeverCollected() bool { return f.GCRule == NoGCRule && f.Strategy != notInSchema && f.kind() != strategy.KindUnmanaged.String() }
+func (f *Family) NeverCollected() bool {
+	return f.GCRule == NoGCRule && f.Strategy != notInSchema && f.kind() != strategy.KindUnmanaged.String()
+}
