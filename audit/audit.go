@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -84,6 +86,17 @@ type Family struct {
 	HiddenReserved        int64 `json:"hidden_reserved_cells"`
 	HiddenReservedBytes   int64 `json:"hidden_reserved_bytes"`
 	HiddenReservedExample *Cell `json:"hidden_reserved_example,omitempty"`
+
+	// GCRule is the family's GC rule as the table carried it when the
+	// report's caller read it (Report.NoteGCRules; gcrule.Describe's form,
+	// "none" when the family has none), empty when not read. RuleMatches
+	// says it is the rule the family's strategy needs: the family is
+	// adopted, so its age figures are expiry (a one-second family's cells
+	// at or before now are expired cells, not real timestamps). A managed
+	// family with no rule keeps its expired cells for ever: GC never
+	// collects them.
+	GCRule      string `json:"gc_rule,omitempty"`
+	RuleMatches bool   `json:"rule_matches,omitempty"`
 
 	policy  strategy.Policy
 	managed bool
@@ -386,4 +399,37 @@ func (s *Family) countReserved(it bigtable.ReadItem, k companion.Kind, n int64) 
 
 func (s *Family) example(it bigtable.ReadItem) *Cell {
 	return &Cell{Row: it.Row, Column: strings.TrimPrefix(it.Column, s.Family+":"), Timestamp: it.Timestamp}
+}
+
+// NoGCRule is Family.GCRule of a family that has no GC rule.
+const NoGCRule = "none"
+
+// NoteGCRules records on each family of r the GC rule the table carries
+// (families, as gcrule.Admin.Families reads them) and whether it is the
+// one the family's strategy needs, so that findings are classified by the
+// family's adopted state (see Family.GCRule). A family missing from
+// families (created after the read) is left unknown.
+func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
+	for i := range r.Families {
+		f := &r.Families[i]
+		cf, ok := families[f.Family]
+		if !ok {
+			continue
+		}
+		f.GCRule = NoGCRule
+		if rule := cf.GetGcRule(); rule != nil && rule.GetRule() != nil {
+			f.GCRule = gcrule.Describe(rule)
+		}
+		f.RuleMatches = f.managed && gcrule.Check(r.Table, f.Family, f.policy, cf) == nil
+	}
+}
+
+// Adopted reports whether the family's GC rule was read and is the one its
+// strategy needs.
+func (f *Family) Adopted() bool { return f.GCRule != "" && f.RuleMatches }
+
+// NeverCollected reports whether the family is managed and carries no GC
+// rule: its expired cells are never collected.
+func (f *Family) NeverCollected() bool {
+	return f.GCRule == NoGCRule && f.Strategy != notInSchema && f.kind() != strategy.KindUnmanaged.String()
 }

@@ -159,7 +159,8 @@ func (m *merger) family(f *Family) *Family {
 	if s, ok := m.fams[f.Family]; ok {
 		return s
 	}
-	s := &Family{Family: f.Family, Strategy: f.Strategy, Versions: f.Versions, policy: f.policy, managed: f.managed}
+	s := &Family{Family: f.Family, Strategy: f.Strategy, Versions: f.Versions, policy: f.policy, managed: f.managed,
+		GCRule: f.GCRule, RuleMatches: f.RuleMatches}
 	m.fams[f.Family] = s
 	return s
 }
@@ -188,6 +189,9 @@ func (m *merger) done() {
 // add adds o's counts; o covers keys after those counted so far, so an
 // example is kept if there is one already.
 func (s *Family) add(o *Family) {
+	if s.GCRule != o.GCRule || s.RuleMatches != o.RuleMatches {
+		s.GCRule, s.RuleMatches = "", false // shards that read different rules: unknown
+	}
 	s.Cells += o.Cells
 	s.Bytes += o.Bytes
 	s.Live += o.Live

@@ -34,7 +34,9 @@ const (
 	// seconds; absent when the family has no expired cell.
 	MetricOldestExpiry = "bttl_audit_expired_not_collected_oldest_expiry_timestamp_seconds"
 	// MetricOneSecondAtOrBeforeNowCells: cells of a one-second family whose
-	// timestamps are at or before Now, as real or server timestamps are.
+	// timestamps are at or before Now, as real or server timestamps are;
+	// not written for a family whose one-second GC rule is in place
+	// (Family.Adopted), where such cells are expired ones.
 	MetricOneSecondAtOrBeforeNowCells = "bttl_audit_one_second_at_or_before_now_cells"
 	// MetricBeyondKeptCells and ...Bytes: cells beyond the N versions kept
 	// per column (sequence families, age families with a max-versions
@@ -59,6 +61,10 @@ const (
 	// are sequence numbers (before strategy.RealTimeFloor): the age rule
 	// deletes them.
 	MetricSequenceNumberCells = "bttl_audit_sequence_number_cells"
+	// MetricGCRuleMissing: 1 for a managed family with no GC rule (its
+	// expired cells are never collected), 0 for one with a rule; absent
+	// when the rules were not read (Report.NoteGCRules).
+	MetricGCRuleMissing = "bttl_audit_gc_rule_missing"
 	// Per table: rows read, the largest row's size, and when the figures
 	// were taken (the report's Now, Unix seconds).
 	MetricRows            = "bttl_audit_rows"
@@ -131,12 +137,13 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		notSeq       = gauge(MetricNotSequenceCells, "Cells of a sequence family whose timestamps are not sequence numbers (seq*1000).", tfs...)
 		realTimes    = gauge(MetricRealTimeCells, "Cells of a sequence family whose timestamps are real times (cbt, server timestamps): they outrank every revision.", tfs...)
 		seqNumbers   = gauge(MetricSequenceNumberCells, "Cells of an age family whose timestamps are sequence numbers: the age rule deletes them.", tfs...)
+		noRule       = gauge(MetricGCRuleMissing, "1 when the managed family has no GC rule, so GC never collects its expired cells; 0 when it has one.", tfs...)
 		rows         = gauge(MetricRows, "Rows the audit read.", "table")
 		largest      = gauge(MetricLargestRowBytes, "Size of the largest row the audit read, in bytes.", "table")
 		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
 	)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, rows, largest, when)
+	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, noRule, rows, largest, when)
 
 	seen := map[string]bool{}
 	for i, r := range reports {
@@ -167,8 +174,15 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 					oldest.WithLabelValues(l...).Set(seconds(f.OldestExpiry))
 				}
 			}
-			if oneSecond {
+			if oneSecond && !f.Adopted() {
 				atOrBefore.WithLabelValues(l...).Set(float64(f.AtOrBeforeNow))
+			}
+			if f.GCRule != "" && (oneSecond || defaultExpiry || sequence) {
+				missing := 0.0
+				if f.NeverCollected() {
+					missing = 1
+				}
+				noRule.WithLabelValues(l...).Set(missing)
 			}
 			if f.writeTime() {
 				companions.WithLabelValues(l...).Set(float64(f.Companions))

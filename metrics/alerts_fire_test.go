@@ -64,6 +64,8 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 	rep := &audit.Report{Table: "planted", Now: bigtable.Time(at), Rows: 1, Families: []audit.Family{
 		{Family: "old", Strategy: "default-expiry(D=1h0m0s)", Cells: 5, Expired: 5, OldestExpiry: bigtable.Time(at.Add(-10 * 24 * time.Hour))},
 		{Family: "doc", Strategy: "sequence(N=3)", Cells: 4, NotSequence: 2, RealTimes: 2},
+		{Family: "session", Strategy: "one-second", Cells: 3, AtOrBeforeNow: 3, GCRule: "max_versions=1"},
+		{Family: "lost", Strategy: "one-second", GCRule: audit.NoGCRule},
 	}}
 	var auditFile bytes.Buffer
 	require.NoError(t, audit.WriteMetrics(&auditFile, []*audit.Report{rep}))

@@ -117,7 +117,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 			for _, l := range q.labels {
 				assert.NotEmpty(t, s.Metric[l], "panel %q: a series lacks label %s: %v", q.panel, l, s.Metric)
 				if l == "table" {
-					assert.Contains(t, []string{table, "stock", "unverified", idleTable}, s.Metric[l], "panel %q", q.panel)
+					assert.Contains(t, []string{table, "stock", "unruled", "unverified", idleTable}, s.Metric[l], "panel %q", q.panel)
 				}
 			}
 		}
@@ -138,7 +138,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	// Planted: expired 30 minutes after writing, read two hours after, so
 	// the lag is 1h30m: in the (1h, 6h] bucket.
 	assert.True(t, lag[table+"/"+famOne] > 3600 && lag[table+"/"+famOne] <= 6*3600, "GC lag p50: %v", lag)
-	stock := perFamily(`bttl_audit_expired_not_collected_cells{job="bttl-audit"}`)
+	stock := perFamily(`bttl_audit_expired_not_collected_cells{job="bttl-audit",table="stock"}`)
 	assert.Equal(t, map[string]float64{"stock/" + famOne: 0, "stock/" + famDef: plantedStock}, stock,
 		"Prometheus serves the audit's stock, exactly the planted cells")
 	idle := map[string]float64{}
@@ -226,9 +226,12 @@ func startWorkload(t *testing.T) *workload {
 	// The stock, measured by an audit at the same instant, written as a
 	// textfile.
 	rep := auditStock(t, e, "stock")
+	// A table whose families have no GC rule, audited with its rules read:
+	// what the no-rule gauge and alert watch.
+	unruled := auditUnruled(t, e, "unruled")
 	e.h.Clock.Advance(2 * time.Hour)
 	file := filepath.Join(t.TempDir(), "bttl.prom")
-	require.NoError(t, audit.WriteMetricsFile(file, []*audit.Report{rep}))
+	require.NoError(t, audit.WriteMetricsFile(file, []*audit.Report{rep, unruled}))
 
 	// A table opened without verifying its GC rules.
 	require.NoError(t, e.h.CreateTable(e.ctx, "unverified", schema()))

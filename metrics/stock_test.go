@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -52,7 +54,7 @@ func exportedWithAudit(t *testing.T) map[string]bool {
 	have := exported(t)
 	e := newEnv(t, nil)
 	var buf bytes.Buffer
-	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{auditStock(t, e, "stock")}))
+	require.NoError(t, audit.WriteMetrics(&buf, []*audit.Report{auditStock(t, e, "stock"), auditUnruled(t, e, "unruled")}))
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(&buf)
 	require.NoError(t, err)
@@ -61,4 +63,28 @@ func exportedWithAudit(t *testing.T) map[string]bool {
 		have[name] = true
 	}
 	return have
+}
+
+// auditUnruled creates table tableName with schema()'s families and no GC
+// rule, writes a live cell in each managed family, and audits it with its
+// rules read (Report.NoteGCRules): every managed family is never
+// collected.
+func auditUnruled(t *testing.T, e *env, tableName string) *audit.Report {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, e.h.Admin.CreateTable(ctx, tableName))
+	for fam := range schema() {
+		require.NoError(t, e.h.Admin.CreateColumnFamily(ctx, tableName, fam))
+	}
+	now := e.h.Clock.Now()
+	m := bigtable.NewMutation()
+	m.Set(famOne, "c", bigtable.Time(now.Add(time.Hour)), []byte("v"))
+	m.Set(famDef, "c", bigtable.Time(now), []byte("v"))
+	require.NoError(t, e.h.Raw.Open(tableName).Apply(ctx, "r", m))
+	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now), audit.Options{})
+	require.NoError(t, err)
+	fams, err := gcrule.NewAdmin(e.h.Admin, bttestharness.Project, bttestharness.Instance).Families(ctx, tableName)
+	require.NoError(t, err)
+	rep.NoteGCRules(fams)
+	return rep
 }

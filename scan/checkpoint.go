@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -124,11 +125,8 @@ func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job 
 	case c.Piece != piece:
 		return mismatch("key range", c.Piece, piece)
 	}
-	var a, b bytes.Buffer
-	_ = json.Compact(&a, c.Job)
-	_ = json.Compact(&b, job)
-	if !bytes.Equal(a.Bytes(), b.Bytes()) {
-		return mismatch("job", a.String(), b.String())
+	if a, b := canonicalJSON(c.Job), canonicalJSON(job); a != b {
+		return mismatch("job", a, b)
 	}
 	start := piece.Start
 	for i, r := range c.Ranges {
@@ -151,4 +149,21 @@ func (c *checkpointFile) write(ctx context.Context, st CheckpointStore, now time
 		return err
 	}
 	return st.Save(ctx, append(b, '\n'))
+}
+
+// canonicalJSON is raw re-encoded compactly with its keys sorted and
+// without HTML escaping, so that two encodings of one job compare equal
+// and an error message shows "->", not "-\u003e".
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

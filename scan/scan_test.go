@@ -238,6 +238,11 @@ func TestCheckpointResumeAfterCancel(t *testing.T) {
 		require.ErrorAs(t, err, &cerr)
 		assert.Equal(t, path, cerr.Path)
 	}
+	// A job that differs says how, readably: "->", not "-\u003e".
+	_, err = scan.Run(context.Background(), tbl, "t", second.row, scan.WithCheckpoint(path, map[string]string{"job": "a->b"}))
+	require.ErrorIs(t, err, scan.ErrCheckpoint)
+	assert.Contains(t, err.Error(), `{"job":"a->b"}`)
+	assert.NotContains(t, err.Error(), `\u003e`)
 	_, err = scan.Run(context.Background(), tbl, "other", second.row, scan.WithCheckpoint(path, map[string]string{"job": "test"}))
 	require.ErrorIs(t, err, scan.ErrCheckpoint)
 	require.NoError(t, os.WriteFile(path, []byte("{"), 0o600))

@@ -22,8 +22,10 @@ import (
 var auditCommand = command{
 	name: "audit", needsSchema: true,
 	help: `Scans each table and reports per family: live cells, expired cells not yet
-collected (finding "expired"), real or server timestamps in one-second
-families and real times in sequence families ("real-timestamps"), other
+collected (finding "expired"), managed families with no GC rule, whose
+expired cells are never collected ("no-gc-rule"), real or server timestamps
+in one-second families not yet on their rule (on it, those are expired
+cells) and real times in sequence families ("real-timestamps"), other
 timestamps that are not sequence numbers in sequence families
 ("not-sequence"), sequence numbers in age families ("sequence-numbers"),
 cells beyond the N versions kept ("beyond-kept"), rows over 100 MB
@@ -195,6 +197,17 @@ func (a *auditArgs) run(e *env) int {
 		if err != nil {
 			return e.fail(fmt.Errorf("table %q: %w", t, err))
 		}
+		// The rules say what the figures mean: expired cells of a family
+		// with no rule are never collected; a one-second family already on
+		// its rule holds expired cells, not real timestamps.
+		ctx, cancel := e.step()
+		fams, err := e.admin.Families(ctx, t)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "bttl audit: table %q: GC rules not read (%v): findings are not classified by the families' rules\n", t, onePrefix(err.Error()))
+		} else {
+			rep.NoteGCRules(fams)
+		}
 		reports = append(reports, rep)
 		if !a.json {
 			writeReportBytes(e.stdout, rep, withBytes)
@@ -297,7 +310,8 @@ func findings(reports []*audit.Report) []string {
 		}
 		for _, f := range r.Families {
 			has[findExpired] = has[findExpired] || f.Expired > 0
-			has[findRealTimestamps] = has[findRealTimestamps] || f.AtOrBeforeNow > 0 || f.RealTimes > 0
+			has[findRealTimestamps] = has[findRealTimestamps] || (f.AtOrBeforeNow > 0 && !f.Adopted()) || f.RealTimes > 0
+			has[findNoGCRule] = has[findNoGCRule] || f.NeverCollected()
 			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
 			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
 			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
@@ -421,12 +435,18 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 	}
 	_ = tw.Flush()
 	for _, f := range r.Families {
-		if f.AtOrBeforeNow > 0 {
+		if f.AtOrBeforeNow > 0 && !f.Adopted() {
 			x := f.AtOrBeforeNowExample
 			fmt.Fprintf(w, "! family %q (one-second): %d cell(s) with timestamps at or before now, as real or server timestamps are "+
 				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
 		}
-		if f.Expired > 0 {
+		switch {
+		case f.NeverCollected() && f.Expired > 0:
+			fmt.Fprintf(w, "! family %q: %d expired cell(s)%s, never collected: the family has no GC rule (oldest expired %s; bttl apply sets the rule its strategy needs)\n",
+				f.Family, f.Expired, bytesOf(f.ExpiredBytes), ts(f.OldestExpiry))
+		case f.NeverCollected():
+			fmt.Fprintf(w, "! family %q: no GC rule: cells that expire will never be collected (bttl apply sets the rule its strategy needs)\n", f.Family)
+		case f.Expired > 0:
 			fmt.Fprintf(w, "! family %q: %d expired cell(s)%s, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, bytesOf(f.ExpiredBytes), ts(f.OldestExpiry))
 		}
 		if f.NotSequence > 0 {

@@ -108,6 +108,7 @@ func (f countFlag) String() string {
 const (
 	findExpired        = "expired"
 	findRealTimestamps = "real-timestamps"
+	findNoGCRule       = "no-gc-rule"
 	findBeyondKept     = "beyond-kept"
 	findLargeRows      = "large-rows"
 	// A sequence family holding timestamps that are not seq*1000.
@@ -119,7 +120,7 @@ const (
 	findHiddenReserved = "hidden-reserved"
 )
 
-var allFindings = []string{findExpired, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers, findHiddenReserved}
+var allFindings = []string{findExpired, findNoGCRule, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers, findHiddenReserved}
 
 // failOnFlag is a comma-separated list of findings, or "all".
 type failOnFlag struct{ p *[]string }
