@@ -15,6 +15,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -342,6 +343,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		idleQueue:   cfg.idleQueue,
 		unlisted:    cfg.unlisted,
 	}
+	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, &c.shadows)
 	c.sql.remember(table, own)

@@ -1,6 +1,7 @@
 package ttlclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +65,7 @@ func companionQualifier(column string) string { return strategy.WriteTimeColumn(
 // millisecond ms, or nil when there is none.
 func (t *Table) readCompanion(ctx context.Context, row, family, column string, ms bigtable.Timestamp) ([]byte, error) {
 	q := companionQualifier(column)
-	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.LatestNFilter(1),
@@ -117,8 +118,17 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	ms := strategy.Millis(item.Timestamp)
 	q := companionQualifier(column)
 	inMilli := bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms))
-	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
-		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), inMilli, bigtable.LatestNFilter(1), bigtable.StripValueFilter()),
+	// The cell is still stored only if its millisecond holds its value: a
+	// write at the same timestamp replaces it (with its own companion).
+	// The value is compared by the filter when it can be pinned, else here.
+	cell := bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), inMilli, bigtable.LatestNFilter(1))
+	_, pinErr := filters.Cell(family, column, item.Timestamp, item.Value)
+	if pinErr == nil {
+		value := append(make([]byte, 0, len(item.Value)), item.Value...) // non-nil: "" is a closed start
+		cell = bigtable.ChainFilters(cell, bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)), bigtable.StripValueFilter())
+	}
+	r, err := t.raw.ReadRow(t.wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+		cell,
 		bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, q, q+"\x00"), inMilli, bigtable.LatestNFilter(1)),
 	)))
 	if err != nil {
@@ -128,13 +138,18 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	var companion []byte
 	for _, it := range r[family] {
 		if it.Column == item.Column {
-			stored = true
+			stored = pinErr == nil || bytes.Equal(it.Value, item.Value)
 		} else {
 			companion = it.Value
 		}
 	}
 	if !stored {
 		return t.movedWriteTime(ctx, item, family, column)
+	}
+	if !p.IsLive(ms, t.now()) {
+		// Still where it was read, but expired since: it has no write time
+		// any read could pair with a live cell.
+		return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrNoWriteTime)
 	}
 	wt, err := strategy.ParseWriteTime(companion)
 	if err != nil {
@@ -160,7 +175,7 @@ func (t *Table) movedWriteTime(ctx context.Context, item bigtable.ReadItem, fami
 		bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)),
 		bigtable.StripValueFilter(),
 	)
-	r, err := t.raw.ReadRow(wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
 		t.filters.Compose(t.now(), sameValue), // as a read through the table sees the column
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),
 	)))

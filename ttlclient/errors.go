@@ -197,7 +197,9 @@ func (e *SQLError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.E
 // when the call itself is malformed or out of range whatever the table
 // holds; FailedPrecondition when the call is well formed but the schema, a
 // family's strategy, the clock, the client's setup or the stored data rule
-// it out. docs/design.md#refusal-status-codes has the same table.
+// it out; Aborted when a cell the call read changed since, so the caller
+// reads again and retries (ErrCellMoved).
+// docs/design.md#refusal-status-codes has the same table.
 var statusCodes = []struct {
 	err  error
 	code codes.Code
@@ -236,6 +238,9 @@ var statusCodes = []struct {
 	{ErrReadOnlyView, codes.FailedPrecondition},
 	{ErrUnfilteredSQL, codes.FailedPrecondition},
 	{ErrSQLUnknownTable, codes.FailedPrecondition},
+
+	// The cell a call read changed since: read it again and retry.
+	{ErrCellMoved, codes.Aborted},
 }
 
 // StatusCode is the gRPC code of a refusal wrapping err's sentinel (see

@@ -147,7 +147,7 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 	if len(f) > 1 {
 		user = bigtable.ChainFilters(f...)
 	}
-	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p s
 	if n == 0 {
 		return nil
 	}
-	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
 		bigtable.TimestampRangeFilterMicros(p.LiveFrom(t.now()), 0),
 		bigtable.StripValueFilter(),
@@ -256,7 +256,7 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 		bigtable.TimestampRangeFilterMicros(below, 0),
 		bigtable.CellsPerRowOffsetFilter(n-1),
 	)
-	return t.raw.Apply(wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
+	return t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
@@ -307,7 +307,7 @@ func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (m
 		return 0, e
 	}
 	sort.Strings(families)
-	r, err := t.raw.ReadRow(wire(ctx), row, bigtable.RowFilter(t.filters.TTL(t.now())))
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.TTL(t.now())))
 	if err != nil {
 		return 0, err
 	}

@@ -112,7 +112,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
-	if err := t.raw.Apply(wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.raw.Apply(t.wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
 		return false, err
 	}
 	return applied, nil

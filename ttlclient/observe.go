@@ -157,6 +157,10 @@ var refusalReasons = []struct {
 	{ErrReservedColumn, "reserved_column"},
 	{ErrCellTooLargeToPin, "cell_too_large_to_pin"},
 	{ErrNoWriteTime, "no_write_time"},
+	{ErrCellMoved, "cell_moved"},
+	{ErrReadOnlyView, "read_only_view"},
+	{ErrUnfilteredSQL, "unfiltered_sql"},
+	{ErrSQLUnknownTable, "sql_unknown_table"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps
@@ -184,6 +188,7 @@ type observer struct {
 	limit    int
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64
+	wire     func(context.Context) context.Context // the table's (wire.go)
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
@@ -209,6 +214,7 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *ob
 		limit:    cfg.shadowLimit,
 		sampling: cfg.sampling,
 		rand:     cfg.rand,
+		wire:     t.wire,
 	}
 	hasAge := false
 	for _, p := range t.schema {
@@ -460,7 +466,7 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 		opts = append(opts, bigtable.ReverseScan())
 	}
 	expired := 0
-	err := o.raw.ReadRows(wire(ctx), s.rows, func(r bigtable.Row) bool {
+	err := o.raw.ReadRows(o.wire(ctx), s.rows, func(r bigtable.Row) bool {
 		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
 			return false
 		}

@@ -10,9 +10,7 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
@@ -54,23 +52,11 @@ func guardedTable(t *testing.T, h *bttestharness.Harness, table string, schema s
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, table, schema))
-	opts := []wireguard.Option{wireguard.WithClock(h.Clock)}
+	var opts []wireguard.Option
 	if readFilter {
 		opts = append(opts, wireguard.WithReadFilter())
 	}
-	g, err := wireguard.New(map[string]strategy.Schema{table: schema}, opts...)
-	require.NoError(t, err)
-	conn, err := grpc.NewClient(h.Addr, append(g.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	require.NoError(t, err)
-	raw, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, option.WithGRPCConn(conn))
-	require.NoError(t, err)
-	c := ttlclient.Wrap(raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
-	t.Cleanup(func() {
-		_ = c.Close() // stops the refreshes; does not close raw (Wrap)
-		_ = raw.Close()
-		_ = conn.Close()
-	})
+	c := guardedClient(t, h, map[string]strategy.Schema{table: schema}, opts...)
 	tbl, err := c.Open(table, schema)
 	require.NoError(t, err)
 	return c, tbl

@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -39,6 +40,8 @@ type Table struct {
 	idleRec                IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
+
+	mark *wiremark.Mark // marks this table's requests for the wire guard (wire.go)
 }
 
 // Name is the table's name.
@@ -74,7 +77,7 @@ func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigt
 		return err
 	}
 	t.obs.wrote(start)
-	return t.raw.Apply(wire(ctx), row, bm, opts...)
+	return t.raw.Apply(t.wire(ctx), row, bm, opts...)
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -102,9 +105,9 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 	}
 	t.obs.wrote(start)
 	if refused == nil {
-		return t.raw.ApplyBulk(wire(ctx), rowKeys, bms, opts...)
+		return t.raw.ApplyBulk(t.wire(ctx), rowKeys, bms, opts...)
 	}
-	return applyPassed(wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+	return applyPassed(t.wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
 }
 
 // applyPassed sends only the rows whose slot in failed is nil, then puts
@@ -157,7 +160,7 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 	if t.idleFams != nil {
 		now = t.now()
 	}
-	r, err := t.raw.ReadRow(wire(ctx), row, opts...)
+	r, err := t.raw.ReadRow(t.wire(ctx), row, opts...)
 	t.obs.afterReadRow(ctx, row, err)
 	if t.idleFams != nil && err == nil && r != nil {
 		t.afterIdleRead(ctx, r, now)
@@ -178,7 +181,7 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(wire(ctx), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
+	err = t.raw.ReadRows(t.wire(ctx), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
 	sh.done(ctx, err)
 	return err
 }
@@ -219,7 +222,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 		}
 	}
 	t.obs.wrote(start)
-	return t.raw.ApplyReadModifyWrite(wire(ctx), row, rmw)
+	return t.raw.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
 }
 
 // readOptions replaces the caller's RowFilter (the last one wins, as in the

@@ -2,6 +2,7 @@ package wireguard
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/bttl/bttl/internal/wiremark"
 )
@@ -16,10 +17,33 @@ import (
 // packages can mark a context (internal/wiremark), so a plain client's
 // requests are always checked. SQL and session calls are not data
 // requests ttlclient marks: they stay refused.
-func passesMarked(ctx context.Context, method string) bool {
+//
+// A marked request is passed only when the schema it was computed for is
+// the guard's for its table (wiremark.Mark.Follows): one computed for
+// other rules is refused (RuleSchemaMismatch), since ttlclient's checks
+// were not the guard's and the guard cannot redo them without hiding what
+// ttlclient's internal reads must see. A mark naming something the guard
+// does not guard gets the guard's usual treatment.
+func (g *Guard) passesMarked(ctx context.Context, method string) (bool, error) {
 	switch method {
 	case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodReadRows:
-		return wiremark.Marked(ctx)
+	default:
+		return false, nil
 	}
-	return false
+	m := wiremark.Of(ctx)
+	if m == nil {
+		return false, nil
+	}
+	t := g.tables[m.Table]
+	if m.View {
+		t = g.views[m.Table]
+	}
+	if t == nil {
+		return false, nil
+	}
+	if !m.Follows(t.schema, t.unlisted) {
+		return false, refusal(method, RuleSchemaMismatch, t.id, fmt.Sprintf(
+			"the request was computed by bttl's client for a schema of %q other than the guard's; open the table with the guard's schema", t.id))
+	}
+	return true, nil
 }

@@ -45,7 +45,7 @@ func TestMarkedRequestsPassUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = guarded.Close() })
 	tbl := guarded.Open("t")
-	marked := wiremark.Mark(ctx)
+	marked := wiremark.With(ctx, &wiremark.Mark{Table: "t", Schema: schema})
 
 	r, err := tbl.ReadRow(ctx, "r")
 	require.NoError(t, err)

@@ -46,6 +46,10 @@ const (
 	// RuleSQL: PrepareQuery or ExecuteQuery while the guard guards managed
 	// families, without WithSQLAllowed (the guard cannot filter SQL).
 	RuleSQL = "sql-query"
+	// RuleSchemaMismatch: a request bttl's client marked as checked
+	// (internal/wiremark), computed for a schema other than the guard's
+	// for its table.
+	RuleSchemaMismatch = "schema-mismatch"
 )
 
 // Full method names of the Bigtable data service.
@@ -239,8 +243,15 @@ func (g *Guard) active() bool { return len(g.tables) > 0 || len(g.views) > 0 }
 // gets the same checks. Other calls pass untouched.
 func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if g.active() && g.guarded(method) && !passesMarked(ctx, method) {
-			out, err := g.check(method, req)
+		if g.active() && g.guarded(method) {
+			pass, err := g.passesMarked(ctx, method)
+			if err != nil {
+				return err
+			}
+			out := req
+			if !pass {
+				out, err = g.check(method, req)
+			}
 			if err != nil {
 				return err
 			}
@@ -270,7 +281,13 @@ func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 // guard cannot inspect them.
 func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if !g.active() || !g.guarded(method) || passesMarked(ctx, method) {
+		if !g.active() || !g.guarded(method) {
+			return streamer(ctx, desc, cc, method, opts...)
+		}
+		if pass, err := g.passesMarked(ctx, method); err != nil || pass {
+			if err != nil {
+				return nil, err
+			}
 			return streamer(ctx, desc, cc, method, opts...)
 		}
 		if err := g.refuseByMethod(method); err != nil {
