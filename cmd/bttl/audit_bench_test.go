@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,10 @@ var auditBench struct {
 }
 
 func TestMain(m *testing.M) {
+	// The in-process server the tests embed (bttest) logs every GC pass
+	// through the standard logger; the command itself leaves the logger
+	// alone, so the bigtable client's own warnings reach its users.
+	log.SetOutput(io.Discard)
 	code := m.Run()
 	if auditBench.em != nil {
 		auditBench.em.Kill()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,4 +78,17 @@ func TestUsageErrorsHaveOnePrefix(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "bttl verify: -schema: invalid schema file")
 	assert.NotContains(t, r.stderr, ": bttl: ")
+}
+
+// The command leaves the process's standard logger alone (it discarded it
+// to quiet an embedded emulator, hiding the bigtable client's warnings).
+func TestCommandLeavesTheStandardLoggerAlone(t *testing.T) {
+	_, _, addr := newServer(t)
+	var buf bytes.Buffer
+	prev := log.Writer()
+	log.SetOutput(&buf)
+	t.Cleanup(func() { log.SetOutput(prev) })
+	schema := writeFile(t, "s.yaml", "tables:\n  events:\n    clicks: {strategy: unmanaged}\n")
+	bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Same(t, &buf, log.Writer())
 }

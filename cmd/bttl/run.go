@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -299,9 +298,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		e.schemas = schemas
 	}
-	// The emulator logs every GC pass through the standard logger of the
-	// process that embeds it; keep the command's output clean.
-	log.SetOutput(io.Discard)
 	dataOpts, err := g.clientOptions(true)
 	if err != nil {
 		return usageErr("%v", err)
