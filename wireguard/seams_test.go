@@ -312,3 +312,28 @@ func TestGuardSingleValueSurvivesRetries(t *testing.T) {
 type silentStream struct{ grpc.ServerStream }
 
 func (silentStream) SendMsg(any) error { return nil }
+
+// A conditional mutation is refused for the same rule whichever branch
+// holds which cell: every cell of both branches is checked before either
+// branch's companions, as ttlclient checks it. (The composition matrix
+// found the guard saying reserved-column where ttlclient and the model
+// say the false branch's server timestamp.)
+func TestGuardChecksBothBranchesBeforeCompanions(t *testing.T) {
+	onBothServers(t, func(t *testing.T, e *seamEnv) {
+		ts := e.expiring("wt", time.Hour)
+		forged := bigtable.NewMutation()
+		forged.Set("wt", "c", ts, []byte("v"))
+		forged.Set("wt", strategy.WriteTimeColumn("c"), ts, strategy.WriteTimeValue(1))
+		server := bigtable.NewMutation()
+		server.Set("wt", "d", bigtable.ServerTime, []byte("w")) // one-second, no default TTL
+		for name, cond := range map[string]*bigtable.Mutation{
+			"forged then server": bigtable.NewCondMutation(bigtable.PassAllFilter(), forged, server),
+			"server then forged": bigtable.NewCondMutation(bigtable.PassAllFilter(), server, forged),
+		} {
+			err := e.tbl.Apply(e.ctx, "r", cond)
+			assert.Equal(t, codes.FailedPrecondition, status.Code(err), name)
+			assert.ErrorContains(t, err, "rule "+wireguard.RuleServerTimestamp, name)
+		}
+		assert.Empty(t, e.stored(t, "r"))
+	})
+}

@@ -380,6 +380,14 @@ func (g *Guard) check(method string, req any) (any, error) {
 			return r, err
 		}
 		now := g.now()
+		// Both branches' cells are checked before either branch's
+		// companions, as ttlclient checks a conditional mutation: the
+		// refusal is the same whichever branch holds the worse cell.
+		for _, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
+			if v := t.checkEach(now, ms); v != nil {
+				return nil, v.status(method, r.GetRowKey(), -1)
+			}
+		}
 		mtrue, v := t.checkMutations(now, r.GetTrueMutations())
 		if v != nil {
 			return nil, v.status(method, r.GetRowKey(), -1)
