@@ -388,11 +388,11 @@ func (g *Guard) check(method string, req any) (any, error) {
 				return nil, v.status(method, r.GetRowKey(), -1)
 			}
 		}
-		mtrue, v := t.checkMutations(now, r.GetTrueMutations())
+		mtrue, v := t.complete(now, r.GetTrueMutations())
 		if v != nil {
 			return nil, v.status(method, r.GetRowKey(), -1)
 		}
-		mfalse, v := t.checkMutations(now, r.GetFalseMutations())
+		mfalse, v := t.complete(now, r.GetFalseMutations())
 		if v != nil {
 			return nil, v.status(method, r.GetRowKey(), -1)
 		}
@@ -560,6 +560,12 @@ func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*
 	if v := t.checkEach(now, ms); v != nil {
 		return nil, v
 	}
+	return t.complete(now, ms)
+}
+
+// complete is checkMutations after checkEach: the single-value deletes and
+// the companions (whose refusal of a forged companion comes last).
+func (t *table) complete(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
 	if t.singleValue {
 		ms = t.addSingleValueDeletes(ms)
 	}
