@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -150,9 +151,9 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 			switch {
 			case isCompanion && err == nil:
 				c.Visibility, c.WriteTime = Companion, wallTime(wt)
-				c.Reason = fmt.Sprintf("write-time companion of column %q (written %s)", col, formatWhen(c.WriteTime))
+				c.Reason = fmt.Sprintf("write-time companion of column %s (written %s)", keytext.Quote(col), formatWhen(c.WriteTime))
 			case isCompanion:
-				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %q with an unreadable value (%d bytes, not 8)", col, len(c.Value))
+				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %s with an unreadable value (%d bytes, not 8)", keytext.Quote(col), len(c.Value))
 			default:
 				c.Visibility, c.Reason = Reserved, "qualifier in the range reserved for write-time companions (from 0xFF 0xFF on): hidden from every read"
 			}

@@ -25,7 +25,7 @@ func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp
 	switch o.kind {
 	case opSet, opDeleteColumn, opDeleteRange:
 		if strings.HasPrefix(o.column, companionHidesFrom) {
-			return t.opError(row, o, fmt.Errorf("%w: %q", ErrReservedColumn, o.column))
+			return t.opError(row, o, ErrReservedColumn) // the *CellError names the column
 		}
 	default:
 		return nil // a family or row delete takes the companions with it
