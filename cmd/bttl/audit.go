@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -457,8 +458,8 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.SequenceNumbers > 0 {
 			x := f.SequenceNumbersExample
 			// A sequence number is not a time: printed raw.
-			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
-				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
+			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %s, column %s, timestamp %d): the age rule deletes them\n",
+				f.Family, f.SequenceNumbers, keytext.Quote(x.Row), keytext.Quote(x.Column), x.Timestamp)
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s)%s, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, bytesOf(f.BeyondKeptBytes), f.Versions)
@@ -469,7 +470,7 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.HiddenReserved > 0 {
 			x := f.HiddenReservedExample
 			fmt.Fprintf(w, "! family %q (write time): %d cell(s)%s, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 	}
 	if withBytes && r.RowsOver100MB > 0 {
