@@ -439,7 +439,7 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.AtOrBeforeNow > 0 && !f.Adopted() {
 			x := f.AtOrBeforeNowExample
 			fmt.Fprintf(w, "! family %q (one-second): %d cell(s) with timestamps at or before now, as real or server timestamps are "+
-				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 		switch {
 		case f.NeverCollected() && f.Expired > 0:
@@ -453,7 +453,7 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.NotSequence > 0 {
 			x := f.NotSequenceExample
 			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
-				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 		if f.SequenceNumbers > 0 {
 			x := f.SequenceNumbersExample
