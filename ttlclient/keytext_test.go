@@ -92,6 +92,8 @@ func keyRefusals(t *testing.T, e *env, tbl *ttlclient.Table, extra ...ttlclient.
 		sqlOpts = append(sqlOpts, o)
 	}
 	_, out["PrepareStatement"] = e.h.Client.PrepareStatement(ctx, "SELECT * FROM t WHERE _key = '"+secretRow+"'", nil, sqlOpts...)
+	// A query the check cannot parse: the reason quotes a token of it.
+	_, out["PrepareStatement unparsed"] = e.h.Client.PrepareStatement(ctx, secretRow+" SELECT 1", nil, sqlOpts...)
 	return out
 }
 
@@ -104,7 +106,7 @@ func TestRefusalsShowKeysQuotedAndCut(t *testing.T) {
 		switch name {
 		case "row key over 4 KiB":
 			assert.Contains(t, txt, strconv.Quote(strings.Repeat(secretRow, 4)[:64])+"...(", name)
-		case "PrepareStatement":
+		case "PrepareStatement", "PrepareStatement unparsed":
 			assert.Contains(t, txt, secretRow, name)
 		default:
 			assert.Contains(t, txt, strconv.Quote(secretRow), name)
@@ -171,7 +173,7 @@ func TestWithKeyRedactionKeepsKeysOutOfMessagesAndLogs(t *testing.T) {
 	require.Contains(t, logs.String(), "time-to-idle refresh failed", "the refresh failure was logged")
 	require.Contains(t, logs.String(), "redacted 15 bytes hmac:", "the logged error names the column, redacted")
 
-	require.Len(t, refusals, 10)
+	require.Len(t, refusals, 11)
 	for name, err := range refusals {
 		txt := refusalTexts(t, err)
 		for _, secret := range []string{"alice", "bob"} {
@@ -205,6 +207,8 @@ func TestWithKeyRedactionKeepsKeysOutOfMessagesAndLogs(t *testing.T) {
 	var se *ttlclient.SQLError
 	require.True(t, errors.As(refusals["PrepareStatement"], &se))
 	assert.Contains(t, se.Query, secretRow)
+	require.True(t, errors.As(refusals["PrepareStatement unparsed"], &se))
+	assert.Contains(t, se.Reason, "alice", "the reason quotes a token; the message withholds it")
 
 	// A table opened without the option, on the same client, quotes.
 	plain := e.h.MustTable(t, "t", keytextSchema())
