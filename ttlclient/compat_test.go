@@ -102,7 +102,7 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
 	c, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+		ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}})
 	require.NoError(t, err, "the client is made: what fails is the paths the check covers")
 	t.Cleanup(func() { _ = c.Close() })
 	assert.Equal(t, 1, strings.Count(logs.String(), incompatibleLog), logs.String())

@@ -58,7 +58,7 @@ type TableRecorder interface {
 const DefaultShadowSampling = 0.01
 
 // DefaultShadowConcurrency bounds the shadow reads running at once per
-// client.
+// client, for all its tables.
 const DefaultShadowConcurrency = 4
 
 // shadowTimeout bounds one shadow read, so a stuck one frees its slot.
@@ -98,9 +98,10 @@ func WithShadowSampling(fraction float64) Option {
 	}
 }
 
-// WithShadowConcurrency bounds the shadow reads a client runs at once
-// (default 4, at least 1). A sampled read finding them all busy gets none,
-// and the Recorder counts it as dropped.
+// WithShadowConcurrency bounds the shadow reads a client runs at once, for
+// all its tables (default 4, at least 1). A sampled read finding them all
+// busy gets none, and the Recorder counts it as dropped. A client option
+// only: Open refuses it (ErrClientOption).
 func WithShadowConcurrency(n int) Option {
 	return func(cfg *config) {
 		if n < 1 {
@@ -161,6 +162,7 @@ var refusalReasons = []struct {
 	{ErrReadOnlyView, "read_only_view"},
 	{ErrUnfilteredSQL, "unfiltered_sql"},
 	{ErrSQLUnknownTable, "sql_unknown_table"},
+	{ErrClientOption, "client_option"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps
@@ -185,7 +187,6 @@ type observer struct {
 	filters  *filters.Builder
 	clock    Clock
 	pool     *shadowPool
-	limit    int
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64
 	wire     func(context.Context) context.Context // the table's (wire.go)
@@ -211,7 +212,6 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *ob
 		filters:  t.filters,
 		clock:    t.clock,
 		pool:     pool,
-		limit:    cfg.shadowLimit,
 		sampling: cfg.sampling,
 		rand:     cfg.rand,
 		wire:     t.wire,
@@ -424,7 +424,7 @@ func (s *shadowScan) doneSlow(ctx context.Context) {
 // returned.
 func (o *observer) shadow(caller context.Context, s *shadowScan) {
 	now := bigtable.Timestamp(o.clock.Now().UnixMicro())
-	stop, release, ok := o.pool.acquire(o.limit)
+	stop, release, ok := o.pool.acquire()
 	if !ok {
 		o.rec.ShadowDropped()
 		return
@@ -483,9 +483,12 @@ func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Ti
 	o.rec.ShadowRead(expired, err)
 }
 
-// shadowPool runs a client's shadow reads: at most limit at once, all
-// cancelled and waited for by close. Its zero value is ready to use.
+// shadowPool runs a client's shadow reads, for all its tables: at most
+// limit at once, all cancelled and waited for by close. The client sets
+// limit once, before any table uses it.
 type shadowPool struct {
+	limit int
+
 	mu     sync.Mutex
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -496,10 +499,10 @@ type shadowPool struct {
 
 // acquire reserves a slot, or reports false when limit are running or the
 // pool is closed.
-func (p *shadowPool) acquire(limit int) (context.Context, func(), bool) {
+func (p *shadowPool) acquire() (context.Context, func(), bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.active >= limit {
+	if p.closed || p.active >= p.limit {
 		return nil, nil, false
 	}
 	if p.ctx == nil {

@@ -32,12 +32,11 @@ type Table struct {
 	logger      *slog.Logger
 
 	// Time-to-idle (idle.go): the families with an idle TTL (nil when
-	// none), the client's refresh pool and its bounds, and the recorder's
-	// IdleRecorder if it has one.
-	idleFams               []idleFamily
-	refresh                *refreshPool
-	idleWorkers, idleQueue int
-	idleRec                IdleRecorder
+	// none), the client's refresh pool, and the recorder's IdleRecorder if
+	// it has one.
+	idleFams []idleFamily
+	refresh  *refreshPool
+	idleRec  IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 
