@@ -154,6 +154,11 @@ type Client struct {
 	// incompatible are the client-version checks that failed when the
 	// client was made (CheckCompatibility), counted at each Open.
 	incompatible []CompatibilityFailure
+	// layout is bigtable.Mutation's layout, checked when the client was
+	// made (nil, and layoutErr, when the check failed): its tables' writes
+	// read it, never the check.
+	layout    *rawLayout
+	layoutErr error
 }
 
 // ClientConfig is the configuration of NewClientWithConfig: the bigtable
@@ -222,6 +227,7 @@ func newClient(raw *bigtable.Client, opts []Option) *Client {
 	cfg := c.config(nil)
 	c.shadows.limit = cfg.shadowLimit
 	c.refresh.workers, c.refresh.queueLimit = cfg.idleWorkers, cfg.idleQueue
+	c.layout, c.layoutErr = layout()
 	c.checkCompatibility()
 	return c
 }
@@ -403,6 +409,8 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		idleFams:    idleFamilies(own),
 		refresh:     &c.refresh,
 		unlisted:    cfg.unlisted,
+		layout:      c.layout,
+		layoutErr:   c.layoutErr,
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)

@@ -18,7 +18,8 @@ import (
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
 // library reads and sets their unexported fields at offsets found once with
 // reflect, when the first client is made (CheckCompatibility, which logs a
-// failure; else on first use): the TableAPI path reads the caller's operations,
+// failure); each client keeps the result (Client.layout), which its
+// tables' writes read: the TableAPI path reads the caller's operations,
 // and both write paths set the operations of the mutation they send. The
 // layout is checked field by field, then a mutation holding every op kind
 // is built with the client's own methods, read back and compared, and the
@@ -37,11 +38,13 @@ var (
 	rawLayoutErr  error
 
 	// rawBroken, set by tests, makes the mechanism fail as on an unknown
-	// client version.
+	// client version, for the clients made while it is set: layout is
+	// called when a client is made, never by a write.
 	rawBroken atomic.Bool
 )
 
 // layout is the checked layout, or the reason the mechanism cannot be used.
+// A client calls it once, when it is made, and keeps the result.
 func layout() (*rawLayout, error) {
 	rawLayoutOnce.Do(func() {
 		rawLayoutVal, rawLayoutErr = findLayout()
@@ -326,7 +329,7 @@ func rawSelfCheck(l *rawLayout) error {
 		return err
 	}
 	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
-		s := l.newSentMutation(m, len(m.ops))
+		s := newSentMutation(l, m, len(m.ops))
 		var o op
 		for i := range m.ops {
 			m.decode(i, &o)
@@ -412,9 +415,9 @@ func (a tableAPI) unreadable(row string, e *rawOpError) error {
 
 // Apply applies m through Table.Apply.
 func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
-	l, err := layout()
-	if err != nil {
-		return a.t.refuse(row, "", "", err)
+	l := a.t.layout
+	if l == nil {
+		return a.t.refuse(row, "", "", a.t.layoutErr)
 	}
 	var tm Mutation // m's operations, borrowed
 	if _, e := l.borrow(m, &tm); e != nil {
@@ -433,11 +436,11 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	if len(rowKeys) != len(muts) {
 		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
 	}
-	l, err := layout()
-	if err != nil {
+	l := a.t.layout
+	if l == nil {
 		errs := make([]error, len(muts))
 		for i := range errs {
-			errs[i] = a.t.refuse(rowKeys[i], "", "", err)
+			errs[i] = a.t.refuse(rowKeys[i], "", "", a.t.layoutErr)
 		}
 		return errs, nil
 	}
@@ -498,9 +501,9 @@ func putBulkWrap(w *bulkWrap) {
 // ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
 // family m touches must be unmanaged.
 func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigtable.ReadModifyWrite) (bigtable.Row, error) {
-	l, err := layout()
-	if err != nil {
-		return nil, a.t.refuse(row, "", "", err)
+	l := a.t.layout
+	if l == nil {
+		return nil, a.t.refuse(row, "", "", a.t.layoutErr)
 	}
 	rm, e := l.readRMW(m)
 	if e != nil {

@@ -40,7 +40,12 @@ type Table struct {
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 
-	mark *wiremark.Mark // marks this table's requests for the wire guard (wire.go)
+	mark *wiremark.Mark // marks this table's requests for the wire guard (Table.wire)
+
+	// layout is the client's checked layout of bigtable.Mutation
+	// (rawmutation.go), nil when the check failed, with layoutErr, why.
+	layout    *rawLayout
+	layoutErr error
 }
 
 // Name is the table's name.

@@ -68,7 +68,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 	if t.singleValue {
 		n *= 2 // room for a delete before each Set
 	}
-	s := newSentMutation(m, n)
+	s := newSentMutation(t.layout, m, n)
 	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
@@ -326,16 +326,12 @@ type sentMutation struct {
 }
 
 // newSentMutation is an empty mutation for m's operations, with room for
-// n operations should it copy them, so that filling it grows no slice.
-func newSentMutation(m *Mutation, n int) sentMutation {
-	l, err := layout()
-	if err != nil {
+// n operations should it copy them, so that filling it grows no slice. l
+// is the client's checked layout, nil when the check failed.
+func newSentMutation(l *rawLayout, m *Mutation, n int) sentMutation {
+	if l == nil {
 		return sentMutation{bm: bigtable.NewMutation(), src: m.ops}
 	}
-	return l.newSentMutation(m, n)
-}
-
-func (l *rawLayout) newSentMutation(m *Mutation, n int) sentMutation {
 	return sentMutation{l: l, src: m.ops, caller: m.caller, room: n}
 }
 
