@@ -322,21 +322,21 @@ func rawSelfCheck(l *rawLayout) error {
 			return fmt.Errorf("self-check: %w", err.err)
 		}
 		o := decoded[i]
-		s := sentMutation{bm: again}
-		s.keep(got, i, &o) // without the layout: the client's own methods
+		s := sentMutation{bm: again, m: got}
+		s.keep(i, &o) // without the layout: the client's own methods
 	}
 	if err := sameOps(l.opsOf(again), wantOps, "reads back as"); err != nil {
 		return err
 	}
 	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
-		s := newSentMutation(l, m, len(m.ops))
+		s := newSentMutation(l, m, len(m.ops), inPlace)
 		var o op
 		for i := range m.ops {
 			m.decode(i, &o)
 			if o.kind == opSet {
-				s.set(m, i, &o, o.ts, inPlace)
+				s.set(i, &o, o.ts)
 			} else {
-				s.keep(m, i, &o)
+				s.keep(i, &o)
 			}
 		}
 		return s.finish()

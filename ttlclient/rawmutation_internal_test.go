@@ -106,11 +106,11 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 		if mode == "without the layout" {
 			sendWith = nil
 		}
-		s := newSentMutation(sendWith, m, len(m.ops))
+		s := newSentMutation(sendWith, m, len(m.ops), mode == "in place")
 		var o op
 		for i := range m.ops {
 			require.Nil(t, m.decode(i, &o))
-			s.set(m, i, &o, o.ts, mode == "in place")
+			s.set(i, &o, o.ts)
 		}
 		got, exp := l.opsOf(s.finish()), l.opsOf(want)
 		require.Len(t, got, len(exp))

@@ -68,7 +68,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 	if t.singleValue {
 		n *= 2 // room for a delete before each Set
 	}
-	s := newSentMutation(t.layout, m, n)
+	s := newSentMutation(t.layout, m, n, inPlace)
 	nowMicros := bigtable.Timestamp(now.UnixMicro())
 	// A row's cells are usually in one or two families: look a family up
 	// only when it changes.
@@ -84,7 +84,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			return nil, t.refuse(row, e.family, e.column, e.err)
 		}
 		if o.kind == opDeleteRow {
-			s.keep(m, i, &o)
+			s.keep(i, &o)
 			continue
 		}
 		if !found || o.family != fam {
@@ -111,14 +111,14 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			if ts, err = cellTimestamp(&p, &chk, &o, now); err != nil {
 				return nil, t.opError(row, &o, err)
 			}
-			t.putCell(&s, m, i, &o, &p, ts, nowMicros, inPlace)
+			t.putCell(&s, i, &o, &p, ts, nowMicros)
 		case opDeleteColumn, opDeleteFamily:
-			s.keep(m, i, &o)
+			s.keep(i, &o)
 		case opDeleteRange:
 			if end := o.end(); o.ts < 0 || end < 0 || (end != 0 && strategy.Millis(end) <= strategy.Millis(o.ts)) {
 				return nil, t.opError(row, &o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
 			}
-			s.keep(m, i, &o)
+			s.keep(i, &o)
 		case opAddInt, opMergeBytes:
 			if p.Managed() {
 				return nil, t.opError(row, &o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
@@ -126,7 +126,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 			if o.ts < 0 {
 				return nil, t.opError(row, &o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
 			}
-			s.keep(m, i, &o)
+			s.keep(i, &o)
 		}
 		if p.HasWriteTime() {
 			if err := t.writeTimeCompanion(row, &o, ts, nowMicros, &s); err != nil {
@@ -144,11 +144,11 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 // putCell adds to s the cell of m.ops[i] (o decoded), a Set on a family of
 // policy p, with its final timestamp ts, at nowMicros: the one place where
 // each cell sent is known with its family, policy and timestamp.
-func (t *Table) putCell(s *sentMutation, m *Mutation, i int, o *op, p *strategy.Policy, ts, nowMicros bigtable.Timestamp, inPlace bool) {
+func (t *Table) putCell(s *sentMutation, i int, o *op, p *strategy.Policy, ts, nowMicros bigtable.Timestamp) {
 	if p.IsSingleValue() {
 		s.extra().DeleteCellsInColumn(o.family, o.column)
 	}
-	s.set(m, i, o, ts, inPlace)
+	s.set(i, o, ts)
 	t.obs.cell(p, o, ts, nowMicros)
 }
 
@@ -291,30 +291,27 @@ func owned(pb *btpb.Mutation) *ownedOp { return (*ownedOp)(unsafe.Pointer(pb)) }
 var _ [0]struct{} = [unsafe.Offsetof(ownedOp{}.pb)]struct{}{}
 
 // sentMutation is the bigtable.Mutation a write sends, being filled from
-// the recorded operations src. With the checked layout of
+// the recorded operations of m. With the checked layout of
 // bigtable.Mutation, operations sent as they are (a Mutation's own Sets on
 // its first Apply, their timestamps written in place, or a
-// *bigtable.Mutation's unchanged operations) are shared: while every operation so far is sent as
-// recorded, the sent ops are src's own prefix and nothing is copied; the
-// first change (a cell built anew, an operation added or rebuilt) copies
-// that prefix once into ops sized for the rest. Cells built anew are
-// allocated together, an array per proto type, rather than four
-// allocations per cell as bigtable.Mutation.Set makes; they are the protos
-// Set builds (rawSelfCheck compares them). Without the layout it is a plain
-// bigtable.Mutation filled by its own methods.
+// *bigtable.Mutation's unchanged operations) are shared: while every
+// operation so far is sent as recorded, bm is nil, the sent ops are a
+// prefix of m.ops and nothing is copied; the first change (a cell built
+// anew, an operation added or rebuilt) makes bm and copies that prefix
+// once into ops sized for the rest. Cells built anew are allocated
+// together, an array per proto type, rather than four allocations per cell
+// as bigtable.Mutation.Set makes; they are the protos Set builds
+// (rawSelfCheck compares them). Without the layout, bm is a plain
+// bigtable.Mutation from the start, filled by its own methods.
 type sentMutation struct {
-	l   *rawLayout         // nil: bm is filled by its own methods
-	bm  *bigtable.Mutation // with the layout, made when first needed
-	ops *[]*btpb.Mutation  // bm's ops, with the layout
-	src []*btpb.Mutation
-	// caller is the *bigtable.Mutation whose operations src are (the
-	// TableAPI path): sent itself when nothing changes.
-	caller *bigtable.Mutation
-	// shared: the first shared operations of src are what is sent so far,
-	// until copied (the sent ops are then in *ops).
-	shared int
-	copied bool
-	room   int // the capacity of ops once copied
+	l  *rawLayout         // nil: bm is filled by its own methods
+	bm *bigtable.Mutation // with the layout, nil while sharing m.ops
+	m  *Mutation
+	// inPlace: this build claimed m (Mutation.claim), so its own cells are
+	// sent themselves, their timestamps written in.
+	inPlace bool
+	shared  int // while sharing, the first shared of m.ops are what is sent
+	room    int // the capacity of bm's ops once made
 	// Room for the cells still to be built: the protos are only read
 	// (marshalled) once sent. Three arrays rather than one of a struct of
 	// the three: a 10-cell struct array would be rounded up to the next
@@ -327,41 +324,38 @@ type sentMutation struct {
 
 // newSentMutation is an empty mutation for m's operations, with room for
 // n operations should it copy them, so that filling it grows no slice. l
-// is the client's checked layout, nil when the check failed.
-func newSentMutation(l *rawLayout, m *Mutation, n int) sentMutation {
+// is the client's checked layout, nil when the check failed; inPlace, that
+// the caller claimed m.
+func newSentMutation(l *rawLayout, m *Mutation, n int, inPlace bool) sentMutation {
 	if l == nil {
-		return sentMutation{bm: bigtable.NewMutation(), src: m.ops}
+		return sentMutation{bm: bigtable.NewMutation(), m: m}
 	}
-	return sentMutation{l: l, src: m.ops, caller: m.caller, room: n}
+	return sentMutation{l: l, m: m, inPlace: inPlace, room: n}
 }
 
-// make makes bm, with the layout.
-func (s *sentMutation) make() {
-	if s.bm == nil {
-		s.bm = bigtable.NewMutation()
-		s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), s.l.ops))
-	}
+// ops is bm's operations, with the layout.
+func (s *sentMutation) ops() *[]*btpb.Mutation {
+	return (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), s.l.ops))
 }
 
-// send sends pb as operation i of src's order.
+// send sends pb as operation i of m's order.
 func (s *sentMutation) send(i int, pb *btpb.Mutation) {
-	if !s.copied && s.shared == i && s.src[i] == pb {
+	if s.bm == nil && s.shared == i && s.m.ops[i] == pb {
 		s.shared++
 		return
 	}
 	s.copy()
-	*s.ops = append(*s.ops, pb)
+	*s.ops() = append(*s.ops(), pb)
 }
 
-// copy ends the sharing of src: the operations sent so far are copied into
-// bm's own ops.
+// copy ends the sharing of m.ops: bm is made, holding the operations sent
+// so far.
 func (s *sentMutation) copy() {
-	if s.copied || s.l == nil {
+	if s.bm != nil {
 		return
 	}
-	s.copied = true
-	s.make()
-	*s.ops = append(make([]*btpb.Mutation, 0, max(s.room, s.shared+1)), s.src[:s.shared]...)
+	s.bm = bigtable.NewMutation()
+	*s.ops() = append(make([]*btpb.Mutation, 0, max(s.room, s.shared+1)), s.m.ops[:s.shared]...)
 }
 
 // extra is bm, for an operation the rewrite adds through the client's own
@@ -374,27 +368,27 @@ func (s *sentMutation) extra() *bigtable.Mutation {
 // finish is the mutation to send: the caller's own when every one of its
 // operations is sent as it is. It is nil if an operation was neither sent
 // nor replaced, which the write path never leaves (every kind it knows is
-// sent, rebuilt or refused): src is then sent neither whole nor in part.
+// sent, rebuilt or refused): m is then sent neither whole nor in part.
 func (s *sentMutation) finish() *bigtable.Mutation {
 	switch {
-	case s.l == nil || s.copied:
+	case s.bm != nil:
 		return s.bm
-	case s.shared != len(s.src):
+	case s.shared != len(s.m.ops):
 		return nil
-	case s.caller != nil:
-		return s.caller
+	case s.m.caller != nil:
+		return s.m.caller
 	}
-	s.make()
-	*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
+	s.bm = bigtable.NewMutation()
+	*s.ops() = s.m.ops[:s.shared:s.shared] // capped: an append never reaches m's array
 	return s.bm
 }
 
 // keep sends recorded operation i, o as decoded, unchanged: as the
 // recorded proto where there is one (a *bigtable.Mutation's operation),
 // else built by the client's own method.
-func (s *sentMutation) keep(m *Mutation, i int, o *op) {
-	if s.l != nil && m.borrowed {
-		s.send(i, m.ops[i])
+func (s *sentMutation) keep(i int, o *op) {
+	if s.l != nil && s.m.borrowed {
+		s.send(i, s.m.ops[i])
 		return
 	}
 	bm := s.extra()
@@ -422,24 +416,25 @@ func (s *sentMutation) keep(m *Mutation, i int, o *op) {
 // the Apply that claimed it: its first), else a cell built anew. A cell
 // once sent is never written again: a request an interceptor keeps stays
 // as it was sent.
-func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inPlace bool) {
+func (s *sentMutation) set(i int, o *op, ts bigtable.Timestamp) {
 	if s.l == nil {
 		s.bm.Set(o.family, o.column, ts, o.value)
 		return
 	}
 	ts = ts.TruncateToMilliseconds()
+	m := s.m
 	pb := m.ops[i]
 	switch {
 	case m.borrowed && pb.GetSetCell().GetTimestampMicros() == int64(ts):
 		s.send(i, pb)
 		return
-	case !m.borrowed && inPlace:
+	case !m.borrowed && s.inPlace:
 		owned(pb).cell.TimestampMicros = int64(ts)
 		s.send(i, pb)
 		return
 	}
 	if len(s.cells) == 0 || len(s.cols) < len(o.column) {
-		s.reserve(m, i) // room for this cell and those expected after it
+		s.reserve(i) // room for this cell and those expected after it
 	}
 	pb, set, cell := &s.muts[0], &s.sets[0], &s.cells[0]
 	s.muts, s.sets, s.cells = s.muts[1:], s.sets[1:], s.cells[1:]
@@ -453,7 +448,7 @@ func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inP
 	set.SetCell = cell
 	pb.Mutation = set
 	s.copy()
-	*s.ops = append(*s.ops, pb)
+	*s.ops() = append(*s.ops(), pb)
 }
 
 // reserve makes room for cell i and the cells of m's later Sets expected
@@ -461,7 +456,8 @@ func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inP
 // them. Of a *bigtable.Mutation's, only a server timestamp's cell is
 // expected to be (another is when its timestamp is clamped: set reserves
 // again when the room runs out).
-func (s *sentMutation) reserve(m *Mutation, i int) {
+func (s *sentMutation) reserve(i int) {
+	m := s.m
 	n, cols := 0, 0
 	for j, pb := range m.ops[i:] {
 		c := pb.GetSetCell()
