@@ -27,8 +27,6 @@ const CompanionPrefix = strategy.WriteTimePrefix
 // hides: every qualifier from it on is reserved.
 const companionHidesFrom = filters.ReservedQualifierStart
 
-func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }
-
 // readCompanion is the stored value of column's companion in the
 // millisecond ms, or nil when there is none.
 func (t *Table) readCompanion(ctx context.Context, row, family, column string, ms bigtable.Timestamp) ([]byte, error) {

@@ -165,14 +165,6 @@ type Mutation struct {
 	mtrue, mfalse *Mutation
 }
 
-// reset empties a Mutation for reuse, dropping every reference it holds.
-// Only the TableAPI path's wrappers are reused, and those are never
-// claimed (borrowed), so spent is false already.
-func (m *Mutation) reset() {
-	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
-	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil
-}
-
 // NewMutation returns a new mutation.
 func NewMutation() *Mutation { return new(Mutation) }
 

@@ -511,3 +511,11 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 	}
 	return a.t.ApplyReadModifyWrite(ctx, row, rm)
 }
+
+// reset empties a Mutation for reuse, dropping every reference it holds.
+// Only the TableAPI path's wrappers are reused, and those are never
+// claimed (borrowed), so spent is false already.
+func (m *Mutation) reset() {
+	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
+	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil
+}

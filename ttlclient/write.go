@@ -472,3 +472,5 @@ func (s *sentMutation) reserve(i int) {
 	s.cells = make([]btpb.Mutation_SetCell, n)
 	s.cols = make([]byte, cols)
 }
+
+func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }
