@@ -187,7 +187,7 @@ type observer struct {
 	pool     *shadowPool
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64
-	wire     func(context.Context) context.Context // the table's (wire.go)
+	wire     func(context.Context) context.Context // the table's (Table.wire)
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that

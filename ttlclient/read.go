@@ -13,6 +13,11 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
+// The read path after table.go's entry points (ReadRow, ReadRows): the
+// options a read sends (the TTL filter before the caller's), then the
+// shadow read it may leave behind; idle.go has the time-to-idle look at
+// the rows returned (docs/design.md#code-paths).
+
 // readOptions replaces the caller's RowFilter (the last one wins, as in the
 // client) with Chain(ttl, caller's). It is on every read's path: without a
 // caller filter it costs the one slice it returns.

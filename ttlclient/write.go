@@ -12,6 +12,11 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
+// The write path after table.go's entry points (Apply, ApplyBulk): every
+// write, a Mutation's or a *bigtable.Mutation's (rawmutation.go borrows
+// those), is built and checked here, in call order, into the
+// bigtable.Mutation it sends (docs/design.md#code-paths).
+
 // build turns m into the mutation to send at now, or the first refusal.
 // now is the clock reading itself, not its microseconds: a TTL is added to
 // it in nanoseconds (strategy.Policy.WriteTimestamp). The first build of
