@@ -3,6 +3,7 @@ package ttlclient_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,67 +15,44 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
-	"google.golang.org/protobuf/proto"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/metrics"
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// shadowHold is a server interceptor holding every shadow read (a
-// ReadRows whose filter strips values) until release is closed or its
-// call ends, and counting how many it holds at most at once.
+// shadowHold is a client interceptor holding every shadow read (a
+// ReadRows whose filter strips values) before it is sent, until release,
+// and counting how many it holds at most at once.
 type shadowHold struct {
 	entered chan struct{} // one send per held shadow read
 	release chan struct{}
+	once    sync.Once
 	held    atomic.Int64
 	most    atomic.Int64
 }
 
-func newShadowHold() *shadowHold {
-	return &shadowHold{entered: make(chan struct{}, 64), release: make(chan struct{})}
+func newShadowHold(t *testing.T) *shadowHold {
+	s := &shadowHold{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	t.Cleanup(s.releaseAll) // before the harness closes, should the test stop early
+	return s
 }
 
-func (s *shadowHold) options() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		if !strings.HasSuffix(info.FullMethod, "/ReadRows") {
-			return h(srv, ss)
-		}
-		req := new(bigtablepb.ReadRowsRequest)
-		if err := ss.RecvMsg(req); err != nil {
-			return err
-		}
-		if !strings.Contains(prototext.Format(req.GetFilter()), "strip_value_transformer") {
-			return h(srv, &replayedStream{ServerStream: ss, req: req})
+func (s *shadowHold) releaseAll() { s.once.Do(func() { close(s.release) }) }
+
+func (s *shadowHold) dialOptions() []grpc.DialOption {
+	return observeCalls(nil, func(_ string, msg any) {
+		req, ok := msg.(*bigtablepb.ReadRowsRequest)
+		if !ok || !strings.Contains(prototext.Format(req.GetFilter()), "strip_value_transformer") {
+			return
 		}
 		n := s.held.Add(1)
 		for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
 		}
 		s.entered <- struct{}{}
-		defer s.held.Add(-1)
-		select {
-		case <-s.release:
-			return h(srv, &replayedStream{ServerStream: ss, req: req})
-		case <-ss.Context().Done():
-			return status.FromContextError(ss.Context().Err()).Err()
-		}
-	})}
-}
-
-// replayedStream hands the handler the request the interceptor already read.
-type replayedStream struct {
-	grpc.ServerStream
-	req  *bigtablepb.ReadRowsRequest
-	done bool
-}
-
-func (r *replayedStream) RecvMsg(m any) error {
-	if r.done {
-		return r.ServerStream.RecvMsg(m)
-	}
-	r.done = true
-	proto.Merge(m.(proto.Message), r.req)
-	return nil
+		<-s.release
+		s.held.Add(-1)
+	})
 }
 
 // Issue 30, item 3: the shadow reads' bound is the client's, over all its
@@ -82,10 +60,9 @@ func (r *replayedStream) RecvMsg(m any) error {
 // client's bound of shadow reads at once; the reads beyond it are dropped
 // and counted on the table that made them.
 func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
-	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
-	hold := newShadowHold()
+	hold := newShadowHold(t)
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
-		ServerOptions: hold.options(),
+		DialOptions:   hold.dialOptions(),
 		ClientOptions: []ttlclient.Option{ttlclient.WithShadowConcurrency(2), ttlclient.WithShadowSampling(1)},
 	})
 	require.NoError(t, err)
@@ -112,7 +89,7 @@ func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), recA.dropped.Load())
 
-	close(hold.release)
+	hold.releaseAll()
 	recA.wait(t)
 	recA.wait(t)
 	// Slots freed: b's next read gets its shadow read.
