@@ -3,7 +3,6 @@ package ttlclient_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ import (
 type shadowHold struct {
 	entered chan struct{} // one send per held shadow read
 	release chan struct{}
-	once    sync.Once
+	freed   atomic.Bool
 	held    atomic.Int64
 	most    atomic.Int64
 }
@@ -38,7 +37,11 @@ func newShadowHold(t *testing.T) *shadowHold {
 	return s
 }
 
-func (s *shadowHold) releaseAll() { s.once.Do(func() { close(s.release) }) }
+func (s *shadowHold) releaseAll() {
+	if s.freed.CompareAndSwap(false, true) {
+		close(s.release)
+	}
+}
 
 func (s *shadowHold) dialOptions() []grpc.DialOption {
 	return observeCalls(nil, func(_ string, msg any) {
