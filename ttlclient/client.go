@@ -343,6 +343,10 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 
 // OpenContext is Open with the caller's context for the admin call that
 // verifies GC rules, which is still bounded by the verify timeout.
+//
+// opts override the client's options for this table. The bounds of the
+// client's pools are the client's only: given here, they are refused with
+// ErrClientOption before any admin call (see Option).
 func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
 }
