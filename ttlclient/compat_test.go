@@ -140,3 +140,23 @@ func TestCompatibleClientQuiet(t *testing.T) {
 	assert.NotContains(t, logs.String(), incompatibleLog)
 	assert.Zero(t, incompatibleCount(t, rec, "t", "mutation"))
 }
+
+// Issue 30, item 8: a test switch (the hook breaking the layout check) was
+// read on every production write. The check now runs when a client is
+// made and the client keeps its result: breaking it afterwards changes no
+// write of that client, and a client made meanwhile sees the failure.
+func TestLayoutCheckIsTheClientsNotEachWrites(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	m := bigtable.NewMutation()
+	m.Set(famPlain, "p", 1000, []byte("v"))
+	restore := ttlclient.BreakMutationReader()
+	defer restore()
+	require.NoError(t, e.tbl.API().Apply(e.ctx, "r", m), "the client checked its layout when it was made")
+
+	broken := ttlclient.Wrap(e.h.Raw, ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance),
+		ttlclient.WithLogger(slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() { _ = broken.Close() })
+	tbl, err := broken.OpenContext(e.ctx, "t", mixedSchema())
+	require.NoError(t, err)
+	require.ErrorIs(t, tbl.API().Apply(e.ctx, "r", m), ttlclient.ErrMutationUnreadable)
+}
