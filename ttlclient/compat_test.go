@@ -121,6 +121,17 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	m.Set(famPlain, "p", 1000, []byte("v"))
 	require.ErrorIs(t, tbl.API().Apply(ctx, "r", m), ttlclient.ErrMutationUnreadable)
 
+	// NewClientWithConfig logs on the logger among its options.
+	var ownLogs logBuffer
+	own, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, ttlclient.ClientConfig{
+		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
+		Options:      []ttlclient.Option{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = own.Close() })
+	assert.Equal(t, 1, strings.Count(ownLogs.String(), incompatibleLog), ownLogs.String())
+	assert.Equal(t, 1, strings.Count(logs.String(), incompatibleLog), "not on the default logger")
+
 	// Wrap logs on the client's logger.
 	var wrapLogs logBuffer
 	ttlclient.Wrap(h.Raw, ttlclient.WithLogger(slog.New(slog.NewTextHandler(&wrapLogs, nil))))
