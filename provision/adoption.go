@@ -269,8 +269,8 @@ func (x *examination) merge(y *examination) {
 
 // classifier classifies one family's cells for one change at now.
 type classifier struct {
-	c                               Change
-	now                             bigtable.Timestamp
+	c                              Change
+	now                            bigtable.Timestamp
 	isAge, versionsOnly, unchanged bool
 }
 
