@@ -91,82 +91,71 @@ func familyFiltered(reqs []*btpb.ReadRowsRequest) int {
 // exact, and the refusal comes from the same read; the family filter is
 // sent only when the table has other families. On both servers.
 func TestPlanAndCheckReadsALoweredFamilyOnce(t *testing.T) {
-	for _, server := range []string{"bttest", "cbtemulator"} {
-		t.Run(server, func(t *testing.T) {
-			rec := &readRecorder{}
-			cfg := bttestharness.Config{DialOptions: []grpc.DialOption{rec.dialOption()}, NoGC: true}
-			var h *bttestharness.Harness
-			if server == "bttest" {
-				var err error
-				h, err = bttestharness.StartWithConfig(context.Background(), cfg)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = h.Close() })
-			} else {
-				h, _ = bttestharness.NewOnEmulator(t, cfg)
-			}
-			ctx := context.Background()
-			require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "one", ColumnFamilies: map[string]bigtable.Family{
-				"ev": {GCPolicy: bigtable.MaxAgePolicy(30 * 24 * time.Hour)},
-			}}))
-			require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "two", ColumnFamilies: map[string]bigtable.Family{
-				"ev":    {GCPolicy: bigtable.MaxAgePolicy(30 * 24 * time.Hour)},
-				"other": {},
-			}}))
-			old := bigtable.Time(h.Clock.Now().Add(-72 * time.Hour))
-			for _, table := range []string{"one", "two"} {
-				var keys []string
-				var muts []*bigtable.Mutation
-				for i := 0; i < 300; i++ {
-					m := bigtable.NewMutation()
-					m.Set("ev", "e", old, []byte("12345"))
-					if table == "two" && i%2 == 0 {
-						m.Set("other", "o", old, []byte("x"))
-					}
-					keys, muts = append(keys, fmt.Sprintf("r%04d", i)), append(muts, m)
-				}
-				// Rows of the other family only: not rows of the family.
-				if table == "two" {
-					m := bigtable.NewMutation()
+	rec := &readRecorder{}
+	cfg := bttestharness.Config{DialOptions: []grpc.DialOption{rec.dialOption()}, NoGC: true}
+	bttestharness.OnBothServers(t, cfg, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "one", ColumnFamilies: map[string]bigtable.Family{
+			"ev": {GCPolicy: bigtable.MaxAgePolicy(30 * 24 * time.Hour)},
+		}}))
+		require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "two", ColumnFamilies: map[string]bigtable.Family{
+			"ev":    {GCPolicy: bigtable.MaxAgePolicy(30 * 24 * time.Hour)},
+			"other": {},
+		}}))
+		old := bigtable.Time(h.Clock.Now().Add(-72 * time.Hour))
+		for _, table := range []string{"one", "two"} {
+			var keys []string
+			var muts []*bigtable.Mutation
+			for i := 0; i < 300; i++ {
+				m := bigtable.NewMutation()
+				m.Set("ev", "e", old, []byte("12345"))
+				if table == "two" && i%2 == 0 {
 					m.Set("other", "o", old, []byte("x"))
-					keys, muts = append(keys, "s0000"), append(muts, m)
 				}
-				errs, err := h.Raw.Open(table).ApplyBulk(ctx, keys, muts)
-				require.NoError(t, err)
-				require.Nil(t, errs)
+				keys, muts = append(keys, fmt.Sprintf("r%04d", i)), append(muts, m)
 			}
-			// 1s after an age rule of 48h over cells 72h old: a refusal
-			// needs cells at or before now under one-second expiry.
-			schema := strategy.Schema{"ev": strategy.OneSecond()}
-			p := newProvisioner(h, &bytes.Buffer{})
-			for _, table := range []string{"one", "two"} {
-				rec.take()
-				plan, err := p.Plan(ctx, table, schema)
-				require.NoError(t, err)
-				require.Equal(t, 1, passes(rec.take()), "%s: Plan reads the lowered family once", table)
-
-				plan, err = p.PlanAndCheck(ctx, table, schema)
-				require.ErrorIs(t, err, provision.ErrRealTimestamps, table)
-				require.NotNil(t, plan)
-				reads := rec.take()
-				assert.Equal(t, 1, passes(reads), "%s: PlanAndCheck reads the family once, as Plan alone does", table)
-				var rt *provision.RealTimestampsError
-				require.ErrorAs(t, err, &rt)
-				assert.True(t, rt.Exact)
-				assert.Equal(t, int64(300), rt.Cells, table)
-				im := plan.Changes[0].Impact
-				require.NotNil(t, im)
-				assert.Equal(t, int64(300), im.Collectable, "%s: an exact count, not a sample's", table)
-				assert.Equal(t, int64(300), im.Rows, "%s: rows of the family only", table)
-				if table == "one" {
-					assert.Zero(t, familyFiltered(reads), "the table's only family: no family filter")
-				} else {
-					assert.Equal(t, len(reads), familyFiltered(reads), "another family: every read filters")
-				}
-
-				// CheckAdoptions reads again (at its own time).
-				require.ErrorIs(t, p.CheckAdoptions(ctx, plan), provision.ErrRealTimestamps)
-				assert.Equal(t, 1, passes(rec.take()))
+			// Rows of the other family only: not rows of the family.
+			if table == "two" {
+				m := bigtable.NewMutation()
+				m.Set("other", "o", old, []byte("x"))
+				keys, muts = append(keys, "s0000"), append(muts, m)
 			}
-		})
-	}
+			errs, err := h.Raw.Open(table).ApplyBulk(ctx, keys, muts)
+			require.NoError(t, err)
+			require.Nil(t, errs)
+		}
+		// 1s after an age rule of 48h over cells 72h old: a refusal
+		// needs cells at or before now under one-second expiry.
+		schema := strategy.Schema{"ev": strategy.OneSecond()}
+		p := newProvisioner(h, &bytes.Buffer{})
+		for _, table := range []string{"one", "two"} {
+			rec.take()
+			plan, err := p.Plan(ctx, table, schema)
+			require.NoError(t, err)
+			require.Equal(t, 1, passes(rec.take()), "%s: Plan reads the lowered family once", table)
+
+			plan, err = p.PlanAndCheck(ctx, table, schema)
+			require.ErrorIs(t, err, provision.ErrRealTimestamps, table)
+			require.NotNil(t, plan)
+			reads := rec.take()
+			assert.Equal(t, 1, passes(reads), "%s: PlanAndCheck reads the family once, as Plan alone does", table)
+			var rt *provision.RealTimestampsError
+			require.ErrorAs(t, err, &rt)
+			assert.True(t, rt.Exact)
+			assert.Equal(t, int64(300), rt.Cells, table)
+			im := plan.Changes[0].Impact
+			require.NotNil(t, im)
+			assert.Equal(t, int64(300), im.Collectable, "%s: an exact count, not a sample's", table)
+			assert.Equal(t, int64(300), im.Rows, "%s: rows of the family only", table)
+			if table == "one" {
+				assert.Zero(t, familyFiltered(reads), "the table's only family: no family filter")
+			} else {
+				assert.Equal(t, len(reads), familyFiltered(reads), "another family: every read filters")
+			}
+
+			// CheckAdoptions reads again (at its own time).
+			require.ErrorIs(t, p.CheckAdoptions(ctx, plan), provision.ErrRealTimestamps)
+			assert.Equal(t, 1, passes(rec.take()))
+		}
+	})
 }
