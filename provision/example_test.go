@@ -483,3 +483,19 @@ func ExampleProvisioner_PlanAndCheck() {
 	// true
 	// session 1
 }
+
+// WithoutImpact plans without reading data: a lowering change has no
+// count (bttl verify needs only the changes).
+func ExampleWithoutImpact() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw, provision.WithoutImpact())
+	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(3)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
+	// Output: true true
+}

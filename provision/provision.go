@@ -218,6 +218,12 @@ type Option func(*Provisioner)
 // writes). What is lost is printed to the output.
 func WithForce() Option { return func(p *Provisioner) { p.force = true } }
 
+// WithoutImpact makes Plan read no data for the changes that lower a rule:
+// Change.Impact stays nil. For callers that need the changes and
+// Plan.Unchanged only (bttl verify), since the exact count reads every row
+// of the family. The safety scans are not affected.
+func WithoutImpact() Option { return func(p *Provisioner) { p.noImpact = true } }
+
 // WithWorkers sets how many key ranges each scan of a family reads at once
 // (default 1: one stream, the load a plain ReadRows puts on the cluster);
 // see scan.WithWorkers.
@@ -255,6 +261,7 @@ type Provisioner struct {
 	admin      *gcrule.Admin
 	data       *bigtable.Client
 	force      bool
+	noImpact   bool
 	workers    int
 	clock      Clock
 	sampleRows int
@@ -324,7 +331,7 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 			c.from = gcrule.Normalize(fams[f].GetGcRule())
 			c.Lowers, c.Raises = direction(c.from, gcrule.Normalize(gcrule.Expected(pol)))
 			c.OneSecondAdoption = pol.Kind() == strategy.KindOneSecond
-			if c.Lowers {
+			if c.Lowers && !p.noImpact {
 				// One exact scan gives the count and the safety
 				// findings (PlanAndCheck takes them from the plan).
 				x, err := p.examine(ctx, table, plan.families, c, p.now(), true, false)
