@@ -130,11 +130,11 @@ func TestPlanAndCheckReadsALoweredFamilyOnce(t *testing.T) {
 		p := newProvisioner(h, &bytes.Buffer{})
 		for _, table := range []string{"one", "two"} {
 			rec.take()
-			plan, err := p.Plan(ctx, table, schema)
+			_, err := p.Plan(ctx, table, schema)
 			require.NoError(t, err)
 			require.Equal(t, 1, passes(rec.take()), "%s: Plan reads the lowered family once", table)
 
-			plan, err = p.PlanAndCheck(ctx, table, schema)
+			plan, err := p.PlanAndCheck(ctx, table, schema)
 			require.ErrorIs(t, err, provision.ErrRealTimestamps, table)
 			require.NotNil(t, plan)
 			reads := rec.take()
