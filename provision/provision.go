@@ -443,7 +443,7 @@ func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []
 			continue
 		}
 		x := plan.scans[c.Family]
-		if !planned || x == nil || c.Action == KeepRule {
+		if !planned || x == nil {
 			if x, err = p.examine(ctx, plan.Table, plan.families, c, now, false, p.sampledSafety); err != nil {
 				return nil, err
 			}
