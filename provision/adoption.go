@@ -384,7 +384,7 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 	}
 	sum, err := scan.RunRanges(ctx, tbl, table, perRange, opts...)
 	stopped := errors.Is(err, errEnough)
-	if err != nil && !stopped {
+	if err != nil && (!stopped || sum == nil) {
 		return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, c.Family, err)
 	}
 	// Merged in key order, so the first cell of each kind is the first
