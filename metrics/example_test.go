@@ -277,7 +277,9 @@ func ExampleRecorder_GuardRefused() {
 		panic(err)
 	}
 	_ = guard // install with guard.ClientOptions() on a plain client
-	rec.GuardRefused("sessions", "session", "server_timestamp") // what the guard calls on a refusal
+
+	// What the guard calls on a refusal:
+	rec.GuardRefused("sessions", "session", "server_timestamp")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(rec)
 	mfs, _ := reg.Gather()
