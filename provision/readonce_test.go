@@ -127,7 +127,9 @@ func TestPlanAndCheckReadsALoweredFamilyOnce(t *testing.T) {
 		// 1s after an age rule of 48h over cells 72h old: a refusal
 		// needs cells at or before now under one-second expiry.
 		schema := strategy.Schema{"ev": strategy.OneSecond()}
-		p := newProvisioner(h, &bytes.Buffer{})
+		// WithSampleRows(20) sized Plan's sample before: the count read 20
+		// of the 300 rows. It sizes only WithSampledSafetyScan's scan now.
+		p := newProvisioner(h, &bytes.Buffer{}, provision.WithSampleRows(20))
 		for _, table := range []string{"one", "two"} {
 			rec.take()
 			_, err := p.Plan(ctx, table, schema)
