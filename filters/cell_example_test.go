@@ -175,3 +175,59 @@ func ExampleRowMove_Proto() {
 	// Output:
 	// 1
 }
+
+// Span is the region of the row that SpanFilter requires empty: every
+// target slot's column and millisecond, as one range of each.
+func ExampleRowMove_Span() {
+	var rm filters.RowMove
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "f", 90_000)
+	_, _ = rm.Add("f", "c", 6000, []byte("y"), "f", 91_000)
+	s, ok := rm.Span()
+	fmt.Println(ok, s.FirstColumn, s.LastColumn, s.Start, s.End)
+	// Output:
+	// true a c 90000 92000
+}
+
+// SpanFilter moves a row's cells with one filter for all the target
+// slots; it is used when the row as read holds nothing in the Span.
+func ExampleRowMove_SpanFilter() {
+	ctx := context.Background()
+	h, _ := bttestharness.StartWithConfig(ctx, bttestharness.Config{NoGC: true})
+	defer h.Close()
+	_ = h.Admin.CreateTable(ctx, "t")
+	_ = h.Admin.CreateColumnFamily(ctx, "t", "f")
+	tbl := h.Raw.Open("t")
+	m := bigtable.NewMutation()
+	m.Set("f", "a", 5000, []byte("x"))
+	m.Set("f", "b", 6000, []byte("y"))
+	_ = tbl.Apply(ctx, "r", m)
+
+	var rm filters.RowMove
+	mv := bigtable.NewMutation()
+	for _, c := range []struct {
+		col string
+		ts  bigtable.Timestamp
+		v   string
+	}{{"a", 5000, "x"}, {"b", 6000, "y"}} {
+		_, _ = rm.Add("f", c.col, c.ts, []byte(c.v), "f", c.ts+100_000)
+		mv.DeleteTimestampRange("f", c.col, c.ts, c.ts+1000)
+		mv.Set("f", c.col, c.ts+100_000, []byte(c.v))
+	}
+	s, _ := rm.Span()
+	fmt.Println(s.Holds("f", "a", 5000), s.Holds("f", "b", 106_000))
+	var applied bool
+	_ = tbl.Apply(ctx, "r", bigtable.NewCondMutation(rm.SpanFilter(), mv, nil), bigtable.GetCondMutationResult(&applied))
+	fmt.Println(applied)
+	// Output:
+	// false true
+	// true
+}
+
+// Holds says whether a cell lies in the span: the row as read is checked
+// with it before SpanFilter is sent.
+func ExampleSpan_Holds() {
+	s := filters.Span{Family: "f", FirstColumn: "a", LastColumn: "c", Start: 90_000, End: 92_000}
+	fmt.Println(s.Holds("f", "b", 91_500), s.Holds("f", "d", 91_500), s.Holds("f", "b", 92_000))
+	// Output:
+	// true false false
+}
