@@ -47,6 +47,7 @@ func BenchmarkMigratePace(b *testing.B) {
 	for _, server := range []string{"bttest", "cbtemulator"} {
 		b.Run("server="+server, func(b *testing.B) {
 			var h *bttestharness.Harness
+			var serverCPU func() time.Duration // the emulator's CPU; nil on bttest, whose CPU is this process's
 			if server == "bttest" {
 				h = bttestharness.New(b)
 			} else {
@@ -56,12 +57,20 @@ func BenchmarkMigratePace(b *testing.B) {
 					}
 					b.Skipf("cbtemulator: %v", err)
 				}
-				h, _ = bttestharness.NewOnEmulator(b, bttestharness.Config{})
+				var e *bttestharness.Emulator
+				h, e = bttestharness.NewOnEmulator(b, bttestharness.Config{})
+				serverCPU = func() time.Duration {
+					d, err := e.CPUTime()
+					if err != nil {
+						b.Fatal(err)
+					}
+					return d
+				}
 			}
 			for _, cells := range benchInts(b, "BTTL_MIGRATE_BENCH_CELLS", "100000") {
 				for _, workers := range benchInts(b, "BTTL_MIGRATE_BENCH_WORKERS", "1,4") {
 					b.Run(fmt.Sprintf("cells=%d/workers=%d", cells, workers), func(b *testing.B) {
-						benchPace(b, h, cells, workers)
+						benchPace(b, h, serverCPU, cells, workers)
 					})
 				}
 			}
@@ -97,10 +106,9 @@ const (
 	sides
 )
 
-func benchPace(b *testing.B, h *bttestharness.Harness, cells, workers int) {
+func benchPace(b *testing.B, h *bttestharness.Harness, server func() time.Duration, cells, workers int) {
 	ctx := context.Background()
 	var wall, cpu, srv [sides]time.Duration
-	server := emulatorCPU() // nil on bttest: its CPU is this process's
 	inflight := benchInts(b, "BTTL_MIGRATE_BENCH_INFLIGHT", strconv.Itoa(migrate.DefaultInflight))[0]
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -174,52 +182,6 @@ func benchPace(b *testing.B, h *bttestharness.Harness, cells, workers int) {
 	b.ReportMetric((cpu[sideMigrate]+srv[sideMigrate]).Seconds()/(cpu[sideRaw]+srv[sideRaw]).Seconds(), "total-cpu-x")
 	b.ReportMetric(wall[sideMigrate].Seconds()/wall[sideRow].Seconds(), "migrate/row-wall")
 	b.ReportMetric(cpu[sideMigrate].Seconds()/cpu[sideRow].Seconds(), "migrate/row-cpu")
-}
-
-// emulatorCPU returns a function giving the CPU time so far of the
-// cbtemulator child of this process, or nil when there is none.
-func emulatorCPU() func() time.Duration {
-	self := strconv.Itoa(os.Getpid())
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		f := procStat(d.Name())
-		// Fields after the command's closing parenthesis: state, ppid, ...
-		if len(f) > 14 && f[1] == self && procComm(d.Name()) == "cbtemulator" {
-			pid := d.Name()
-			return func() time.Duration {
-				f := procStat(pid)
-				if len(f) <= 14 {
-					return 0
-				}
-				ut, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-			}
-		}
-	}
-	return nil
-}
-
-// procStat is /proc/pid/stat's fields after the command name.
-func procStat(pid string) []string {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
-}
-
-func procComm(pid string) string {
-	b, _ := os.ReadFile("/proc/" + pid + "/comm")
-	return strings.TrimSpace(string(b))
 }
 
 // cpuTime is this process's user and system CPU time so far.
