@@ -154,6 +154,35 @@ func TestCellMoveTooLargeToPin(t *testing.T) {
 	assert.NoError(t, err, "the pin alone is smaller than the move's predicate")
 }
 
+// pinned is a cell of family "f" a RowMove pins.
+type pinned struct {
+	col string
+	ts  bigtable.Timestamp
+	val string
+}
+
+// writeAndPin writes cells to row, then extra's mutation (when not nil),
+// and returns a RowMove pinning the cells, each to move shift later.
+func writeAndPin(t *testing.T, tbl *bigtable.Table, row string, cells []pinned, shift bigtable.Timestamp, extra func(*bigtable.Mutation)) *filters.RowMove {
+	t.Helper()
+	ctx := context.Background()
+	m := bigtable.NewMutation()
+	rm := &filters.RowMove{}
+	for _, c := range cells {
+		m.Set("f", c.col, c.ts, []byte(c.val))
+		ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+shift)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, tbl.Apply(ctx, row, m))
+	if extra != nil {
+		e := bigtable.NewMutation()
+		extra(e)
+		require.NoError(t, tbl.Apply(ctx, row, e))
+	}
+	return rm
+}
+
 // RowMove matches only while every pinned cell is stored and every target
 // slot is free: each case removes or changes one of three pinned cells,
 // or takes one of the three slots, and the predicate stops matching.
@@ -162,11 +191,7 @@ func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
 	ctx := context.Background()
 	const hour = bigtable.Timestamp(3_600_000_000)
 	base := bigtable.Timestamp(1_700_000_000_000_000)
-	cells := []struct {
-		col string
-		ts  bigtable.Timestamp
-		val string
-	}{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"b", base, ""}}
+	cells := []pinned{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"b", base, ""}}
 	cases := []struct {
 		name  string
 		extra func(m *bigtable.Mutation)
@@ -185,20 +210,11 @@ func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
 	}
 	for i, tc := range cases {
 		row := fmt.Sprintf("rm%d", i)
-		m := bigtable.NewMutation()
-		var rm filters.RowMove
-		for _, c := range cells {
-			m.Set("f", c.col, c.ts, []byte(c.val))
-			ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+10*hour)
-			require.NoError(t, err)
-			require.True(t, ok)
+		extra := tc.extra
+		if tc.name == "all pinned, all free" {
+			extra = nil
 		}
-		require.NoError(t, tbl.Apply(ctx, row, m))
-		if tc.name != "all pinned, all free" {
-			extra := bigtable.NewMutation()
-			tc.extra(extra)
-			require.NoError(t, tbl.Apply(ctx, row, extra))
-		}
+		rm := writeAndPin(t, tbl, row, cells, 10*hour, extra)
 		mark := bigtable.NewMutation()
 		mark.Set("f", "applied", 0, []byte("y"))
 		var matched bool
@@ -217,11 +233,7 @@ func TestRowMoveSpanFilterIsStricterThanFilter(t *testing.T) {
 	ctx := context.Background()
 	const hour = bigtable.Timestamp(3_600_000_000)
 	base := bigtable.Timestamp(1_700_000_000_000_000)
-	cells := []struct {
-		col string
-		ts  bigtable.Timestamp
-		val string
-	}{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"c", base, ""}}
+	cells := []pinned{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"c", base, ""}}
 	cases := []struct {
 		name         string
 		extra        func(m *bigtable.Mutation)
@@ -238,20 +250,7 @@ func TestRowMoveSpanFilterIsStricterThanFilter(t *testing.T) {
 	}
 	for i, tc := range cases {
 		row := fmt.Sprintf("span%d", i)
-		m := bigtable.NewMutation()
-		var rm filters.RowMove
-		for _, c := range cells {
-			m.Set("f", c.col, c.ts, []byte(c.val))
-			ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+10*hour)
-			require.NoError(t, err)
-			require.True(t, ok)
-		}
-		require.NoError(t, tbl.Apply(ctx, row, m))
-		if tc.extra != nil {
-			extra := bigtable.NewMutation()
-			tc.extra(extra)
-			require.NoError(t, tbl.Apply(ctx, row, extra))
-		}
+		rm := writeAndPin(t, tbl, row, cells, 10*hour, tc.extra)
 		for _, f := range []struct {
 			name string
 			pred bigtable.Filter

@@ -266,14 +266,8 @@ func rawRewrite(ctx context.Context, tbl *bigtable.Table, table string, workers 
 			return err
 		}
 		return func(ctx context.Context, r bigtable.Row) error {
-				m := bigtable.NewMutation()
-				for _, it := range r["f"] {
-					q := it.Column[len("f:"):]
-					m.DeleteTimestampRange("f", q, it.Timestamp, it.Timestamp+1000)
-					m.Set("f", q, it.Timestamp+shift, it.Value)
-					n++
-				}
-				keys, muts = append(keys, r.Key()), append(muts, m)
+				keys, muts = append(keys, r.Key()), append(muts, rewrite(r, shift))
+				n += int64(len(r["f"]))
 				if len(keys) == 100 {
 					return flush(ctx)
 				}
@@ -291,6 +285,18 @@ func rawRewrite(ctx context.Context, tbl *bigtable.Table, table string, workers 
 	return moved, err
 }
 
+// rewrite is the raw rewrite of r's family "f": each cell deleted and set
+// again shift later, unconditionally.
+func rewrite(r bigtable.Row, shift bigtable.Timestamp) *bigtable.Mutation {
+	m := bigtable.NewMutation()
+	for _, it := range r["f"] {
+		q := it.Column[len("f:"):]
+		m.DeleteTimestampRange("f", q, it.Timestamp, it.Timestamp+1000)
+		m.Set("f", q, it.Timestamp+shift, it.Value)
+	}
+	return m
+}
+
 // rowRewrite is rawRewrite one row per RPC: each row's Set and delete
 // sent by an unconditional Apply (MutateRow), up to inflight rows in
 // flight per worker, as migrate keeps its conditional mutations.
@@ -305,13 +311,7 @@ func rowRewrite(ctx context.Context, tbl *bigtable.Table, table string, workers,
 			first error
 		)
 		return func(ctx context.Context, r bigtable.Row) error {
-				m := bigtable.NewMutation()
-				for _, it := range r["f"] {
-					q := it.Column[len("f:"):]
-					m.DeleteTimestampRange("f", q, it.Timestamp, it.Timestamp+1000)
-					m.Set("f", q, it.Timestamp+shift, it.Value)
-				}
-				n := int64(len(r["f"]))
+				m, n := rewrite(r, shift), int64(len(r["f"]))
 				sem <- struct{}{}
 				wg.Add(1)
 				go func() {

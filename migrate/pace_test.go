@@ -69,8 +69,7 @@ func TestARowMovesInOneConditionalMutation(t *testing.T) {
 	now := h.Clock.Now()
 	model := load(t, tbl, "f", 10, 10, now, day)
 	h.Clock.Set(now.Add(time.Second))
-	mg, err := migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
-	require.NoError(t, err)
+	mg := inPlaceMigrator(t, h, tbl, now)
 	rep, err := mg.Run(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(100), rep.Moved)
@@ -82,8 +81,7 @@ func TestARowMovesInOneConditionalMutation(t *testing.T) {
 	drop.DeleteRow()
 	require.NoError(t, tbl.Apply(ctx, "row0000000", drop))
 	model = load(t, tbl, "f", 1, 10, now, day)
-	mg, err = migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
-	require.NoError(t, err)
+	mg = inPlaceMigrator(t, h, tbl, now)
 	row, err := tbl.ReadRow(ctx, "row0000000", bigtable.RowFilter(mg.Filter()))
 	require.NoError(t, err)
 	require.Len(t, row["f"], 10)
@@ -141,6 +139,15 @@ func TestALargeRowMovesInSeveralMutations(t *testing.T) {
 	assert.Equal(t, shifted(model, day), stored(t, tbl, "f"))
 }
 
+// inPlaceMigrator migrates tbl's family "f" in place, real timestamps to
+// one-second expiry 30 days on, every writer switched at now.
+func inPlaceMigrator(t *testing.T, h *bttestharness.Harness, tbl *bigtable.Table, now time.Time) *migrate.Migrator {
+	t.Helper()
+	mg, err := migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	return mg
+}
+
 // A row's target slots are checked as one span (one filter, not one per
 // slot) when the row as read holds nothing in it; as exact slots when it
 // does; and a cell written into the span after the read, on no slot,
@@ -153,9 +160,8 @@ func TestARowsSlotsAreCheckedAsOneSpan(t *testing.T) {
 	model := load(t, tbl, "f", 1, 10, now, day)
 	h.Clock.Set(now.Add(time.Second))
 	slots := func() *btpb.RowFilter { return lastPredicate.Load().GetCondition().GetPredicateFilter() }
-	mg, err := migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
-	require.NoError(t, err)
-	_, err = mg.Run(ctx)
+	mg := inPlaceMigrator(t, h, tbl, now)
+	_, err := mg.Run(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10), mg.Stats().Moved)
 	assert.Equal(t, int64(1), calls.Load())
@@ -180,8 +186,7 @@ func TestARowsSlotsAreCheckedAsOneSpan(t *testing.T) {
 	w.Set("f", inside.col, inside.ts, []byte("bttl"))
 	require.NoError(t, tbl.Apply(ctx, inside.row, w))
 	calls.Store(0)
-	mg, err = migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
-	require.NoError(t, err)
+	mg = inPlaceMigrator(t, h, tbl, now)
 	_, err = mg.Run(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10), mg.Stats().Moved)
@@ -196,8 +201,7 @@ func TestARowsSlotsAreCheckedAsOneSpan(t *testing.T) {
 	// does not match, each cell moves on its own, nothing is changed.
 	require.NoError(t, tbl.Apply(ctx, "row0000000", drop))
 	model = load(t, tbl, "f", 1, 10, now, day)
-	mg, err = migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
-	require.NoError(t, err)
+	mg = inPlaceMigrator(t, h, tbl, now)
 	row, err := tbl.ReadRow(ctx, "row0000000", bigtable.RowFilter(mg.Filter()))
 	require.NoError(t, err)
 	require.NoError(t, tbl.Apply(ctx, inside.row, w))
