@@ -21,6 +21,12 @@ import (
 
 var auditCommand = command{
 	name: "audit", needsSchema: true,
+	synopsis: []string{
+		"[-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-bytes] [-fail-on LIST] [-metrics-out FILE] [-progress D] " +
+			"[-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T] [-now TIME]",
+		"-table T -suggest-shard-keys N",
+	},
+	short: "scan tables and report expired, mis-timestamped and excess cells",
 	help: `Scans each table and reports per family: live cells, expired cells not yet
 collected (finding "expired"), managed families with no GC rule, whose
 expired cells are never collected ("no-gc-rule"), real or server timestamps

@@ -12,10 +12,12 @@ import (
 	"github.com/bttl/bttl/audit"
 )
 
-// auditMergeCommand is "bttl audit merge": reached through audit, it reads
-// files and calls no Bigtable API.
+// auditMergeCommand is "bttl audit merge", an entry of the command table
+// as any other: it reads files and calls no Bigtable API.
 var auditMergeCommand = command{
 	name: "audit merge", offline: true, args: "FILE...",
+	synopsis: []string{"[-json] [-fail-on LIST] [-metrics-out FILE] FILE..."},
+	short:    "merge the -json reports of an audit's shards into the report of the whole",
 	help: `Merges the -json reports of the shards of one audit (bttl audit -shard i/n
 -json, one file per shard) into the report a single audit would have made,
 per table, and prints it as audit does (-json, -fail-on, -metrics-out).

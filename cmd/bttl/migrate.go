@@ -19,6 +19,10 @@ import (
 
 var migrateCommand = command{
 	name: "migrate", needsSchema: true,
+	synopsis: []string{"-table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... " +
+		"[-first-switch T -written-before T [-clock-skew D] [-write-time-complete]] [-expired keep|delete [-expect-expired N -expired-as-of T]] " +
+		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T] [-dry-run]"},
+	short: "move a family's stored cells onto its strategy (real timestamps to one-second, D to D')",
 	help: `Moves the cells a family already holds onto the strategy the schema file gives
 the target family (-family in place, or -to-family): real timestamps (-from
 real) to one-second expiry, each cell expiring at its write time plus a TTL
