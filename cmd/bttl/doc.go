@@ -11,7 +11,7 @@
 //	plan         show the family and GC-rule changes apply would make, and those it would refuse
 //	apply        make those changes (asks first; refuses data loss unless -force)
 //	audit        scan tables and report expired, mis-timestamped and excess cells
-//	audit merge  merge the -json reports of an audit's shards into the report of the whole
+//	audit merge  merge the reports of an audit's shards into the report of the whole
 //	migrate      move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
 //	init         write a schema file from the instance's tables and GC rules
 //	lookup       show one row's stored cells, whether a bttl read returns each, and why not
@@ -26,9 +26,10 @@
 //	bttl [global flags] audit [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N]
 //	                          [-bytes] [-fail-on LIST] [-metrics-out FILE] [-progress D] [-workers N]
 //	                          [-cells-per-second R] [-shard I/N [-shard-keys FILE]]
-//	                          [-checkpoint FILE|bigtable://T] [-now TIME]
+//	                          [-checkpoint FILE|bigtable://T] [-report bigtable://T/JOB] [-now TIME]
 //	bttl [global flags] audit -table T -suggest-shard-keys N
-//	bttl audit merge [-json] [-fail-on LIST] [-metrics-out FILE] FILE...
+//	bttl [global flags] audit merge [-json] [-fail-on LIST] [-metrics-out FILE]
+//	                                FILE|bigtable://TABLE/JOB...
 //	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D [-to-family G]
 //	                            [-ttl D] [-ttl-rule R]...
 //	                            [-first-switch T -written-before T [-clock-skew D] [-write-time-complete]]

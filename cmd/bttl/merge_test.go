@@ -19,6 +19,14 @@ import (
 func hashedClicks(t *testing.T, rows int) string {
 	t.Helper()
 	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, rows)
+	return addr
+}
+
+// loadHashedClicks creates table "events" as hashedClicks does, on the
+// server of ac and dc.
+func loadHashedClicks(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, rows int) {
+	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
 		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
@@ -30,7 +38,6 @@ func hashedClicks(t *testing.T, rows int) string {
 		h := uint32(i) * 2654435761
 		require.NoError(t, tbl.Apply(ctx, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), m))
 	}
-	return addr
 }
 
 // Issue 26 item 7: bttl audit merge refuses forged or corrupt shard

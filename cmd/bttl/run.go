@@ -177,16 +177,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageErr("%v", err)
 	}
 	bound()
+	if inv.check != nil {
+		if err := inv.check(); err != nil {
+			return usageErr("%v", err)
+		}
+	}
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
 	if c.needsSchema && g.schema == "" {
 		return usageErr("-schema is required")
-	}
-	if inv.check != nil {
-		if err := inv.check(); err != nil {
-			return usageErr("%v", err)
-		}
 	}
 	if g.creds != "" {
 		if _, err := os.Stat(g.creds); err != nil {
