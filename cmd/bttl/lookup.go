@@ -106,8 +106,9 @@ func (l *lookupArgs) run(e *env) int {
 	}
 	now := l.now
 	if now.IsZero() {
-		now = e.now().UTC()
+		now = e.now()
 	}
+	now = now.UTC() // -json's "now" is UTC, as every time bttl prints
 	ctx, cancel := e.step()
 	defer cancel()
 	tbl := e.data.Open(table)
