@@ -32,14 +32,7 @@ tables:
 func TestLookupShowsWhatAReadHides(t *testing.T) {
 	for _, server := range []string{"bttest", "cbtemulator"} {
 		t.Run(server, func(t *testing.T) {
-			var ac *bigtable.AdminClient
-			var dc *bigtable.Client
-			var addr string
-			if server == "bttest" {
-				ac, dc, addr = newServer(t)
-			} else {
-				ac, dc, addr = emulatorClients(t)
-			}
+			ac, dc, addr := serverClients(t, server)
 			ctx := context.Background()
 			// No GC rules: the servers' GC would remove the excess
 			// versions this test shows at a moment of its own choosing.

@@ -22,14 +22,7 @@ import (
 func TestAuditReportsInBigtable(t *testing.T) {
 	for _, srv := range []string{"bttest", "cbtemulator"} {
 		t.Run(srv, func(t *testing.T) {
-			var ac *bigtable.AdminClient
-			var dc *bigtable.Client
-			var addr string
-			if srv == "bttest" {
-				ac, dc, addr = newServer(t)
-			} else {
-				ac, dc, addr = emulatorClients(t)
-			}
+			ac, dc, addr := serverClients(t, srv)
 			loadHashedClicks(t, ac, dc, 40)
 			testAuditReportsInBigtable(t, ac, dc, addr)
 		})

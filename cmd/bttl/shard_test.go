@@ -34,6 +34,16 @@ func buildBttl(t *testing.T) string {
 	return bin
 }
 
+// serverClients starts server, "bttest" (in-process) or "cbtemulator",
+// and returns clients on it and its address.
+func serverClients(t *testing.T, server string) (*bigtable.AdminClient, *bigtable.Client, string) {
+	t.Helper()
+	if server == "bttest" {
+		return newServer(t)
+	}
+	return emulatorClients(t)
+}
+
 // emulatorClients starts cbtemulator and returns clients on it.
 func emulatorClients(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
 	t.Helper()
