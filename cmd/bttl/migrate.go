@@ -77,7 +77,7 @@ key range where a cell was left.
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
 		a.scan.register(fs, "migrate")
-		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`: a rerun after a crash or Ctrl-C skips the key ranges finished (a file of another plan is refused)")
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`, or in a row of table T of the instance with bigtable://T (created when missing): a rerun after a crash or Ctrl-C skips the key ranges finished (a record of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
 		return invocation{check: a.check, run: a.run}
