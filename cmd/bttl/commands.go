@@ -92,16 +92,52 @@ command's usage, description and flags, as -h after the command does.
 	}
 }
 
-// usage is the command's usage lines, "bttl NAME ..." each.
+// usage is the command's usage lines, each form "bttl NAME ..." wrapped
+// to fit 80 columns after "usage: ".
 func (c command) usage() []string {
-	if len(c.synopsis) == 0 {
-		return []string{strings.TrimSpace("bttl " + c.name + " [flags] " + c.args)}
+	forms := c.synopsis
+	if len(forms) == 0 {
+		forms = []string{strings.TrimSpace("[flags] " + c.args)}
 	}
-	out := make([]string, len(c.synopsis))
-	for i, s := range c.synopsis {
-		out[i] = "bttl " + c.name + " " + s
+	var out []string
+	for _, f := range forms {
+		out = append(out, wrapSynopsis("bttl "+c.name+" ", f, 80-len("usage: "))...)
 	}
 	return out
+}
+
+// wrapSynopsis is head+form, wrapped at width columns between the form's
+// top-level words and bracketed groups, continuation lines indented past
+// head.
+func wrapSynopsis(head, form string, width int) []string {
+	var groups []string
+	depth, start := 0, 0
+	for i, r := range form {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				groups = append(groups, form[start:i])
+				start = i + 1
+			}
+		}
+	}
+	groups = append(groups, form[start:])
+	var lines []string
+	line := head
+	for i, g := range groups {
+		if i > 0 && len(line)+1+len(g) > width {
+			lines = append(lines, line)
+			line = strings.Repeat(" ", len(head))
+		} else if i > 0 {
+			line += " "
+		}
+		line += g
+	}
+	return append(lines, line)
 }
 
 // commandList is the command list of the top-level help: a name column

@@ -23,41 +23,13 @@ const (
 	cliListEnd   = "<!-- end commands -->\n"
 )
 
-// synopsisLines is "bttl [global flags] NAME FORM", wrapped at width
-// between bracketed groups, continuation lines indented past the name.
+// synopsisLines is "bttl [global flags] NAME FORM", wrapped at width.
 func synopsisLines(c command, form string, width int) []string {
 	head := "bttl [global flags] " + c.name + " "
 	if c.offline && c.online == nil {
 		head = "bttl " + c.name + " "
 	}
-	var groups []string
-	depth, start := 0, 0
-	for i, r := range form {
-		switch r {
-		case '[':
-			depth++
-		case ']':
-			depth--
-		case ' ':
-			if depth == 0 {
-				groups = append(groups, form[start:i])
-				start = i + 1
-			}
-		}
-	}
-	groups = append(groups, form[start:])
-	var lines []string
-	line := head
-	for i, g := range groups {
-		if i > 0 && len(line)+1+len(g) > width {
-			lines = append(lines, line)
-			line = strings.Repeat(" ", len(head))
-		} else if i > 0 {
-			line += " "
-		}
-		line += g
-	}
-	return append(lines, line)
+	return wrapSynopsis(head, form, width)
 }
 
 // globalFlagNames lists the global flags, "-project, -instance, ...".
