@@ -15,7 +15,8 @@ import (
 )
 
 // auditMergeCommand is "bttl audit merge", an entry of the command table
-// as any other: it reads files and calls no Bigtable API.
+// as any other: it reads files, and needs the clients only for the rows of
+// a bigtable://TABLE/JOB source (audit -report).
 var auditMergeCommand = command{
 	name: "audit merge", offline: true, args: "SOURCE...",
 	online:   readsBigtable,
