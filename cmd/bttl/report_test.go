@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
@@ -158,4 +159,44 @@ func TestAuditReportUsageErrors(t *testing.T) {
 		assert.Contains(t, r.stderr, c.want, "%q", c.args)
 		assert.Empty(t, r.stdout, "%q", c.args)
 	}
+}
+
+// Two workers on one shard: the later one's claim wins; the earlier one,
+// still scanning (held back by -cells-per-second), may not write its
+// report when it finishes (exit 2), so the row holds the later report.
+func TestAuditReportEarlierClaimIsRefused(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, 40)
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	args := []string{"-project", "p", "-instance", "i", "-schema", schema, "audit", "-now", "2026-01-02T15:04:05Z", "-report", "bigtable://bttl_reports/job"}
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	slow := make(chan result, 1)
+	go func() {
+		var out, errb strings.Builder
+		code := run(ctx, append(args, "-cells-per-second", "10"), strings.NewReader(""), &out, &errb)
+		slow <- result{code, out.String(), errb.String()}
+	}()
+	// Wait for the slow worker's claim (its row, with no report yet).
+	for {
+		recs, err := scan.ReadBigtableRecords(ctx, dc, "bttl_reports", "audit/job/")
+		if err == nil && len(recs) == 1 {
+			require.Nil(t, recs["audit/job/0/1"], "claimed, not written")
+			break
+		}
+		select {
+		case r := <-slow:
+			t.Fatalf("the slow worker ended before its claim was seen: %d %s", r.code, r.stderr)
+		case <-time.After(5 * time.Millisecond): // polling another worker's progress
+		}
+	}
+	fast := bttl(t, addr, "", args[4:]...)
+	require.Equal(t, exitOK, fast.code, fast.stderr)
+	r := <-slow
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "bttl audit: -report: ")
+	assert.Contains(t, r.stderr, "another run claimed this shard since this one started")
+	recs, err := scan.ReadBigtableRecords(ctx, dc, "bttl_reports", "audit/job/")
+	require.NoError(t, err)
+	assert.NotNil(t, recs["audit/job/0/1"], "the later worker's report is kept")
 }
