@@ -8,7 +8,7 @@
 // flags and help):
 //
 //	verify       compare each table's families and GC rules with the schema file
-//	plan         show the family and GC-rule changes apply would make, and those it would refuse
+//	plan         show the changes apply would make, with exact counts, and those it would refuse
 //	apply        make those changes (asks first; refuses data loss unless -force)
 //	audit        scan tables and report expired, mis-timestamped and excess cells
 //	audit merge  merge the reports of an audit's shards into the report of the whole
@@ -21,7 +21,7 @@
 // Usage:
 //
 //	bttl [global flags] verify [-table T] [-assume-adopted]
-//	bttl [global flags] plan [-table T] [-family F,G] [-exact] [-assume-adopted]
+//	bttl [global flags] plan [-table T] [-family F,G] [-workers N] [-assume-adopted]
 //	bttl [global flags] apply [-table T] [-family F,G] [-yes] [-force] [-assume-adopted]
 //	bttl [global flags] audit [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N]
 //	                          [-bytes] [-fail-on LIST] [-metrics-out FILE] [-progress D] [-workers N]
