@@ -196,6 +196,12 @@ func (a *auditArgs) run(e *env) int {
 		if err == nil {
 			_, err = store.Open(ctx)
 		}
+		if err == nil {
+			// An earlier report of this shard goes with the claim: until
+			// this audit writes its own, the row reads as not written, so
+			// merge does not take the earlier one for this one.
+			err = store.Save(ctx, nil)
+		}
 		cancel()
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
