@@ -238,7 +238,7 @@ func (a *auditArgs) run(e *env) int {
 		}
 		now := bigtable.Timestamp(e.now().UnixMicro())
 		if !a.now.IsZero() {
-			now = bigtable.Time(a.now)
+			now = bigtable.Timestamp(a.now.UnixMicro()) // not bigtable.Time: UnixNano wraps past 2262
 		}
 		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topt)
 		pr.done()

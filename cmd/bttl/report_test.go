@@ -258,3 +258,20 @@ func ownerOf(t *testing.T, dc *bigtable.Client, key string) string {
 	}
 	return ""
 }
+
+// audit -now past 2262 audits at that instant: every cell of a 48h family
+// written now is expired then. Fails before the fix: -now went through
+// time.Time.UnixNano, which wrapped it to 1715, when every cell was live.
+func TestAuditNowPastNanosecondRange(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, 3)
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-now", "2300-01-02T03:04:05Z")
+	require.Contains(t, []int{exitOK, exitFindings}, r.code, r.stderr)
+	var out auditOutput
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Tables, 1)
+	assert.Equal(t, bigtable.Timestamp(time.Date(2300, 1, 2, 3, 4, 5, 0, time.UTC).UnixMicro()), out.Tables[0].Now)
+	require.Len(t, out.Tables[0].Families, 1)
+	assert.Equal(t, int64(3), out.Tables[0].Families[0].Expired)
+}
