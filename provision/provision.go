@@ -201,53 +201,12 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Provisioner.
-type Option func(*Provisioner)
+// Option configures a Provisioner, as New builds it.
+type Option func(*options)
 
-// WithForce lets Execute and Apply make a change the safety scans refuse
-// (ErrUnsafeAdoption): one-second expiry over real timestamps or an age
-// rule over sequence numbers (those cells are deleted), the sequence
-// strategy over timestamps that are not sequence numbers (they hide new
-// writes). What is lost is printed to the output.
-func WithForce() Option { return func(p *Provisioner) { p.force = true } }
-
-// WithExactCounts makes Plan's count of what a lowering change makes
-// collectable (Change.Impact) read every row of the family instead of a
-// sample (see WithSampleRows): exact counts, at the cost of a full scan.
-// The safety scans that decide refusal read every row anyway, unless
-// WithSampledSafetyScan.
-func WithExactCounts() Option { return func(p *Provisioner) { p.exact = true } }
-
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option { return func(p *Provisioner) { p.clock = c } }
-
-// WithSampleRows sets how many rows of the family Plan's impact count
-// reads (default 10,000), spread over the table's sampled row-key ranges,
-// and the safety scans too if WithSampledSafetyScan.
-func WithSampleRows(n int) Option { return func(p *Provisioner) { p.sampleRows = n } }
-
-// WithSampledSafetyScan makes the safety scans that decide refusal
-// (CheckAdoptions, Execute, Apply) read a sample of WithSampleRows rows
-// instead of every row. Unsafe: the sample may miss cells the change
-// deletes or hides, and the change then goes ahead; refusals and Execute's
-// output say the scan was sampled and not exhaustive.
-func WithSampledSafetyScan() Option { return func(p *Provisioner) { p.sampledSafety = true } }
-
-// WithAssumeAdopted skips the adoption scans of families whose rule
-// already matches (Plan.Unchanged): a sequence or write-time family whose
-// stored cells were checked before (by an earlier apply, verify or audit)
-// and written only through bttl since. The scans before a rule change
-// still run (WithForce overrides their refusals). Plan.Write names the
-// families left unchecked.
-func WithAssumeAdopted() Option { return func(p *Provisioner) { p.assumeAdopted = true } }
-
-// WithOutput sets where Apply prints what it changes (default: nowhere).
-func WithOutput(w io.Writer) Option { return func(p *Provisioner) { p.out = w } }
-
-// Provisioner plans and applies GC-rule changes.
-type Provisioner struct {
-	admin      *gcrule.Admin
-	data       *bigtable.Client
+// options are what the Options set: apart from the Provisioner, so that an
+// Option cannot change a Provisioner in use.
+type options struct {
 	force      bool
 	exact      bool
 	clock      Clock
@@ -260,12 +219,59 @@ type Provisioner struct {
 	assumeAdopted bool
 }
 
+// WithForce lets Execute and Apply make a change the safety scans refuse
+// (ErrUnsafeAdoption): one-second expiry over real timestamps or an age
+// rule over sequence numbers (those cells are deleted), the sequence
+// strategy over timestamps that are not sequence numbers (they hide new
+// writes). What is lost is printed to the output.
+func WithForce() Option { return func(p *options) { p.force = true } }
+
+// WithExactCounts makes Plan's count of what a lowering change makes
+// collectable (Change.Impact) read every row of the family instead of a
+// sample (see WithSampleRows): exact counts, at the cost of a full scan.
+// The safety scans that decide refusal read every row anyway, unless
+// WithSampledSafetyScan.
+func WithExactCounts() Option { return func(p *options) { p.exact = true } }
+
+// WithClock sets the clock (default: the system clock).
+func WithClock(c Clock) Option { return func(p *options) { p.clock = c } }
+
+// WithSampleRows sets how many rows of the family Plan's impact count
+// reads (default 10,000), spread over the table's sampled row-key ranges,
+// and the safety scans too if WithSampledSafetyScan.
+func WithSampleRows(n int) Option { return func(p *options) { p.sampleRows = n } }
+
+// WithSampledSafetyScan makes the safety scans that decide refusal
+// (CheckAdoptions, Execute, Apply) read a sample of WithSampleRows rows
+// instead of every row. Unsafe: the sample may miss cells the change
+// deletes or hides, and the change then goes ahead; refusals and Execute's
+// output say the scan was sampled and not exhaustive.
+func WithSampledSafetyScan() Option { return func(p *options) { p.sampledSafety = true } }
+
+// WithAssumeAdopted skips the adoption scans of families whose rule
+// already matches (Plan.Unchanged): a sequence or write-time family whose
+// stored cells were checked before (by an earlier apply, verify or audit)
+// and written only through bttl since. The scans before a rule change
+// still run (WithForce overrides their refusals). Plan.Write names the
+// families left unchecked.
+func WithAssumeAdopted() Option { return func(p *options) { p.assumeAdopted = true } }
+
+// WithOutput sets where Apply prints what it changes (default: nowhere).
+func WithOutput(w io.Writer) Option { return func(p *options) { p.out = w } }
+
+// Provisioner plans and applies GC-rule changes.
+type Provisioner struct {
+	admin *gcrule.Admin
+	data  *bigtable.Client
+	options
+}
+
 // New returns a Provisioner using admin for the rules and data for the
 // one-second safety scan.
 func New(admin *gcrule.Admin, data *bigtable.Client, opts ...Option) *Provisioner {
-	p := &Provisioner{admin: admin, data: data, clock: systemClock{}, sampleRows: 10_000, out: io.Discard}
+	p := &Provisioner{admin: admin, data: data, options: options{clock: systemClock{}, sampleRows: 10_000, out: io.Discard}}
 	for _, o := range opts {
-		o(p)
+		o(&p.options)
 	}
 	return p
 }

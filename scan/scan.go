@@ -105,7 +105,7 @@ func Run(ctx context.Context, tbl *bigtable.Table, table string, f RowFunc, opts
 func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFunc, opts ...Option) (*Summary, error) {
 	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
 	for _, o := range opts {
-		o.set(&c)
+		o(&c)
 	}
 	piece, err := c.validate()
 	if err != nil {

@@ -75,12 +75,24 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Guard.
-type Option func(*Guard)
+// Option configures a Guard, as New builds it.
+type Option func(*options)
+
+// options are what the Options set: apart from the Guard, so that an
+// Option cannot change a Guard in use.
+type options struct {
+	clock      Clock
+	readFilter bool
+	sqlAllowed bool
+	viewDecls  []viewDecl
+	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
+	// unlistedTables: the tables unlisted holds for; nil: every table.
+	unlistedTables map[string]bool
+}
 
 // WithClock sets the clock (default: the system clock).
 func WithClock(c Clock) Option {
-	return func(g *Guard) {
+	return func(g *options) {
 		if c != nil {
 			g.clock = c
 		}
@@ -93,7 +105,7 @@ func WithClock(c Clock) Option {
 // legacy reads stop seeing expired cells. Reads of a materialized view are
 // filtered with the schema WithMaterializedView declares for it, and
 // refused when it declares none.
-func WithReadFilter() Option { return func(g *Guard) { g.readFilter = true } }
+func WithReadFilter() Option { return func(g *options) { g.readFilter = true } }
 
 // WithMaterializedView declares the families of materialized view (an ID,
 // as in Client.OpenMaterializedView) and their policies: with
@@ -104,7 +116,7 @@ func WithReadFilter() Option { return func(g *Guard) { g.readFilter = true } }
 // for a view that carries no managed data. Declaring a view twice makes
 // New fail.
 func WithMaterializedView(view string, schema strategy.Schema) Option {
-	return func(g *Guard) { g.viewDecls = append(g.viewDecls, viewDecl{view, schema}) }
+	return func(g *options) { g.viewDecls = append(g.viewDecls, viewDecl{view, schema}) }
 }
 
 // WithSQLAllowed lets PrepareQuery and ExecuteQuery through. Without it
@@ -112,22 +124,16 @@ func WithMaterializedView(view string, schema strategy.Schema) Option {
 // has a managed family: a query sends SQL text with no row filter the
 // guard could extend, and may read any table of the instance, so it could
 // return expired cells GC has not collected yet.
-func WithSQLAllowed() Option { return func(g *Guard) { g.sqlAllowed = true } }
+func WithSQLAllowed() Option { return func(g *options) { g.sqlAllowed = true } }
 
 // Guard holds the schemas of the tables it guards and makes the gRPC client
 // interceptors. It is safe for concurrent use.
 type Guard struct {
-	tables     map[string]*table // by table ID
-	views      map[string]*table // materialized views, by view ID
-	clock      Clock
-	readFilter bool
-	sqlAllowed bool
-	managed    bool   // some guarded table or declared view has a managed family
-	probe      string // the family of Verify's probe, which only this guard recognizes
-	viewDecls  []viewDecl
-	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
-	// unlistedTables: the tables unlisted holds for; nil: every table.
-	unlistedTables map[string]bool
+	tables map[string]*table // by table ID
+	views  map[string]*table // materialized views, by view ID
+	options
+	managed bool   // some guarded table or declared view has a managed family
+	probe   string // the family of Verify's probe, which only this guard recognizes
 }
 
 type viewDecl struct {
@@ -151,9 +157,9 @@ type table struct {
 // authorized_view_name is an authorized view of such a table, is checked
 // against that schema. Names are parsed exactly, segment by segment.
 func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
-	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}, probe: newProbe()}
+	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, options: options{clock: systemClock{}}, probe: newProbe()}
 	for _, o := range opts {
-		o(g)
+		o(&g.options)
 	}
 	if err := g.checkUnlisted(schemas); err != nil {
 		return nil, err
