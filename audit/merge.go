@@ -28,7 +28,7 @@ func (e *MergeError) Error() string {
 }
 func (e *MergeError) Unwrap() error { return ErrMerge }
 
-// Merge combines the reports of the shards of one scan (Options.Scan with
+// Merge combines the reports of the shards of one scan (audit.Scan with
 // scan.WithShard) into the report a single scan would have made: counts
 // summed, the oldest expiry the earliest, each example the first in key
 // order. The reports must be of one table, schema and clock time (Now),

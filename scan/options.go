@@ -18,7 +18,8 @@ type config struct {
 	shardKeysSet  bool
 	start, end    string
 	checkpoint    string
-	job           any
+	job           any   // WithCheckpoint's
+	jobs          []any // WithJob's
 	progress      func(Progress)
 	progressEvery time.Duration
 	readOpts      []bigtable.ReadOption
@@ -87,6 +88,14 @@ func WithCheckpoint(path string, job any) Option {
 	return func(c *config) { c.checkpoint, c.job = path, job }
 }
 
+// WithJob adds job, marshalled to JSON, to what identifies the work in the
+// checkpoint, beside WithCheckpoint's job: a package built on scan (audit)
+// records its own parameters with it, whatever job its caller gave. With
+// one job in all the checkpoint records it alone; with several, a list.
+func WithJob(job any) Option {
+	return func(c *config) { c.jobs = append(c.jobs, job) }
+}
+
 // WithProgress calls f at most every interval during the scan, from a
 // single goroutine, and once at its end.
 func WithProgress(every time.Duration, f func(Progress)) Option {
@@ -96,7 +105,8 @@ func WithProgress(every time.Duration, f func(Progress)) Option {
 // WithFilter applies a read filter to every read (e.g. a
 // RowSampleFilter, or a family or column filter). Several are chained in
 // the order given (a read takes one filter: the client keeps the last
-// RowFilter option).
+// RowFilter option). The checkpoint records the filters (their String
+// form): a run with other filters is refused, as its results would differ.
 func WithFilter(f bigtable.Filter) Option {
 	return func(c *config) { c.filters = append(c.filters, f) }
 }
