@@ -20,11 +20,6 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Clock gives the current time (the same shape as ttlclient.Clock).
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -36,7 +31,7 @@ type Option func(*options)
 // Option cannot change a Migrator in use.
 type options struct {
 	checkpoint  string
-	clock       Clock
+	clock       strategy.Clock
 	dryRun      bool
 	maxExamples int
 	inflight    int
@@ -44,7 +39,7 @@ type options struct {
 
 // WithClock sets the clock that decides which cells are expired (default:
 // the system clock).
-func WithClock(c Clock) Option {
+func WithClock(c strategy.Clock) Option {
 	return func(m *options) {
 		if c != nil {
 			m.clock = c

@@ -192,11 +192,6 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// Clock tells the time the sample scan compares timestamps with.
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -209,7 +204,7 @@ type Option func(*options)
 type options struct {
 	force      bool
 	exact      bool
-	clock      Clock
+	clock      strategy.Clock
 	sampleRows int
 	out        io.Writer
 	// sampledSafety: the safety scans read a sample (WithSampledSafetyScan).
@@ -233,8 +228,9 @@ func WithForce() Option { return func(p *options) { p.force = true } }
 // WithSampledSafetyScan.
 func WithExactCounts() Option { return func(p *options) { p.exact = true } }
 
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option { return func(p *options) { p.clock = c } }
+// WithClock sets the clock the sample scans compare timestamps with
+// (default: the system clock).
+func WithClock(c strategy.Clock) Option { return func(p *options) { p.clock = c } }
 
 // WithSampleRows sets how many rows of the family Plan's impact count
 // reads (default 10,000), spread over the table's sampled row-key ranges,

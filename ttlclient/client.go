@@ -23,12 +23,6 @@ import (
 // strategy.
 type Schema = strategy.Schema
 
-// Clock tells the time. Every timestamp the library writes and every read
-// filter's bound comes from it, so tests move time instead of sleeping.
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -38,7 +32,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Option func(*config)
 
 type config struct {
-	clock         Clock
+	clock         strategy.Clock
 	logger        *slog.Logger
 	admin         *gcrule.Admin
 	skipVerify    bool
@@ -103,8 +97,9 @@ func (cfg *config) recordVerifySkipped(table string, rec TableRecorder) {
 		slog.String("table", table))
 }
 
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option {
+// WithClock sets the clock (default: the system clock). Every timestamp
+// the library writes and every read filter's bound comes from it.
+func WithClock(c strategy.Clock) Option {
 	return func(cfg *config) {
 		if c != nil {
 			cfg.clock = c

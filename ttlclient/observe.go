@@ -183,7 +183,7 @@ type observer struct {
 	schema   Schema
 	raw      bigtable.TableAPI
 	filters  *filters.Builder
-	clock    Clock
+	clock    strategy.Clock
 	pool     *shadowPool
 	limit    int
 	sampling float64 // 0 when no family expires by age: nothing to find

@@ -66,11 +66,6 @@ const (
 	methodOpenPrefix   = service + "Open" // OpenTable, OpenAuthorizedView, OpenMaterializedView
 )
 
-// Clock tells the time the guard checks timestamps against.
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -81,7 +76,7 @@ type Option func(*options)
 // options are what the Options set: apart from the Guard, so that an
 // Option cannot change a Guard in use.
 type options struct {
-	clock      Clock
+	clock      strategy.Clock
 	readFilter bool
 	sqlAllowed bool
 	viewDecls  []viewDecl
@@ -90,8 +85,9 @@ type options struct {
 	unlistedTables map[string]bool
 }
 
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option {
+// WithClock sets the clock the guard checks timestamps against (default:
+// the system clock).
+func WithClock(c strategy.Clock) Option {
 	return func(g *options) {
 		if c != nil {
 			g.clock = c
