@@ -172,7 +172,7 @@ func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy
 		case r.Resumed:
 			part = &Report{}
 			if err := json.Unmarshal(r.Result, part); err != nil {
-				return nil, fmt.Errorf("audit: checkpoint: range %s: %w", r.Range, err)
+				return nil, fmt.Errorf("bttl: audit checkpoint: range %s: %w", r.Range, err)
 			}
 		case parts[r.Range] != nil: // read by this run (also a range a limit stopped)
 			part = parts[r.Range].report()

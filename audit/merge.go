@@ -14,7 +14,7 @@ import (
 )
 
 // ErrMerge reports reports that cannot be merged into one.
-var ErrMerge = errors.New("audit: reports cannot be merged")
+var ErrMerge = errors.New("bttl: audit reports cannot be merged")
 
 // MergeError says why reports cannot be merged, usable with
 // errors.Is(err, ErrMerge).
@@ -24,7 +24,7 @@ type MergeError struct {
 }
 
 func (e *MergeError) Error() string {
-	return fmt.Sprintf("audit: cannot merge the reports of table %q: %s", e.Table, e.Reason)
+	return fmt.Sprintf("bttl: cannot merge the audit reports of table %q: %s", e.Table, e.Reason)
 }
 func (e *MergeError) Unwrap() error { return ErrMerge }
 

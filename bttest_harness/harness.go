@@ -91,7 +91,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		opts := append(append([]grpc.ServerOption(nil), cfg.ServerOptions...), newReadWriteGate().serverOptions()...)
 		srv, err := bttest.NewServer("127.0.0.1:0", opts...)
 		if err != nil {
-			return nil, fmt.Errorf("start bttest server: %w", err)
+			return nil, fmt.Errorf("bttl: start bttest server: %w", err)
 		}
 		h.Server, h.Addr = srv, srv.Addr
 	}
@@ -99,7 +99,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
+		return nil, fmt.Errorf("bttl: dial emulator %s: %w", h.Addr, err)
 	}
 	h.conn = conn
 	// Built-in metrics would try to export to Cloud Monitoring.
@@ -107,12 +107,12 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 	h.Raw, err = bigtable.NewClientWithConfig(ctx, Project, Instance, btcfg, option.WithGRPCConn(conn))
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("data client: %w", err)
+		return nil, fmt.Errorf("bttl: data client: %w", err)
 	}
 	h.Admin, err = bigtable.NewAdminClient(ctx, Project, Instance, option.WithGRPCConn(conn))
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("admin client: %w", err)
+		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
 	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance))
 	return h, nil
@@ -173,14 +173,14 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 		return err
 	}
 	if err := h.Admin.DeleteTable(ctx, table); err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("delete table %q: %w", table, err)
+		return fmt.Errorf("bttl: delete table %q: %w", table, err)
 	}
 	fams := make(map[string]bigtable.Family, len(schema))
 	for fam, p := range schema {
 		fams[fam] = bigtable.Family{GCPolicy: p.GCPolicy()}
 	}
 	if err := h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: table, ColumnFamilies: fams}); err != nil {
-		return fmt.Errorf("create table %q: %w", table, err)
+		return fmt.Errorf("bttl: create table %q: %w", table, err)
 	}
 	// bttest starts its GC loop only when a GC rule is modified, not when a
 	// table is created with one: set each rule again so GC really runs.
@@ -189,7 +189,7 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 	}
 	for fam, p := range schema {
 		if err := h.Admin.SetGCPolicy(ctx, table, fam, p.GCPolicy()); err != nil {
-			return fmt.Errorf("set GC rule of %q: %w", fam, err)
+			return fmt.Errorf("bttl: set GC rule of %q: %w", fam, err)
 		}
 	}
 	return nil
@@ -277,13 +277,13 @@ func (h *Harness) DialDataClient(ctx context.Context, opts ...grpc.DialOption) (
 	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
 	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
-		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
+		return nil, fmt.Errorf("bttl: dial emulator %s: %w", h.Addr, err)
 	}
 	c, err := bigtable.NewClientWithConfig(ctx, Project, Instance,
 		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, option.WithGRPCConn(conn))
 	if err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("data client: %w", err)
+		return nil, fmt.Errorf("bttl: data client: %w", err)
 	}
 	return &DataClient{Client: c, conn: conn}, nil
 }

@@ -3,6 +3,7 @@ package filters
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -265,7 +266,7 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 	}
 	switch {
 	case j.Column != nil && j.ColumnBase64 != nil:
-		return fmt.Errorf("cell report: both column and column_base64")
+		return errors.New("bttl: cell report: both column and column_base64")
 	case j.Column != nil:
 		c.Column = *j.Column
 	default:
@@ -275,7 +276,7 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 		c.Expiry = j.Expiry.UTC()
 		d, err := time.ParseDuration(j.Remaining)
 		if err != nil {
-			return fmt.Errorf("cell report: remaining_ttl: %w", err)
+			return fmt.Errorf("bttl: cell report: remaining_ttl: %w", err)
 		}
 		c.Remaining = d
 	}

@@ -12,6 +12,7 @@ import (
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -94,6 +95,9 @@ func (m Mismatches) Error() string {
 	parts := make([]string, len(m))
 	for i, e := range m {
 		parts[i] = e.Error()
+		if i > 0 {
+			parts[i] = bttlerr.Trim(parts[i]) // one prefix, the first's
+		}
 	}
 	return strings.Join(parts, "; ")
 }

@@ -80,11 +80,11 @@ func (k *jsonKey) UnmarshalJSON(b []byte) error {
 		Base64 *string `json:"base64"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m.Base64 == nil {
-		return errors.New("scan: a key is a JSON string or {\"base64\": ...}")
+		return errors.New("bttl: a scan range key is a JSON string or {\"base64\": ...}")
 	}
 	raw, err := base64.StdEncoding.DecodeString(*m.Base64)
 	if err != nil {
-		return fmt.Errorf("scan: key: %w", err)
+		return fmt.Errorf("bttl: scan range key: %w", err)
 	}
 	*k = jsonKey(raw)
 	return nil

@@ -138,7 +138,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+			return nil, fmt.Errorf("bttl: scan: SampleRowKeys: %w", err)
 		}
 		if w, ok := c.balance(sampled); ok {
 			w.Table = table
@@ -602,7 +602,7 @@ func SuggestShardKeys(ctx context.Context, tbl *bigtable.Table, start, end strin
 	}
 	sampled, err := tbl.SampleRowKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+		return nil, fmt.Errorf("bttl: scan: SampleRowKeys: %w", err)
 	}
 	rs := plan(Range{start, end}, sampled, count)
 	if len(rs) < count {

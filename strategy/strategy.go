@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // Kind names a strategy.
@@ -731,7 +733,7 @@ func (s Schema) Validate() error {
 			return fmt.Errorf("%w: family name %q", ErrInvalidPolicy, fam)
 		}
 		if err := p.Validate(); err != nil {
-			return fmt.Errorf("family %q: %w", fam, err)
+			return bttlerr.Wrap(err, "family %q", fam)
 		}
 	}
 	return nil

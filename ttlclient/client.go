@@ -15,6 +15,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
@@ -198,7 +199,7 @@ func (c *Client) config(opts []Option) config {
 
 // Verify compares the table's actual column families and GC rules with the
 // rules schema's strategies need. It returns nil, an error wrapping
-// ErrGCRuleMismatch (a gcrule.Mismatches holding one *GCRuleError per
+// gcrule.ErrMismatch (a gcrule.Mismatches holding one *gcrule.MismatchError per
 // family), ErrNoAdminClient, or the admin call's error.
 func (c *Client) Verify(ctx context.Context, table string, schema Schema) error {
 	_, err := c.verify(ctx, table, schema, c.config(nil))
@@ -209,7 +210,7 @@ func (c *Client) Verify(ctx context.Context, table string, schema Schema) error 
 // of every family the table has, for the read filter.
 func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg config) ([]string, error) {
 	if err := schema.Validate(); err != nil {
-		return nil, fmt.Errorf("verify table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "verify table %q", table)
 	}
 	if cfg.admin == nil {
 		return nil, &NoAdminError{Table: table}
@@ -254,7 +255,7 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // created, is read untouched, through a complement regex that the emulators
 // evaluate slowly.
 //
-// Open fails with ErrFilterTooLarge (a *FilterSizeError) when the read
+// Open fails with filters.ErrFilterTooLarge (a *filters.SizeError) when the read
 // filter is larger than the largest filter Bigtable serves
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
@@ -286,7 +287,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -300,7 +301,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
-			return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+			return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 		}
 		if cfg.unlisted == nil {
 			// Unlisted families, when written, are read whenever created:
@@ -314,7 +315,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -166,7 +167,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		}
 		fb, err := filters.New(s)
 		if err != nil {
-			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
+			return nil, bttlerr.Wrap(err, "wire guard: %s %q", kind, id)
 		}
 		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id)}
 		for f, p := range s {
@@ -515,7 +516,7 @@ func decode[M proto.Message](req any) (M, error) {
 // refusal is a FailedPrecondition for a whole request, with a
 // PreconditionFailure detail carrying rule.
 func refusal(method, rule, subject, reason string) error {
-	msg := fmt.Sprintf("bttl wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), rule, reason)
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), rule, bttlerr.Trim(reason))
 	return withViolation(status.New(codes.FailedPrecondition, msg), rule, subject, reason)
 }
 
@@ -683,8 +684,8 @@ func (v *violation) status(method string, row []byte, entry int) error {
 	if entry >= 0 {
 		where = fmt.Sprintf(", entry %d (the whole request is refused)", entry)
 	}
-	msg := fmt.Sprintf("bttl wire guard refused %s: rule %s: table %q, family %q, column %q, row %q%s: %v",
-		strings.TrimPrefix(method, service), v.rule, v.table, v.family, v.column, truncate(string(row), 64), where, v.err)
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: table %q, family %q, column %q, row %q%s: %s",
+		strings.TrimPrefix(method, service), v.rule, v.table, v.family, v.column, truncate(string(row), 64), where, bttlerr.Trim(v.err.Error()))
 	return withViolation(status.New(codes.FailedPrecondition, msg), v.rule, v.table+"/"+v.family+":"+v.column, v.err.Error())
 }
 
