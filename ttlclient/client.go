@@ -21,7 +21,9 @@ import (
 )
 
 // Schema maps a table's column families to their TTL policies; see package
-// strategy.
+// strategy. It is an alias of strategy.Schema, the one re-export ttlclient
+// keeps: Open and Recorder take it, and ttlclient.Schema is the name every
+// caller of Open writes (the same type: a strategy.Schema passes as is).
 type Schema = strategy.Schema
 
 type systemClock struct{}

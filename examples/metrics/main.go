@@ -111,7 +111,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// A writer breaking the convention: refused, and counted.
 	bad := ttlclient.NewMutation()
 	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
-	if err := tbl.Apply(ctx, "user#00", bad); !errors.Is(err, ttlclient.ErrServerTimestamp) {
+	if err := tbl.Apply(ctx, "user#00", bad); !errors.Is(err, strategy.ErrServerTimestamp) {
 		return fmt.Errorf("want a refusal, got %v", err)
 	}
 

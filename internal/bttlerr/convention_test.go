@@ -92,21 +92,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,
 	"wireguard.ErrGuardInactive":           wireguard.ErrGuardInactive,
-	// Re-exports of other packages' sentinels (removed next).
-	"ttlclient.ErrInvalidPolicy":     ttlclient.ErrInvalidPolicy,
-	"ttlclient.ErrUnsupportedGCRule": ttlclient.ErrUnsupportedGCRule,
-	"ttlclient.ErrInvalidTTL":        ttlclient.ErrInvalidTTL,
-	"ttlclient.ErrTimestampOverflow": ttlclient.ErrTimestampOverflow,
-	"ttlclient.ErrBeforeEpoch":       ttlclient.ErrBeforeEpoch,
-	"ttlclient.ErrInvalidSequence":   ttlclient.ErrInvalidSequence,
-	"ttlclient.ErrServerTimestamp":   ttlclient.ErrServerTimestamp,
-	"ttlclient.ErrAlreadyExpired":    ttlclient.ErrAlreadyExpired,
-	"ttlclient.ErrWrongCellOption":   ttlclient.ErrWrongCellOption,
-	"ttlclient.ErrGCRuleMismatch":    ttlclient.ErrGCRuleMismatch,
-	"ttlclient.ErrFilterTooLarge":    ttlclient.ErrFilterTooLarge,
-	"ttlclient.ErrTTLTooLong":        ttlclient.ErrTTLTooLong,
-	"ttlclient.ErrCellTooLargeToPin": ttlclient.ErrCellTooLargeToPin,
-	"wireguard.ErrNotGuarded":        wireguard.ErrNotGuarded,
+	"wireguard.ErrNotGuarded":              wireguard.ErrNotGuarded,
 }
 
 // structErrors is every exported error type, by package directory and
@@ -136,8 +122,6 @@ var structErrors = map[string]error{
 	"ttlclient.CompatibilityError":   &ttlclient.CompatibilityError{Version: "v1", Failed: []ttlclient.CompatibilityFailure{{Check: "mutation", Err: ttlclient.ErrMutationUnreadable}, {Check: "row-filter", Err: ttlclient.ErrUnsupportedReadOption}}},
 	"wireguard.VerifyError":          &wireguard.VerifyError{Table: "t", Reason: "r", Err: status.Error(codes.FailedPrecondition, "bttl: wire guard refused MutateRow: rule verify-probe")},
 	"scan.StallError (not ReadRows)": &scan.StallError{Interval: time.Second, Step: "SampleRowKeys"},
-	"ttlclient.GCRuleError":          &ttlclient.GCRuleError{Table: "t", Family: "f"},
-	"ttlclient.FilterSizeError":      &ttlclient.FilterSizeError{Bytes: 30000, Limit: 20480},
 }
 
 // onePrefix checks the convention on one message: it starts with the
