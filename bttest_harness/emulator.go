@@ -200,3 +200,23 @@ func NewOnEmulator(tb testing.TB, cfg Config) (*Harness, *Emulator) {
 	tb.Cleanup(func() { _ = h.Close() })
 	return h, e
 }
+
+// OnBothServers runs f as two subtests, "bttest" (the in-process server,
+// or BIGTABLE_EMULATOR_HOST's) and "cbtemulator", each with a harness
+// started with cfg and closed when the subtest ends: for tests that must
+// hold on both emulators.
+func OnBothServers(t *testing.T, cfg Config, f func(t *testing.T, h *Harness)) {
+	t.Helper()
+	t.Run("bttest", func(t *testing.T) {
+		h, err := StartWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("bttestharness: %v", err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		f(t, h)
+	})
+	t.Run("cbtemulator", func(t *testing.T) {
+		h, _ := NewOnEmulator(t, cfg)
+		f(t, h)
+	})
+}

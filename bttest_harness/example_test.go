@@ -233,6 +233,15 @@ func ExampleNewOnEmulator() {
 	}
 }
 
+func ExampleOnBothServers() {
+	_ = func(t *testing.T) {
+		bttestharness.OnBothServers(t, bttestharness.Config{NoGC: true}, func(t *testing.T, h *bttestharness.Harness) {
+			tbl := h.MustTable(t, "events", schema)
+			_ = tbl // the same assertions, on bttest and on cbtemulator
+		})
+	}
+}
+
 func ExampleEmulator_Kill() {
 	e, err := bttestharness.StartEmulator(context.Background())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -31,10 +32,15 @@ const (
 	// WithMaxVersions(N)).
 	ExcessVersion Visibility = "excess-version"
 	// Companion: the cell is a write-time companion (strategy.WithWriteTime),
-	// bttl's record of another cell's write time, never data.
+	// bttl's record of another cell's write time, never data: qualifier
+	// strategy.WriteTimeColumn(c) with a cell of column c at the same
+	// timestamp in the row (its value is not checked). The one definition,
+	// which audit and provision's adoption scan use too.
 	Companion Visibility = "companion"
 	// Reserved: a qualifier from 0xFF 0xFF on in a family with write times
-	// that is not a valid companion; reads hide the reserved range whole.
+	// that is not a companion, an orphaned one (no cell of its column at
+	// its timestamp) included; reads hide the reserved range whole, and
+	// audit counts these as hidden reserved cells.
 	Reserved Visibility = "reserved"
 )
 
@@ -96,8 +102,14 @@ func Explain(schema strategy.Schema, row bigtable.Row, now bigtable.Timestamp) [
 
 func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem, now bigtable.Timestamp) []CellReport {
 	p, listed := schema[fam]
+	var kinds []companion.Kind // nil: every cell is data
+	if p.Managed() && p.HasWriteTime() {
+		kinds = companion.Classify(fam, items)
+	}
 	cells := make([]CellReport, len(items))
+	order := make([]int, len(items)) // cells[i] is items[order[i]]
 	for i, it := range items {
+		order[i] = i
 		cells[i] = CellReport{
 			Family:    fam,
 			Column:    strings.TrimPrefix(it.Column, fam+":"),
@@ -107,12 +119,22 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 			Listed:    listed,
 		}
 	}
-	sort.SliceStable(cells, func(i, j int) bool {
-		if cells[i].Column != cells[j].Column {
-			return cells[i].Column < cells[j].Column
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := &cells[order[i]], &cells[order[j]]
+		if a.Column != b.Column {
+			return a.Column < b.Column
 		}
-		return cells[i].Timestamp > cells[j].Timestamp
+		return a.Timestamp > b.Timestamp
 	})
+	sorted := make([]CellReport, len(cells))
+	kind := make([]companion.Kind, len(cells))
+	for i, o := range order {
+		sorted[i] = cells[o]
+		if kinds != nil {
+			kind[i] = kinds[o]
+		}
+	}
+	cells = sorted
 	if !p.Managed() {
 		why := "unmanaged family: read untouched"
 		if !listed {
@@ -130,15 +152,12 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 		ts  bigtable.Timestamp
 	}
 	written := map[key]bigtable.Timestamp{}
-	if p.HasWriteTime() {
-		for _, c := range cells {
-			col, ok := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
-			if !ok {
-				continue
-			}
-			if wt, err := strategy.ParseWriteTime(c.Value); err == nil {
-				written[key{col, c.Timestamp}] = wt
-			}
+	for i, c := range cells {
+		if kind[i] != companion.Companion {
+			continue
+		}
+		if wt, err := strategy.ParseWriteTime(c.Value); err == nil {
+			written[key{strings.TrimPrefix(c.Column, strategy.WriteTimePrefix), c.Timestamp}] = wt
 		}
 	}
 
@@ -146,14 +165,18 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 	for i := range cells {
 		c := &cells[i]
 		if p.HasWriteTime() && c.Column >= ReservedQualifierStart {
-			col, isCompanion := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
+			col, named := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
 			wt, err := strategy.ParseWriteTime(c.Value)
 			switch {
-			case isCompanion && err == nil:
+			case kind[i] == companion.Companion && err == nil:
 				c.Visibility, c.WriteTime = Companion, wallTime(wt)
 				c.Reason = fmt.Sprintf("write-time companion of column %q (written %s)", col, formatWhen(c.WriteTime))
-			case isCompanion:
+			case kind[i] == companion.Companion:
 				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %q with an unreadable value (%d bytes, not 8)", col, len(c.Value))
+			case named:
+				c.Visibility = Reserved
+				c.Reason = fmt.Sprintf("orphaned write-time companion of column %q: no cell of that column at its timestamp, so it records no write time; "+
+					"in the range reserved for companions (from 0xFF 0xFF on): hidden from every read", col)
 			default:
 				c.Visibility, c.Reason = Reserved, "qualifier in the range reserved for write-time companions (from 0xFF 0xFF on): hidden from every read"
 			}

@@ -10,6 +10,11 @@
 // admin client, or ttlclient.WithoutVerify. Example_wrap compiles and runs
 // this snippet.)
 //
+// The same Recorder counts the wire guard's refusals
+// (wireguard.New(schemas, wireguard.WithRecorder(rec))) into
+// bttl_refusals_total: it implements wireguard.Recorder, and neither
+// package imports the other.
+//
 // Every name starts with bttl_ and carries its unit; labels are table,
 // family, strategy and reason only, so their cardinality is bounded by the
 // schemas (never row keys or columns). The headline figure is

@@ -17,6 +17,7 @@ import (
 	"github.com/bttl/bttl/metrics"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
+	"github.com/bttl/bttl/wireguard"
 )
 
 // Register the recorder on your Prometheus registry (it reports through the
@@ -263,4 +264,29 @@ func labels(m *dto.Metric) string {
 		out = append(out, l.GetName()+"="+l.GetValue())
 	}
 	return strings.Join(out, " ")
+}
+
+// The Recorder counts the wire guard's refusals too: give it to
+// wireguard.WithRecorder, and they go to bttl_refusals_total with
+// ttlclient's labels.
+func ExampleRecorder_GuardRefused() {
+	rec := metrics.New()
+	guard, err := wireguard.New(map[string]strategy.Schema{"sessions": {"session": strategy.OneSecond()}},
+		wireguard.WithRecorder(rec))
+	if err != nil {
+		panic(err)
+	}
+	_ = guard // install with guard.ClientOptions() on a plain client
+
+	// What the guard calls on a refusal:
+	rec.GuardRefused("sessions", "session", "server_timestamp")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(rec)
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == metrics.RefusalsTotal {
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	// Output: bttl_refusals_total 1
 }

@@ -400,6 +400,16 @@ func (t *tableRecorder) Refused(family, reason string) {
 	t.r.oRefusals.Add(context.Background(), 1, t.r.refusalOpts(t.table, family, reason)...)
 }
 
+// GuardRefused counts a refusal of the wire guard (wireguard.WithRecorder:
+// the Recorder implements wireguard.Recorder without importing it) into
+// bttl_refusals_total, as Refused counts ttlclient's. The guard passes only
+// bounded labels: a guarded table or "", a family of its schema or "", and
+// its rule in snake_case.
+func (r *Recorder) GuardRefused(table, family, reason string) {
+	r.refusals.WithLabelValues(table, family, reason).Inc()
+	r.oRefusals.Add(context.Background(), 1, r.refusalOpts(table, family, reason)...)
+}
+
 // refusalOpts caches the attribute sets of refusals: the reasons are few.
 func (r *Recorder) refusalOpts(table, family, reason string) []metric.AddOption {
 	key := [3]string{table, family, reason}

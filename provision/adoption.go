@@ -2,9 +2,12 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -12,6 +15,7 @@ import (
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/companion"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -158,27 +162,19 @@ func (e *NotSequenceError) Error() string {
 
 func (e *NotSequenceError) Unwrap() error { return ErrNotSequenceNumbers }
 
-// Impact is what a scan of a family's stored cells found for a change that
-// lowers its rule.
+// Impact is what Plan's scan of a family found for a change that lowers
+// its rule. The scan reads every row holding the family: the counts are
+// exact, never estimated.
 type Impact struct {
 	// Collectable cells (CollectableBytes value bytes) are kept by the
 	// current rule but collectable at once under the new one, and
 	// invisible through bttl as soon as it applies.
 	Collectable, CollectableBytes int64
-	// Row, Column and Timestamp are the first such cell.
+	// Row, Column and Timestamp are the first such cell (in key order).
 	Row, Column string
 	Timestamp   bigtable.Timestamp
 	// Rows and Cells holding the family were read.
 	Rows, Cells int64
-	// Exact: every row holding the family was read (WithExactCounts, or a
-	// sample that reached the end of every range); otherwise the counts
-	// are a lower bound from a sample of up to PerRange rows from each of
-	// Ranges row-key ranges.
-	Exact            bool
-	Ranges, PerRange int
-	// Sampled: the counts come from the sample scan (even if it read
-	// every row), not WithExactCounts.
-	Sampled bool
 }
 
 func (i *Impact) String() string {
@@ -186,14 +182,7 @@ func (i *Impact) String() string {
 	if i.Collectable > 0 {
 		s += fmt.Sprintf(" (first: row %q, column %q, timestamp %s)", i.Row, i.Column, formatTimestamp(i.Timestamp))
 	}
-	switch {
-	case !i.Sampled:
-		return s + fmt.Sprintf("; exact: read all %d row(s) of the family", i.Rows)
-	case i.Exact:
-		return s + fmt.Sprintf("; sampled: %d of %d row(s), the whole family, so exact", i.Rows, i.Rows)
-	}
-	return s + fmt.Sprintf("; sampled: %d row(s), up to %d from each of %d row-key range(s), so at least this many (an exact count reads every row)",
-		i.Rows, i.PerRange, i.Ranges)
+	return s + fmt.Sprintf("; exact: read all %d row(s) of the family", i.Rows)
 }
 
 // formatTimestamp shows a timestamp as people read it: RFC 3339 UTC for a
@@ -240,6 +229,15 @@ func (f *found) add(row, column string, ts bigtable.Timestamp, n int64) {
 	f.bytes += n
 }
 
+// merge adds g, found in rows after f's (key order: f's first stays).
+func (f *found) merge(g found) {
+	if f.cells == 0 {
+		f.row, f.column, f.ts = g.row, g.column, g.ts
+	}
+	f.cells += g.cells
+	f.bytes += g.bytes
+}
+
 // examination is one scan of a family for one change.
 type examination struct {
 	realTimestamps, ageOverSequence, notSequence, collectable, hidden found
@@ -247,103 +245,194 @@ type examination struct {
 	rows, cells                                                       int64
 	// exact: every row was read (and, for the safety scan, it did not
 	// stop early); sampled: a sample was read.
-	exact, sampled   bool
-	ranges, perRange int
+	exact, sampled bool
+	// now is the time the cells were classified at.
+	now bigtable.Timestamp
 }
 
-// examine scans family's cells (a sample when sampled) and classifies
-// them for change c at now. Values are read only when withBytes (Plan's
-// impact); the safety scan (!withBytes) stops once it has found
-// maxOffending cells that make the change unsafe.
-func (p *Provisioner) examine(ctx context.Context, table string, c Change, now bigtable.Timestamp, withBytes, sampled bool) (*examination, error) {
-	tbl := p.data.Open(table)
-	pol, family := c.Policy, c.Family
-	// Timestamps are checked here, not by a server-side range: with a
-	// range filter LimitRows would count only matching rows and a clean
-	// table would be read to its end.
-	f := bigtable.FamilyFilter(filters.FamilyRegex(family))
+// offending counts the cells that make the change unsafe.
+func (x *examination) offending() int64 {
+	return x.realTimestamps.cells + x.ageOverSequence.cells + x.notSequence.cells + x.hidden.cells
+}
+
+// merge adds y, the examination of rows after x's.
+func (x *examination) merge(y *examination) {
+	x.realTimestamps.merge(y.realTimestamps)
+	x.ageOverSequence.merge(y.ageOverSequence)
+	x.notSequence.merge(y.notSequence)
+	x.collectable.merge(y.collectable)
+	x.hidden.merge(y.hidden)
+	x.realTimes += y.realTimes
+	x.rows += y.rows
+	x.cells += y.cells
+}
+
+// classifier classifies one family's cells for one change at now.
+type classifier struct {
+	c                              Change
+	now                            bigtable.Timestamp
+	isAge, versionsOnly, unchanged bool
+}
+
+func newClassifier(c Change, now bigtable.Timestamp) classifier {
+	kind := c.Policy.Kind()
+	return classifier{
+		c: c, now: now,
+		isAge:        kind == strategy.KindOneSecond || kind == strategy.KindDefaultExpiry,
+		versionsOnly: c.from.HasVersions && !c.from.HasAge,
+		// An unchanged rule deletes nothing new: only what the declared
+		// strategy hides is looked for (Plan.Unchanged).
+		unchanged: c.Action == KeepRule,
+	}
+}
+
+// row adds the family's cells of r to x.
+func (k classifier) row(x *examination, r bigtable.Row) {
+	pol, family, now := k.c.Policy, k.c.Family, k.now
+	items := r[family]
+	if len(items) == 0 {
+		return // read without a family filter: another family's row
+	}
+	x.rows++
+	col, idx := "", 0
+	var kinds []companion.Kind
+	if pol.HasWriteTime() {
+		kinds = companion.Classify(family, items)
+	}
+	for i, it := range items {
+		x.cells++
+		qual, ts, n := strings.TrimPrefix(it.Column, family+":"), it.Timestamp, int64(len(it.Value))
+		if kinds != nil && kinds[i] != companion.Data {
+			// A companion goes with its cell; another reserved
+			// qualifier is hidden by the option.
+			if kinds[i] == companion.Hidden {
+				x.hidden.add(it.Row, qual, ts, n)
+			}
+			continue
+		}
+		if it.Column != col {
+			col, idx = it.Column, 0
+		}
+		idx++ // cells of a column arrive newest first
+		liveAfter := liveUnder(pol, ts, idx, now)
+		switch {
+		case k.unchanged && pol.Kind() != strategy.KindSequence:
+			// An age rule already in place has collected or will
+			// collect what it deletes: nothing for this scan.
+		case k.isAge && ts < strategy.RealTimeFloor && !liveAfter:
+			x.ageOverSequence.add(it.Row, qual, ts, n)
+		case pol.Kind() == strategy.KindOneSecond && ts <= now:
+			x.realTimestamps.add(it.Row, qual, ts, n)
+		case k.isAge && k.versionsOnly && !liveAfter:
+			x.ageOverSequence.add(it.Row, qual, ts, n)
+		case pol.Kind() == strategy.KindSequence && (ts < 1000 || ts%1000 != 0 || ts >= strategy.RealTimeFloor):
+			x.notSequence.add(it.Row, qual, ts, n)
+			if ts >= strategy.RealTimeFloor {
+				x.realTimes++
+			}
+		}
+		if !k.unchanged && !liveAfter && !collectedUnder(k.c.from, ts, idx, now) {
+			x.collectable.add(it.Row, qual, ts, n)
+		}
+	}
+}
+
+// errEnough stops a safety scan that found enough to refuse.
+var errEnough = errors.New("enough offending cells")
+
+// examine reads family's cells and classifies them for change c at now:
+// every row through the scan engine (WithWorkers streams), or, when
+// sampled, up to WithSampleRows rows spread over the table's
+// SampleRowKeys ranges. Values are read only when withBytes (Plan's
+// impact); otherwise the scan stops once it has found maxOffending cells
+// that make the change unsafe. families are the table's families (nil:
+// not known): the family filter is left out when c's is the only one, as
+// it would remove nothing (and the emulators evaluate it per cell).
+func (p *Provisioner) examine(ctx context.Context, table string, families []string, c Change, now bigtable.Timestamp, withBytes, sampled bool) (*examination, error) {
+	var fs []bigtable.Filter
+	if !(len(families) == 1 && families[0] == c.Family) {
+		fs = append(fs, bigtable.FamilyFilter(filters.FamilyRegex(c.Family)))
+	}
 	if !withBytes {
-		f = bigtable.ChainFilters(f, bigtable.StripValueFilter())
+		fs = append(fs, bigtable.StripValueFilter())
 	}
-	x := &examination{exact: true, sampled: sampled}
-	ranges := []bigtable.RowRange{bigtable.InfiniteRange("")}
-	var limit []bigtable.ReadOption
+	k := newClassifier(c, now)
+	tbl := p.data.Open(table)
 	if sampled {
-		keys, err := tbl.SampleRowKeys(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("bttl: sample row keys of %q: %w", table, err)
-		}
-		ranges = splitRanges(keys)
-		x.perRange = max(p.sampleRows/len(ranges), 1)
-		x.ranges = len(ranges)
-		limit = []bigtable.ReadOption{bigtable.LimitRows(int64(x.perRange))}
+		return p.sample(ctx, tbl, table, k, fs)
 	}
-	isAge := pol.Kind() == strategy.KindOneSecond || pol.Kind() == strategy.KindDefaultExpiry
-	versionsOnly := c.from.HasVersions && !c.from.HasAge
-	// An unchanged rule deletes nothing new: only what the declared
-	// strategy hides is looked for (Plan.Unchanged).
-	unchanged := c.Action == KeepRule
-	stopped := false
-	for _, rr := range ranges {
-		if stopped {
-			break
+	var mu sync.Mutex
+	parts := map[scan.Range]*examination{}
+	var offending atomic.Int64
+	perRange := func(rg scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
+		x := &examination{}
+		mu.Lock()
+		parts[rg] = x
+		mu.Unlock()
+		return func(_ context.Context, r bigtable.Row) error {
+			before := x.offending()
+			k.row(x, r)
+			if !withBytes && offending.Add(x.offending()-before) >= maxOffending {
+				return errEnough
+			}
+			return nil
+		}, func() (json.RawMessage, error) { return nil, nil }
+	}
+	opts := []scan.Option{scan.WithWorkers(p.workers)}
+	for _, f := range fs {
+		opts = append(opts, scan.WithFilter(f))
+	}
+	sum, err := scan.RunRanges(ctx, tbl, table, perRange, opts...)
+	stopped := errors.Is(err, errEnough)
+	if err != nil && (!stopped || sum == nil) {
+		return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, c.Family, err)
+	}
+	// Merged in key order, so the first cell of each kind is the first
+	// read in key order, whatever the workers' order.
+	x := &examination{exact: !stopped, now: now}
+	for _, r := range sum.Ranges {
+		if part := parts[r.Range]; part != nil {
+			x.merge(part)
 		}
+	}
+	return x, nil
+}
+
+// sample is examine's sampled scan (WithSampledSafetyScan): up to
+// sampleRows rows, spread over the ranges between the table's
+// SampleRowKeys, read in key order.
+func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table string, k classifier, fs []bigtable.Filter) (*examination, error) {
+	keys, err := tbl.SampleRowKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bttl: sample row keys of %q: %w", table, err)
+	}
+	ranges := splitRanges(keys)
+	perRange := max(p.sampleRows/len(ranges), 1)
+	opts := []bigtable.ReadOption{bigtable.LimitRows(int64(perRange))}
+	switch len(fs) {
+	case 1:
+		opts = append(opts, bigtable.RowFilter(fs[0]))
+	case 2:
+		opts = append(opts, bigtable.RowFilter(bigtable.ChainFilters(fs...)))
+	}
+	x := &examination{exact: true, sampled: true, now: k.now}
+	for _, rr := range ranges {
 		var rows int
+		stopped := false
 		err := tbl.ReadRows(ctx, rr, func(r bigtable.Row) bool {
 			rows++
-			x.rows++
-			col, idx := "", 0
-			var kinds []companion.Kind
-			if pol.HasWriteTime() {
-				kinds = companion.Classify(family, r[family])
-			}
-			for i, it := range r[family] {
-				x.cells++
-				qual, ts, n := strings.TrimPrefix(it.Column, family+":"), it.Timestamp, int64(len(it.Value))
-				if kinds != nil && kinds[i] != companion.Data {
-					// A companion goes with its cell; another reserved
-					// qualifier is hidden by the option.
-					if kinds[i] == companion.Hidden {
-						x.hidden.add(it.Row, qual, ts, n)
-					}
-					continue
-				}
-				if it.Column != col {
-					col, idx = it.Column, 0
-				}
-				idx++ // cells of a column arrive newest first
-				liveAfter := liveUnder(pol, ts, idx, now)
-				switch {
-				case unchanged && pol.Kind() != strategy.KindSequence:
-					// An age rule already in place has collected or will
-					// collect what it deletes: nothing for this scan.
-				case isAge && ts < strategy.RealTimeFloor && !liveAfter:
-					x.ageOverSequence.add(it.Row, qual, ts, n)
-				case pol.Kind() == strategy.KindOneSecond && ts <= now:
-					x.realTimestamps.add(it.Row, qual, ts, n)
-				case isAge && versionsOnly && !liveAfter:
-					x.ageOverSequence.add(it.Row, qual, ts, n)
-				case pol.Kind() == strategy.KindSequence && (ts < 1000 || ts%1000 != 0 || ts >= strategy.RealTimeFloor):
-					x.notSequence.add(it.Row, qual, ts, n)
-					if ts >= strategy.RealTimeFloor {
-						x.realTimes++
-					}
-				}
-				if !unchanged && !liveAfter && !collectedUnder(c.from, ts, idx, now) {
-					x.collectable.add(it.Row, qual, ts, n)
-				}
-			}
-			if !withBytes && x.realTimestamps.cells+x.ageOverSequence.cells+x.notSequence.cells+x.hidden.cells >= maxOffending {
-				stopped, x.exact = true, false
-				return false
-			}
-			return true
-		}, append([]bigtable.ReadOption{bigtable.RowFilter(f)}, limit...)...)
+			k.row(x, r)
+			stopped = x.offending() >= maxOffending
+			return !stopped
+		}, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, family, err)
+			return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, k.c.Family, err)
 		}
-		if stopped || limit != nil && rows >= x.perRange {
+		if stopped || rows >= perRange {
 			x.exact = false
+		}
+		if stopped {
+			break
 		}
 	}
 	return x, nil
@@ -371,11 +460,11 @@ func collectedUnder(n gcrule.Normal, ts bigtable.Timestamp, idx int, now bigtabl
 }
 
 // impact is the examination as reported for a lowering change.
-func (x *examination) impact(sampled bool) *Impact {
+func (x *examination) impact() *Impact {
 	return &Impact{
 		Collectable: x.collectable.cells, CollectableBytes: x.collectable.bytes,
 		Row: x.collectable.row, Column: x.collectable.column, Timestamp: x.collectable.ts,
-		Rows: x.rows, Cells: x.cells, Exact: x.exact, Ranges: x.ranges, PerRange: x.perRange, Sampled: sampled,
+		Rows: x.rows, Cells: x.cells,
 	}
 }
 

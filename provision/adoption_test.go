@@ -223,9 +223,9 @@ func TestForcedOneSecondAdoptionSaysWhatIsDeleted(t *testing.T) {
 }
 
 // Acceptance 2 on bttest: lowering max age from 30 days to 48h over 1,000
-// cells 72h old makes all of them collectable at once; Plan counts them,
-// in a sample by default (a lower bound, labelled so) and exactly with
-// WithExactCounts, and Write prints which.
+// cells 72h old makes all of them collectable at once; Plan counts them
+// exactly, reading every row (issue 27 item 6: the count was a sample's
+// lower bound, never scaled), and Write says so.
 func TestPlanCountsWhatALoweringMakesCollectable(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
@@ -252,48 +252,31 @@ func TestPlanCountsWhatALoweringMakesCollectable(t *testing.T) {
 	require.Nil(t, errs)
 	schema := strategy.Schema{"ev": strategy.DefaultExpiry(48 * time.Hour), "seq": strategy.Sequence(3)}
 
-	exact, err := newProvisioner(h, &bytes.Buffer{}, provision.WithExactCounts()).Plan(ctx, "t", schema)
-	require.NoError(t, err)
-	require.Len(t, exact.Changes, 2)
-	ev := exact.Changes[0].Impact
-	require.NotNil(t, ev)
-	assert.Equal(t, int64(1000), ev.Collectable, "the fresh cells stay")
-	assert.Equal(t, int64(5000), ev.CollectableBytes)
-	assert.Equal(t, int64(1000), ev.Rows)
-	assert.True(t, ev.Exact)
-	assert.False(t, ev.Sampled)
-	assert.Equal(t, "ev#0000", ev.Row)
-	assert.Equal(t, old, ev.Timestamp)
-	sq := exact.Changes[1].Impact
-	require.NotNil(t, sq)
-	assert.Equal(t, int64(2), sq.Collectable, "seq 1 and 2 are beyond the 3 kept")
-	assert.Equal(t, bigtable.Timestamp(2000), sq.Timestamp)
-	var w bytes.Buffer
-	exact.Write(&w)
-	assert.Contains(t, w.String(), "collectable at once, and invisible through bttl: 1000 cell(s), 5000 byte(s)")
-	assert.Contains(t, w.String(), "exact: read all 1000 row(s) of the family")
-	assert.Contains(t, w.String(), "timestamp "+old.Time().UTC().Format(time.RFC3339Nano), "RFC 3339 UTC")
-
-	sampled, err := newProvisioner(h, &bytes.Buffer{}, provision.WithSampleRows(100)).Plan(ctx, "t", schema)
-	require.NoError(t, err)
-	ev = sampled.Changes[0].Impact
-	assert.True(t, ev.Sampled)
-	assert.False(t, ev.Exact)
-	assert.Greater(t, ev.Collectable, int64(0))
-	assert.Less(t, ev.Collectable, int64(1000), "a sample reads part of the family")
-	assert.Equal(t, ev.Rows, ev.Collectable, "one old cell per row")
-	w.Reset()
-	sampled.Write(&w)
-	assert.Contains(t, w.String(), fmt.Sprintf("collectable at once, and invisible through bttl: %d cell(s)", ev.Collectable))
-	assert.Contains(t, w.String(), fmt.Sprintf("sampled: %d row(s), up to %d from each of %d row-key range(s), so at least this many", ev.Rows, ev.PerRange, ev.Ranges))
-
-	// The default sample (10,000 rows) reads this family whole and says so.
-	full, err := newProvisioner(h, &bytes.Buffer{}).Plan(ctx, "t", schema)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1000), full.Changes[0].Impact.Collectable)
-	w.Reset()
-	full.Write(&w)
-	assert.Contains(t, w.String(), "sampled: 1000 of 1000 row(s), the whole family, so exact")
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			plan, err := newProvisioner(h, &bytes.Buffer{}, provision.WithWorkers(workers)).Plan(ctx, "t", schema)
+			require.NoError(t, err)
+			require.Len(t, plan.Changes, 2)
+			ev := plan.Changes[0].Impact
+			require.NotNil(t, ev)
+			assert.Equal(t, int64(1000), ev.Collectable, "the fresh cells stay")
+			assert.Equal(t, int64(5000), ev.CollectableBytes)
+			assert.Equal(t, int64(1000), ev.Rows, "rows holding the family only")
+			assert.Equal(t, int64(2000), ev.Cells)
+			assert.Equal(t, "ev#0000", ev.Row, "the first in key order, whatever the workers' order")
+			assert.Equal(t, old, ev.Timestamp)
+			sq := plan.Changes[1].Impact
+			require.NotNil(t, sq)
+			assert.Equal(t, int64(2), sq.Collectable, "seq 1 and 2 are beyond the 3 kept")
+			assert.Equal(t, bigtable.Timestamp(2000), sq.Timestamp)
+			var w bytes.Buffer
+			plan.Write(&w)
+			assert.Contains(t, w.String(), "collectable at once, and invisible through bttl: 1000 cell(s), 5000 byte(s)")
+			assert.Contains(t, w.String(), "exact: read all 1000 row(s) of the family")
+			assert.NotContains(t, w.String(), "sample")
+			assert.Contains(t, w.String(), "timestamp "+old.Time().UTC().Format(time.RFC3339Nano), "RFC 3339 UTC")
+		})
+	}
 
 	// A raising change counts nothing: it makes nothing collectable.
 	raise, err := newProvisioner(h, &bytes.Buffer{}).Plan(ctx, "t", strategy.Schema{"ev": strategy.DefaultExpiry(60 * 24 * time.Hour)})

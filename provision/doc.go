@@ -30,9 +30,10 @@
 //
 // For every change that lowers an existing rule, Plan counts the cells and
 // bytes that become collectable at once, and invisible through bttl
-// (Change.Impact), and Plan.Write prints the count and whether it comes
-// from a sample (WithSampleRows; a lower bound, unless the sample read the
-// whole family) or a full scan (WithExactCounts).
+// (Change.Impact), reading every row of the family (never a sample), and
+// Plan.Write prints the count. PlanAndCheck takes the safety findings for
+// such a family from the same read. Scans use the scan engine
+// (WithWorkers streams).
 //
 // When a change lowers or raises an existing rule it prints the
 // replication caveats of docs/design.md#replication: lowering can take up to a

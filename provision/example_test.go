@@ -138,7 +138,7 @@ func ExampleProvisioner_Execute() {
 	// table "events":
 	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
 	//   family "session" (one-second): none (never collected) -> max_age=1s [lowers]
-	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); exact: read all 0 row(s) of the family
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 	// <nil>
 }
@@ -280,9 +280,9 @@ func ExampleWithClock() {
 	// true
 }
 
-// WithSampleRows bounds Plan's count of what a lowering change makes
-// collectable on a big table. The safety scan that decides refusal still
-// reads every row, so the change is refused.
+// WithSampleRows sizes the sampled safety scan of WithSampledSafetyScan
+// only: without that option the safety scan that decides refusal reads
+// every row, so the change is refused.
 func ExampleWithSampleRows() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
@@ -325,14 +325,14 @@ func ExampleWithOutput() {
 	// Output:
 	// table "events":
 	//   family "doc" (sequence(N=3)): max_versions=5 -> max_versions=3 [lowers]
-	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); sampled: 0 of 0 row(s), the whole family, so exact
+	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); exact: read all 0 row(s) of the family
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
 }
 
-// WithExactCounts reads every row of a family whose rule a change lowers,
-// so the plan's count of cells made collectable is exact rather than a
-// sample's lower bound.
-func ExampleWithExactCounts() {
+// Plan reads every row of a family whose rule a change lowers, so its
+// count of cells made collectable is exact; WithWorkers reads that many
+// key ranges at once.
+func ExampleWithWorkers() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
 	defer h.Close()
@@ -344,7 +344,7 @@ func ExampleWithExactCounts() {
 		panic(err)
 	}
 
-	p := provision.New(admin, h.Raw, provision.WithExactCounts())
+	p := provision.New(admin, h.Raw, provision.WithWorkers(4))
 	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(1)})
 	if err != nil {
 		panic(err)
@@ -461,4 +461,41 @@ func ExampleWithAssumeAdopted() {
 	// table "events": no change (every family matches the schema)
 	//   stored data of family(ies) "doc" not checked against the declared strategy (assumed adopted)
 	// <nil> [doc]
+}
+
+// PlanAndCheck plans and runs the safety scans reading each lowered family
+// once: the refusal comes with the plan, whose count is exact.
+func ExampleProvisioner_PlanAndCheck() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw)
+	plan, err := p.PlanAndCheck(ctx, "events", exSchema)
+	fmt.Println(errors.Is(err, provision.ErrRealTimestamps))
+	for _, c := range plan.Changes {
+		if c.Impact != nil {
+			fmt.Println(c.Family, c.Impact.Collectable)
+		}
+	}
+	// Output:
+	// true
+	// session 1
+}
+
+// WithoutImpact plans without reading data: a lowering change has no
+// count (bttl verify needs only the changes).
+func ExampleWithoutImpact() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw, provision.WithoutImpact())
+	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(3)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
+	// Output: true true
 }

@@ -130,6 +130,13 @@ type Plan struct {
 	Unchanged []Change
 	// Assumed names the families WithAssumeAdopted left unchecked.
 	Assumed []string
+
+	// families are the table's families when planned.
+	families []string
+	// scans are Plan's exact scans of the families whose rule a change
+	// lowers: PlanAndCheck takes their findings instead of reading the
+	// family again.
+	scans map[string]*examination
 }
 
 // hidesData reports a strategy that can hide cells already stored under
@@ -203,7 +210,8 @@ type Option func(*options)
 // Option cannot change a Provisioner in use.
 type options struct {
 	force      bool
-	exact      bool
+	noImpact   bool
+	workers    int
 	clock      strategy.Clock
 	sampleRows int
 	out        io.Writer
@@ -221,20 +229,25 @@ type options struct {
 // writes). What is lost is printed to the output.
 func WithForce() Option { return func(p *options) { p.force = true } }
 
-// WithExactCounts makes Plan's count of what a lowering change makes
-// collectable (Change.Impact) read every row of the family instead of a
-// sample (see WithSampleRows): exact counts, at the cost of a full scan.
-// The safety scans that decide refusal read every row anyway, unless
-// WithSampledSafetyScan.
-func WithExactCounts() Option { return func(p *options) { p.exact = true } }
+// WithoutImpact makes Plan read no data for the changes that lower a rule:
+// Change.Impact stays nil. For callers that need the changes and
+// Plan.Unchanged only (bttl verify), since the exact count reads every row
+// of the family. The safety scans are not affected.
+func WithoutImpact() Option { return func(p *options) { p.noImpact = true } }
+
+// WithWorkers sets how many key ranges each scan of a family reads at once
+// (default 1: one stream, the load a plain ReadRows puts on the cluster);
+// see scan.WithWorkers.
+func WithWorkers(n int) Option { return func(p *options) { p.workers = max(n, 1) } }
 
 // WithClock sets the clock the sample scans compare timestamps with
 // (default: the system clock).
 func WithClock(c strategy.Clock) Option { return func(p *options) { p.clock = c } }
 
-// WithSampleRows sets how many rows of the family Plan's impact count
-// reads (default 10,000), spread over the table's sampled row-key ranges,
-// and the safety scans too if WithSampledSafetyScan.
+// WithSampleRows sets how many rows of the family the safety scans read
+// with WithSampledSafetyScan (default 10,000), spread over the table's
+// sampled row-key ranges. Nothing else samples: Plan's count of what a
+// lowering change makes collectable reads every row.
 func WithSampleRows(n int) Option { return func(p *options) { p.sampleRows = n } }
 
 // WithSampledSafetyScan makes the safety scans that decide refusal
@@ -265,7 +278,7 @@ type Provisioner struct {
 // New returns a Provisioner using admin for the rules and data for the
 // one-second safety scan.
 func New(admin *gcrule.Admin, data *bigtable.Client, opts ...Option) *Provisioner {
-	p := &Provisioner{admin: admin, data: data, options: options{clock: systemClock{}, sampleRows: 10_000, out: io.Discard}}
+	p := &Provisioner{admin: admin, data: data, options: options{clock: systemClock{}, workers: 1, sampleRows: 10_000, out: io.Discard}}
 	for _, o := range opts {
 		o(&p.options)
 	}
@@ -285,6 +298,9 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 		fams = nil
 	case err != nil:
 		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+	}
+	for f := range fams {
+		plan.families = append(plan.families, f)
 	}
 	names := make([]string, 0, len(schema))
 	for f := range schema {
@@ -317,12 +333,18 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 			c.from = gcrule.Normalize(fams[f].GetGcRule())
 			c.Lowers, c.Raises = direction(c.from, gcrule.Normalize(gcrule.Expected(pol)))
 			c.OneSecondAdoption = pol.Kind() == strategy.KindOneSecond
-			if c.Lowers {
-				x, err := p.examine(ctx, table, c, p.now(), true, !p.exact)
+			if c.Lowers && !p.noImpact {
+				// One exact scan gives the count and the safety
+				// findings (PlanAndCheck takes them from the plan).
+				x, err := p.examine(ctx, table, plan.families, c, p.now(), true, false)
 				if err != nil {
 					return nil, err
 				}
-				c.Impact = x.impact(!p.exact)
+				c.Impact = x.impact()
+				if plan.scans == nil {
+					plan.scans = map[string]*examination{}
+				}
+				plan.scans[f] = x
 			}
 		}
 		plan.Changes = append(plan.Changes, c)
@@ -380,36 +402,59 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 // Refusals are returned also when forced (marked Forced, saying what is
 // lost), so callers can show them; Execute then goes ahead.
 func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
-	_, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...))
+	_, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), false)
 	return err
+}
+
+// PlanAndCheck is Plan followed by CheckAdoptions, reading each family
+// once: a family whose rule a change lowers was read whole by Plan (for
+// Change.Impact), and its safety findings are taken from that scan, made
+// at the plan's time, instead of reading it again. The plan is returned
+// with the refusals too (a scan error returns no plan). Execute reads
+// again, as it acts.
+func (p *Provisioner) PlanAndCheck(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
+	plan, err := p.Plan(ctx, table, schema)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), true); err != nil {
+		if !errors.Is(err, ErrUnsafeAdoption) {
+			return nil, err
+		}
+		return plan, err
+	}
+	return plan, nil
 }
 
 // CheckUnchanged runs the safety scans of plan.Unchanged only: whether the
 // stored cells of the families whose rule already matches fit their
 // declared strategy (what bttl verify adds to the rule check).
 func (p *Provisioner) CheckUnchanged(ctx context.Context, plan *Plan) error {
-	_, err := p.checkAdoptions(ctx, plan, plan.Unchanged)
+	_, err := p.checkAdoptions(ctx, plan, plan.Unchanged, false)
 	return err
 }
 
 // checkAdoptions is CheckAdoptions over changes, also returning, for a
 // sampled safety scan, a note per family saying it was not exhaustive.
-func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []Change) (notes []string, err error) {
+// planned takes the findings of Plan's exact scans where there are some.
+func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []Change, planned bool) (notes []string, err error) {
 	var errs []error
 	now := p.now()
 	for _, c := range changes {
 		if c.Action == CreateFamily || !c.Policy.Managed() {
 			continue
 		}
-		x, err := p.examine(ctx, plan.Table, c, now, false, p.sampledSafety)
-		if err != nil {
-			return nil, err
+		x := plan.scans[c.Family]
+		if !planned || x == nil {
+			if x, err = p.examine(ctx, plan.Table, plan.families, c, now, false, p.sampledSafety); err != nil {
+				return nil, err
+			}
 		}
 		if x.sampled && !x.exact {
 			notes = append(notes, fmt.Sprintf("safety scan of table %q, family %q: sampled %d row(s), not exhaustive: cells outside the sample were not checked",
 				plan.Table, c.Family, x.rows))
 		}
-		errs = append(errs, x.refusals(plan.Table, c, now, p.force)...)
+		errs = append(errs, x.refusals(plan.Table, c, x.now, p.force)...)
 	}
 	return notes, errors.Join(errs...)
 }
@@ -423,7 +468,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 			return fmt.Errorf("%w: table %q, family %q planned as %s, schema has %s", ErrPlanMismatch, plan.Table, c.Family, c.Policy, describePolicy(pol, ok))
 		}
 	}
-	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...))
+	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), false)
 	if err != nil {
 		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err

@@ -49,9 +49,9 @@ func seqCellsBeyondSample(t *testing.T, h *bttestharness.Harness) {
 	require.Nil(t, errs)
 }
 
-// The safety scan that decides refusal reads every row by default, even
-// when Plan's impact count is sampled (WithSampleRows(20) reads 20 of the
-// 200 rows, not doc#150): Apply refuses and the rule stays.
+// The safety scan that decides refusal reads every row by default
+// (WithSampleRows(20) sizes only the sampled scan, which is not asked
+// for): Apply refuses and the rule stays.
 func TestSafetyScanIsExhaustiveByDefault(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
@@ -68,7 +68,7 @@ func TestSafetyScanIsExhaustiveByDefault(t *testing.T) {
 	assert.Equal(t, "doc#150", sc.Row)
 	assert.Contains(t, err.Error(), ": 3 cell(s) already past")
 	require.Len(t, plan.Changes, 1)
-	assert.False(t, plan.Changes[0].Impact.Exact, "Plan's impact count stays a sample")
+	assert.Equal(t, int64(200), plan.Changes[0].Impact.Rows, "Plan's count reads every row")
 
 	assert.NoError(t, verify(t, h, "t", strategy.Schema{"doc": strategy.Sequence(3)}), "nothing changed: the rule is still max versions 3")
 }

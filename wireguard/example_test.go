@@ -459,3 +459,38 @@ func ExampleWithUnlistedFamilies() {
 	// unknown-family
 	// ok
 }
+
+// refusalCounter is a wireguard.Recorder printing each refusal (package
+// metrics's Recorder counts them into bttl_refusals_total instead).
+type refusalCounter struct{}
+
+func (refusalCounter) GuardRefused(table, family, reason string) {
+	fmt.Printf("refused: table %q, family %q, reason %s\n", table, family, reason)
+}
+
+// WithRecorder counts every refusal, with bounded labels: never the row
+// key or the column.
+func ExampleWithRecorder() {
+	ctx := context.Background()
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	schema := strategy.Schema{"session": strategy.OneSecond()}
+	if err := h.CreateTable(ctx, "sessions", schema); err != nil {
+		panic(err)
+	}
+	guard, err := wireguard.New(map[string]strategy.Schema{"sessions": schema}, wireguard.WithRecorder(refusalCounter{}))
+	if err != nil {
+		panic(err)
+	}
+	client := dial(ctx, h.Addr, guard.DialOptions()...)
+	defer client.Close()
+
+	m := bigtable.NewMutation()
+	m.Set("session", "token", bigtable.ServerTime, []byte("abc"))
+	_ = client.Open("sessions").Apply(ctx, "user#1", m)
+	// Output:
+	// refused: table "sessions", family "session", reason server_timestamp
+}

@@ -71,6 +71,7 @@ var errClosedBeforeSend = errors.New("the stream was closed before its request w
 func (s *lazyStream) SendMsg(m any) error {
 	out, err := s.g.check(s.method, m)
 	if err != nil {
+		err = s.g.refused(err)
 		s.settle(nil, err)
 		return err
 	}
@@ -88,7 +89,7 @@ func (s *lazyStream) CloseSend() error {
 	if !s.settled() {
 		// No request passed the guard, so there is no stream to close: the
 		// receiving side learns that nothing was sent.
-		s.settle(nil, refusal(s.method, RuleUnclassifiable, "", errClosedBeforeSend.Error()))
+		s.settle(nil, s.g.refused(refusal(s.method, RuleUnclassifiable, "", errClosedBeforeSend.Error())))
 		return nil
 	}
 	if s.cs == nil {

@@ -84,6 +84,7 @@ type options struct {
 	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
 	// unlistedTables: the tables unlisted holds for; nil: every table.
 	unlistedTables map[string]bool
+	rec            Recorder // WithRecorder; nil: none
 }
 
 // WithClock sets the clock the guard checks timestamps against (default:
@@ -249,14 +250,14 @@ func (g *Guard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 		if g.active() && g.guarded(method) {
 			pass, err := g.passesMarked(ctx, method)
 			if err != nil {
-				return err
+				return g.refused(err)
 			}
 			out := req
 			if !pass {
 				out, err = g.check(method, req)
 			}
 			if err != nil {
-				return err
+				return g.refused(err)
 			}
 			req = out
 		}
@@ -289,12 +290,12 @@ func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 		}
 		if pass, err := g.passesMarked(ctx, method); err != nil || pass {
 			if err != nil {
-				return nil, err
+				return nil, g.refused(err)
 			}
 			return streamer(ctx, desc, cc, method, opts...)
 		}
 		if err := g.refuseByMethod(method); err != nil {
-			return nil, err
+			return nil, g.refused(err)
 		}
 		if method == methodPrepareQuery || method == methodExecuteQuery {
 			return streamer(ctx, desc, cc, method, opts...) // allowed SQL: nothing to check per request

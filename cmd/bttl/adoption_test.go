@@ -125,8 +125,9 @@ func TestCBTSequenceOverRealTimestamps(t *testing.T) {
 
 // Acceptance 2: 1,000 cells written by `cbt import` 72 hours ago in a
 // family kept 30 days; lowering to 48h makes them all collectable at once.
-// plan prints the count, sampled by default and exact with -exact, and
-// apply's summary names the change and the count.
+// plan prints the exact count (-exact, which it was before the count was
+// always exact, is still accepted), and apply's summary names the change
+// and the count.
 func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	addr := startCBTEmulator(t)
 	cbt(t, addr, "createtable", "evt", "families=ev:maxage=720h")
@@ -146,7 +147,8 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "max_age=720h0m0s -> max_age=48h0m0s [lowers]")
 	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 1000 cell(s), 4000 byte(s)")
-	assert.Contains(t, r.stdout, "sampled: 1000 of 1000 row(s), the whole family, so exact")
+	assert.Contains(t, r.stdout, "exact: read all 1000 row(s) of the family")
+	assert.NotContains(t, r.stdout, "sample")
 
 	r = bttl(t, addr, "", "-schema", schema, "plan", "-exact")
 	assert.Equal(t, exitOK, r.code, r.stderr)
@@ -158,7 +160,7 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	summary := r.stdout[strings.Index(r.stdout, "applying:"):]
 	assert.Contains(t, summary, `family "ev" (default-expiry(D=48h0m0s)): max_age=720h0m0s -> max_age=48h0m0s [lowers]`)
 	assert.Contains(t, summary, "collectable at once, and invisible through bttl: ")
-	assert.Contains(t, summary, "so at least this many", "a 100-row sample of 1,000 rows says it is a lower bound")
+	assert.Contains(t, summary, "1000 cell(s), 4000 byte(s)", "-sample-rows has no effect: the count is exact")
 	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
 }
 

@@ -3,7 +3,7 @@
 // schema file from an instance's existing tables.
 //
 //	bttl [global flags] verify [-table T]
-//	bttl [global flags] plan   [-table T] [-family F,G] [-exact] [-assume-adopted]
+//	bttl [global flags] plan   [-table T] [-family F,G] [-workers N] [-assume-adopted]
 //	bttl [global flags] apply  [-table T] [-family F,G] [-yes] [-force] [-assume-adopted]
 //	bttl [global flags] audit  [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-fail-on LIST] [-progress D]
 //	                           [-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE] [-now TIME]

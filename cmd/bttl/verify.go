@@ -42,8 +42,9 @@ func assumeAdoptedFlag(fs *flag.FlagSet) *bool {
 var planCommand = command{
 	name: "plan", needsSchema: true,
 	help: `Shows the family and GC-rule changes apply would make, how many stored cells
-a lowering change makes collectable (a sample; -exact reads every row), and
-the changes apply would refuse without -force, including a sequence or
+a lowering change makes collectable (an exact count: each such family is
+read whole, once, and that one read also decides refusal), and the changes
+apply would refuse without -force, including a sequence or
 write-time family whose rule already matches but whose stored cells the
 strategy would hide (-assume-adopted skips that scan). Changes nothing.
 Exit status 1 when apply would refuse a change (as apply then exits), 0
@@ -53,9 +54,11 @@ them.
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
 		fams := familiesFlag(fs)
-		exact := fs.Bool("exact", false, "count what a lowering change makes collectable over every row, not a sample")
+		fs.Bool("exact", false, "no effect: the count is always exact (kept so that scripts still run)")
+		workers := int64(1)
+		fs.Var(countFlag{&workers, 1}, "workers", "read this many key ranges of a family at once (`n` streams)")
 		assume := assumeAdoptedFlag(fs)
-		return invocation{run: func(e *env) int { return plan(e, *only, *fams, *exact, *assume) }}
+		return invocation{run: func(e *env) int { return plan(e, *only, *fams, int(workers), *assume) }}
 	},
 }
 
@@ -65,7 +68,7 @@ var applyCommand = command{
 strategies need, after showing the plan and asking for confirmation (-yes:
 don't ask). Refuses (exit 1, nothing changed) a rule change that would
 delete or hide stored cells unless -force; the scan that decides this reads
-every row of the family (-sample-rows sizes only the collectable count).
+every row of the family.
 A rule does not say which strategy it was set for, so the scan also reads
 sequence and write-time families whose rule already matches, and refuses
 the same way (-assume-adopted skips them). A refusal holds back every change
@@ -80,8 +83,8 @@ they are).
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
 		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
 		sample := int64(10_000)
-		fs.Var(countFlag{&sample, 1}, "sample-rows", "`rows` per family the count of cells a lowering change makes collectable reads; the safety scan that decides refusal always reads every row")
-		return invocation{run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, int(sample)) }}
+		fs.Var(countFlag{&sample, 1}, "sample-rows", "no effect: the count of cells a lowering change makes collectable is exact (kept so that scripts still run)")
+		return invocation{run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume) }}
 	},
 }
 
@@ -90,7 +93,9 @@ func verify(e *env, only string, assumeAdopted bool) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	var opts []provision.Option
+	// Only Plan.Unchanged is used: no count of what a change would make
+	// collectable, which reads every row of the family.
+	opts := []provision.Option{provision.WithoutImpact()}
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
@@ -151,10 +156,11 @@ func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
 func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema) (plans []*provision.Plan, refusal, err error) {
 	for _, t := range tables {
 		ctx, cancel := e.step()
-		pl, err := p.Plan(ctx, t, schemas[t])
-		if err == nil {
+		// One read of each lowered family gives its count and its
+		// refusals (apply's Execute reads again before it acts).
+		pl, err := p.PlanAndCheck(ctx, t, schemas[t])
+		if pl != nil {
 			pl.Write(e.stdout)
-			err = p.CheckAdoptions(ctx, pl)
 		}
 		cancel()
 		if err != nil {
@@ -223,15 +229,12 @@ func (e *env) familyTables(only string, families []string) ([]string, map[string
 	return kept, schemas, nil
 }
 
-func plan(e *env, only string, families []string, exact, assumeAdopted bool) int {
+func plan(e *env, only string, families []string, workers int, assumeAdopted bool) int {
 	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
-	var opts []provision.Option
-	if exact {
-		opts = append(opts, provision.WithExactCounts())
-	}
+	opts := []provision.Option{provision.WithWorkers(workers)}
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
@@ -246,12 +249,12 @@ func plan(e *env, only string, families []string, exact, assumeAdopted bool) int
 	return exitOK
 }
 
-func apply(e *env, only string, families []string, yes, force, assumeAdopted bool, sample int) int {
+func apply(e *env, only string, families []string, yes, force, assumeAdopted bool) int {
 	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
-	opts := []provision.Option{provision.WithSampleRows(sample)}
+	var opts []provision.Option
 	if force {
 		opts = append(opts, provision.WithForce())
 	}

@@ -1,8 +1,12 @@
 // Package companion tells write-time companions (strategy.WithWriteTime)
-// from data in the stored cells of a family, for the scans that count
-// them: audit reports companions apart from data, and provision's adoption
-// scan counts reserved qualifiers that are not companions as data the
-// option hides (docs/design.md#write-time).
+// from data in the stored cells of a family: the one definition of a
+// companion. filters.Explain (bttl lookup) shows it per cell, audit
+// reports companions apart from data, and provision's adoption scan counts
+// reserved qualifiers that are not companions as data the option hides
+// (docs/design.md#write-time). A companion is paired: written with its
+// cell, at its timestamp, as bttl writes it; an orphaned one (its cell
+// deleted or moved without it, or written by hand) records nothing and is
+// an ordinary hidden reserved cell.
 package companion
 
 import (

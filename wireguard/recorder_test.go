@@ -1,0 +1,62 @@
+package wireguard_test
+
+import (
+	"sync"
+	"testing"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/wireguard"
+)
+
+// refusalLog is a wireguard.Recorder keeping what it was given.
+type refusalLog struct {
+	mu  sync.Mutex
+	got [][3]string
+}
+
+func (l *refusalLog) GuardRefused(table, family, reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, [3]string{table, family, reason})
+}
+
+func (l *refusalLog) take() [][3]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.got
+	l.got = nil
+	return out
+}
+
+// Issue 27: the guard recorded no refusal. With WithRecorder each one is
+// counted once, on unary and streamed calls, with bounded labels: the
+// guarded table, a family of its schema (a family outside it is ""), the
+// rule in snake_case; a call naming no guarded table has table "". A call
+// the guard lets through counts nothing.
+func TestGuardRecordsRefusals(t *testing.T) {
+	log := &refusalLog{}
+	e := newEnv(t, wireguard.WithRecorder(log))
+
+	m := bigtable.NewMutation()
+	m.Set("one", "token", bigtable.ServerTime, []byte("v"))
+	require.Error(t, e.tbl.Apply(e.ctx, "user#secret", m)) // MutateRow: unary
+	assert.Equal(t, [][3]string{{"legacy", "one", "server_timestamp"}}, log.take())
+
+	m = bigtable.NewMutation()
+	m.Set("nosuch", "c", bigtable.Now(), []byte("v"))
+	errs, err := e.tbl.ApplyBulk(e.ctx, []string{"a"}, []*bigtable.Mutation{m}) // MutateRows: a stream
+	require.True(t, err != nil || (len(errs) == 1 && errs[0] != nil), "refused")
+	assert.Equal(t, [][3]string{{"legacy", "", "unknown_family"}}, log.take(), "a family outside the schema is not a label")
+
+	_, err = e.plain.PrepareStatement(e.ctx, "SELECT _key FROM legacy", nil)
+	require.Error(t, err)
+	assert.Equal(t, [][3]string{{"", "", "sql_query"}}, log.take())
+
+	m = bigtable.NewMutation()
+	m.Set("plain", "c", bigtable.Now(), []byte("v"))
+	require.NoError(t, e.tbl.Apply(e.ctx, "ok", m))
+	assert.Empty(t, log.take(), "a call let through counts nothing")
+}
