@@ -71,6 +71,9 @@ type Config struct {
 	// modified) while nothing else modifies a rule on the same server; real
 	// Bigtable collects regardless.
 	NoGC bool
+	// ClientOptions are added to Client's options (ttlclient.Wrap's), after
+	// its clock and admin client: the bounds of its pools, say.
+	ClientOptions []ttlclient.Option
 }
 
 // Start starts an in-process bttest server, or connects to the emulator that
@@ -114,7 +117,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Close()
 		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
-	h.Client = ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance))
+	h.Client = ttlclient.Wrap(h.Raw, append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance)}, cfg.ClientOptions...)...)
 	return h, nil
 }
 

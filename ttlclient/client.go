@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -30,8 +31,13 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Client or a Table. Options given to Wrap apply to
-// every table the client opens; options given to Open override them.
+// Option configures a Client or a Table. Options given to the client
+// (Wrap, ClientConfig.Options) configure it and are the defaults of every
+// table it opens; options given to Open override those defaults for one
+// table. The bounds of the client's pools (WithShadowConcurrency,
+// WithIdleRefreshConcurrency, WithIdleRefreshQueue) are the client's only:
+// Open refuses them (ErrClientOption), since a table's bound on a pool its
+// tables share would let it take every slot.
 type Option func(*config)
 
 type config struct {
@@ -48,6 +54,30 @@ type config struct {
 	idleWorkers   int
 	idleQueue     int
 	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
+}
+
+// clientOnly refuses, among a table's options, those that bound the
+// client's pools: a pool its tables share has one bound, the client's.
+func clientOnly(opts []Option) error {
+	var given config // zero: an option that sets a bound makes it non-zero
+	for _, o := range opts {
+		o(&given)
+	}
+	var names []string
+	if given.shadowLimit != 0 {
+		names = append(names, "WithShadowConcurrency")
+	}
+	if given.idleWorkers != 0 {
+		names = append(names, "WithIdleRefreshConcurrency")
+	}
+	if given.idleQueue != 0 {
+		names = append(names, "WithIdleRefreshQueue")
+	}
+	if names == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s bound(s) the client's pools, shared by its tables: give them to Wrap or ClientConfig.Options",
+		ErrClientOption, strings.Join(names, ", "))
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -115,27 +145,55 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	opts    []Option
+	opts    []Option    // the client's options: its pools', and every table's defaults
 	shadows shadowPool  // shadow reads of tables with a Recorder
 	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
 	refresh refreshPool // time-to-idle refreshes
 	// incompatible are the client-version checks that failed when the
 	// client was made (CheckCompatibility), counted at each Open.
 	incompatible []CompatibilityFailure
+	// layout is bigtable.Mutation's layout, checked when the client was
+	// made (nil, and layoutErr, when the check failed): its tables' writes
+	// read it, never the check.
+	layout    *rawLayout
+	layoutErr error
+}
+
+// ClientConfig is the configuration of NewClientWithConfig: the bigtable
+// client's own, passed to bigtable.NewClientWithConfig as it is, and bttl's
+// options for the client.
+//
+// bttl's options cannot travel among the option.ClientOptions (their one
+// method takes a type internal to google.golang.org/api), so they come in
+// the config, in the call's same shape as bigtable.NewClientWithConfig's.
+// The bigtable config is embedded rather than copied field by field so
+// that every field of the client version in the build, present or future,
+// is reachable (cfg.AppProfile = ...) and none lags a client upgrade: code
+// holding a bigtable.ClientConfig switches with
+// ttlclient.ClientConfig{ClientConfig: cfg}.
+type ClientConfig struct {
+	bigtable.ClientConfig
+
+	// Options configure the client (the bounds of its pools, the logger of
+	// its start-up checks) and are the defaults of every table it opens;
+	// see Option.
+	Options []Option
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
 // client with the same project, instance and options, which Open uses to
-// verify GC rules. With a custom endpoint that serves only the data API,
-// use Wrap and WithAdminClient instead.
+// verify GC rules. Its bttl options are the defaults: give them with
+// NewClientWithConfig. With a custom endpoint that serves only the data
+// API, use Wrap and WithAdminClient instead.
 func NewClient(ctx context.Context, project, instance string, opts ...option.ClientOption) (*Client, error) {
-	return NewClientWithConfig(ctx, project, instance, bigtable.ClientConfig{}, opts...)
+	return NewClientWithConfig(ctx, project, instance, ClientConfig{}, opts...)
 }
 
 // NewClientWithConfig creates a client, exactly like
-// bigtable.NewClientWithConfig, and an admin client as NewClient does.
-func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigtable.ClientConfig, opts ...option.ClientOption) (*Client, error) {
-	raw, err := bigtable.NewClientWithConfig(ctx, project, instance, cfg, opts...)
+// bigtable.NewClientWithConfig with config.ClientConfig, and an admin
+// client as NewClient does. config.Options are the client's bttl options.
+func NewClientWithConfig(ctx context.Context, project, instance string, config ClientConfig, opts ...option.ClientOption) (*Client, error) {
+	raw, err := bigtable.NewClientWithConfig(ctx, project, instance, config.ClientConfig, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,19 +202,30 @@ func NewClientWithConfig(ctx context.Context, project, instance string, cfg bigt
 		_ = raw.Close()
 		return nil, fmt.Errorf("bttl: admin client: %w", err)
 	}
-	c := &Client{raw: raw, admin: admin, owned: true, opts: []Option{WithAdminClient(admin, project, instance)}}
-	c.checkCompatibility()
+	c := newClient(raw, append([]Option{WithAdminClient(admin, project, instance)}, config.Options...))
+	c.admin, c.owned = admin, true
 	return c, nil
 }
 
-// Wrap uses an existing client. Close leaves it open: its owner closes it.
+// Wrap uses an existing client, with opts as the client's options (see
+// Option). Close leaves raw open: its owner closes it.
 //
 // NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
 // a failure once, as a warning on the client's logger; each Open then
 // counts it on the table's recorder (CompatibilityRecorder). The client is
 // made either way: what then fails is in CompatibilityFailure.Effect.
 func Wrap(raw *bigtable.Client, opts ...Option) *Client {
+	return newClient(raw, opts)
+}
+
+// newClient is a client on raw whose options are opts: its pools get
+// their bounds from them, once.
+func newClient(raw *bigtable.Client, opts []Option) *Client {
 	c := &Client{raw: raw, opts: opts}
+	cfg := c.config(nil)
+	c.shadows.limit = cfg.shadowLimit
+	c.refresh.workers, c.refresh.queueLimit = cfg.idleWorkers, cfg.idleQueue
+	c.layout, c.layoutErr = layout()
 	c.checkCompatibility()
 	return c
 }
@@ -272,6 +341,10 @@ func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, erro
 
 // OpenContext is Open with the caller's context for the admin call that
 // verifies GC rules, which is still bounded by the verify timeout.
+//
+// opts override the client's options for this table. The bounds of the
+// client's pools are the client's only: given here, they are refused with
+// ErrClientOption before any admin call (see Option).
 func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
 	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
 }
@@ -287,7 +360,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		rec = cfg.recorder.Table(table, schema)
 		c.recordIncompatible(rec)
 	}
-	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
+	if err := errors.Join(clientOnly(opts), schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
@@ -337,9 +410,9 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		logger:      cfg.logger,
 		idleFams:    idleFamilies(own),
 		refresh:     &c.refresh,
-		idleWorkers: cfg.idleWorkers,
-		idleQueue:   cfg.idleQueue,
 		unlisted:    cfg.unlisted,
+		layout:      c.layout,
+		layoutErr:   c.layoutErr,
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)

@@ -14,43 +14,9 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// writeTimeCompanion adds to s the companion changes op o needs on a
-// family with write-time companions, after o's own: a Set (at ts) writes
-// its companion at the same timestamp, holding the write time now (to the
-// millisecond); a column or range delete deletes the companions too (a
-// single-value Set's delete of older cells included). A column in the
-// reserved range is refused. It is the write path's only change for
-// strategy.WithWriteTime (docs/design.md#write-time).
-func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp, s *sentMutation) error {
-	switch o.kind {
-	case opSet, opDeleteColumn, opDeleteRange:
-		if strings.HasPrefix(o.column, companionHidesFrom) {
-			return t.opError(row, o, fmt.Errorf("%w: %q", ErrReservedColumn, o.column))
-		}
-	default:
-		return nil // a family or row delete takes the companions with it
-	}
-	q := companionQualifier(o.column)
-	bm := s.extra()
-	switch o.kind {
-	case opSet:
-		if p := t.schema[o.family]; p.IsSingleValue() {
-			bm.DeleteCellsInColumn(o.family, q)
-		}
-		bm.Set(o.family, q, ts, strategy.WriteTimeValue(now))
-	case opDeleteColumn:
-		bm.DeleteCellsInColumn(o.family, q)
-	case opDeleteRange:
-		bm.DeleteTimestampRange(o.family, q, o.ts, o.end())
-	}
-	return nil
-}
-
 // companionHidesFrom is the first qualifier a read of a write-time family
 // hides: every qualifier from it on is reserved.
 const companionHidesFrom = filters.ReservedQualifierStart
-
-func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }
 
 // readCompanion is the stored value of column's companion in the
 // millisecond ms, or nil when there is none.

@@ -19,9 +19,9 @@ const (
 	// self-check building, reading back and sending every operation kind
 	// (rawmutation.go).
 	checkMutation = "mutation"
-	// The layout of the bigtable.RowFilter read option (readopts.go).
+	// The layout of the bigtable.RowFilter read option (read.go).
 	checkRowFilter = "row-filter"
-	// The layout of the bigtable.LimitRows read option (observe.go).
+	// The layout of the bigtable.LimitRows read option (read.go).
 	checkLimitRows = "limit-rows"
 )
 

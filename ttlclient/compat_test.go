@@ -102,7 +102,7 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
 	c, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+		ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}})
 	require.NoError(t, err, "the client is made: what fails is the paths the check covers")
 	t.Cleanup(func() { _ = c.Close() })
 	assert.Equal(t, 1, strings.Count(logs.String(), incompatibleLog), logs.String())
@@ -120,6 +120,17 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	m := bigtable.NewMutation()
 	m.Set(famPlain, "p", 1000, []byte("v"))
 	require.ErrorIs(t, tbl.API().Apply(ctx, "r", m), ttlclient.ErrMutationUnreadable)
+
+	// NewClientWithConfig logs on the logger among its options.
+	var ownLogs logBuffer
+	own, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, ttlclient.ClientConfig{
+		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
+		Options:      []ttlclient.Option{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = own.Close() })
+	assert.Equal(t, 1, strings.Count(ownLogs.String(), incompatibleLog), ownLogs.String())
+	assert.Equal(t, 1, strings.Count(logs.String(), incompatibleLog), "not on the default logger")
 
 	// Wrap logs on the client's logger.
 	var wrapLogs logBuffer
@@ -139,4 +150,24 @@ func TestCompatibleClientQuiet(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, logs.String(), incompatibleLog)
 	assert.Zero(t, incompatibleCount(t, rec, "t", "mutation"))
+}
+
+// Issue 30, item 8: a test switch (the hook breaking the layout check) was
+// read on every production write. The check now runs when a client is
+// made and the client keeps its result: breaking it afterwards changes no
+// write of that client, and a client made meanwhile sees the failure.
+func TestLayoutCheckIsTheClientsNotEachWrites(t *testing.T) {
+	e := newEnv(t, mixedSchema())
+	m := bigtable.NewMutation()
+	m.Set(famPlain, "p", 1000, []byte("v"))
+	restore := ttlclient.BreakMutationReader()
+	defer restore()
+	require.NoError(t, e.tbl.API().Apply(e.ctx, "r", m), "the client checked its layout when it was made")
+
+	broken := ttlclient.Wrap(e.h.Raw, ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance),
+		ttlclient.WithLogger(slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() { _ = broken.Close() })
+	tbl, err := broken.OpenContext(e.ctx, "t", mixedSchema())
+	require.NoError(t, err)
+	require.ErrorIs(t, tbl.API().Apply(e.ctx, "r", m), ttlclient.ErrMutationUnreadable)
 }

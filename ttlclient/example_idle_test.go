@@ -12,13 +12,15 @@ import (
 
 // exSessions opens table "sessions" whose family "s" keeps a session alive
 // for 30 minutes after its last read (time-to-idle).
-func exSessions(ctx context.Context, opts ...ttlclient.Option) (*bttestharness.Harness, *ttlclient.Table) {
-	h, err := bttestharness.Start(ctx)
+// exSessions starts a harness whose client has clientOpts and opens a
+// sessions table on it.
+func exSessions(ctx context.Context, clientOpts ...ttlclient.Option) (*bttestharness.Harness, *ttlclient.Table) {
+	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{ClientOptions: clientOpts})
 	if err != nil {
 		panic(err)
 	}
 	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))}
-	tbl, err := h.Table(ctx, "sessions", schema, opts...)
+	tbl, err := h.Table(ctx, "sessions", schema)
 	if err != nil {
 		panic(err)
 	}
@@ -62,7 +64,7 @@ func ExampleClient_FlushIdleRefreshes() {
 
 func ExampleWithIdleRefreshConcurrency() {
 	ctx := context.Background()
-	// At most 2 refreshes at once for this table's reads.
+	// At most 2 refreshes at once for the reads of all the client's tables.
 	h, tbl := exSessions(ctx, ttlclient.WithIdleRefreshConcurrency(2))
 	defer h.Close()
 	fmt.Println(tbl.Name())

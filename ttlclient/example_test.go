@@ -100,15 +100,29 @@ func ExampleNewClientWithConfig() {
 		panic(err)
 	}
 
-	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}
+	// The bigtable client's config, as bigtable.NewClientWithConfig takes
+	// it, and bttl's options for the client: every table's defaults (the
+	// logger) and the bounds of the pools its tables share.
+	cfg := ttlclient.ClientConfig{
+		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
+		Options: []ttlclient.Option{
+			ttlclient.WithLogger(slog.New(slog.DiscardHandler)),
+			ttlclient.WithIdleRefreshConcurrency(8),
+		},
+	}
 	client, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, cfg, exDialOptions(h.Addr)...)
 	if err != nil {
 		panic(err)
 	}
 	defer client.Close()
-	tbl, err := client.Open("events", exSchema)
+	tbl, err := client.OpenContext(ctx, "events", exSchema)
 	fmt.Println(tbl.Name(), err)
-	// Output: events <nil>
+	// A pool's bound is the client's only: a table cannot take one.
+	_, err = client.OpenContext(ctx, "events", exSchema, ttlclient.WithIdleRefreshConcurrency(64))
+	fmt.Println(errors.Is(err, ttlclient.ErrClientOption))
+	// Output:
+	// events <nil>
+	// true
 }
 
 func ExampleWrap() {

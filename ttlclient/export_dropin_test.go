@@ -7,8 +7,10 @@ import (
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 )
 
-// BreakMutationReader makes the TableAPI path behave as on a client version
-// whose *bigtable.Mutation layout bttl cannot read, until restore is called.
+// BreakMutationReader makes the clients made until restore is called
+// behave as on a client version whose *bigtable.Mutation layout bttl cannot
+// read: the check fails when they are made (CheckCompatibility), and their
+// tables' writes see the failed check.
 func BreakMutationReader() (restore func()) {
 	rawBroken.Store(true)
 	return func() { rawBroken.Store(false) }
@@ -25,9 +27,9 @@ func rmwOpsPointer(l *rawLayout, m *bigtable.ReadModifyWrite) unsafe.Pointer {
 // BuildAPI is what Table.API().Apply does before its RPC: read m, then
 // Build.
 func (t *Table) BuildAPI(row string, m *bigtable.Mutation) (*bigtable.Mutation, error) {
-	l, err := layout()
-	if err != nil {
-		return nil, err
+	l := t.layout
+	if l == nil {
+		return nil, t.layoutErr
 	}
 	tm, e := l.borrow(m, nil)
 	if e != nil {

@@ -166,8 +166,11 @@ func (r *shadowRecorder) wait(t *testing.T) int {
 func shadowEnv(t *testing.T) (*env, *shadowRecorder) {
 	t.Helper()
 	rec := newShadowRecorder()
-	h := bttestharness.New(t)
-	tbl := h.MustTable(t, "t", mixedSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(1), ttlclient.WithShadowConcurrency(64))
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
+		ClientOptions: []ttlclient.Option{ttlclient.WithShadowConcurrency(64)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	tbl := h.MustTable(t, "t", mixedSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(1))
 	e := &env{h: h, tbl: tbl, ctx: context.Background()}
 	for i := range 8 {
 		m := ttlclient.NewMutation()

@@ -36,16 +36,18 @@ const DefaultIdleRefreshQueue = 1024
 const idleRefreshTimeout = 30 * time.Second
 
 // WithIdleRefreshConcurrency bounds the time-to-idle refreshes a client
-// runs at once (default DefaultIdleRefreshConcurrency, at least 1).
+// runs at once, for all its tables (default DefaultIdleRefreshConcurrency,
+// at least 1). A client option only: Open refuses it (ErrClientOption).
 func WithIdleRefreshConcurrency(n int) Option {
 	return func(cfg *config) { cfg.idleWorkers = max(n, 1) }
 }
 
 // WithIdleRefreshQueue bounds the time-to-idle refreshes a client holds
-// waiting to run (default DefaultIdleRefreshQueue, at least 1). A read
-// whose refresh finds the queue full does not wait: the refresh is dropped,
-// and counted (IdleDropped). The cell then lives its current TTL unless a
-// later read refreshes it.
+// waiting to run, for all its tables (default DefaultIdleRefreshQueue, at
+// least 1). A read whose refresh finds the queue full does not wait: the
+// refresh is dropped, and counted (IdleDropped). The cell then lives its
+// current TTL unless a later read refreshes it. A client option only: Open
+// refuses it (ErrClientOption).
 func WithIdleRefreshQueue(n int) Option {
 	return func(cfg *config) { cfg.idleQueue = max(n, 1) }
 }
@@ -166,7 +168,7 @@ func (t *Table) afterIdleRead(ctx context.Context, r bigtable.Row, now bigtable.
 			job := idleJob{t: t, family: f.name, p: f.p,
 				key:   idleKey{t: t, row: r.Key(), family: f.name, column: column, ts: it.Timestamp},
 				value: append([]byte(nil), it.Value...), caller: ctx}
-			switch t.refresh.enqueue(job, t.idleWorkers, t.idleQueue) {
+			switch t.refresh.enqueue(job) {
 			case enqueueDuplicate:
 				skipped++
 			case enqueueDropped:
@@ -249,11 +251,14 @@ const (
 	enqueueDropped
 )
 
-// refreshPool runs a client's time-to-idle refreshes: a bounded queue
-// drained by at most a bounded number of goroutines, which exit once the
-// queue is empty (an idle client runs none). Its zero value is ready to
-// use; close drops what is queued, cancels what runs and waits for it.
+// refreshPool runs a client's time-to-idle refreshes, for all its tables:
+// a queue of at most queueLimit drained by at most workers goroutines,
+// which exit once the queue is empty (an idle client runs none). The
+// client sets both bounds once, before any table uses it; close drops
+// what is queued, cancels what runs and waits for it.
 type refreshPool struct {
+	workers, queueLimit int
+
 	mu      sync.Mutex
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -267,13 +272,13 @@ type refreshPool struct {
 
 // enqueue queues j, starting a worker when fewer than workers run; it never
 // blocks for long (one mutex held for a few instructions).
-func (p *refreshPool) enqueue(j idleJob, workers, queue int) enqueueResult {
+func (p *refreshPool) enqueue(j idleJob) enqueueResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.pending[j.key]; ok && !p.closed {
 		return enqueueDuplicate
 	}
-	if p.closed || len(p.queue) >= queue {
+	if p.closed || len(p.queue) >= p.queueLimit {
 		return enqueueDropped
 	}
 	if p.ctx == nil {
@@ -282,7 +287,7 @@ func (p *refreshPool) enqueue(j idleJob, workers, queue int) enqueueResult {
 	}
 	p.pending[j.key] = struct{}{}
 	p.queue = append(p.queue, j)
-	if p.active < workers {
+	if p.active < p.workers {
 		p.active++
 		p.wg.Add(1)
 		go p.work()

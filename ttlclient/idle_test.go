@@ -112,17 +112,18 @@ func (c *moveCounter) options() []grpc.ServerOption {
 	})}
 }
 
-// newIdleEnv starts an in-process server counting conditional mutations
-// and opens the idle schema on it, recorded by a new idleCounter.
-func newIdleEnv(t *testing.T, opts ...ttlclient.Option) (*env, *moveCounter, *idleCounter) {
+// newIdleEnv starts an in-process server counting conditional mutations,
+// with a client of clientOpts, and opens the idle schema on it, recorded
+// by a new idleCounter.
+func newIdleEnv(t *testing.T, clientOpts ...ttlclient.Option) (*env, *moveCounter, *idleCounter) {
 	t.Helper()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
 	moves := newMoveCounter()
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: moves.options()})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: moves.options(), ClientOptions: clientOpts})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	rec := newIdleCounter()
-	tbl, err := h.Table(context.Background(), "t", idleSchema(), append([]ttlclient.Option{ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0)}, opts...)...)
+	tbl, err := h.Table(context.Background(), "t", idleSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
 	require.NoError(t, err)
 	return &env{h: h, tbl: tbl, ctx: context.Background()}, moves, rec
 }

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
@@ -111,15 +110,6 @@ type ownedOp struct {
 	q [16]byte
 }
 
-// owned is the record whose operation is pb: valid only for a Mutation's
-// own operations (not borrowed), every one of which is the pb of an
-// ownedOp.
-func owned(pb *btpb.Mutation) *ownedOp { return (*ownedOp)(unsafe.Pointer(pb)) }
-
-// The cast in owned needs pb first in ownedOp: this fails to compile if it
-// is not.
-var _ [0]struct{} = [unsafe.Offsetof(ownedOp{}.pb)]struct{}{}
-
 // initialOps is the room a mutation's first change reserves for its
 // operation pointers: a row of up to 8 changes grows no slice, and a larger
 // one grows it by doubling, as the client's does. 8 pointers (64 bytes)
@@ -143,19 +133,6 @@ func (m *Mutation) record(kind opKind, family, column string, ts bigtable.Timest
 	}
 	m.ops = append(m.ops, &w.pb)
 	return w
-}
-
-// decode decodes operation i into o, which it overwrites: the write path
-// decodes every operation into one op of its own.
-func (m *Mutation) decode(i int, o *op) *rawOpError {
-	if m.borrowed {
-		return decodeOp(m.ops[i], o)
-	}
-	w := owned(m.ops[i])
-	// Field by field, as decodeOp's Set.
-	o.kind, o.cellOpt, o.family, o.column = w.kind, w.opt, w.cell.FamilyName, column(w.cell.ColumnQualifier)
-	o.ts, o.n, o.value = w.ts, w.n, w.cell.Value
-	return nil
 }
 
 // Mutation is a set of changes for one row, like bigtable.Mutation, whose
@@ -186,21 +163,6 @@ type Mutation struct {
 	isConditional bool
 	cond          bigtable.Filter
 	mtrue, mfalse *Mutation
-}
-
-// claim reports whether the caller may write m's own operations in place
-// and send them: true once, for the first Apply to build m. A refused build
-// gives the claim back (unclaim), since nothing was sent.
-func (m *Mutation) claim() bool { return !m.borrowed && m.spent.CompareAndSwap(false, true) }
-
-func (m *Mutation) unclaim() { m.spent.Store(false) }
-
-// reset empties a Mutation for reuse, dropping every reference it holds.
-// Only the TableAPI path's wrappers are reused, and those are never
-// claimed (borrowed), so spent is false already.
-func (m *Mutation) reset() {
-	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
-	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil
 }
 
 // NewMutation returns a new mutation.

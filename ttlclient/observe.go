@@ -3,8 +3,6 @@ package ttlclient
 import (
 	"context"
 	"errors"
-	"reflect"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -59,7 +57,7 @@ type TableRecorder interface {
 const DefaultShadowSampling = 0.01
 
 // DefaultShadowConcurrency bounds the shadow reads running at once per
-// client.
+// client, for all its tables.
 const DefaultShadowConcurrency = 4
 
 // shadowTimeout bounds one shadow read, so a stuck one frees its slot.
@@ -99,9 +97,10 @@ func WithShadowSampling(fraction float64) Option {
 	}
 }
 
-// WithShadowConcurrency bounds the shadow reads a client runs at once
-// (default 4, at least 1). A sampled read finding them all busy gets none,
-// and the Recorder counts it as dropped.
+// WithShadowConcurrency bounds the shadow reads a client runs at once, for
+// all its tables (default 4, at least 1). A sampled read finding them all
+// busy gets none, and the Recorder counts it as dropped. A client option
+// only: Open refuses it (ErrClientOption).
 func WithShadowConcurrency(n int) Option {
 	return func(cfg *config) {
 		if n < 1 {
@@ -162,6 +161,7 @@ var refusalReasons = []struct {
 	{ErrReadOnlyView, "read_only_view"},
 	{ErrUnfilteredSQL, "unfiltered_sql"},
 	{ErrSQLUnknownTable, "sql_unknown_table"},
+	{ErrClientOption, "client_option"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps
@@ -186,10 +186,9 @@ type observer struct {
 	filters  *filters.Builder
 	clock    strategy.Clock
 	pool     *shadowPool
-	limit    int
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64
-	wire     func(context.Context) context.Context // the table's (wire.go)
+	wire     func(context.Context) context.Context // the table's (Table.wire)
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
@@ -212,7 +211,6 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *ob
 		filters:  t.filters,
 		clock:    t.clock,
 		pool:     pool,
-		limit:    cfg.shadowLimit,
 		sampling: cfg.sampling,
 		rand:     cfg.rand,
 		wire:     t.wire,
@@ -225,306 +223,4 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *ob
 		o.sampling = 0
 	}
 	return o
-}
-
-// begin starts timing a call: the zero time when nothing records.
-func (o *observer) begin() time.Time {
-	if o == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// read records a read whose RPC is about to start.
-func (o *observer) read(start time.Time) {
-	if o != nil {
-		o.readSlow(start)
-	}
-}
-
-func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
-
-// wrote records a write whose RPC is about to start.
-func (o *observer) wrote(start time.Time) {
-	if o != nil {
-		o.wroteSlow(start)
-	}
-}
-
-func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
-
-// cell records a cell set in family with timestamp ts at now.
-func (o *observer) cell(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
-	if o == nil {
-		return
-	}
-	o.cellSlow(p, op, ts, now)
-}
-
-func (o *observer) cellSlow(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
-	var ttl time.Duration
-	switch {
-	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
-	case op.cellOpt == cellOptTTL:
-		ttl = op.ttl()
-	default:
-		// Exact up to time.Duration's range (292 years), the most a
-		// histogram observation holds; Sub clamps beyond it, never wraps.
-		ttl = p.ExpiryTime(ts).Sub(time.UnixMicro(int64(now)))
-	}
-	o.rec.CellWritten(op.family, p.Kind(), ttl)
-}
-
-// refused records the refusal err of a call on family.
-func (o *observer) refused(family string, err error) {
-	if o != nil {
-		o.refusedSlow(family, err)
-	}
-}
-
-func (o *observer) refusedSlow(family string, err error) {
-	if _, ok := o.schema[family]; !ok {
-		family = ""
-	}
-	o.rec.Refused(family, RefusalReason(err))
-}
-
-func (o *observer) sampled() bool {
-	s := o.sampling
-	return s > 0 && (s >= 1 || o.rand() < s)
-}
-
-// afterReadRow may start a shadow read of row, after the caller's read of
-// it, with ctx, returned err.
-func (o *observer) afterReadRow(ctx context.Context, row string, err error) {
-	if o != nil && err == nil && o.sampling > 0 {
-		o.afterReadRowSlow(ctx, row)
-	}
-}
-
-func (o *observer) afterReadRowSlow(ctx context.Context, row string) {
-	if o.sampled() {
-		o.shadow(ctx, &shadowScan{rows: bigtable.RowList{row}})
-	}
-}
-
-// shadowScan is a sampled ReadRows: a copy of the caller's row set, and
-// where the scan stopped, so the shadow read walks the same rows.
-type shadowScan struct {
-	o       *observer
-	rows    bigtable.RowSet // the shadow read's own copy: the caller may reuse its row set
-	f       func(bigtable.Row) bool
-	reverse bool
-	limit   int64 // the read's LimitRows, 0 for none, -1 when unreadable
-	stopped bool
-	n       int64
-	last    string
-}
-
-// limitRows reads the limit out of a bigtable.LimitRows option, whose type
-// hides it: -1 if this client version's layout is not the one known.
-var (
-	limitRowsType  = reflect.TypeOf(bigtable.LimitRows(1))
-	limitRowsKnown = limitRowsType.Kind() == reflect.Struct && limitRowsType.NumField() == 1 &&
-		limitRowsType.Field(0).Type.Kind() == reflect.Int64 && limitOf(bigtable.LimitRows(7)) == 7
-)
-
-func limitOf(opt bigtable.ReadOption) int64 { return reflect.ValueOf(opt).Field(0).Int() }
-
-// copyRowSet is a copy of rows that shares nothing the caller can change:
-// a RowList's or RowRangeList's backing array is the caller's, and may be
-// reused as soon as ReadRows returns. RowSet's methods are unexported, so
-// these are all its implementations; false for any other (nil).
-func copyRowSet(rows bigtable.RowSet) (bigtable.RowSet, bool) {
-	switch r := rows.(type) {
-	case bigtable.RowList:
-		return append(bigtable.RowList(nil), r...), true
-	case bigtable.RowRangeList:
-		return append(bigtable.RowRangeList(nil), r...), true
-	case bigtable.RowRange:
-		return r, true // a value of strings: nothing shared is mutable
-	}
-	return nil, false
-}
-
-// sampleRows decides whether a ReadRows is sampled: nil when not.
-func (o *observer) sampleRows(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadowScan {
-	if o == nil || o.sampling == 0 {
-		return nil
-	}
-	return o.sampleRowsSlow(rows, opts)
-}
-
-func (o *observer) sampleRowsSlow(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadowScan {
-	if !o.sampled() {
-		return nil
-	}
-	own, ok := copyRowSet(rows)
-	if !ok {
-		return nil
-	}
-	s := &shadowScan{o: o, rows: own}
-	for _, opt := range opts {
-		switch {
-		case opt == bigtable.ReverseScan():
-			s.reverse = true
-		case opt != nil && reflect.TypeOf(opt) == limitRowsType:
-			// The last LimitRows wins, as in the client.
-			if s.limit = -1; limitRowsKnown {
-				s.limit = max(limitOf(opt), 0)
-			}
-		}
-	}
-	return s
-}
-
-// wrap returns the row callback to give the client: f itself when the read
-// is not sampled.
-func (s *shadowScan) wrap(f func(bigtable.Row) bool) func(bigtable.Row) bool {
-	if s == nil {
-		return f
-	}
-	s.f = f
-	return s.each
-}
-
-func (s *shadowScan) each(r bigtable.Row) bool {
-	s.n++
-	s.last = r.Key()
-	if !s.f(r) {
-		s.stopped = true
-		return false
-	}
-	return true
-}
-
-// done starts the shadow read of a sampled ReadRows, made with ctx, that
-// returned err.
-func (s *shadowScan) done(ctx context.Context, err error) {
-	if s != nil && err == nil {
-		s.doneSlow(ctx)
-	}
-}
-
-func (s *shadowScan) doneSlow(ctx context.Context) {
-	// The server stopped where the caller did, or at the row limit when
-	// the read reached it: the scan ended at the last row returned. A read
-	// that returned fewer rows than its limit walked the whole row set,
-	// and so does the shadow read.
-	reachedLimit := s.limit > 0 && s.n >= s.limit || s.limit < 0 && s.n > 0
-	if !s.stopped && !reachedLimit {
-		s.last = ""
-	}
-	s.f = nil
-	s.o.shadow(ctx, s)
-}
-
-// shadow runs the shadow read of s on its own goroutine, or counts it
-// dropped. It keeps the values of caller, the caller's read's context
-// (trace spans, request IDs), not its cancellation: the caller's read has
-// returned.
-func (o *observer) shadow(caller context.Context, s *shadowScan) {
-	now := bigtable.Timestamp(o.clock.Now().UnixMicro())
-	stop, release, ok := o.pool.acquire(o.limit)
-	if !ok {
-		o.rec.ShadowDropped()
-		return
-	}
-	go func() {
-		defer release()
-		ctx, cancel := background(caller, stop, shadowTimeout)
-		defer cancel()
-		o.runShadow(ctx, s, now)
-	}()
-}
-
-// background is the context of work a call leaves behind it (a shadow
-// read, a time-to-idle refresh): caller's values without its cancellation
-// (context.WithoutCancel), cancelled with stop's cause when stop (the
-// client's pool, cancelled by Close) is done, and after timeout.
-func background(caller, stop context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if caller == nil {
-		caller = context.Background()
-	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(caller))
-	unregister := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
-	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-	return ctx, func() {
-		unregister()
-		cancelTimeout()
-		cancel(context.Canceled)
-	}
-}
-
-func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Timestamp) {
-	f := o.filters.Expired(now)
-	if f == nil {
-		o.rec.ShadowRead(0, nil)
-		return
-	}
-	opts := []bigtable.ReadOption{bigtable.RowFilter(f)}
-	if s.reverse {
-		opts = append(opts, bigtable.ReverseScan())
-	}
-	expired := 0
-	err := o.raw.ReadRows(o.wire(ctx), s.rows, func(r bigtable.Row) bool {
-		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
-			return false
-		}
-		for fam, items := range r {
-			p := o.schema[fam]
-			for _, it := range items {
-				lag := time.UnixMicro(int64(now)).Sub(p.ExpiryTime(it.Timestamp))
-				o.rec.ExpiredCell(fam, p.Kind(), lag)
-				expired++
-			}
-		}
-		return true
-	}, opts...)
-	o.rec.ShadowRead(expired, err)
-}
-
-// shadowPool runs a client's shadow reads: at most limit at once, all
-// cancelled and waited for by close. Its zero value is ready to use.
-type shadowPool struct {
-	mu     sync.Mutex
-	ctx    context.Context
-	cancel context.CancelFunc
-	active int
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// acquire reserves a slot, or reports false when limit are running or the
-// pool is closed.
-func (p *shadowPool) acquire(limit int) (context.Context, func(), bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.active >= limit {
-		return nil, nil, false
-	}
-	if p.ctx == nil {
-		p.ctx, p.cancel = context.WithCancel(context.Background())
-	}
-	p.active++
-	p.wg.Add(1)
-	return p.ctx, p.release, true
-}
-
-func (p *shadowPool) release() {
-	p.mu.Lock()
-	p.active--
-	p.mu.Unlock()
-	p.wg.Done()
-}
-
-// close cancels the running shadow reads and waits for their goroutines.
-func (p *shadowPool) close() {
-	p.mu.Lock()
-	p.closed = true
-	if p.cancel != nil {
-		p.cancel()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }

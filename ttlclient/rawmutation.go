@@ -2,6 +2,7 @@ package ttlclient
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -17,7 +18,8 @@ import (
 // *bigtable.Mutation and *bigtable.ReadModifyWrite have no accessors, so the
 // library reads and sets their unexported fields at offsets found once with
 // reflect, when the first client is made (CheckCompatibility, which logs a
-// failure; else on first use): the TableAPI path reads the caller's operations,
+// failure); each client keeps the result (Client.layout), which its
+// tables' writes read: the TableAPI path reads the caller's operations,
 // and both write paths set the operations of the mutation they send. The
 // layout is checked field by field, then a mutation holding every op kind
 // is built with the client's own methods, read back and compared, and the
@@ -36,11 +38,13 @@ var (
 	rawLayoutErr  error
 
 	// rawBroken, set by tests, makes the mechanism fail as on an unknown
-	// client version.
+	// client version, for the clients made while it is set: layout is
+	// called when a client is made, never by a write.
 	rawBroken atomic.Bool
 )
 
 // layout is the checked layout, or the reason the mechanism cannot be used.
+// A client calls it once, when it is made, and keeps the result.
 func layout() (*rawLayout, error) {
 	rawLayoutOnce.Do(func() {
 		rawLayoutVal, rawLayoutErr = findLayout()
@@ -119,197 +123,6 @@ func knownMethods(t reflect.Type, names ...string) error {
 
 func (l *rawLayout) opsOf(m *bigtable.Mutation) []*btpb.Mutation {
 	return *(*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(m), l.ops))
-}
-
-// sentMutation is the bigtable.Mutation a write sends, being filled from
-// the recorded operations src. With the checked layout of
-// bigtable.Mutation, operations sent as they are (a Mutation's own Sets on
-// its first Apply, their timestamps written in place, or a
-// *bigtable.Mutation's unchanged operations) are shared: while every operation so far is sent as
-// recorded, the sent ops are src's own prefix and nothing is copied; the
-// first change (a cell built anew, an operation added or rebuilt) copies
-// that prefix once into ops sized for the rest. Cells built anew are
-// allocated together, an array per proto type, rather than four
-// allocations per cell as bigtable.Mutation.Set makes; they are the protos
-// Set builds (rawSelfCheck compares them). Without the layout it is a plain
-// bigtable.Mutation filled by its own methods.
-type sentMutation struct {
-	l   *rawLayout         // nil: bm is filled by its own methods
-	bm  *bigtable.Mutation // with the layout, made when first needed
-	ops *[]*btpb.Mutation  // bm's ops, with the layout
-	src []*btpb.Mutation
-	// caller is the *bigtable.Mutation whose operations src are (the
-	// TableAPI path): sent itself when nothing changes.
-	caller *bigtable.Mutation
-	// shared: the first shared operations of src are what is sent so far,
-	// until copied (the sent ops are then in *ops).
-	shared int
-	copied bool
-	room   int // the capacity of ops once copied
-	// Room for the cells still to be built: the protos are only read
-	// (marshalled) once sent. Three arrays rather than one of a struct of
-	// the three: a 10-cell struct array would be rounded up to the next
-	// size class by 11%.
-	muts  []btpb.Mutation
-	sets  []btpb.Mutation_SetCell_
-	cells []btpb.Mutation_SetCell
-	cols  []byte // their qualifiers
-}
-
-// newSentMutation is an empty mutation for m's operations, with room for
-// n operations should it copy them, so that filling it grows no slice.
-func newSentMutation(m *Mutation, n int) sentMutation {
-	l, err := layout()
-	if err != nil {
-		return sentMutation{bm: bigtable.NewMutation(), src: m.ops}
-	}
-	return l.newSentMutation(m, n)
-}
-
-func (l *rawLayout) newSentMutation(m *Mutation, n int) sentMutation {
-	return sentMutation{l: l, src: m.ops, caller: m.caller, room: n}
-}
-
-// make makes bm, with the layout.
-func (s *sentMutation) make() {
-	if s.bm == nil {
-		s.bm = bigtable.NewMutation()
-		s.ops = (*[]*btpb.Mutation)(unsafe.Add(unsafe.Pointer(s.bm), s.l.ops))
-	}
-}
-
-// send sends pb as operation i of src's order.
-func (s *sentMutation) send(i int, pb *btpb.Mutation) {
-	if !s.copied && s.shared == i && s.src[i] == pb {
-		s.shared++
-		return
-	}
-	s.copy()
-	*s.ops = append(*s.ops, pb)
-}
-
-// copy ends the sharing of src: the operations sent so far are copied into
-// bm's own ops.
-func (s *sentMutation) copy() {
-	if s.copied || s.l == nil {
-		return
-	}
-	s.copied = true
-	s.make()
-	*s.ops = append(make([]*btpb.Mutation, 0, max(s.room, s.shared+1)), s.src[:s.shared]...)
-}
-
-// extra is bm, for an operation the rewrite adds through the client's own
-// methods.
-func (s *sentMutation) extra() *bigtable.Mutation {
-	s.copy()
-	return s.bm
-}
-
-// finish is the mutation to send: the caller's own when every one of its
-// operations is sent as it is. It is nil if an operation was neither sent
-// nor replaced, which the write path never leaves (every kind it knows is
-// sent, rebuilt or refused): src is then sent neither whole nor in part.
-func (s *sentMutation) finish() *bigtable.Mutation {
-	switch {
-	case s.l == nil || s.copied:
-		return s.bm
-	case s.shared != len(s.src):
-		return nil
-	case s.caller != nil:
-		return s.caller
-	}
-	s.make()
-	*s.ops = s.src[:s.shared:s.shared] // capped: an append never reaches src's array
-	return s.bm
-}
-
-// keep sends recorded operation i, o as decoded, unchanged: as the
-// recorded proto where there is one (a *bigtable.Mutation's operation),
-// else built by the client's own method.
-func (s *sentMutation) keep(m *Mutation, i int, o *op) {
-	if s.l != nil && m.borrowed {
-		s.send(i, m.ops[i])
-		return
-	}
-	bm := s.extra()
-	switch o.kind {
-	case opSet:
-		bm.Set(o.family, o.column, o.ts, o.value)
-	case opDeleteColumn:
-		bm.DeleteCellsInColumn(o.family, o.column)
-	case opDeleteRange:
-		bm.DeleteTimestampRange(o.family, o.column, o.ts, o.end())
-	case opDeleteFamily:
-		bm.DeleteCellsInFamily(o.family)
-	case opDeleteRow:
-		bm.DeleteRow()
-	case opAddInt:
-		bm.AddIntToCell(o.family, o.column, o.ts, o.intValue())
-	case opMergeBytes:
-		bm.MergeBytesToCell(o.family, o.column, o.ts, o.value)
-	}
-}
-
-// set sends the Set m.ops[i], o as decoded, with timestamp ts: the
-// recorded cell itself where it already has ts (a *bigtable.Mutation's
-// cell) or where inPlace lets ts be written into it (a Mutation's own, on
-// the Apply that claimed it: its first), else a cell built anew. A cell
-// once sent is never written again: a request an interceptor keeps stays
-// as it was sent.
-func (s *sentMutation) set(m *Mutation, i int, o *op, ts bigtable.Timestamp, inPlace bool) {
-	if s.l == nil {
-		s.bm.Set(o.family, o.column, ts, o.value)
-		return
-	}
-	ts = ts.TruncateToMilliseconds()
-	pb := m.ops[i]
-	switch {
-	case m.borrowed && pb.GetSetCell().GetTimestampMicros() == int64(ts):
-		s.send(i, pb)
-		return
-	case !m.borrowed && inPlace:
-		owned(pb).cell.TimestampMicros = int64(ts)
-		s.send(i, pb)
-		return
-	}
-	if len(s.cells) == 0 || len(s.cols) < len(o.column) {
-		s.reserve(m, i) // room for this cell and those expected after it
-	}
-	pb, set, cell := &s.muts[0], &s.sets[0], &s.cells[0]
-	s.muts, s.sets, s.cells = s.muts[1:], s.sets[1:], s.cells[1:]
-	q := s.cols[:len(o.column):len(o.column)]
-	s.cols = s.cols[len(o.column):]
-	copy(q, o.column)
-	cell.FamilyName = o.family
-	cell.ColumnQualifier = q
-	cell.TimestampMicros = int64(ts)
-	cell.Value = o.value
-	set.SetCell = cell
-	pb.Mutation = set
-	s.copy()
-	*s.ops = append(*s.ops, pb)
-}
-
-// reserve makes room for cell i and the cells of m's later Sets expected
-// to be built anew, and their qualifiers: four allocations for all of
-// them. Of a *bigtable.Mutation's, only a server timestamp's cell is
-// expected to be (another is when its timestamp is clamped: set reserves
-// again when the room runs out).
-func (s *sentMutation) reserve(m *Mutation, i int) {
-	n, cols := 0, 0
-	for j, pb := range m.ops[i:] {
-		c := pb.GetSetCell()
-		if c == nil || (m.borrowed && j > 0 && c.TimestampMicros != int64(bigtable.ServerTime)) {
-			continue
-		}
-		n++
-		cols += len(c.ColumnQualifier)
-	}
-	s.muts = make([]btpb.Mutation, n)
-	s.sets = make([]btpb.Mutation_SetCell_, n)
-	s.cells = make([]btpb.Mutation_SetCell, n)
-	s.cols = make([]byte, cols)
 }
 
 func (l *rawLayout) condOf(m *bigtable.Mutation) (cond bigtable.Filter, isCond bool, mtrue, mfalse *bigtable.Mutation) {
@@ -509,21 +322,21 @@ func rawSelfCheck(l *rawLayout) error {
 			return fmt.Errorf("self-check: %w", err.err)
 		}
 		o := decoded[i]
-		s := sentMutation{bm: again}
-		s.keep(got, i, &o) // without the layout: the client's own methods
+		s := sentMutation{bm: again, m: got}
+		s.keep(i, &o) // without the layout: the client's own methods
 	}
 	if err := sameOps(l.opsOf(again), wantOps, "reads back as"); err != nil {
 		return err
 	}
 	send := func(m *Mutation, inPlace bool) *bigtable.Mutation {
-		s := l.newSentMutation(m, len(m.ops))
+		s := newSentMutation(l, m, len(m.ops), inPlace)
 		var o op
 		for i := range m.ops {
 			m.decode(i, &o)
 			if o.kind == opSet {
-				s.set(m, i, &o, o.ts, inPlace)
+				s.set(i, &o, o.ts)
 			} else {
-				s.keep(m, i, &o)
+				s.keep(i, &o)
 			}
 		}
 		return s.finish()
@@ -594,4 +407,115 @@ func sameOps(got, want []*btpb.Mutation, what string) error {
 func sameOp(a, b *op) bool {
 	return a.kind == b.kind && a.cellOpt == b.cellOpt && a.family == b.family && a.column == b.column &&
 		a.ts == b.ts && a.n == b.n && bytes.Equal(a.value, b.value)
+}
+
+func (a tableAPI) unreadable(row string, e *rawOpError) error {
+	return a.t.refuse(row, e.family, e.column, e.err)
+}
+
+// Apply applies m through Table.Apply.
+func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
+	l := a.t.layout
+	if l == nil {
+		return a.t.refuse(row, "", "", a.t.layoutErr)
+	}
+	var tm Mutation // m's operations, borrowed
+	if _, e := l.borrow(m, &tm); e != nil {
+		return a.unreadable(row, e)
+	}
+	if m == nil {
+		return a.t.Apply(ctx, row, nil, opts...) // refused as a nil Mutation
+	}
+	return a.t.Apply(ctx, row, &tm, opts...)
+}
+
+// ApplyBulk applies muts through Table.ApplyBulk. A row that cannot be read
+// or that the guardrails refuse has its error at its index; the others are
+// written.
+func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigtable.Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
+	if len(rowKeys) != len(muts) {
+		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
+	}
+	l := a.t.layout
+	if l == nil {
+		errs := make([]error, len(muts))
+		for i := range errs {
+			errs[i] = a.t.refuse(rowKeys[i], "", "", a.t.layoutErr)
+		}
+		return errs, nil
+	}
+	w := getBulkWrap(len(muts))
+	defer putBulkWrap(w)
+	var unread []error
+	for i, m := range muts {
+		tm, e := l.borrow(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
+		if e != nil {
+			if unread == nil {
+				unread = make([]error, len(muts))
+			}
+			unread[i] = a.unreadable(rowKeys[i], e)
+			continue
+		}
+		w.tms[i] = tm
+	}
+	if unread == nil {
+		return a.t.ApplyBulk(ctx, rowKeys, w.tms, opts...)
+	}
+	return applyPassed(ctx, rowKeys, w.tms, unread, a.t.ApplyBulk, opts)
+}
+
+// bulkWrap is the wrapping of one ApplyBulk's mutations: garbage once the
+// call returns (a refusal's *CellError holds strings of the caller's
+// mutations, not of it), so it is reused rather than allocated per call.
+type bulkWrap struct {
+	backing []Mutation
+	tms     []*Mutation
+}
+
+var bulkWraps = sync.Pool{New: func() any { return new(bulkWrap) }}
+
+// maxPooledBulk bounds the wrapping kept for reuse: a huge call's is let go.
+const maxPooledBulk = 4096
+
+func getBulkWrap(n int) *bulkWrap {
+	w := bulkWraps.Get().(*bulkWrap)
+	if cap(w.backing) < n {
+		w.backing = make([]Mutation, n)
+		w.tms = make([]*Mutation, n)
+	}
+	w.backing, w.tms = w.backing[:n], w.tms[:n]
+	return w
+}
+
+func putBulkWrap(w *bulkWrap) {
+	if cap(w.backing) > maxPooledBulk {
+		return
+	}
+	for i := range w.backing {
+		w.backing[i].reset()
+	}
+	clear(w.tms)
+	bulkWraps.Put(w)
+}
+
+// ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
+// family m touches must be unmanaged.
+func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigtable.ReadModifyWrite) (bigtable.Row, error) {
+	l := a.t.layout
+	if l == nil {
+		return nil, a.t.refuse(row, "", "", a.t.layoutErr)
+	}
+	rm, e := l.readRMW(m)
+	if e != nil {
+		return nil, a.unreadable(row, e)
+	}
+	return a.t.ApplyReadModifyWrite(ctx, row, rm)
+}
+
+// reset empties a Mutation for reuse, dropping every reference it holds.
+// Only the TableAPI path's wrappers are reused, and those are never
+// claimed (borrowed), so spent is false already.
+func (m *Mutation) reset() {
+	m.ops, m.borrowed, m.caller, m.manyOpts = nil, false, nil, nil
+	m.isConditional, m.cond, m.mtrue, m.mfalse = false, nil, nil, nil
 }

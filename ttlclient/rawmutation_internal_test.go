@@ -56,7 +56,7 @@ func TestMutationReaderRefusesUnknownOps(t *testing.T) {
 		assert.Nil(t, got, name)
 		require.NotNil(t, e, name)
 		assert.ErrorIs(t, e.err, ErrMutationUnreadable, name)
-		tbl := &Table{name: "t", clock: fixedClock(time.Now()), schema: Schema{"f": strategy.Unmanaged()}}
+		tbl := &Table{name: "t", clock: fixedClock(time.Now()), schema: Schema{"f": strategy.Unmanaged()}, layout: l}
 		_, err := tbl.BuildAPI("row", m)
 		assert.ErrorIs(t, err, ErrMutationUnreadable, name)
 	}
@@ -102,16 +102,15 @@ func TestSentCellsAreTheClientsSetCells(t *testing.T) {
 	l, err := layout()
 	require.NoError(t, err)
 	for _, mode := range []string{"in place", "built anew", "without the layout"} {
-		var s sentMutation
+		sendWith := l
 		if mode == "without the layout" {
-			s = sentMutation{bm: bigtable.NewMutation(), src: m.ops}
-		} else {
-			s = l.newSentMutation(m, len(m.ops))
+			sendWith = nil
 		}
+		s := newSentMutation(sendWith, m, len(m.ops), mode == "in place")
 		var o op
 		for i := range m.ops {
 			require.Nil(t, m.decode(i, &o))
-			s.set(m, i, &o, o.ts, mode == "in place")
+			s.set(i, &o, o.ts)
 		}
 		got, exp := l.opsOf(s.finish()), l.opsOf(want)
 		require.Len(t, got, len(exp))
@@ -131,7 +130,7 @@ func TestTableAPISharesUnchangedOperations(t *testing.T) {
 	tbl := &Table{name: "t", clock: fixedClock(now), schema: Schema{
 		"def":   strategy.DefaultExpiry(time.Hour),
 		"plain": strategy.Unmanaged(),
-	}}
+	}, layout: checkedLayout(t)}
 	explicit := bigtable.Time(now.Add(-time.Minute)).TruncateToMilliseconds()
 	src := bigtable.NewMutation()
 	src.Set("def", "a", explicit, []byte("1"))
@@ -173,7 +172,7 @@ func TestTableAPISendsAnUnchangedMutationItself(t *testing.T) {
 	tbl := &Table{name: "t", clock: fixedClock(now), schema: Schema{
 		"def":   strategy.DefaultExpiry(time.Hour),
 		"plain": strategy.Unmanaged(),
-	}}
+	}, layout: checkedLayout(t)}
 	src := bigtable.NewMutation()
 	src.Set("def", "a", bigtable.Time(now.Add(-time.Minute)), []byte("1"))
 	src.Set("plain", "c", 7000, []byte("3"))
@@ -190,4 +189,12 @@ func TestTableAPISendsAnUnchangedMutationItself(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, l.opsOf(sent), 4)
 	assert.Equal(t, int64(bigtable.ServerTime), l.opsOf(src)[3].GetSetCell().GetTimestampMicros())
+}
+
+// checkedLayout is the layout a client made now would keep.
+func checkedLayout(t *testing.T) *rawLayout {
+	t.Helper()
+	l, err := layout()
+	require.NoError(t, err)
+	return l
 }

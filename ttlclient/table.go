@@ -32,16 +32,20 @@ type Table struct {
 	logger      *slog.Logger
 
 	// Time-to-idle (idle.go): the families with an idle TTL (nil when
-	// none), the client's refresh pool and its bounds, and the recorder's
-	// IdleRecorder if it has one.
-	idleFams               []idleFamily
-	refresh                *refreshPool
-	idleWorkers, idleQueue int
-	idleRec                IdleRecorder
+	// none), the client's refresh pool, and the recorder's IdleRecorder if
+	// it has one.
+	idleFams []idleFamily
+	refresh  *refreshPool
+	idleRec  IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 
-	mark *wiremark.Mark // marks this table's requests for the wire guard (wire.go)
+	mark *wiremark.Mark // marks this table's requests for the wire guard (Table.wire)
+
+	// layout is the client's checked layout of bigtable.Mutation
+	// (rawmutation.go), nil when the check failed, with layoutErr, why.
+	layout    *rawLayout
+	layoutErr error
 }
 
 // Name is the table's name.
@@ -225,78 +229,6 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 	return t.raw.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
 }
 
-// readOptions replaces the caller's RowFilter (the last one wins, as in the
-// client) with Chain(ttl, caller's). It is on every read's path: without a
-// caller filter it costs the one slice it returns.
-func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, error) {
-	if !t.filters.Managed() {
-		return opts, nil
-	}
-	var user bigtable.Filter
-	hasUser := false
-	for _, o := range opts {
-		if isRowFilter(o) {
-			f, ok := rowFilterOf(o)
-			if !ok {
-				t.obs.refused("", ErrUnsupportedReadOption)
-				return nil, &codedError{fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)}
-			}
-			user, hasUser = f, true
-		}
-	}
-	now := t.now()
-	var ttlOpt bigtable.ReadOption
-	var out []bigtable.ReadOption
-	if user == nil {
-		ttlOpt = t.ttlOption(now)
-		out = make([]bigtable.ReadOption, 0, len(opts)+1)
-	} else {
-		// One allocation holds the chain's two filters and, for the usual
-		// few options, the returned slice.
-		buf := new(readBuf)
-		buf.chain = [2]bigtable.Filter{t.filters.TTL(now), user}
-		ttlOpt = bigtable.RowFilter(bigtable.ChainFilters(buf.chain[:]...))
-		if len(opts) < len(buf.opts) {
-			out = buf.opts[:0]
-		} else {
-			out = make([]bigtable.ReadOption, 0, len(opts)+1)
-		}
-	}
-	if !hasUser {
-		out = append(out, opts...)
-	} else {
-		for _, o := range opts {
-			if !isRowFilter(o) {
-				out = append(out, o)
-			}
-		}
-	}
-	return append(out, ttlOpt), nil
-}
-
-type readBuf struct {
-	chain [2]bigtable.Filter
-	opts  [4]bigtable.ReadOption
-}
-
-// cachedOption is the TTL filter of one millisecond as a read option.
-type cachedOption struct {
-	milli int64
-	opt   bigtable.ReadOption
-}
-
-// ttlOption is bigtable.RowFilter(TTL filter at now), made once per
-// millisecond like the filter it holds.
-func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
-	milli := int64(strategy.Millis(now)) / 1000
-	if c := t.ttlOpt.Load(); c != nil && (c.milli == milli || !t.hasAge) {
-		return c.opt
-	}
-	o := bigtable.RowFilter(t.filters.TTL(now))
-	t.ttlOpt.Store(&cachedOption{milli: milli, opt: o})
-	return o
-}
-
 func (t *Table) refuse(row, family, column string, err error) *CellError {
 	t.obs.refused(family, err)
 	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
@@ -320,187 +252,53 @@ func (t *Table) checkRowKey(row string) error {
 	return nil
 }
 
-// build turns m into the mutation to send at now, or the first refusal.
-// now is the clock reading itself, not its microseconds: a TTL is added to
-// it in nanoseconds (strategy.Policy.WriteTimestamp). The first build of
-// m to succeed may send m's own cells, their timestamps written in place
-// (Mutation.claim); they are then never written again.
-func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigtable.Mutation, error) {
-	if err := t.checkRowKey(row); err != nil {
-		return nil, err
+// begin starts timing a call: the zero time when nothing records.
+func (o *observer) begin() time.Time {
+	if o == nil {
+		return time.Time{}
 	}
-	if m == nil {
-		return nil, t.refuse(row, "", "", ErrNilMutation)
-	}
-	if !m.isConditional {
-		if len(m.ops) == 0 {
-			return nil, t.refuse(row, "", "", ErrEmptyMutation)
-		}
-		inPlace := m.claim()
-		bm, err := t.convert(row, m, now, inPlace)
-		if err != nil && inPlace {
-			m.unclaim() // nothing was sent
-		}
-		return bm, err
-	}
-	if bulk {
-		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
-	}
-	// A conditional mutation's branches are built anew: they are rare, and
-	// the same Mutation may be both.
-	branch := func(b *Mutation) (*bigtable.Mutation, error) {
-		if b == nil {
-			return nil, nil
-		}
-		if b.isConditional {
-			return nil, t.refuse(row, "", "", ErrNestedCondition)
-		}
-		return t.convert(row, b, now, false)
-	}
-	mtrue, err := branch(m.mtrue)
-	if err != nil {
-		return nil, err
-	}
-	mfalse, err := branch(m.mfalse)
-	if err != nil {
-		return nil, err
-	}
-	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), mtrue, mfalse), nil
+	return time.Now()
 }
 
-// convert is the bigtable.Mutation to send for m's operations, with
-// managed timestamps rewritten, or the first refusal. inPlace: the caller
-// claimed m (Mutation.claim), so its own cells are sent themselves.
-func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*bigtable.Mutation, error) {
-	n := len(m.ops)
-	if t.singleValue {
-		n *= 2 // room for a delete before each Set
+// read records a read whose RPC is about to start.
+func (o *observer) read(start time.Time) {
+	if o != nil {
+		o.readSlow(start)
 	}
-	s := newSentMutation(m, n)
-	nowMicros := bigtable.Timestamp(now.UnixMicro())
-	// A row's cells are usually in one or two families: look a family up
-	// only when it changes.
-	var (
-		fam   string
-		p     strategy.Policy
-		found bool
-		chk   strategy.ExplicitCheck // p's explicit timestamps at now
-	)
-	var o op
-	for i := range m.ops {
-		if e := m.decode(i, &o); e != nil {
-			return nil, t.refuse(row, e.family, e.column, e.err)
-		}
-		if o.kind == opDeleteRow {
-			s.keep(m, i, &o)
-			continue
-		}
-		if !found || o.family != fam {
-			p, found = t.policy(o.family)
-			if !found {
-				return nil, t.opError(row, &o, ErrUnknownFamily)
-			}
-			fam = o.family
-			chk = strategy.NewExplicitCheck(p, nowMicros)
-		}
-		var ts bigtable.Timestamp // a Set's, for its write-time companion
-		switch o.kind {
-		case opSet:
-			if o.cellOpt == cellOptMany {
-				opts := m.manyOpts[o.n]
-				e := t.opError(row, &o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", strategy.ErrWrongCellOption, len(opts)))
-				e.Options = opts
-				return nil, e
-			}
-			if len(o.value) > MaxValueBytes {
-				return nil, t.opError(row, &o, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(o.value)))
-			}
-			var err error
-			if ts, err = cellTimestamp(&p, &chk, &o, now); err != nil {
-				return nil, t.opError(row, &o, err)
-			}
-			t.putCell(&s, m, i, &o, &p, ts, nowMicros, inPlace)
-		case opDeleteColumn, opDeleteFamily:
-			s.keep(m, i, &o)
-		case opDeleteRange:
-			if end := o.end(); o.ts < 0 || end < 0 || (end != 0 && strategy.Millis(end) <= strategy.Millis(o.ts)) {
-				return nil, t.opError(row, &o, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, o.ts, end))
-			}
-			s.keep(m, i, &o)
-		case opAddInt, opMergeBytes:
-			if p.Managed() {
-				return nil, t.opError(row, &o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
-			}
-			if o.ts < 0 {
-				return nil, t.opError(row, &o, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, o.ts))
-			}
-			s.keep(m, i, &o)
-		}
-		if p.HasWriteTime() {
-			if err := t.writeTimeCompanion(row, &o, ts, nowMicros, &s); err != nil {
-				return nil, err
-			}
-		}
-	}
-	bm := s.finish()
-	if bm == nil {
-		return nil, t.refuse(row, "", "", fmt.Errorf("bttl: internal error: the write path left an operation of the mutation unsent; nothing was sent"))
-	}
-	return bm, nil
 }
 
-// putCell adds to s the cell of m.ops[i] (o decoded), a Set on a family of
-// policy p, with its final timestamp ts, at nowMicros: the one place where
-// each cell sent is known with its family, policy and timestamp.
-func (t *Table) putCell(s *sentMutation, m *Mutation, i int, o *op, p *strategy.Policy, ts, nowMicros bigtable.Timestamp, inPlace bool) {
-	if p.IsSingleValue() {
-		s.extra().DeleteCellsInColumn(o.family, o.column)
+func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
+
+// wrote records a write whose RPC is about to start.
+func (o *observer) wrote(start time.Time) {
+	if o != nil {
+		o.wroteSlow(start)
 	}
-	s.set(m, i, o, ts, inPlace)
-	t.obs.cell(p, o, ts, nowMicros)
 }
 
-// cellTimestamp is the timestamp to write for a Set under policy p at now;
-// chk checks p's explicit timestamps at now.
-func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now time.Time) (bigtable.Timestamp, error) {
-	if !p.Managed() {
-		if o.cellOpt != cellOptNone {
-			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", strategy.ErrWrongCellOption)
-		}
-		if o.ts == bigtable.ServerTime {
-			return o.ts, nil
-		}
-		if o.ts < 0 {
-			return 0, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, o.ts)
-		}
-		return strategy.Millis(o.ts), nil
+func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
+
+// refused records the refusal err of a call on family.
+func (o *observer) refused(family string, err error) {
+	if o != nil {
+		o.refusedSlow(family, err)
 	}
-	if o.cellOpt != cellOptNone && o.ts != Auto {
-		return 0, fmt.Errorf("%w: give a TTL or sequence option with ttlclient.Auto, not with timestamp %d", strategy.ErrWrongCellOption, o.ts)
-	}
-	switch o.cellOpt {
-	case cellOptTTL:
-		return p.WriteTimestamp(now, o.ttl())
-	case cellOptSeq:
-		return p.SequenceTimestamp(o.seq())
-	}
-	if o.ts == Auto {
-		return p.DefaultTimestamp(now)
-	}
-	return chk.Check(o.ts)
 }
 
-func (t *Table) opError(row string, o *op, err error) *CellError {
-	t.obs.refused(o.family, err)
-	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err, named: true}
-	switch {
-	case o.cellOpt == cellOptTTL:
-		e.TTL = o.ttl()
-	case o.cellOpt == cellOptSeq:
-		e.Sequence = o.seq()
+func (o *observer) refusedSlow(family string, err error) {
+	if _, ok := o.schema[family]; !ok {
+		family = ""
 	}
-	if o.kind == opSet || o.kind == opDeleteRange || o.kind == opAddInt || o.kind == opMergeBytes {
-		e.Timestamp = o.ts
-	}
-	return e
+	o.rec.Refused(family, RefusalReason(err))
 }
+
+// wire marks ctx for a request this table computed (checked writes with
+// their companions, reads with the TTL filter, and the internal reads and
+// moves of lifecycle operations that must see the stored cells), so that
+// bttl's wire guard on the same connection passes it through unchanged
+// rather than filter it a second time (hiding the companions and versions
+// an internal read must see) or rewrite it (docs/design.md#wire-guard).
+// The mark carries the table's schema: a guard with another schema for
+// the table refuses the request. Requests made with Client.Raw or
+// Table.Raw are not marked.
+func (t *Table) wire(ctx context.Context) context.Context { return wiremark.With(ctx, t.mark) }

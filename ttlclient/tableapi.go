@@ -3,7 +3,6 @@ package ttlclient
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -39,109 +38,6 @@ var _ bigtable.TableAPI = tableAPI{}
 // bttl should prefer Mutation and WithTTL/WithSequence, which say what the
 // timestamp means and are checked against the family when applied.
 func (t *Table) API() bigtable.TableAPI { return tableAPI{t} }
-
-func (a tableAPI) unreadable(row string, e *rawOpError) error {
-	return a.t.refuse(row, e.family, e.column, e.err)
-}
-
-// Apply applies m through Table.Apply.
-func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
-	l, err := layout()
-	if err != nil {
-		return a.t.refuse(row, "", "", err)
-	}
-	var tm Mutation // m's operations, borrowed
-	if _, e := l.borrow(m, &tm); e != nil {
-		return a.unreadable(row, e)
-	}
-	if m == nil {
-		return a.t.Apply(ctx, row, nil, opts...) // refused as a nil Mutation
-	}
-	return a.t.Apply(ctx, row, &tm, opts...)
-}
-
-// ApplyBulk applies muts through Table.ApplyBulk. A row that cannot be read
-// or that the guardrails refuse has its error at its index; the others are
-// written.
-func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigtable.Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
-	if len(rowKeys) != len(muts) {
-		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
-	}
-	l, err := layout()
-	if err != nil {
-		errs := make([]error, len(muts))
-		for i := range errs {
-			errs[i] = a.t.refuse(rowKeys[i], "", "", err)
-		}
-		return errs, nil
-	}
-	w := getBulkWrap(len(muts))
-	defer putBulkWrap(w)
-	var unread []error
-	for i, m := range muts {
-		tm, e := l.borrow(m, &w.backing[i]) // nil stays nil: Table.ApplyBulk refuses it
-		if e != nil {
-			if unread == nil {
-				unread = make([]error, len(muts))
-			}
-			unread[i] = a.unreadable(rowKeys[i], e)
-			continue
-		}
-		w.tms[i] = tm
-	}
-	if unread == nil {
-		return a.t.ApplyBulk(ctx, rowKeys, w.tms, opts...)
-	}
-	return applyPassed(ctx, rowKeys, w.tms, unread, a.t.ApplyBulk, opts)
-}
-
-// bulkWrap is the wrapping of one ApplyBulk's mutations: garbage once the
-// call returns (a refusal's *CellError holds strings of the caller's
-// mutations, not of it), so it is reused rather than allocated per call.
-type bulkWrap struct {
-	backing []Mutation
-	tms     []*Mutation
-}
-
-var bulkWraps = sync.Pool{New: func() any { return new(bulkWrap) }}
-
-// maxPooledBulk bounds the wrapping kept for reuse: a huge call's is let go.
-const maxPooledBulk = 4096
-
-func getBulkWrap(n int) *bulkWrap {
-	w := bulkWraps.Get().(*bulkWrap)
-	if cap(w.backing) < n {
-		w.backing = make([]Mutation, n)
-		w.tms = make([]*Mutation, n)
-	}
-	w.backing, w.tms = w.backing[:n], w.tms[:n]
-	return w
-}
-
-func putBulkWrap(w *bulkWrap) {
-	if cap(w.backing) > maxPooledBulk {
-		return
-	}
-	for i := range w.backing {
-		w.backing[i].reset()
-	}
-	clear(w.tms)
-	bulkWraps.Put(w)
-}
-
-// ApplyReadModifyWrite applies m through Table.ApplyReadModifyWrite: every
-// family m touches must be unmanaged.
-func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigtable.ReadModifyWrite) (bigtable.Row, error) {
-	l, err := layout()
-	if err != nil {
-		return nil, a.t.refuse(row, "", "", err)
-	}
-	rm, e := l.readRMW(m)
-	if e != nil {
-		return nil, a.unreadable(row, e)
-	}
-	return a.t.ApplyReadModifyWrite(ctx, row, rm)
-}
 
 // ReadRow is Table.ReadRow.
 func (a tableAPI) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {

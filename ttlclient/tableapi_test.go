@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -368,12 +369,14 @@ func TestTableAPIApplyBulkRefusesOnlyBadRows(t *testing.T) {
 
 // Acceptance 3: when the mutation reader cannot be trusted, every write of
 // the TableAPI path fails with ErrMutationUnreadable and nothing is sent;
-// reads still work.
+// reads still work. The check's result is the client's, taken when it was
+// made (the harness's client, here): its writes never run the check.
 func TestTableAPIUnreadableMutationRefusesEverything(t *testing.T) {
-	e, counter := newCountingEnv(t, mixedSchema())
-	api := e.tbl.API()
 	restore := ttlclient.BreakMutationReader()
 	defer restore()
+	schema := mixedSchema()
+	e, counter := newCountingEnv(t, schema)
+	api := e.tbl.API()
 	before := counter.n.Load()
 
 	m := bigtable.NewMutation()
@@ -400,9 +403,15 @@ func TestTableAPIUnreadableMutationRefusesEverything(t *testing.T) {
 	assert.Equal(t, before, counter.n.Load(), "a write was sent")
 	assertTableEmpty(t, e)
 
-	// Once the reader works again, so does the path.
+	// The client keeps the result of its check; a client made once the
+	// reader works again writes.
 	restore()
-	require.NoError(t, api.Apply(e.ctx, "row", m))
+	require.ErrorIs(t, api.Apply(e.ctx, "row", m), ttlclient.ErrMutationUnreadable)
+	c := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock), ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance))
+	t.Cleanup(func() { _ = c.Close() })
+	tbl, err := c.OpenContext(e.ctx, "t", schema)
+	require.NoError(t, err)
+	require.NoError(t, tbl.API().Apply(e.ctx, "row", m))
 }
 
 // Reads through the TableAPI are filtered: an expired cell the raw client

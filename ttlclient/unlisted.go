@@ -32,13 +32,3 @@ func checkUnlisted(p *strategy.Policy) error {
 	}
 	return nil
 }
-
-// policy is family's policy: the schema's, else the unlisted families'
-// when WithUnlistedFamilies was given; ok is false for a family neither
-// covers (a write to it is refused with ErrUnknownFamily).
-func (t *Table) policy(family string) (p strategy.Policy, ok bool) {
-	if p, ok = t.schema[family]; ok || t.unlisted == nil {
-		return p, ok
-	}
-	return *t.unlisted, true
-}

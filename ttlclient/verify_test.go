@@ -158,7 +158,7 @@ func TestNewClientVerifiesWithItsOwnAdminClient(t *testing.T) {
 	require.NoError(t, h.CreateTable(ctx, "right", strategy.Schema{"f": strategy.Sequence(2)}))
 	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
 	c, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
-		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+		ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
 	_, err = c.Open("wrong", strategy.Schema{"f": strategy.Sequence(2)})

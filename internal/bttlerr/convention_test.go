@@ -88,6 +88,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,
 	"ttlclient.ErrNoWriteTime":             ttlclient.ErrNoWriteTime,
 	"ttlclient.ErrCellMoved":               ttlclient.ErrCellMoved,
+	"ttlclient.ErrClientOption":            ttlclient.ErrClientOption,
 	"ttlclient.ErrReadOnlyView":            ttlclient.ErrReadOnlyView,
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,

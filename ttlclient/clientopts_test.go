@@ -1,0 +1,174 @@
+package ttlclient_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bigtablepb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/metrics"
+	"github.com/bttl/bttl/ttlclient"
+)
+
+// shadowHold is a client interceptor holding every shadow read (a
+// ReadRows whose filter strips values) before it is sent, until release,
+// and counting how many it holds at most at once.
+type shadowHold struct {
+	entered chan struct{} // one send per held shadow read
+	release chan struct{}
+	freed   atomic.Bool
+	held    atomic.Int64
+	most    atomic.Int64
+}
+
+func newShadowHold(t *testing.T) *shadowHold {
+	s := &shadowHold{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	t.Cleanup(s.releaseAll) // before the harness closes, should the test stop early
+	return s
+}
+
+func (s *shadowHold) releaseAll() {
+	if s.freed.CompareAndSwap(false, true) {
+		close(s.release)
+	}
+}
+
+func (s *shadowHold) dialOptions() []grpc.DialOption {
+	return observeCalls(nil, func(_ string, msg any) {
+		req, ok := msg.(*bigtablepb.ReadRowsRequest)
+		if !ok || !strings.Contains(prototext.Format(req.GetFilter()), "strip_value_transformer") {
+			return
+		}
+		n := s.held.Add(1)
+		for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+		}
+		s.entered <- struct{}{}
+		<-s.release
+		s.held.Add(-1)
+	})
+}
+
+// Issue 30, item 3: the shadow reads' bound is the client's, over all its
+// tables. Two tables of one client, every read sampled, hold at most the
+// client's bound of shadow reads at once; the reads beyond it are dropped
+// and counted on the table that made them.
+func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
+	hold := newShadowHold(t)
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
+		DialOptions:   hold.dialOptions(),
+		ClientOptions: []ttlclient.Option{ttlclient.WithShadowConcurrency(2), ttlclient.WithShadowSampling(1)},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	recA, recB := newShadowRecorder(), newShadowRecorder()
+	a := h.MustTable(t, "a", mixedSchema(), ttlclient.WithRecorder(recA))
+	b := h.MustTable(t, "b", mixedSchema(), ttlclient.WithRecorder(recB))
+	ctx := context.Background()
+
+	for range 2 {
+		_, err := a.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		<-hold.entered
+	}
+	// Table a holds both of the client's slots: b's shadow reads are
+	// dropped, not run beside them.
+	for range 3 {
+		_, err := b.ReadRow(ctx, "r")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(3), recB.dropped.Load(), "b's sampled reads found the client's slots busy")
+	assert.Zero(t, recA.dropped.Load())
+	_, err = a.ReadRow(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), recA.dropped.Load())
+
+	hold.releaseAll()
+	recA.wait(t)
+	recA.wait(t)
+	// Slots freed: b's next read gets its shadow read.
+	_, err = b.ReadRow(ctx, "r")
+	require.NoError(t, err)
+	recB.wait(t)
+	assert.Equal(t, int64(2), hold.most.Load(), "never more than the client's bound at once")
+}
+
+// Issue 30, item 3: the refresh queue and its workers are the client's:
+// with one worker and a queue of one, a refresh of table a running and
+// one of table b queued, b's next refresh is dropped, whichever table
+// queued first.
+func TestIdleRefreshBoundsAreTheClientsAcrossTables(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
+	moves := newMoveCounter()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
+		ServerOptions: moves.options(),
+		ClientOptions: []ttlclient.Option{ttlclient.WithIdleRefreshConcurrency(1), ttlclient.WithIdleRefreshQueue(1), ttlclient.WithShadowSampling(0)},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	recA, recB := newIdleCounter(), newIdleCounter()
+	a := &env{h: h, tbl: h.MustTable(t, "a", idleSchema(), ttlclient.WithRecorder(recA)), ctx: context.Background()}
+	b := &env{h: h, tbl: h.MustTable(t, "b", idleSchema(), ttlclient.WithRecorder(recB)), ctx: context.Background()}
+	a.setTTL(t, "r", famIdleOne, "c", "v", time.Minute) // due at once: 1m left of a 10m idle TTL
+	b.setTTL(t, "r1", famIdleOne, "c", "v", time.Minute)
+	b.setTTL(t, "r2", famIdleOne, "c", "v", time.Minute)
+
+	moves.hold.Store(true)
+	require.Len(t, a.read(t, "r"), 1)
+	<-moves.entered // a's refresh holds the client's only worker
+	moves.hold.Store(false)
+	require.Len(t, b.read(t, "r1"), 1) // queued: the client's queue is full
+	require.Len(t, b.read(t, "r2"), 1)
+	assert.Equal(t, 1, recB.get(famIdleOne, ttlclient.IdleDropped), "r2 found the client's queue full")
+	assert.Equal(t, int64(1), moves.n.Load(), "one refresh at a time for the client")
+
+	close(moves.release)
+	a.flush(t)
+	assert.Equal(t, 1, recA.get(famIdleOne, ttlclient.IdleRefreshed))
+	assert.Equal(t, 1, recB.get(famIdleOne, ttlclient.IdleRefreshed), "r1, after a's")
+	assert.Equal(t, int64(2), moves.n.Load())
+}
+
+// Issue 30, item 3: the pools' bounds were set per table, on pools the
+// client's tables share, so a table opened with a larger bound took every
+// slot and starved the others. They are the client's only now: Open
+// refuses them before any admin call, counted as a refusal, and nothing
+// is opened; the client's own bound is unchanged.
+func TestOpenRefusesAPoolBound(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", mixedSchema()))
+	for _, opt := range []struct {
+		name string
+		opt  ttlclient.Option
+	}{
+		{"WithShadowConcurrency", ttlclient.WithShadowConcurrency(64)},
+		{"WithIdleRefreshConcurrency", ttlclient.WithIdleRefreshConcurrency(64)},
+		{"WithIdleRefreshQueue", ttlclient.WithIdleRefreshQueue(64)},
+	} {
+		t.Run(opt.name, func(t *testing.T) {
+			rec := metrics.New()
+			tbl, err := h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(rec), opt.opt)
+			require.ErrorIs(t, err, ttlclient.ErrClientOption)
+			assert.Nil(t, tbl)
+			assert.Contains(t, err.Error(), opt.name)
+			assert.Equal(t, codes.InvalidArgument, status.Code(err))
+			assert.Equal(t, "client_option", ttlclient.RefusalReason(err))
+			assert.Equal(t, map[string]float64{"t//client_option": 1}, refusals(t, rec))
+		})
+	}
+	// Every other option may still be given per table.
+	_, err := h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(metrics.New()),
+		ttlclient.WithShadowSampling(0.5), ttlclient.WithShadowRand(func() float64 { return 0 }),
+		ttlclient.WithVerifyTimeout(time.Minute), ttlclient.WithClock(h.Clock))
+	require.NoError(t, err)
+}
