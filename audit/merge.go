@@ -24,7 +24,7 @@ type MergeError struct {
 }
 
 func (e *MergeError) Error() string {
-	return fmt.Sprintf("bttl: cannot merge the audit reports of table %q: %s", e.Table, e.Reason)
+	return fmt.Sprintf("bttl: cannot merge the reports of table %q: %s", e.Table, e.Reason)
 }
 func (e *MergeError) Unwrap() error { return ErrMerge }
 
