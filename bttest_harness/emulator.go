@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +156,40 @@ func (e *Emulator) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// ErrNoCPUTime: the emulator's CPU time cannot be read (it is not
+// running, or the system has no /proc).
+var ErrNoCPUTime = errors.New("bttestharness: no CPU time for cbtemulator")
+
+// CPUTime is the CPU time (user and system) the running emulator process
+// has used so far, from /proc (Linux): benchmarks compare the server's work
+// behind two clients' requests with it.
+func (e *Emulator) CPUTime() (time.Duration, error) {
+	e.mu.Lock()
+	cmd := e.cmd
+	e.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return 0, ErrNoCPUTime
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNoCPUTime, err)
+	}
+	// The fields after the command name in parentheses: state, ppid, ...,
+	// utime and stime (the 12th and 13th), in clock ticks (USER_HZ, 100
+	// on Linux).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%w: /proc/%d/stat: %q", ErrNoCPUTime, cmd.Process.Pid, s)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%w: /proc/%d/stat: %q", ErrNoCPUTime, cmd.Process.Pid, s)
+	}
+	return time.Duration(ut+st) * time.Second / 100, nil
 }
 
 // Restart kills the emulator if it runs and starts an empty one on the same

@@ -2,6 +2,7 @@ package bttestharness_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
@@ -46,6 +47,29 @@ func TestEmulatorRestartKeepsAddress(t *testing.T) {
 	assert.Empty(t, tables, "the data went with the old process")
 	tbl = h.MustTable(t, "t", schema)
 	require.NoError(t, tbl.Apply(ctx, "r", m))
+}
+
+// CPUTime is the emulator process's CPU time: it grows while the emulator
+// serves requests, and a killed emulator has none.
+func TestEmulatorCPUTime(t *testing.T) {
+	h, e := bttestharness.NewOnEmulator(t, bttestharness.Config{})
+	ctx := context.Background()
+	tbl := h.MustTable(t, "t", strategy.Schema{"s": strategy.DefaultExpiry(time.Hour)})
+	before, err := e.CPUTime()
+	require.NoError(t, err)
+	// Requests until the emulator has used at least two clock ticks.
+	var after time.Duration
+	for i := 0; i < 100_000 && after-before < 20*time.Millisecond; i++ {
+		m := ttlclient.NewMutation()
+		m.Set("s", "c", ttlclient.Auto, []byte("v"))
+		require.NoError(t, tbl.Apply(ctx, fmt.Sprintf("r%d", i), m))
+		after, err = e.CPUTime()
+		require.NoError(t, err)
+	}
+	assert.GreaterOrEqual(t, after-before, 20*time.Millisecond)
+	e.Kill()
+	_, err = e.CPUTime()
+	require.ErrorIs(t, err, bttestharness.ErrNoCPUTime)
 }
 
 // If another process binds the port while the emulator is down, Restart

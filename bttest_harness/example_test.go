@@ -251,6 +251,24 @@ func ExampleEmulator_Kill() {
 	e.Kill() // a no-op
 }
 
+// CPUTime measures the server's side of a benchmark: the emulator's CPU
+// time before and after the requests.
+func ExampleEmulator_CPUTime() {
+	_ = func(b *testing.B) {
+		h, e := bttestharness.NewOnEmulator(b, bttestharness.Config{})
+		tbl := h.MustTable(b, "events", schema)
+		before, err := e.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			_, _ = tbl.ReadRow(context.Background(), "user#1")
+		}
+		after, _ := e.CPUTime()
+		b.ReportMetric((after-before).Seconds()/float64(b.N), "server-cpu-s/op")
+	}
+}
+
 func ExampleEmulator_Restart() {
 	_ = func(t *testing.T) {
 		ctx := context.Background()

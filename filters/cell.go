@@ -140,13 +140,16 @@ func columnProto(family, column string) *btpb.RowFilter {
 // past MaxFilterBytes; the caller sends what it has and starts another.
 // The zero value is empty and ready to use.
 type RowMove struct {
-	pins, slots []bigtable.Filter
 	pinArgs     []pinArgs
 	slotArgs    []slotKey
 	pinN, slotN int // bytes of the elements as repeated fields
-	seenSlot    map[slotKey]bool
-	seenPin     map[slotKey]bool
+	// Past a few dozen cells, sets of the slots and pins added (below it
+	// the slices are searched: no maps to allocate for a row's move).
+	seenSlot, seenPin map[slotKey]bool
 }
+
+// rowMoveSmall is how many pins and slots RowMove searches as slices.
+const rowMoveSmall = 32
 
 type slotKey struct {
 	family, column string
@@ -159,7 +162,7 @@ type slotKey struct {
 const rowMoveSlack = 64
 
 // Len is how many cells are pinned.
-func (m *RowMove) Len() int { return len(m.pins) }
+func (m *RowMove) Len() int { return len(m.pinArgs) }
 
 // Add pins the cell family:column at ts holding value and, when toFamily
 // is not empty, requires toFamily:column's millisecond of toTS to be
@@ -174,33 +177,57 @@ func (m *RowMove) Add(family, column string, ts bigtable.Timestamp, value []byte
 	pn := element(pinBytes(family, column, ms, len(value)))
 	sn := 0
 	to := slotKey{toFamily, column, strategy.Millis(toTS)}
-	slot := toFamily != "" && !m.seenSlot[to] && !m.seenPin[to]
+	slot := toFamily != "" && !m.seen(to)
 	if slot {
 		sn = element(slotBytes(toFamily, column, to.ms))
 	}
 	if m.pinN+pn+m.slotN+sn+rowMoveSlack > MaxFilterBytes {
-		if len(m.pins) == 0 {
+		if len(m.pinArgs) == 0 {
 			return false, &PinError{Family: family, Column: column, Timestamp: ts, ValueBytes: len(value), FilterBytes: pn + sn + rowMoveSlack}
 		}
 		return false, nil
 	}
-	if m.seenSlot == nil {
-		m.seenSlot, m.seenPin = map[slotKey]bool{}, map[slotKey]bool{}
-	}
-	m.pins = append(m.pins, pinFilter(family, column, ms, value))
 	m.pinArgs = append(m.pinArgs, pinArgs{family, column, ms, value})
 	m.pinN += pn
-	m.seenPin[slotKey{family, column, ms}] = true
 	if slot {
-		m.slots = append(m.slots, bigtable.ChainFilters(
-			bigtable.ColumnRangeFilter(toFamily, column, column+"\x00"),
-			bigtable.TimestampRangeFilterMicros(to.ms, strategy.MilliEnd(to.ms)),
-		))
 		m.slotArgs = append(m.slotArgs, to)
 		m.slotN += sn
-		m.seenSlot[to] = true
+	}
+	if m.seenPin != nil || len(m.pinArgs) > rowMoveSmall || len(m.slotArgs) > rowMoveSmall {
+		if m.seenPin == nil {
+			m.seenSlot, m.seenPin = map[slotKey]bool{}, map[slotKey]bool{}
+			for _, a := range m.pinArgs[:len(m.pinArgs)-1] {
+				m.seenPin[slotKey{a.family, a.column, a.ms}] = true
+			}
+			for _, k := range m.slotArgs {
+				m.seenSlot[k] = true
+			}
+		}
+		m.seenPin[slotKey{family, column, ms}] = true
+		if slot {
+			m.seenSlot[to] = true
+		}
 	}
 	return true, nil
+}
+
+// seen reports whether k is a slot already required or the millisecond of
+// a cell already pinned.
+func (m *RowMove) seen(k slotKey) bool {
+	if m.seenPin != nil {
+		return m.seenSlot[k] || m.seenPin[k]
+	}
+	for _, s := range m.slotArgs {
+		if s == k {
+			return true
+		}
+	}
+	for _, a := range m.pinArgs {
+		if a.ms == k.ms && a.column == k.column && a.family == k.family {
+			return true
+		}
+	}
+	return false
 }
 
 type pinArgs struct {
@@ -211,8 +238,10 @@ type pinArgs struct {
 
 // pinFilter is cellPin's filter alone.
 func pinFilter(family, column string, ms bigtable.Timestamp, value []byte) bigtable.Filter {
-	start := append(make([]byte, 0, len(value)), value...)
+	// One copy holds both bounds: value, and value + 0. Non-nil start: an
+	// empty value pins the empty value ("" closed), not an open start.
 	end := append(append(make([]byte, 0, len(value)+1), value...), 0)
+	start := end[:len(value):len(value)]
 	return bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
@@ -258,26 +287,108 @@ func element(n int) int { return lenField(n) }
 
 // Filter is the predicate; nil when nothing is pinned.
 func (m *RowMove) Filter() bigtable.Filter {
-	if len(m.pins) == 0 {
+	pins := m.pinsFilter()
+	if pins == nil {
 		return nil
 	}
-	pins := m.pins[0]
-	if len(m.pins) > 1 {
-		pins = bigtable.ChainFilters(bigtable.InterleaveFilters(m.pins...), bigtable.CellsPerRowOffsetFilter(len(m.pins)-1))
-	}
-	switch len(m.slots) {
+	switch len(m.slotArgs) {
 	case 0:
 		return pins
 	case 1:
-		return bigtable.ConditionFilter(m.slots[0], bigtable.BlockAllFilter(), pins)
+		return bigtable.ConditionFilter(slotFilter(m.slotArgs[0]), bigtable.BlockAllFilter(), pins)
 	}
-	return bigtable.ConditionFilter(bigtable.InterleaveFilters(m.slots...), bigtable.BlockAllFilter(), pins)
+	slots := make([]bigtable.Filter, len(m.slotArgs))
+	for i, k := range m.slotArgs {
+		slots[i] = slotFilter(k)
+	}
+	return bigtable.ConditionFilter(bigtable.InterleaveFilters(slots...), bigtable.BlockAllFilter(), pins)
+}
+
+// pinsFilter is the pins' part of Filter; nil when nothing is pinned.
+func (m *RowMove) pinsFilter() bigtable.Filter {
+	switch len(m.pinArgs) {
+	case 0:
+		return nil
+	case 1:
+		a := m.pinArgs[0]
+		return pinFilter(a.family, a.column, a.ms, a.value)
+	}
+	pins := make([]bigtable.Filter, len(m.pinArgs))
+	for i, a := range m.pinArgs {
+		pins[i] = pinFilter(a.family, a.column, a.ms, a.value)
+	}
+	return bigtable.ChainFilters(bigtable.InterleaveFilters(pins...), bigtable.CellsPerRowOffsetFilter(len(pins)-1))
+}
+
+// slotFilter selects what is stored in a slot: its column, its millisecond.
+func slotFilter(k slotKey) bigtable.Filter {
+	return bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(k.family, k.column, k.column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(k.ms, strategy.MilliEnd(k.ms)),
+	)
+}
+
+// Span is a region of a row: the cells of Family from FirstColumn to
+// LastColumn (both included) stamped in [Start, End) (End 0: no end).
+type Span struct {
+	Family                  string
+	FirstColumn, LastColumn string
+	Start, End              bigtable.Timestamp
+}
+
+// Holds reports whether the cell family:column at ts lies in s.
+func (s Span) Holds(family, column string, ts bigtable.Timestamp) bool {
+	return family == s.Family && column >= s.FirstColumn && column <= s.LastColumn &&
+		ts >= s.Start && (s.End == 0 || ts < s.End)
+}
+
+// Span is the smallest region holding every target slot Add required
+// empty: its columns and milliseconds; ok is false when there is none (no
+// slot, or slots in more than one family).
+func (m *RowMove) Span() (s Span, ok bool) {
+	if len(m.slotArgs) == 0 {
+		return Span{}, false
+	}
+	first := m.slotArgs[0]
+	s = Span{Family: first.family, FirstColumn: first.column, LastColumn: first.column, Start: first.ms, End: strategy.MilliEnd(first.ms)}
+	for _, k := range m.slotArgs[1:] {
+		if k.family != s.Family {
+			return Span{}, false
+		}
+		s.FirstColumn, s.LastColumn = min(s.FirstColumn, k.column), max(s.LastColumn, k.column)
+		s.Start = min(s.Start, k.ms)
+		if e := strategy.MilliEnd(k.ms); s.End != 0 && (e == 0 || e > s.End) {
+			s.End = e
+		}
+	}
+	return s, true
+}
+
+// SpanFilter is Filter with the slots checked as one region, Span, in
+// place of one filter per slot (Condition(span, BlockAll, pins)): the
+// region holds every slot, so SpanFilter matches only when Filter does,
+// and it is smaller and cheaper to evaluate (a server copies the row for
+// each branch of an interleave). It does not match when the region holds
+// any other cell, a pinned one included: a caller uses it for a row that,
+// as read, holds nothing in Span, and sends Filter when it does not match,
+// to tell a cell changed since the read from a cell merely in the region.
+// Filter when there is no Span.
+func (m *RowMove) SpanFilter() bigtable.Filter {
+	s, ok := m.Span()
+	if !ok {
+		return m.Filter()
+	}
+	region := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(s.Family, s.FirstColumn, s.LastColumn+"\x00"),
+		bigtable.TimestampRangeFilterMicros(s.Start, s.End),
+	)
+	return bigtable.ConditionFilter(region, bigtable.BlockAllFilter(), m.pinsFilter())
 }
 
 // Proto is Filter as the client sends it (nil when nothing is pinned),
 // built on demand: Add counts the bytes without building it.
 func (m *RowMove) Proto() *btpb.RowFilter {
-	if len(m.pins) == 0 {
+	if len(m.pinArgs) == 0 {
 		return nil
 	}
 	pinP := make([]*btpb.RowFilter, len(m.pinArgs))

@@ -3,6 +3,7 @@ package filters_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"cloud.google.com/go/bigtable"
 
@@ -174,4 +175,48 @@ func ExampleRowMove_Proto() {
 	fmt.Println(p.GetCondition().GetFalseFilter().GetChain().GetFilters()[1].GetCellsPerRowOffsetFilter())
 	// Output:
 	// 1
+}
+
+// Span is the region of the row that SpanFilter requires empty: every
+// target slot's column and millisecond, as one range of each.
+func ExampleRowMove_Span() {
+	var rm filters.RowMove
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "f", 90_000)
+	_, _ = rm.Add("f", "c", 6000, []byte("y"), "f", 91_000)
+	s, ok := rm.Span()
+	fmt.Println(ok, s.FirstColumn, s.LastColumn, s.Start, s.End)
+	// Output:
+	// true a c 90000 92000
+}
+
+// SpanFilter checks every target slot as one region; a caller sends it
+// for a row that, as read, holds nothing in the Span, and Filter (one
+// filter per slot) otherwise.
+func ExampleRowMove_SpanFilter() {
+	var rm filters.RowMove
+	_, _ = rm.Add("f", "a", 5000, []byte("x"), "f", 105_000)
+	_, _ = rm.Add("f", "b", 6000, []byte("y"), "f", 106_000)
+	read := []bigtable.ReadItem{ // the row as read
+		{Row: "r", Column: "f:a", Timestamp: 5000, Value: []byte("x")},
+		{Row: "r", Column: "f:b", Timestamp: 6000, Value: []byte("y")},
+	}
+	s, _ := rm.Span()
+	pred := rm.SpanFilter()
+	for _, it := range read {
+		if s.Holds("f", strings.TrimPrefix(it.Column, "f:"), it.Timestamp) {
+			pred = rm.Filter()
+		}
+	}
+	fmt.Println(pred != nil, s.FirstColumn, s.LastColumn, s.Start, s.End)
+	// Output:
+	// true a b 105000 107000
+}
+
+// Holds says whether a cell lies in the span: the row as read is checked
+// with it before SpanFilter is sent.
+func ExampleSpan_Holds() {
+	s := filters.Span{Family: "f", FirstColumn: "a", LastColumn: "c", Start: 90_000, End: 92_000}
+	fmt.Println(s.Holds("f", "b", 91_500), s.Holds("f", "d", 91_500), s.Holds("f", "b", 92_000))
+	// Output:
+	// true false false
 }

@@ -154,6 +154,35 @@ func TestCellMoveTooLargeToPin(t *testing.T) {
 	assert.NoError(t, err, "the pin alone is smaller than the move's predicate")
 }
 
+// pinned is a cell of family "f" a RowMove pins.
+type pinned struct {
+	col string
+	ts  bigtable.Timestamp
+	val string
+}
+
+// writeAndPin writes cells to row, then extra's mutation (when not nil),
+// and returns a RowMove pinning the cells, each to move shift later.
+func writeAndPin(t *testing.T, tbl *bigtable.Table, row string, cells []pinned, shift bigtable.Timestamp, extra func(*bigtable.Mutation)) *filters.RowMove {
+	t.Helper()
+	ctx := context.Background()
+	m := bigtable.NewMutation()
+	rm := &filters.RowMove{}
+	for _, c := range cells {
+		m.Set("f", c.col, c.ts, []byte(c.val))
+		ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+shift)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, tbl.Apply(ctx, row, m))
+	if extra != nil {
+		e := bigtable.NewMutation()
+		extra(e)
+		require.NoError(t, tbl.Apply(ctx, row, e))
+	}
+	return rm
+}
+
 // RowMove matches only while every pinned cell is stored and every target
 // slot is free: each case removes or changes one of three pinned cells,
 // or takes one of the three slots, and the predicate stops matching.
@@ -162,11 +191,7 @@ func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
 	ctx := context.Background()
 	const hour = bigtable.Timestamp(3_600_000_000)
 	base := bigtable.Timestamp(1_700_000_000_000_000)
-	cells := []struct {
-		col string
-		ts  bigtable.Timestamp
-		val string
-	}{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"b", base, ""}}
+	cells := []pinned{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"b", base, ""}}
 	cases := []struct {
 		name  string
 		extra func(m *bigtable.Mutation)
@@ -185,20 +210,11 @@ func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
 	}
 	for i, tc := range cases {
 		row := fmt.Sprintf("rm%d", i)
-		m := bigtable.NewMutation()
-		var rm filters.RowMove
-		for _, c := range cells {
-			m.Set("f", c.col, c.ts, []byte(c.val))
-			ok, err := rm.Add("f", c.col, c.ts, []byte(c.val), "f", c.ts+10*hour)
-			require.NoError(t, err)
-			require.True(t, ok)
+		extra := tc.extra
+		if tc.name == "all pinned, all free" {
+			extra = nil
 		}
-		require.NoError(t, tbl.Apply(ctx, row, m))
-		if tc.name != "all pinned, all free" {
-			extra := bigtable.NewMutation()
-			tc.extra(extra)
-			require.NoError(t, tbl.Apply(ctx, row, extra))
-		}
+		rm := writeAndPin(t, tbl, row, cells, 10*hour, extra)
 		mark := bigtable.NewMutation()
 		mark.Set("f", "applied", 0, []byte("y"))
 		var matched bool
@@ -207,6 +223,50 @@ func TestRowMoveNeedsEveryPinAndEverySlot(t *testing.T) {
 		require.NoError(t, tbl.ReadRows(ctx, bigtable.RowList{"r"}, func(bigtable.Row) bool { return true }, bigtable.RowFilter(rm.Filter())))
 		assert.True(t, proto.Equal(rm.Proto(), lastFilter()), "Proto is what the client sends")
 	}
+}
+
+// SpanFilter matches only where Filter does, and not when a cell lies in
+// the span though on no slot: each case writes one cell and both
+// predicates are evaluated by the server on the same row.
+func TestRowMoveSpanFilterIsStricterThanFilter(t *testing.T) {
+	tbl, _ := recordingTable(t)
+	ctx := context.Background()
+	const hour = bigtable.Timestamp(3_600_000_000)
+	base := bigtable.Timestamp(1_700_000_000_000_000)
+	cells := []pinned{{"a", base, "va"}, {"a", base - hour, "va-older"}, {"c", base, ""}}
+	cases := []struct {
+		name         string
+		extra        func(m *bigtable.Mutation)
+		filter, span bool
+	}{
+		{"all pinned, all free", nil, true, true},
+		{"a pinned cell changed", func(m *bigtable.Mutation) { m.DeleteTimestampRange("f", "a", base-hour, base-hour+1000) }, false, false},
+		{"a slot taken", func(m *bigtable.Mutation) { m.Set("f", "a", base-hour+10*hour+5, []byte("w")) }, false, false},
+		{"last slot taken", func(m *bigtable.Mutation) { m.Set("f", "c", base+10*hour, []byte("w")) }, false, false},
+		{"in the span, between the slots' columns", func(m *bigtable.Mutation) { m.Set("f", "b", base+10*hour, []byte("w")) }, true, false},
+		{"in the span, between the slots' times", func(m *bigtable.Mutation) { m.Set("f", "a", base+9*hour+hour/2, []byte("w")) }, true, false},
+		{"after the span", func(m *bigtable.Mutation) { m.Set("f", "c", base+10*hour+1000, []byte("w")) }, true, true},
+		{"another family", func(m *bigtable.Mutation) { m.Set("g", "b", base+10*hour, []byte("w")) }, true, true},
+	}
+	for i, tc := range cases {
+		row := fmt.Sprintf("span%d", i)
+		rm := writeAndPin(t, tbl, row, cells, 10*hour, tc.extra)
+		for _, f := range []struct {
+			name string
+			pred bigtable.Filter
+			want bool
+		}{{"Filter", rm.Filter(), tc.filter}, {"SpanFilter", rm.SpanFilter(), tc.span}} {
+			var matched bool
+			// False branch only: nothing is written, the next predicate sees the same row.
+			require.NoError(t, tbl.Apply(ctx, row, bigtable.NewCondMutation(f.pred, nil, bigtable.NewMutation()), bigtable.GetCondMutationResult(&matched)))
+			assert.Equal(t, f.want, matched, "%s: %s", tc.name, f.name)
+		}
+	}
+	var none filters.RowMove
+	_, err := none.Add("f", "a", base, []byte("va"), "", 0)
+	require.NoError(t, err)
+	_, ok := none.Span()
+	assert.False(t, ok, "a deletion has no slot, so no span")
 }
 
 // RowMove fills up to MaxFilterBytes and refuses the cell that would pass

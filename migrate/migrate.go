@@ -85,9 +85,10 @@ type Migrator struct {
 	total  tally        // this Migrator's, over every row it was given
 	budget atomic.Int64 // DeleteExpired: deletions left (never more than ExpectExpired)
 
-	mu        sync.Mutex
-	examples  []Example
-	ambiguous []Example
+	mu           sync.Mutex
+	examples     []Example
+	ambiguous    []Example
+	examplesFull atomic.Bool // examples holds maxExamples: no need to lock
 }
 
 // New checks plan (Plan.Validate; and, in place, that WrittenBefore plus
@@ -278,9 +279,15 @@ func countersOf(ts ...*tally) *counters {
 }
 
 func (m *Migrator) example(x Example) {
+	if m.examplesFull.Load() {
+		return
+	}
 	m.mu.Lock()
 	if len(m.examples) < m.maxExamples {
 		m.examples = append(m.examples, x)
+	}
+	if len(m.examples) >= m.maxExamples {
+		m.examplesFull.Store(true)
 	}
 	m.mu.Unlock()
 }
@@ -520,11 +527,12 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
 	var companions map[string]map[bigtable.Timestamp]bool
 	// Cells of a column arrive together, newest first: a column is a run
-	// of items.
+	// of items, held in one slice for the row.
 	type column struct {
-		q     string
-		cells []cell
+		q          string
+		start, end int // in cells
 	}
+	cells := make([]cell, 0, len(src))
 	cols := make([]column, 0, len(src))
 	prefix := len(m.plan.Family) + 1
 	for _, it := range src {
@@ -541,10 +549,10 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 			continue
 		}
 		if len(cols) == 0 || cols[len(cols)-1].q != q {
-			cols = append(cols, column{q: q})
+			cols = append(cols, column{q: q, start: len(cells)})
 		}
-		c := &cols[len(cols)-1]
-		c.cells = append(c.cells, cell{it.Timestamp, it.Value})
+		cells = append(cells, cell{it.Timestamp, it.Value})
+		cols[len(cols)-1].end = len(cells)
 	}
 	if len(cols) == 0 {
 		return nil
@@ -558,15 +566,16 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 			byTgt[q] = append(byTgt[q], cell{it.Timestamp, it.Value})
 		}
 	}
-	var acts []action
+	acts := make([]action, 0, len(cells))
 	for _, c := range cols {
-		target := c.cells
+		cs := cells[c.start:c.end:c.end]
+		target := cs
 		if byTgt != nil {
 			target = byTgt[c.q]
 		}
-		acts = m.planColumn(n, row, c.q, c.cells, target, companions[c.q], acts)
+		acts = m.planColumn(n, row, c.q, cs, target, companions[c.q], acts)
 	}
-	return m.applyRow(ctx, n, row, acts)
+	return m.applyRow(ctx, n, row, r[m.plan.target()], acts)
 }
 
 // occupancy is a column's timestamps and values as the planned moves
@@ -704,16 +713,16 @@ func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occu
 }
 
 // applyRow sends the row's actions, as many in one conditional mutation as
-// the predicate's size allows.
-func (m *Migrator) applyRow(ctx context.Context, cnt *counters, row string, acts []action) error {
+// the predicate's size allows; read is the target family's cells as read.
+func (m *Migrator) applyRow(ctx context.Context, cnt *counters, row string, read []bigtable.ReadItem, acts []action) error {
 	var rm filters.RowMove
-	var batch []action
+	batch := make([]action, 0, len(acts))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := m.send(ctx, cnt, row, &rm, batch)
-		rm, batch = filters.RowMove{}, nil
+		err := m.send(ctx, cnt, row, &rm, read, batch)
+		rm, batch = filters.RowMove{}, batch[len(batch):]
 		return err
 	}
 	for _, a := range acts {
@@ -747,8 +756,14 @@ func (m *Migrator) pin(rm *filters.RowMove, a action) (bool, error) {
 }
 
 // send applies batch guarded by rm; when rm does not match, some cell
-// changed meanwhile and each is tried on its own.
-func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filters.RowMove, batch []action) error {
+// changed meanwhile and each is tried on its own. When the target slots
+// are several and the target family as read (read) holds nothing in
+// their span, the slots are checked as the span (RowMove.SpanFilter: one
+// filter for all, matching only where rm's full predicate does); when
+// that does not match, the cells tried on their own have their exact
+// slots, so a cell written into the span but on no slot since the read
+// stops nothing from moving.
+func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filters.RowMove, read []bigtable.ReadItem, batch []action) error {
 	mut := bigtable.NewMutation()
 	for _, a := range batch {
 		ms := strategy.Millis(a.c.ts)
@@ -761,7 +776,13 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 			mut.DeleteTimestampRange(m.plan.Family, strategy.WriteTimeColumn(a.q), ms, strategy.MilliEnd(ms))
 		}
 	}
-	applied, err := m.apply(ctx, row, rm.Filter(), mut)
+	pred := rm.Filter
+	if moves(batch) > 1 {
+		if sp, ok := rm.Span(); ok && !holdsAny(sp, read) {
+			pred = rm.SpanFilter
+		}
+	}
+	applied, err := m.apply(ctx, row, pred(), mut)
 	if err != nil {
 		return fmt.Errorf("bttl: migrate row %q, %d cell(s) from column %q, timestamp %s: %w", row, len(batch), batch[0].q, formatTimestamp(batch[0].c.ts), err)
 	}
@@ -775,7 +796,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 			if _, err := m.pin(&one, a); err != nil {
 				return err
 			}
-			if err := m.send(ctx, cnt, row, &one, []action{a}); err != nil {
+			if err := m.send(ctx, cnt, row, &one, read, []action{a}); err != nil {
 				return err
 			}
 		}
@@ -791,6 +812,28 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 		}
 	}
 	return nil
+}
+
+// moves is how many of acts are moves.
+func moves(acts []action) int {
+	n := 0
+	for _, a := range acts {
+		if a.kind == actMove {
+			n++
+		}
+	}
+	return n
+}
+
+// holdsAny reports whether any of items (cells of one family) lies in s.
+func holdsAny(s filters.Span, items []bigtable.ReadItem) bool {
+	prefix := len(s.Family) + 1
+	for _, it := range items {
+		if len(it.Column) >= prefix && s.Holds(it.Column[:prefix-1], it.Column[prefix:], it.Timestamp) {
+			return true
+		}
+	}
+	return false
 }
 
 // apply sends mut guarded by pin, and reports whether the pinned cells

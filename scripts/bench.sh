@@ -215,8 +215,8 @@ HOW
   echo
   cat scripts/benchmarks-notes-audit.md
   echo
-  printf '```sh\nbenchstat -filter '"'"'%s'"'"' 10-cells-per-row=%s 1-cell-per-row=%s\n```\n\n```text\n' '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s)' "$OUT/audit-pace-10.txt" "$OUT/audit-pace-1.txt"
-  benchstat -filter '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s)' 10-cells-per-row="$OUT/audit-pace-10.txt" 1-cell-per-row="$OUT/audit-pace-1.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
+  printf '```sh\nbenchstat -filter '"'"'%s'"'"' 10-cells-per-row=%s 1-cell-per-row=%s\n```\n\n```text\n' '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s OR bttl-audit-server-cpu-s OR cbt-count-server-cpu-s OR bttl-audit-bytes-server-cpu-s)' "$OUT/audit-pace-10.txt" "$OUT/audit-pace-1.txt"
+  benchstat -filter '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s OR bttl-audit-server-cpu-s OR cbt-count-server-cpu-s OR bttl-audit-bytes-server-cpu-s)' 10-cells-per-row="$OUT/audit-pace-10.txt" 1-cell-per-row="$OUT/audit-pace-1.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
   printf '```\n'
   cat <<PROF
 

@@ -145,7 +145,8 @@ func loadAuditBench(addr string, rows, perRow int) error {
 // `cbt count`, which strips values too, and audit -bytes against
 // `cbt read`, output to /dev/null for all. Each iteration runs the four
 // commands once, in turn, so that they share the machine's state; it
-// reports each command's seconds and the two ratios per iteration. Not in
+// reports each command's seconds (wall, its own CPU, and the emulator's
+// CPU while it ran: the server's share) and the two ratios per iteration. Not in
 // the default run (it needs cbt and cbtemulator, and loads 1,000,000
 // cells):
 //
@@ -180,7 +181,14 @@ func BenchmarkAuditPace(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer devnull.Close()
-	sums, cpu := make([]time.Duration, len(cmds)), make([]time.Duration, len(cmds))
+	sums, cpu, srv := make([]time.Duration, len(cmds)), make([]time.Duration, len(cmds)), make([]time.Duration, len(cmds))
+	serverCPU := func() time.Duration {
+		d, err := a.em.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
 	var ratioCount, ratioRead float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -189,11 +197,12 @@ func BenchmarkAuditPace(b *testing.B) {
 			cmd := exec.Command(c.argv[0], c.argv[1:]...)
 			cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+a.em.Addr)
 			cmd.Stdout, cmd.Stderr = devnull, devnull
-			start := time.Now()
+			s0, start := serverCPU(), time.Now()
 			if err := cmd.Run(); err != nil {
 				b.Fatalf("%v: %v", c.argv, err)
 			}
 			took[j] = time.Since(start)
+			srv[j] += serverCPU() - s0
 			sums[j] += took[j]
 			cpu[j] += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		}
@@ -203,7 +212,34 @@ func BenchmarkAuditPace(b *testing.B) {
 	for j, c := range cmds {
 		b.ReportMetric(sums[j].Seconds()/float64(b.N), c.unit)
 		b.ReportMetric(cpu[j].Seconds()/float64(b.N), strings.TrimSuffix(c.unit, "-s")+"-cpu-s")
+		b.ReportMetric(srv[j].Seconds()/float64(b.N), strings.TrimSuffix(c.unit, "-s")+"-server-cpu-s")
 	}
 	b.ReportMetric(ratioCount/float64(b.N), "audit/count")
 	b.ReportMetric(ratioRead/float64(b.N), "audit-bytes/read")
+}
+
+// BenchmarkAuditProfile runs the audit of BenchmarkAuditPace's table in
+// this process (the command's run, values stripped; -bytes with
+// BTTL_AUDIT_BENCH_BYTES=1), so that -cpuprofile shows where the client's
+// CPU goes:
+//
+//	go test ./cmd/bttl -run '^$' -bench BenchmarkAuditProfile -benchtime 3x -cpuprofile audit.cpu
+//	go tool pprof -top -cum cmd/bttl.test audit.cpu
+func BenchmarkAuditProfile(b *testing.B) {
+	if _, err := bttestharness.FindEmulator(); err != nil {
+		missing(b, "cbtemulator: %v", err)
+	}
+	setupAuditBench(b)
+	a := &auditBench
+	b.Setenv("BIGTABLE_EMULATOR_HOST", a.em.Addr)
+	args := []string{"-project", "p", "-instance", "i", "-schema", a.schema, "audit", "-table", "events", "-progress", "0"}
+	if os.Getenv("BTTL_AUDIT_BENCH_BYTES") == "1" {
+		args = append(args, "-bytes")
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if code := run(context.Background(), args, nil, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("bttl %v: exit %d", args, code)
+		}
+	}
 }
