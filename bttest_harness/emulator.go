@@ -160,7 +160,7 @@ func (e *Emulator) Kill() {
 
 // ErrNoCPUTime: the emulator's CPU time cannot be read (it is not
 // running, or the system has no /proc).
-var ErrNoCPUTime = errors.New("bttestharness: no CPU time for cbtemulator")
+var ErrNoCPUTime = errors.New("bttl: no CPU time for cbtemulator")
 
 // CPUTime is the CPU time (user and system) the running emulator process
 // has used so far, from /proc (Linux): benchmarks compare the server's work

@@ -41,6 +41,7 @@ var sentinels = map[string]error{
 	"audit.ErrMetrics":                     audit.ErrMetrics,
 	"audit.ErrMerge":                       audit.ErrMerge,
 	"bttest_harness.ErrNoEmulator":         bttestharness.ErrNoEmulator,
+	"bttest_harness.ErrNoCPUTime":          bttestharness.ErrNoCPUTime,
 	"filters.ErrFilterTooLarge":            filters.ErrFilterTooLarge,
 	"filters.ErrCellTooLargeToPin":         filters.ErrCellTooLargeToPin,
 	"gcrule.ErrMismatch":                   gcrule.ErrMismatch,
