@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -172,7 +172,7 @@ func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy
 		case r.Resumed:
 			part = &Report{}
 			if err := json.Unmarshal(r.Result, part); err != nil {
-				return nil, fmt.Errorf("bttl: audit checkpoint: range %s: %w", r.Range, err)
+				return nil, bttlerr.Wrap(err, "audit checkpoint: range %s", r.Range)
 			}
 		case parts[r.Range] != nil: // read by this run (also a range a limit stopped)
 			part = parts[r.Range].report()

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // EmulatorPath is where the Debian package google-cloud-cli-bigtable-emulator
@@ -81,12 +83,12 @@ func (e *Emulator) start(ctx context.Context, port string) error {
 	cmd := exec.Command(e.path, "-host", "127.0.0.1", "-port", port)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("bttl: start %s: %w", e.path, err)
+		return bttlerr.Wrap(err, "start %s", e.path)
 	}
 	stderr := &tailBuffer{max: 4096}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("bttl: start %s: %w", e.path, err)
+		return bttlerr.Wrap(err, "start %s", e.path)
 	}
 	listening := make(chan string, 1)
 	done := make(chan struct{})
@@ -198,7 +200,7 @@ func (e *Emulator) Restart(ctx context.Context) error {
 	e.Kill()
 	_, port, err := net.SplitHostPort(e.Addr)
 	if err != nil {
-		return fmt.Errorf("bttl: restart cbtemulator: %w", err)
+		return bttlerr.Wrap(err, "restart cbtemulator")
 	}
 	return e.start(ctx, port)
 }

@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/strategy"
 )
@@ -299,7 +300,7 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 		c.Expiry = j.Expiry.UTC()
 		d, err := time.ParseDuration(j.Remaining)
 		if err != nil {
-			return fmt.Errorf("bttl: cell report: remaining_ttl: %w", err)
+			return bttlerr.Wrap(err, "cell report: remaining_ttl")
 		}
 		c.Remaining = d
 	}

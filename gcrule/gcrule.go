@@ -323,7 +323,7 @@ func (a *Admin) Families(ctx context.Context, table string) (map[string]*adminpb
 func (a *Admin) Verify(ctx context.Context, table string, schema strategy.Schema) error {
 	fams, err := a.Families(ctx, table)
 	if err != nil {
-		return fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	return Compare(table, schema, fams)
 }

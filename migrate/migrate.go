@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
@@ -784,7 +785,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	}
 	applied, err := m.apply(ctx, row, pred(), mut)
 	if err != nil {
-		return fmt.Errorf("bttl: migrate row %q, %d cell(s) from column %q, timestamp %s: %w", row, len(batch), batch[0].q, formatTimestamp(batch[0].c.ts), err)
+		return bttlerr.Wrap(err, "migrate row %q, %d cell(s) from column %q, timestamp %s", row, len(batch), batch[0].q, formatTimestamp(batch[0].c.ts))
 	}
 	if !applied {
 		if len(batch) == 1 {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -297,7 +298,7 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 		plan.CreateTable = true
 		fams = nil
 	case err != nil:
-		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	for f := range fams {
 		plan.families = append(plan.families, f)
@@ -482,7 +483,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 	ac := p.admin.Client()
 	if plan.CreateTable {
 		if err := ac.CreateTable(ctx, plan.Table); err != nil {
-			return fmt.Errorf("bttl: create table %q: %w", plan.Table, err)
+			return bttlerr.Wrap(err, "create table %q", plan.Table)
 		}
 	}
 	for _, c := range plan.Changes {
@@ -497,7 +498,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 			err = ac.SetGCPolicy(ctx, plan.Table, c.Family, pol.GCPolicy())
 		}
 		if err != nil {
-			return fmt.Errorf("bttl: %s: %w", c, err)
+			return bttlerr.Wrap(err, "%s", c)
 		}
 	}
 	plan.Write(p.out)

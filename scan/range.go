@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // Range is the row keys in [Start, End); End "" is the table's end.
@@ -84,7 +86,7 @@ func (k *jsonKey) UnmarshalJSON(b []byte) error {
 	}
 	raw, err := base64.StdEncoding.DecodeString(*m.Base64)
 	if err != nil {
-		return fmt.Errorf("bttl: scan range key: %w", err)
+		return bttlerr.Wrap(err, "scan range key")
 	}
 	*k = jsonKey(raw)
 	return nil

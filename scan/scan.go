@@ -14,6 +14,8 @@ import (
 	"cloud.google.com/go/bigtable"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // RowFunc is called with each row read. It is called concurrently from the
@@ -138,7 +140,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("bttl: scan: SampleRowKeys: %w", err)
+			return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 		}
 		if w, ok := c.balance(sampled); ok {
 			w.Table = table
@@ -602,7 +604,7 @@ func SuggestShardKeys(ctx context.Context, tbl *bigtable.Table, start, end strin
 	}
 	sampled, err := tbl.SampleRowKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bttl: scan: SampleRowKeys: %w", err)
+		return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 	}
 	rs := plan(Range{start, end}, sampled, count)
 	if len(rs) < count {

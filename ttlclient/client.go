@@ -200,7 +200,7 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 	admin, err := bigtable.NewAdminClient(ctx, project, instance, opts...)
 	if err != nil {
 		_ = raw.Close()
-		return nil, fmt.Errorf("bttl: admin client: %w", err)
+		return nil, bttlerr.Wrap(err, "admin client")
 	}
 	c := newClient(raw, append([]Option{WithAdminClient(admin, project, instance)}, config.Options...))
 	c.admin, c.owned = admin, true
@@ -291,7 +291,7 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 		return nil, fmt.Errorf("%w: %q (the admin API: %w)", ErrTableNotFound, table, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	if err := gcrule.Compare(table, schema, fams); err != nil {
 		return nil, err
