@@ -17,6 +17,7 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -244,4 +245,29 @@ func TestWrappedThroughTwoPackagesShowsThePrefixOnce(t *testing.T) {
 
 	err = bttlerr.Wrap(errors.Join(strategy.ErrInvalidTTL, strategy.ErrInvalidSequence), "context")
 	onePrefix(t, "Wrap(errors.Join)", err.Error())
+}
+
+// provision's safety scan runs on the scan engine, whose errors carry the
+// prefix: provision's context in front of one showed it twice. The data
+// client's reads fail (PermissionDenied, which the client does not retry).
+func TestProvisionScanErrorShowsThePrefixOnce(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.Admin.CreateTable(ctx, "p"))
+	require.NoError(t, h.Admin.CreateColumnFamily(ctx, "p", "f"))
+	denied := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return status.Error(codes.PermissionDenied, "reads denied")
+	})
+	deniedStream := grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return nil, status.Error(codes.PermissionDenied, "reads denied")
+	})
+	dc, err := h.DialDataClient(ctx, denied, deniedStream)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	p := provision.New(gcrule.NewAdmin(h.Admin, bttestharness.Project, bttestharness.Instance), dc.Client)
+	_, err = p.PlanAndCheck(ctx, "p", strategy.Schema{"f": strategy.OneSecond()})
+	require.Error(t, err)
+	assert.Equal(t, codes.PermissionDenied, status.Code(err))
+	onePrefix(t, "provision scan(scan)", err.Error())
+	assert.Contains(t, err.Error(), `family "f"`)
 }
