@@ -64,20 +64,65 @@ func (c *config) checkpointStore(ctx context.Context, table string, piece Range,
 	case c.btClient == nil:
 		return nil, &OptionError{Option: "checkpoint", Reason: c.checkpoint + " needs WithBigtableCheckpoints (the clients of the instance that keeps it)"}
 	}
-	if err := ensureCheckpointTable(ctx, c.btAdmin, id); err != nil {
-		return nil, &CheckpointError{Path: c.checkpoint, Reason: "cannot create the checkpoint table", Err: err}
-	}
 	h := sha256.New()
 	h.Write(job)
 	fmt.Fprintf(h, "\x00%q\x00%q", piece.Start, piece.End)
 	key := fmt.Sprintf("%s#%x#%d/%d", table, h.Sum(nil)[:8], c.shard.Index, c.shard.Count)
+	return NewBigtableStore(ctx, c.btClient, c.btAdmin, id, key)
+}
+
+// NewBigtableStore returns the record kept in row key of table id of
+// client's instance, laid out as WithBigtableCheckpoints keeps checkpoints
+// (and in the same table, if wanted: a checkpoint's key is the scanned
+// table's ID, then "#"). The table is created with admin when missing.
+// Open claims the row and Save writes it only while this store holds the
+// claim (ErrCheckpointClaimed once another store claimed it since), so of
+// two writers of one row the later one wins. bttl audit -report keeps a
+// shard's report this way; ReadBigtableRecords reads such rows back.
+func NewBigtableStore(ctx context.Context, client *bigtable.Client, admin *bigtable.AdminClient, id, key string) (CheckpointStore, error) {
+	switch {
+	case !tableIDPattern.MatchString(id):
+		return nil, &OptionError{Option: "table", Reason: fmt.Sprintf("%q: want a table ID of letters, digits, -, _ and .", id)}
+	case key == "":
+		return nil, &OptionError{Option: "key", Reason: "empty row key"}
+	case client == nil:
+		return nil, &OptionError{Option: "client", Reason: "no data client"}
+	}
+	name := BigtableScheme + id + "/" + key
+	if err := ensureCheckpointTable(ctx, admin, id); err != nil {
+		return nil, &CheckpointError{Path: BigtableScheme + id, Reason: "cannot create the table", Err: err}
+	}
 	tok := make([]byte, 8)
 	_, _ = rand.Read(tok)
 	host, _ := os.Hostname()
 	return &bigtableStore{
-		tbl: c.btClient.Open(id), key: key, name: c.checkpoint + "/" + key,
+		tbl: client.Open(id), key: key, name: name,
 		token: fmt.Sprintf("%s@%s/%d", hex.EncodeToString(tok), host, os.Getpid()),
 	}, nil
+}
+
+// ReadBigtableRecords returns the records of the rows of table id whose
+// keys start with prefix, as NewBigtableStore's Save wrote them, by row
+// key. A row claimed but not written yet (its writer still running, or
+// stopped before its Save) maps to nil.
+func ReadBigtableRecords(ctx context.Context, client *bigtable.Client, id, prefix string) (map[string][]byte, error) {
+	if !tableIDPattern.MatchString(id) {
+		return nil, &OptionError{Option: "table", Reason: fmt.Sprintf("%q: want a table ID of letters, digits, -, _ and .", id)}
+	}
+	out := map[string][]byte{}
+	err := client.Open(id).ReadRows(ctx, bigtable.PrefixRange(prefix), func(r bigtable.Row) bool {
+		out[r.Key()] = nil
+		for _, it := range r[checkpointFamily] {
+			if it.Column == checkpointFamily+":"+recordColumn {
+				out[r.Key()] = it.Value
+			}
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.FamilyFilter(checkpointFamily), bigtable.LatestNFilter(1))))
+	if err != nil {
+		return nil, &CheckpointError{Path: BigtableScheme + id, Reason: "cannot read", Err: err}
+	}
+	return out, nil
 }
 
 // ensureCheckpointTable creates the table when it does not exist, and

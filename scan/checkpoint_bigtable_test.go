@@ -152,6 +152,53 @@ func TestBigtableCheckpointOptionErrors(t *testing.T) {
 	require.ErrorIs(t, err, scan.ErrCheckpoint, "a table that is not a checkpoint table is refused")
 }
 
+// NewBigtableStore keeps any record as checkpoints are kept (bttl audit
+// -report keeps reports so): the table is created when missing, of two
+// stores of one row the later claim's Save wins and the earlier one's is
+// refused, and ReadBigtableRecords reads a prefix's rows back, a row
+// claimed but not written as nil. On both servers.
+func TestBigtableStoreKeepsRecords(t *testing.T) {
+	for _, srv := range []string{"bttest", "cbtemulator"} {
+		t.Run(srv, func(t *testing.T) {
+			var h *bttestharness.Harness
+			if srv == "bttest" {
+				h = newHarness(t)
+			} else {
+				h, _ = bttestharness.NewOnEmulator(t, bttestharness.Config{})
+			}
+			ctx := context.Background()
+			open := func(key string) scan.CheckpointStore {
+				st, err := scan.NewBigtableStore(ctx, h.Raw, h.Admin, "records", key)
+				require.NoError(t, err)
+				rec, err := st.Open(ctx)
+				require.NoError(t, err)
+				assert.Nil(t, rec, "a new row holds no record")
+				return st
+			}
+			a := open("job/0/2")
+			b, err := scan.NewBigtableStore(ctx, h.Raw, h.Admin, "records", "job/0/2")
+			require.NoError(t, err)
+			_, err = b.Open(ctx)
+			require.NoError(t, err)
+			require.ErrorIs(t, a.Save(ctx, []byte("a")), scan.ErrCheckpointClaimed, "the earlier claim may not write")
+			require.NoError(t, b.Save(ctx, []byte("b")))
+			open("job/1/2") // claimed, never written
+			other := open("jobx/0/1")
+			require.NoError(t, other.Save(ctx, []byte("x")))
+
+			recs, err := scan.ReadBigtableRecords(ctx, h.Raw, "records", "job/")
+			require.NoError(t, err)
+			assert.Equal(t, map[string][]byte{"job/0/2": []byte("b"), "job/1/2": nil}, recs)
+			assert.Equal(t, "bigtable://records/job/0/2", b.Name())
+
+			_, err = scan.NewBigtableStore(ctx, h.Raw, h.Admin, "bad/name", "k")
+			require.ErrorIs(t, err, scan.ErrOption)
+			_, err = scan.ReadBigtableRecords(ctx, h.Raw, "bad/name", "k")
+			require.ErrorIs(t, err, scan.ErrOption)
+		})
+	}
+}
+
 // stallReads makes ReadRows streams go silent after sending after
 // messages, until their call ends, for the calls stall says.
 func stallReads(after int, stall func(call int) bool) grpc.ServerOption {

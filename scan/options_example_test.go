@@ -251,6 +251,54 @@ func ExampleWithBigtableCheckpoints() {
 	// Output: first run read: 1000 second run read: 0 complete: true
 }
 
+// A record of one's own (a shard's report, say) kept in a row of a table
+// of the instance, created when missing: Open claims the row, Save writes
+// it while the claim holds, and ReadBigtableRecords reads a prefix's rows.
+func ExampleNewBigtableStore() {
+	ctx := context.Background()
+	h, _ := exampleTable(ctx)
+	defer h.Close()
+	for i, report := range []string{`{"rows": 600}`, `{"rows": 400}`} {
+		st, err := scan.NewBigtableStore(ctx, h.Raw, h.Admin, "bttl_reports", fmt.Sprintf("audit/job1/%d/2", i))
+		if err != nil {
+			panic(err)
+		}
+		if _, err := st.Open(ctx); err != nil {
+			panic(err)
+		}
+		if err := st.Save(ctx, []byte(report)); err != nil {
+			panic(err)
+		}
+	}
+	recs, err := scan.ReadBigtableRecords(ctx, h.Raw, "bttl_reports", "audit/job1/")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(recs["audit/job1/0/2"]), string(recs["audit/job1/1/2"]))
+	// Output: {"rows": 600} {"rows": 400}
+}
+
+// ReadBigtableRecords: see NewBigtableStore. A row claimed but not yet
+// written reads as nil.
+func ExampleReadBigtableRecords() {
+	ctx := context.Background()
+	h, _ := exampleTable(ctx)
+	defer h.Close()
+	st, err := scan.NewBigtableStore(ctx, h.Raw, h.Admin, "bttl_reports", "audit/job2/0/1")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := st.Open(ctx); err != nil {
+		panic(err)
+	}
+	recs, err := scan.ReadBigtableRecords(ctx, h.Raw, "bttl_reports", "audit/job2/")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(recs), recs["audit/job2/0/1"] == nil)
+	// Output: 1 true
+}
+
 // A stall interval leaves a healthy read alone; a read that receives
 // nothing for that long is continued once from its last row, then fails
 // with a *StallError.

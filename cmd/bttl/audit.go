@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,6 +23,12 @@ import (
 
 var auditCommand = command{
 	name: "audit", needsSchema: true,
+	synopsis: []string{
+		"[-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N] [-bytes] [-fail-on LIST] [-metrics-out FILE] [-progress D] " +
+			"[-workers N] [-cells-per-second R] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T] [-report bigtable://T/JOB] [-now TIME]",
+		"-table T -suggest-shard-keys N",
+	},
+	short: "scan tables and report expired, mis-timestamped and excess cells",
 	help: `Scans each table and reports per family: live cells, expired cells not yet
 collected (finding "expired"), managed families with no GC rule, whose
 expired cells are never collected ("no-gc-rule"), real or server timestamps
@@ -42,14 +49,17 @@ ranges done, ETA) goes to stderr when it is a terminal, or with -progress.
 Ctrl-C stops the scan (exit 130), SIGTERM too (exit 143). A key range whose
 read receives nothing for -stall is read once more from its last row, then
 the audit fails (exit 2) naming the endpoint; -timeout bounds the whole
-command (default none). Reads only: ReadRows and SampleRowKeys (and the
-checkpoint table with -checkpoint bigtable://T).
+command (default none). Reads the audited tables only (ReadRows,
+SampleRowKeys); -checkpoint bigtable://T and -report write to their table.
 
 The table is cut at its SampleRowKeys points into key ranges, read by
 -workers streams at once, at most -cells-per-second. -shard i/n reads the
 i-th of n pieces of the scanned range, so n processes or machines share an
-audit: run each with the same -now (and -shard-keys, if any) and -json,
-then merge their reports with 'bttl audit merge'. The pieces are a function
+audit: run each with the same -now (and -shard-keys, if any) and -json, or
+-report bigtable://T/JOB, which writes each shard's report to a row of table
+T of the instance (one per job and shard; the checkpoint table will do),
+then merge the reports with 'bttl audit merge' (the files, or
+bigtable://T/JOB). The pieces are a function
 of the flags alone: by default an even split of the key space, which suits
 hashed keys; for keys with a common prefix, write keys once with
 -suggest-shard-keys n and pass the file to every shard as -shard-keys.
@@ -75,6 +85,8 @@ docs/design.md#scan-engine.
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		a.scan.register(fs, "read")
 		fs.Var(countFlag{&a.suggest, 0}, "suggest-shard-keys", "print `n`-1 shard keys for n shards, from the table's sample points, and exit (needs -table when the schema has several tables)")
+		fs.StringVar(&a.report, "report", "", "also write the JSON report (as -json prints it) to a row of table T of the instance with `bigtable://T/JOB` "+
+			"(created when missing; one row per job and shard), for bttl audit merge bigtable://T/JOB (needs -now)")
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "record finished key ranges in this `file`, or in a row of table T of the instance with bigtable://T (created when missing), and resume from it (needs -now and -table when the schema has several tables)")
 		fs.BoolVar(&a.bytes, "bytes", false, "read values to report byte figures (expired and beyond-N bytes, rows over 100 MB); without it values are stripped server-side, as cbt count does, and the report has no byte figures (-metrics-out and -fail-on large-rows imply it)")
 		fs.Var(timeFlag{&a.now}, "now", "audit at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock: the same for every shard and restart")
@@ -95,6 +107,7 @@ type auditArgs struct {
 	scan               scanFlags
 	suggest            int64
 	checkpoint         string
+	report             string
 	now                time.Time
 	bytes              bool
 }
@@ -115,8 +128,17 @@ func (a *auditArgs) check() error {
 		return errors.New("-limit reads a table's first rows: it excludes -workers above 1, -shard and -checkpoint")
 	case a.checkpoint != "" && a.now.IsZero():
 		return errors.New("-checkpoint needs -now, so that a restart audits at the same time")
+	case a.report != "" && a.now.IsZero():
+		return errors.New("-report needs -now, so that every shard and restart audits at the same time and the reports merge")
+	case a.report != "" && (a.opt.Limit > 0 || a.suggest > 0):
+		return errors.New("-report keeps a shard's report for audit merge: it excludes -limit (a limited report does not merge) and -suggest-shard-keys")
 	case a.suggest == 1:
 		return errors.New("-suggest-shard-keys: want at least 2 shards")
+	}
+	if a.report != "" {
+		if _, err := parseReportDest(a.report); err != nil {
+			return fmt.Errorf("-report: %w", err)
+		}
 	}
 	return a.scan.check()
 }
@@ -169,6 +191,25 @@ func (a *auditArgs) run(e *env) int {
 		// Counting needs keys, columns and timestamps only: the values
 		// stay on the server, as cbt count's do.
 		sopts = append(sopts, scan.WithFilter(bigtable.StripValueFilter()))
+	}
+	// The report's row is claimed before the scan: a second worker on the
+	// same shard that starts later takes it, and this one's write fails.
+	var store scan.CheckpointStore
+	if a.report != "" {
+		d, _ := parseReportDest(a.report) // checked
+		sh := a.scan.shard
+		if !a.scan.sharded() {
+			sh = scan.Shard{Index: 0, Count: 1}
+		}
+		ctx, cancel := e.step()
+		store, err = scan.NewBigtableStore(ctx, e.data, e.adminClient, d.table, d.key(sh))
+		if err == nil {
+			_, err = store.Open(ctx)
+		}
+		cancel()
+		if err != nil {
+			return e.fail(fmt.Errorf("-report: %w", err))
+		}
 	}
 	tty := isTerminal(e.stderr)
 	every := a.every
@@ -231,7 +272,19 @@ func (a *auditArgs) run(e *env) int {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
-	return finishOutput(e, auditOutput{Tables: reports, Sample: a.opt.Sample, Limit: a.opt.Limit, NoBytes: !withBytes}, a.json, a.failOn)
+	out := auditOutput{Tables: reports, Sample: a.opt.Sample, Limit: a.opt.Limit, NoBytes: !withBytes}
+	if store != nil {
+		b, err := out.encode()
+		if err == nil {
+			ctx, cancel := e.step()
+			err = store.Save(ctx, b)
+			cancel()
+		}
+		if err != nil {
+			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+	}
+	return finishOutput(e, out, a.json, a.failOn)
 }
 
 // withBytes reports whether the audit reads values: -bytes, or an output
@@ -261,17 +314,28 @@ type auditOutput struct {
 	NoBytes bool `json:"no_bytes,omitempty"`
 }
 
+// encode is the output as -json prints it, its findings filled in.
+func (out auditOutput) encode() ([]byte, error) {
+	out.Findings = findings(out.Tables)
+	if out.Findings == nil {
+		out.Findings = []string{}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	err := enc.Encode(out)
+	return b.Bytes(), err
+}
+
 // finishOutput is finish for an output whose other fields are set.
 func finishOutput(e *env, out auditOutput, asJSON bool, failOn []string) int {
 	found := findings(out.Tables)
-	out.Findings = found
 	if asJSON {
-		if out.Findings == nil {
-			out.Findings = []string{}
+		b, err := out.encode()
+		if err == nil {
+			_, err = e.stdout.Write(b)
 		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err != nil {
 			return e.fail(err)
 		}
 	}

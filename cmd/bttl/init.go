@@ -23,7 +23,9 @@ import (
 )
 
 var initCommand = command{
-	name: "init",
+	name:     "init",
+	synopsis: []string{"[-table T] [-force] [-sample-rows N]"},
+	short:    "write a schema file from the instance's tables and GC rules",
 	help: `Writes a schema file (YAML, as -schema takes) from the instance's tables and
 their families' GC rules, to the -schema file (default: stdout). Each rule
 gives a strategy: max age 1s -> one-second; max age D -> default-expiry D;

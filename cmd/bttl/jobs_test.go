@@ -139,6 +139,18 @@ func withFlag(t *testing.T, args []string, name, value string) []string {
 	return nil
 }
 
+// flagValue returns the value of -name=V in args.
+func flagValue(t *testing.T, args []string, name string) string {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "-"+name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no -%s in %q", name, args)
+	return ""
+}
+
 func without(args []string, drop string) []string {
 	var out []string
 	for _, a := range args {
@@ -301,6 +313,13 @@ func TestJobExamplesAgree(t *testing.T) {
 		require.True(t, ok, "README has the gcloud command for %s", kind)
 		assert.Equal(t, c, g.args, "%s: gcloud --args are the YAML's", kind)
 		assert.Equal(t, tasks, g.tasks, kind)
+		// Stateless workers: progress, and the audit's reports, in the
+		// instance, not in a local file or the logs.
+		assert.True(t, strings.HasPrefix(flagValue(t, k, "checkpoint"), "bigtable://"), kind)
+		if kind == "audit" {
+			assert.True(t, strings.HasPrefix(flagValue(t, k, "report"), "bigtable://"), kind)
+			assert.NotContains(t, k, "-json", "the reports go to the instance, not to the logs")
+		}
 	}
 }
 
@@ -377,21 +396,21 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	assert.Equal(t, storedFamily(t, dcB, "events", "clicks"), got, "sharded, killed and resumed = one uninterrupted run")
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), got, "every cell at its timestamp + 30 days, none lost or doubled")
 
-	// The audit job: tasks workers with Cloud Run's variables; their
-	// reports merge to the single-process audit.
+	// The audit job: tasks workers with Cloud Run's variables, each in a
+	// fresh directory, writing its report to the emulator (-report); the
+	// job's reports, merged from there, are the single-process audit.
 	auditCmd := withFlag(t, fill(auditArgs), "now", now.UTC().Format(time.RFC3339Nano))
-	var files []string
+	report := flagValue(t, auditCmd, "report")
 	reports := make([]*worker, tasks)
 	for i := range reports {
 		reports[i] = startWorker(t, bin, auditCmd, runnerEnv(addrA, fmt.Sprintf("CLOUD_RUN_TASK_INDEX=%d", i), fmt.Sprintf("CLOUD_RUN_TASK_COUNT=%d", tasks)))
 	}
 	for i, w := range reports {
 		require.Equal(t, exitOK, w.wait(), "audit task %d: %s", i, w.stderr.String())
-		files = append(files, writeFile(t, fmt.Sprintf("shard%d.json", i), w.stdout.String()))
 	}
-	merged := execBttl(t, bin, addrA, append([]string{"audit", "merge", "-json"}, files...)...)
+	merged := execBttl(t, bin, addrA, "audit", "merge", "-json", report)
 	require.Equal(t, exitOK, merged.code, merged.stderr)
-	one := startWorker(t, bin, auditCmd, runnerEnv(addrA))
+	one := startWorker(t, bin, append(without(auditCmd, "-report="+report), "-json"), runnerEnv(addrA))
 	require.Equal(t, exitOK, one.wait(), one.stderr.String())
 	var m, s auditOutput
 	require.NoError(t, json.Unmarshal([]byte(merged.stdout), &m))

@@ -30,6 +30,8 @@ cells with no filter: ReadRow/ReadRows only.
 
 var lookupCommand = command{
 	name: "lookup", needsSchema: true, args: "TABLE ROW",
+	synopsis: []string{"[-json] [-now TIME] TABLE ROW"},
+	short:    "show one row's stored cells, whether a bttl read returns each, and why not",
 	help: `Shows one row's stored cells and, for each, whether a read through bttl
 returns it and why not. Exit status 1 when the row holds no cell.
 
@@ -44,6 +46,8 @@ returns it and why not. Exit status 1 when the row holds no cell.
 
 var readCommand = command{
 	name: "read", needsSchema: true, args: "TABLE",
+	synopsis: []string{"[-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE"},
+	short:    "the same for a range of rows, as cbt read takes it",
 	help: `Shows the stored cells of a range of rows (-start/-end, -prefix, -count, as
 cbt read takes them) and, for each, whether a read through bttl returns it
 and why not.
@@ -102,8 +106,9 @@ func (l *lookupArgs) run(e *env) int {
 	}
 	now := l.now
 	if now.IsZero() {
-		now = e.now().UTC()
+		now = e.now()
 	}
+	now = now.UTC() // -json's "now" is UTC, as every time bttl prints
 	ctx, cancel := e.step()
 	defer cancel()
 	tbl := e.data.Open(table)

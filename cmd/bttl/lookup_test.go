@@ -32,14 +32,7 @@ tables:
 func TestLookupShowsWhatAReadHides(t *testing.T) {
 	for _, server := range []string{"bttest", "cbtemulator"} {
 		t.Run(server, func(t *testing.T) {
-			var ac *bigtable.AdminClient
-			var dc *bigtable.Client
-			var addr string
-			if server == "bttest" {
-				ac, dc, addr = newServer(t)
-			} else {
-				ac, dc, addr = emulatorClients(t)
-			}
+			ac, dc, addr := serverClients(t, server)
 			ctx := context.Background()
 			// No GC rules: the servers' GC would remove the excess
 			// versions this test shows at a moment of its own choosing.
@@ -88,8 +81,10 @@ func TestLookupShowsWhatAReadHides(t *testing.T) {
 			}
 			assert.True(t, strings.HasPrefix(r.stdout, strings.Repeat("-", 40)+"\nu1\n"), "cbt's layout: %s", r.stdout)
 
-			r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "-json", "-now", classifyAt.Format(time.RFC3339Nano), "users", "u1")
+			// -now in another zone: -json's now is UTC all the same.
+			r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "-json", "-now", classifyAt.In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano), "users", "u1")
 			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Contains(t, r.stdout, `"now":"`+classifyAt.UTC().Format(time.RFC3339Nano)+`"`)
 			var got rowJSON
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
 			stored, err := tbl.ReadRow(ctx, "u1")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,32 +11,54 @@ import (
 	"strings"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/scan"
 )
 
-// auditMergeCommand is "bttl audit merge": reached through audit, it reads
-// files and calls no Bigtable API.
+// auditMergeCommand is "bttl audit merge", an entry of the command table
+// as any other: it reads files, and needs the clients only for the rows of
+// a bigtable://TABLE/JOB source (audit -report).
 var auditMergeCommand = command{
-	name: "audit merge", offline: true, args: "FILE...",
-	help: `Merges the -json reports of the shards of one audit (bttl audit -shard i/n
--json, one file per shard) into the report a single audit would have made,
-per table, and prints it as audit does (-json, -fail-on, -metrics-out).
+	name: "audit merge", offline: true, args: "SOURCE...",
+	online:   readsBigtable,
+	synopsis: []string{"[-json] [-fail-on LIST] [-metrics-out FILE] FILE|bigtable://TABLE/JOB..."},
+	short:    "merge the reports of an audit's shards into the report of the whole",
+	help: `Merges the reports of the shards of one audit (bttl audit -shard i/n) into
+the report a single audit would have made, per table, and prints it as
+audit does (-json, -fail-on, -metrics-out). Each SOURCE is a file, one
+shard's -json output, or bigtable://TABLE/JOB: every shard's report that
+audit -report bigtable://TABLE/JOB wrote to table TABLE of the instance
+(then -project and -instance are needed, as for audit).
 The reports must be of the same tables, schema and clock time (-now), one
 per shard of the same count, covering the scanned range with no gap or
-overlap, unsampled or sampled alike, and not stopped by -limit; otherwise
-nothing is merged and the command exits 1 saying why. Flags go before the
-files. Needs no -project, -instance or -schema: the reports carry the
-schema they were made with.
+overlap, unsampled or sampled alike, read with -bytes or without alike,
+and not stopped by -limit; otherwise nothing is merged and the command
+exits 1 saying why (a shard whose audit has not written its report yet is
+a missing shard). A file that cannot be read, or a job with no report at
+all, exits 2. Flags go before the sources. Needs no -schema: the reports
+carry the schema they were made with.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
-		m := &mergeArgs{}
+		m := &mergeArgs{fs: fs}
 		fs.BoolVar(&m.json, "json", false, "print JSON instead of a table")
 		fs.StringVar(&m.metricsOut, "metrics-out", "", "also write the merged reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		fs.Var(failOnFlag{&m.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
-		return invocation{run: m.run}
+		return invocation{check: m.check, run: m.run}
 	},
 }
 
+// readsBigtable reports whether a merge source is a table of the
+// instance: then the command needs the clients.
+func readsBigtable(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, scan.BigtableScheme) {
+			return true
+		}
+	}
+	return false
+}
+
 type mergeArgs struct {
+	fs         *flag.FlagSet
 	json       bool
 	metricsOut string
 	failOn     []string
@@ -45,30 +68,71 @@ type mergeArgs struct {
 // that do not fit together are a mismatch (exit 1).
 var errMergeInput = errors.New("not an audit -json report")
 
+func (m *mergeArgs) check() error {
+	if m.fs.NArg() == 0 {
+		return errors.New("give the shards' reports: files (bttl audit -json output) or bigtable://TABLE/JOB (bttl audit -report)")
+	}
+	for _, a := range m.fs.Args() {
+		if strings.HasPrefix(a, scan.BigtableScheme) {
+			if _, err := parseReportDest(a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// read reads every source's reports: a file's one, a job's every shard's.
+func (m *mergeArgs) read(e *env) ([]*auditOutput, []string, error) {
+	var outs []*auditOutput
+	var names []string
+	for _, src := range e.args {
+		if strings.HasPrefix(src, scan.BigtableScheme) {
+			d, err := parseReportDest(src)
+			if err != nil {
+				return nil, nil, err
+			}
+			o, n, err := readReports(e, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			outs, names = append(outs, o...), append(names, n...)
+			continue
+		}
+		out, err := readAuditOutput(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs, names = append(outs, out), append(names, src)
+	}
+	return outs, names, nil
+}
+
 func (m *mergeArgs) run(e *env) int {
-	if len(e.args) == 0 {
-		fmt.Fprintln(e.stderr, "bttl audit merge: give the shards' report files (bttl audit -json output)")
-		return exitError
+	outs, names, err := m.read(e)
+	var mm *mergeMismatch
+	if errors.As(err, &mm) {
+		return m.mismatch(e, err)
+	}
+	if err != nil {
+		return e.fail(err)
 	}
 	byTable := map[string][]*audit.Report{}
 	var sample float64
 	var noBytes bool
-	for i, path := range e.args {
-		out, err := readAuditOutput(path)
-		if err != nil {
-			return e.fail(err)
-		}
+	for i, out := range outs {
+		path := names[i]
 		if out.Limit > 0 {
 			return m.mismatch(e, fmt.Errorf("%s: stopped at -limit %d: a limited report does not cover its range", path, out.Limit))
 		}
 		if i == 0 {
 			sample, noBytes = out.Sample, out.NoBytes
 		} else if out.Sample != sample {
-			return m.mismatch(e, fmt.Errorf("%s: -sample %g, %s: -sample %g: reports of different samples", e.args[0], sample, path, out.Sample))
+			return m.mismatch(e, fmt.Errorf("%s: -sample %g, %s: -sample %g: reports of different samples", names[0], sample, path, out.Sample))
 		} else if out.NoBytes != noBytes {
 			// Byte figures of a report without -bytes are zeros, not
 			// measurements: a sum with measured ones would be neither.
-			return m.mismatch(e, fmt.Errorf("%s and %s: one audit read values (-bytes) and the other did not: audit every shard the same way", e.args[0], path))
+			return m.mismatch(e, fmt.Errorf("%s and %s: one audit read values (-bytes) and the other did not: audit every shard the same way", names[0], path))
 		}
 		for _, r := range out.Tables {
 			byTable[r.Table] = append(byTable[r.Table], r)
@@ -117,8 +181,14 @@ func readAuditOutput(path string) (*auditOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseAuditOutput(path, b)
+}
+
+// parseAuditOutput reads one audit -json output (from a file, or a
+// Bigtable report row), named path in messages.
+func parseAuditOutput(path string, b []byte) (*auditOutput, error) {
 	var out auditOutput
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&out); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, errMergeInput, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,14 @@ import (
 func hashedClicks(t *testing.T, rows int) string {
 	t.Helper()
 	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, rows)
+	return addr
+}
+
+// loadHashedClicks creates table "events" as hashedClicks does, on the
+// server of ac and dc.
+func loadHashedClicks(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, rows int) {
+	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
 		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
@@ -30,7 +39,6 @@ func hashedClicks(t *testing.T, rows int) string {
 		h := uint32(i) * 2654435761
 		require.NoError(t, tbl.Apply(ctx, string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), m))
 	}
-	return addr
 }
 
 // Issue 26 item 7: bttl audit merge refuses forged or corrupt shard
@@ -122,4 +130,51 @@ func TestAuditMergeCarriesNoBytes(t *testing.T) {
 	r = runRaw(ctx, "audit", "merge", "-metrics-out", writeFile(t, "m.prom", ""), s0, s1)
 	assert.Equal(t, exitError, r.code, r.stdout)
 	assert.Contains(t, r.stderr, "-metrics-out needs byte figures: audit the shards with -bytes")
+}
+
+// Issue 27 item 10: audit -json prints instants as RFC 3339 UTC, and audit
+// merge still reads reports written before, with microseconds
+// (testdata/audit-v0-*.json, printed by the earlier bttl audit -json
+// -bytes -now 2027-01-02T15:04:05.123456Z -shard i/2), also merged with a
+// shard in the new form.
+func TestAuditMergeReadsMicrosecondReports(t *testing.T) {
+	ctx := context.Background()
+	old0, old1 := "testdata/audit-v0-shard0.json", "testdata/audit-v0-shard1.json"
+	b, err := os.ReadFile(old0)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"now": 1798902245123456`, "the fixture is of the old form")
+
+	r := runRaw(ctx, "audit", "merge", "-json", old0, old1)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
+	tbl := raw["tables"].([]any)[0].(map[string]any)
+	assert.Equal(t, "2027-01-02T15:04:05.123456Z", tbl["now"], "the merged report's now is RFC 3339")
+	assert.EqualValues(t, 30, tbl["rows"])
+	oldest, ok := tbl["families"].([]any)[0].(map[string]any)["oldest_expiry"].(string)
+	require.True(t, ok, "oldest_expiry is a string: %s", r.stdout)
+	_, err = time.Parse(time.RFC3339Nano, oldest)
+	assert.NoError(t, err)
+
+	// One shard rewritten in the new form merges with the other's old one.
+	var s1 auditOutput
+	b, err = os.ReadFile(old1)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &s1))
+	nb, err := json.Marshal(s1)
+	require.NoError(t, err)
+	require.Contains(t, string(nb), `"now":"2027-01-02T15:04:05.123456Z"`)
+	r2 := runRaw(ctx, "audit", "merge", "-json", old0, writeFile(t, "new1.json", string(nb)))
+	require.Equal(t, exitOK, r2.code, r2.stderr)
+	assert.JSONEq(t, r.stdout, r2.stdout, "old and new forms are the same report")
+	r3 := runRaw(ctx, "audit", "merge", old0, old1)
+	require.Equal(t, exitOK, r3.code, r3.stderr)
+	assert.Contains(t, r3.stdout, `table "events" at 2027-01-02T15:04:05.123456Z: 30 rows`)
+
+	// audit -json itself prints RFC 3339.
+	addr := hashedClicks(t, 5)
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	out := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-now", "2026-01-02T17:04:05+02:00")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	assert.Contains(t, out.stdout, `"now": "2026-01-02T15:04:05Z"`)
 }

@@ -19,6 +19,10 @@ import (
 
 var migrateCommand = command{
 	name: "migrate", needsSchema: true,
+	synopsis: []string{"-table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... " +
+		"[-first-switch T -written-before T [-clock-skew D] [-write-time-complete]] [-expired keep|delete [-expect-expired N -expired-as-of T]] " +
+		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T] [-dry-run]"},
+	short: "move a family's stored cells onto its strategy (real timestamps to one-second, D to D')",
 	help: `Moves the cells a family already holds onto the strategy the schema file gives
 the target family (-family in place, or -to-family): real timestamps (-from
 real) to one-second expiry, each cell expiring at its write time plus a TTL
@@ -73,7 +77,7 @@ key range where a cell was left.
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
 		a.scan.register(fs, "migrate")
-		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`: a rerun after a crash or Ctrl-C skips the key ranges finished (a file of another plan is refused)")
+		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`, or in a row of table T of the instance with bigtable://T (created when missing): a rerun after a crash or Ctrl-C skips the key ranges finished (a record of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
 		return invocation{check: a.check, run: a.run}

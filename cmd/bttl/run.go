@@ -50,68 +50,6 @@ var errCommandTimeout = errors.New("-timeout reached")
 // given: a dead endpoint fails such a step instead of hanging.
 const stepTimeout = 30 * time.Second
 
-const topHelp = `bttl checks and provisions the GC rules bttl's TTL strategies need, audits
-what tables hold, and writes a schema file from an instance's tables.
-
-usage: bttl [global flags] <command> [flags]
-
-Global flags may also follow the command: bttl verify -project p -instance i -schema s.yaml
-
-commands:
-  verify   compare each table's families and GC rules with the schema file
-  plan     show the family and GC-rule changes apply would make
-  apply    make them
-  audit    scan tables and report expired, mis-timestamped and excess cells
-           (bttl audit merge FILE...: merge the reports of an audit's shards)
-  migrate  move a family's existing cells onto its strategy (real timestamps to one-second, D to D')
-  init     write a schema file from the instance's tables and GC rules
-  lookup   show one row's stored cells and whether a bttl read returns each, and why not
-  read     the same for a range of rows (-start/-end, -prefix, -count)
-  help     bttl help <command> shows a command's flags
-
-Credentials: Application Default Credentials (gcloud auth application-default
-login, or GOOGLE_APPLICATION_CREDENTIALS), or -creds FILE, a service account
-key file, as cbt takes. BIGTABLE_EMULATOR_HOST points bttl at an emulator.
-$HOME/.cbtrc gives defaults to the global flags the command line leaves
-unset, as for cbt ("key = value" lines: project, instance, creds, timeout,
-data-endpoint, admin-endpoint, cert-file, user-agent).
-`
-
-// command is one subcommand. setup defines its flags on fs and returns
-// what to run once they are parsed.
-type command struct {
-	name, help  string
-	needsSchema bool
-	// offline commands read files only: no -project or -instance, no
-	// clients; args names the positional arguments they take.
-	offline bool
-	args    string
-	setup   func(fs *flag.FlagSet) invocation
-}
-
-// invocation is a parsed command: check validates flag combinations
-// (exit 2) before any client exists; run does the work.
-type invocation struct {
-	check func() error
-	run   func(e *env) int
-}
-
-func commands() []command {
-	return []command{verifyCommand, planCommand, applyCommand, auditCommand, migrateCommand, initCommand, lookupCommand, readCommand}
-}
-
-func lookup(name string) (command, bool) {
-	if name == auditMergeCommand.name {
-		return auditMergeCommand, true
-	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
 // globals are the flags every command takes, before or after its name.
 type globals struct {
 	project, instance, schema string
@@ -151,27 +89,6 @@ func flagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func writeTopHelp(w io.Writer) {
-	fmt.Fprint(w, topHelp)
-	fmt.Fprintln(w, "\nglobal flags:")
-	fs := flagSet("bttl", w)
-	newGlobals().define(fs)
-	fs.PrintDefaults()
-	fmt.Fprint(w, "\n"+exitCodes)
-}
-
-func writeCommandHelp(w io.Writer, c command) {
-	usage := "bttl " + c.name + " [flags]"
-	if c.args != "" {
-		usage += " " + c.args
-	}
-	fmt.Fprintf(w, "usage: %s\n\n%s\nflags:\n", usage, c.help)
-	fs := flagSet("bttl "+c.name, w)
-	c.setup(fs)
-	fs.PrintDefaults()
-	fmt.Fprint(w, "\nand the global flags (bttl -h)\n\n"+exitCodes)
-}
-
 func writeVersion(w io.Writer) {
 	v := "(unknown)"
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -201,32 +118,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		writeTopHelp(stderr)
 		return exitError
 	}
-	name, rest := top.Arg(0), top.Args()[1:]
-	if name == "help" {
-		switch {
-		case len(rest) == 0:
-			writeTopHelp(stdout)
-			return exitOK
-		case len(rest) > 2 || (len(rest) == 2 && rest[0]+" "+rest[1] != auditMergeCommand.name):
-			fmt.Fprintln(stderr, "usage: bttl help [command]")
-			return exitError
-		}
-		c, ok := lookup(strings.Join(rest, " "))
-		if !ok {
-			fmt.Fprintf(stderr, "bttl help: unknown command %q; run 'bttl -h' for the list\n", rest[0])
-			return exitError
-		}
-		writeCommandHelp(stdout, c)
-		return exitOK
-	}
-	c, ok := lookup(name)
+	c, rest, ok := findCommand(top.Args())
 	if !ok {
-		fmt.Fprintf(stderr, "bttl: unknown command %q; run 'bttl -h' for the list\n", name)
+		fmt.Fprintf(stderr, "bttl: unknown command %q; run 'bttl -h' for the list\n", top.Arg(0))
 		return exitError
 	}
-	if name == "audit" && len(rest) > 0 && rest[0] == "merge" {
-		c, name, rest = auditMergeCommand, auditMergeCommand.name, rest[1:]
-	}
+	name := c.name
 	fs := flagSet("bttl "+name, stderr)
 	g.define(fs)
 	inv := c.setup(fs)
@@ -237,6 +134,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintf(stderr, "run 'bttl help %s' for usage\n", name)
 		return exitError
+	}
+	// -h after the arguments asks for help too, unless "--" ended the
+	// flags (a row key "-h").
+	if n := len(rest) - fs.NArg(); (n == 0 || rest[n-1] != "--") && helpRequested(fs.Args()) {
+		writeCommandHelp(stdout, c)
+		return exitOK
 	}
 	if g.version {
 		writeVersion(stdout)
@@ -260,7 +163,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			ctx, cancel = context.WithTimeoutCause(ctx, g.timeout, errCommandTimeout)
 		}
 	}
-	if c.offline {
+	if c.offline && (c.online == nil || !c.online(fs.Args())) {
 		bound()
 		if inv.check != nil {
 			if err := inv.check(); err != nil {
@@ -274,23 +177,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageErr("%v", err)
 	}
 	bound()
+	if inv.check != nil {
+		if err := inv.check(); err != nil {
+			return usageErr("%v", err)
+		}
+	}
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
 	if c.needsSchema && g.schema == "" {
 		return usageErr("-schema is required")
 	}
-	if inv.check != nil {
-		if err := inv.check(); err != nil {
-			return usageErr("%v", err)
-		}
-	}
 	if g.creds != "" {
 		if _, err := os.Stat(g.creds); err != nil {
 			return usageErr("-creds: %v", err)
 		}
 	}
-	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now}
+	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
 	if c.needsSchema {
 		schemas, err := schemafile.Load(g.schema)
 		if err != nil {
@@ -339,7 +242,7 @@ type env struct {
 	// state in (bigtable:// checkpoints).
 	adminClient *bigtable.AdminClient
 	now         func() time.Time
-	args        []string // an offline command's positional arguments
+	args        []string // the command's positional arguments
 }
 
 // step returns a context for one step that calls Bigtable: the command's,

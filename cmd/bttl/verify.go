@@ -17,6 +17,8 @@ import (
 
 var verifyCommand = command{
 	name: "verify", needsSchema: true,
+	synopsis: []string{"[-table T] [-assume-adopted]"},
+	short:    "compare each table's families and GC rules with the schema file",
 	help: `Compares each table's column families and GC rules with the schema file.
 A missing table or family, or a rule other than the strategy needs, is a
 mismatch (exit 1); every table is checked. A GC rule does not say which
@@ -41,6 +43,8 @@ func assumeAdoptedFlag(fs *flag.FlagSet) *bool {
 
 var planCommand = command{
 	name: "plan", needsSchema: true,
+	synopsis: []string{"[-table T] [-family F,G] [-workers N] [-assume-adopted]"},
+	short:    "show the changes apply would make, with exact counts, and those it would refuse",
 	help: `Shows the family and GC-rule changes apply would make, how many stored cells
 a lowering change makes collectable (an exact count: each such family is
 read whole, once, and that one read also decides refusal), and the changes
@@ -64,6 +68,8 @@ them.
 
 var applyCommand = command{
 	name: "apply", needsSchema: true,
+	synopsis: []string{"[-table T] [-family F,G] [-yes] [-force] [-assume-adopted]"},
+	short:    "make those changes (asks first; refuses data loss unless -force)",
 	help: `Creates missing tables and families and sets the GC rules the schema's
 strategies need, after showing the plan and asking for confirmation (-yes:
 don't ask). Refuses (exit 1, nothing changed) a rule change that would
