@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -24,9 +25,11 @@ type PinError struct {
 	FilterBytes    int // the predicate's size
 }
 
+// Error names the column as every bttl message does (keytext.Quote:
+// quoted, cut to 64 bytes); the Column field keeps it whole.
 func (e *PinError) Error() string {
 	return fmt.Sprintf("%v: %s:%s@%d has a %d-byte value, the predicate would be %d bytes (limit %d)",
-		ErrCellTooLargeToPin, e.Family, e.Column, e.Timestamp, e.ValueBytes, e.FilterBytes, MaxFilterBytes)
+		ErrCellTooLargeToPin, e.Family, keytext.Quote(e.Column), e.Timestamp, e.ValueBytes, e.FilterBytes, MaxFilterBytes)
 }
 
 func (e *PinError) Unwrap() error { return ErrCellTooLargeToPin }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -171,13 +172,13 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 			switch {
 			case kind[i] == companion.Companion && err == nil:
 				c.Visibility, c.WriteTime = Companion, wallTime(wt)
-				c.Reason = fmt.Sprintf("write-time companion of column %q (written %s)", col, formatWhen(c.WriteTime))
+				c.Reason = fmt.Sprintf("write-time companion of column %s (written %s)", keytext.Quote(col), formatWhen(c.WriteTime))
 			case kind[i] == companion.Companion:
-				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %q with an unreadable value (%d bytes, not 8)", col, len(c.Value))
+				c.Visibility, c.Reason = Companion, fmt.Sprintf("write-time companion of column %s with an unreadable value (%d bytes, not 8)", keytext.Quote(col), len(c.Value))
 			case named:
 				c.Visibility = Reserved
-				c.Reason = fmt.Sprintf("orphaned write-time companion of column %q: no cell of that column at its timestamp, so it records no write time; "+
-					"in the range reserved for companions (from 0xFF 0xFF on): hidden from every read", col)
+				c.Reason = fmt.Sprintf("orphaned write-time companion of column %s: no cell of that column at its timestamp, so it records no write time; "+
+					"in the range reserved for companions (from 0xFF 0xFF on): hidden from every read", keytext.Quote(col))
 			default:
 				c.Visibility, c.Reason = Reserved, "qualifier in the range reserved for write-time companions (from 0xFF 0xFF on): hidden from every read"
 			}

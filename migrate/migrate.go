@@ -17,6 +17,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
@@ -785,7 +786,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	}
 	applied, err := m.apply(ctx, row, pred(), mut)
 	if err != nil {
-		return bttlerr.Wrap(err, "migrate row %q, %d cell(s) from column %q, timestamp %s", row, len(batch), batch[0].q, formatTimestamp(batch[0].c.ts))
+		return bttlerr.Wrap(err, "migrate row %s, %d cell(s) from column %s, timestamp %s", keytext.Quote(row), len(batch), keytext.Quote(batch[0].q), formatTimestamp(batch[0].c.ts))
 	}
 	if !applied {
 		if len(batch) == 1 {

@@ -16,6 +16,7 @@ import (
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
@@ -70,8 +71,8 @@ type HiddenColumnsError struct {
 
 func (e *HiddenColumnsError) Error() string {
 	s := fmt.Sprintf("bttl: the family holds columns write times would hide: table %q, family %q: %s under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-		"(first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), e.Row, e.Column, formatTimestamp(e.Timestamp))
+		"(first: row %s, column %s, timestamp %s); ",
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
 	if e.Forced {
 		return s + "forced: every read through bttl skips them, until they are rewritten under other qualifiers or deleted"
 	}
@@ -105,8 +106,8 @@ type SequenceCellsError struct {
 
 func (e *SequenceCellsError) Error() string {
 	s := fmt.Sprintf("bttl: an age rule would delete a sequence family's cells: table %q, family %q (%s -> %s): %s already past the new max age, "+
-		"sequence numbers or versions kept by max versions (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, e.From, e.To, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), e.Row, e.Column, formatTimestamp(e.Timestamp))
+		"sequence numbers or versions kept by max versions (first: row %s, column %s, timestamp %s); ",
+		e.Table, e.Family, e.From, e.To, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
 	if e.Forced {
 		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
 	}
@@ -142,8 +143,8 @@ type NotSequenceError struct {
 
 func (e *NotSequenceError) Error() string {
 	s := fmt.Sprintf("bttl: the family holds timestamps that are not sequence numbers: table %q, family %q: %s whose timestamp is not seq*1000 before %s, "+
-		"%d of them real times (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(strategy.RealTimeFloor), e.RealTimes, e.Row, e.Column, formatTimestamp(e.Timestamp))
+		"%d of them real times (first: row %s, column %s, timestamp %s); ",
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(strategy.RealTimeFloor), e.RealTimes, keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
 	const hides = "outrank every sequence number, so reads through bttl return them and hide new writes, which max versions collects"
 	const others = "below the floor and not seq*1000: they outrank nothing, but are not sequence numbers the strategy writes"
 	var what string
@@ -181,7 +182,7 @@ type Impact struct {
 func (i *Impact) String() string {
 	s := fmt.Sprintf("collectable at once, and invisible through bttl: %d cell(s), %d byte(s)", i.Collectable, i.CollectableBytes)
 	if i.Collectable > 0 {
-		s += fmt.Sprintf(" (first: row %q, column %q, timestamp %s)", i.Row, i.Column, formatTimestamp(i.Timestamp))
+		s += fmt.Sprintf(" (first: row %s, column %s, timestamp %s)", keytext.Quote(i.Row), keytext.Quote(i.Column), formatTimestamp(i.Timestamp))
 	}
 	return s + fmt.Sprintf("; exact: read all %d row(s) of the family", i.Rows)
 }

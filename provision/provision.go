@@ -15,6 +15,7 @@ import (
 
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -49,8 +50,8 @@ type RealTimestampsError struct {
 }
 
 func (e *RealTimestampsError) Error() string {
-	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s (first: row %q, column %q, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now), e.Row, e.Column, formatTimestamp(e.Timestamp))
+	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s (first: row %s, column %s, timestamp %s); ",
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
 	if e.Forced {
 		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
 	}

@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // Range is the row keys in [Start, End); End "" is the table's end.
@@ -34,12 +35,15 @@ func (r Range) Contains(key string) bool {
 	return key >= r.Start && (r.End == "" || key < r.End)
 }
 
+// String shows the bounds as every bttl message shows a row key
+// (docs/design.md#keys-in-messages: quoted, cut to 64 bytes); a report's
+// JSON keeps them whole.
 func (r Range) String() string {
 	end := "end"
 	if r.End != "" {
-		end = strconv.Quote(r.End)
+		end = keytext.Quote(r.End)
 	}
-	return fmt.Sprintf("[%q, %s)", r.Start, end)
+	return "[" + keytext.Quote(r.Start) + ", " + end + ")"
 }
 
 // MarshalJSON writes a key as a JSON string when it is valid UTF-8 (JSON

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // RowFunc is called with each row read. It is called concurrently from the
@@ -293,8 +294,8 @@ func (c *config) validate() (Range, error) {
 	c.bounds = bounds
 	for i := 1; i < len(bounds); i++ {
 		if (bounds[i] != "" || i < len(bounds)-1) && bounds[i] <= bounds[i-1] {
-			return bad("shard keys", "%q does not sort after %q: shard keys must be sorted and inside the scanned range %s (too many shards for a narrow range?)",
-				bounds[i], bounds[i-1], Range{c.start, c.end})
+			return bad("shard keys", "%s does not sort after %s: shard keys must be sorted and inside the scanned range %s (too many shards for a narrow range?)",
+				keytext.Quote(bounds[i]), keytext.Quote(bounds[i-1]), Range{c.start, c.end})
 		}
 	}
 	return Range{Start: bounds[c.shard.Index], End: bounds[c.shard.Index+1]}, nil

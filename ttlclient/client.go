@@ -17,6 +17,7 @@ import (
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
@@ -54,6 +55,7 @@ type config struct {
 	idleWorkers   int
 	idleQueue     int
 	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
+	keyText       keytext.Text     // WithKeyRedaction; zero: quoted and cut
 }
 
 // clientOnly refuses, among a table's options, those that bound the
@@ -128,6 +130,21 @@ func (cfg *config) recordVerifySkipped(table string, rec TableRecorder) {
 	}
 	cfg.logger.Warn("bttl: GC rules not verified (WithoutVerify): a family whose rule does not match its strategy loses data or serves stale cells",
 		slog.String("table", table))
+}
+
+// WithKeyRedaction makes the messages of this client's errors and log
+// lines show no row key or column qualifier (nor SQL text): each is
+// replaced by "[redacted N bytes hmac:T]", N its length and T the first 6
+// bytes, in hex, of HMAC-SHA256 of it under hashKey, so messages about the
+// same key can be matched without showing it. A nil hashKey is a random key
+// drawn once per process (tags match within the process only); pass the
+// same secret to every process, and to wireguard.WithKeyRedaction, to match
+// tags across them. Without it a key is quoted (strconv.Quote) and cut to
+// 64 bytes. Either way the errors' fields (CellError.Row, .Column,
+// SQLError.Query) keep the full values, for errors.As: redaction is about
+// the text that reaches logs (docs/design.md#keys-in-messages).
+func WithKeyRedaction(hashKey []byte) Option {
+	return func(cfg *config) { cfg.keyText = keytext.Redact(hashKey) }
 }
 
 // WithClock sets the clock (default: the system clock). Every timestamp
@@ -408,6 +425,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		hasAge:      hasAge,
 		singleValue: singleValue,
 		logger:      cfg.logger,
+		keyText:     cfg.keyText,
 		idleFams:    idleFamilies(own),
 		refresh:     &c.refresh,
 		unlisted:    cfg.unlisted,

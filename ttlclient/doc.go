@@ -22,7 +22,10 @@
 // nothing of that row is sent. A refusal carries a gRPC status
 // (InvalidArgument or FailedPrecondition, StatusCode), so status.Code sees
 // it as it sees a server's error. WithUnlistedFamilies lets families the
-// schema does not name through as unmanaged instead of refusing them.
+// schema does not name through as unmanaged instead of refusing them. A
+// refusal's message shows the row key and column quoted and cut to 64
+// bytes, or, with WithKeyRedaction, only their lengths and keyed tags; its
+// fields keep the full values (docs/design.md#keys-in-messages).
 //
 // Open verifies the table first: with an admin client (NewClient creates
 // one; give Wrap WithAdminClient) it reads the families' exact GC rules and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -102,20 +103,26 @@ type CellError struct {
 	// named: the refused operation names Family, so the message names it
 	// even when it is "" (an operation on the empty family name).
 	named bool
+	// text shows Row and Column in the message: quoted and cut, or
+	// redacted (WithKeyRedaction).
+	text keytext.Text
 }
 
+// Error names the row and column as docs/design.md#keys-in-messages says:
+// quoted and cut to keytext.Limit bytes, or redacted with WithKeyRedaction
+// (the fields keep the full values).
 func (e *CellError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Err.Error())
+	b.WriteString(e.text.Scrub(e.Err.Error(), e.Row, e.Column))
 	fmt.Fprintf(&b, " (table %q", e.Table)
 	if e.Row != "" {
-		fmt.Fprintf(&b, ", row %q", truncate(e.Row, 64))
+		b.WriteString(", row " + e.text.Key(e.Row))
 	}
 	if e.Family != "" || e.named {
 		fmt.Fprintf(&b, ", family %q", e.Family)
 	}
 	if e.Column != "" {
-		fmt.Fprintf(&b, ", column %q", truncate(e.Column, 64))
+		b.WriteString(", column " + e.text.Key(e.Column))
 	}
 	switch e.Timestamp {
 	case 0:
@@ -144,13 +151,6 @@ func (e *CellError) Unwrap() error { return e.Err }
 // "github.com/bttl/bttl") whose reason is RefusalReason's. It makes status.Code and status.FromError see a
 // refusal as they see a server's error.
 func (e *CellError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
 
 // NoAdminError: Open was asked to verify GC rules without an admin client.
 type NoAdminError struct {

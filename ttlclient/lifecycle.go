@@ -30,14 +30,14 @@ func (t *Table) agePolicy(family string) (strategy.Policy, error) {
 // readError is a *CellError about a cell that was read: unlike a refused
 // write (Table.refuse) it is not counted as a refusal.
 func (t *Table) readError(row, family, column string, ts bigtable.Timestamp, err error) *CellError {
-	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Timestamp: ts, Err: err}
+	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Timestamp: ts, Err: err, text: t.keyText}
 }
 
 // itemPolicy is the age policy of the family of a read item.
 func (t *Table) itemPolicy(item bigtable.ReadItem) (strategy.Policy, error) {
 	family, column, ok := strings.Cut(item.Column, ":")
 	if !ok {
-		return strategy.Policy{}, t.readError(item.Row, "", item.Column, item.Timestamp, fmt.Errorf("%w: column %q is not family:qualifier", ErrUnknownFamily, item.Column))
+		return strategy.Policy{}, t.readError(item.Row, "", item.Column, item.Timestamp, fmt.Errorf("%w: the column is not family:qualifier", ErrUnknownFamily))
 	}
 	p, err := t.agePolicy(family)
 	if err != nil {
@@ -127,7 +127,7 @@ func (t *Table) expireTimestamp(row, family, column string, ttl time.Duration) (
 // checkReserved refuses a column holding write-time companions.
 func checkReserved(p strategy.Policy, column string) error {
 	if p.HasWriteTime() && strings.HasPrefix(column, companionHidesFrom) {
-		return fmt.Errorf("%w: %q", ErrReservedColumn, column)
+		return ErrReservedColumn // the *CellError names the column
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 var (
@@ -34,6 +36,8 @@ type SQLError struct {
 	Families []string // the table's managed families, sorted
 	Reason   string   // why the query could not be classified, if it could not
 	Err      error    // ErrUnfilteredSQL or ErrSQLUnknownTable
+
+	text keytext.Text // shows Query: quoted and cut, or redacted (WithKeyRedaction)
 }
 
 func (e *SQLError) Error() string {
@@ -51,9 +55,15 @@ func (e *SQLError) Error() string {
 		if e.Table != "" {
 			b.WriteString(", ")
 		}
-		b.WriteString(e.Reason)
+		if e.text.Redacts() && e.Table == "" {
+			// A parse failure's reason may quote a token of the query: a
+			// literal holding a key.
+			b.WriteString("the query could not be classified (the reason, which may quote it, is in SQLError.Reason)")
+		} else {
+			b.WriteString(e.Reason)
+		}
 	}
-	fmt.Fprintf(&b, ", query %q)", truncate(e.Query, 80))
+	b.WriteString(", query " + e.text.KeyN(e.Query, 80) + ")")
 	b.WriteString(": read with ReadRows, or pass ttlclient.WithSQLAllowed() to accept expired cells")
 	return b.String()
 }
@@ -96,7 +106,7 @@ func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes 
 		rest = append(rest, o)
 	}
 	if cfg := c.config(own); !cfg.sqlAllowed {
-		if err := c.sql.check(query); err != nil {
+		if err := c.sql.check(query, cfg.keyText); err != nil {
 			return nil, err
 		}
 	}
@@ -131,10 +141,10 @@ func (s *sqlSchemas) remember(name string, schema Schema) {
 
 // check refuses query unless every table it reads is known and has no
 // managed family.
-func (s *sqlSchemas) check(query string) error {
+func (s *sqlSchemas) check(query string, text keytext.Text) error {
 	tables, err := sqlTables(query)
 	if err != nil {
-		return &SQLError{Query: query, Reason: err.Error(), Err: ErrSQLUnknownTable}
+		return &SQLError{Query: query, Reason: err.Error(), Err: ErrSQLUnknownTable, text: text}
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -142,7 +152,7 @@ func (s *sqlSchemas) check(query string) error {
 		fams, ok := s.managed[table]
 		if !ok {
 			return &SQLError{Query: query, Table: table, Err: ErrSQLUnknownTable,
-				Reason: "its schema is unknown: this client has not opened it"}
+				Reason: "its schema is unknown: this client has not opened it", text: text}
 		}
 		if len(fams) > 0 {
 			names := make([]string, 0, len(fams))
@@ -150,7 +160,7 @@ func (s *sqlSchemas) check(query string) error {
 				names = append(names, fam)
 			}
 			sort.Strings(names)
-			return &SQLError{Query: query, Table: table, Families: names, Err: ErrUnfilteredSQL}
+			return &SQLError{Query: query, Table: table, Families: names, Err: ErrUnfilteredSQL, text: text}
 		}
 	}
 	return nil

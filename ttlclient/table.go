@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
@@ -30,6 +31,7 @@ type Table struct {
 	// a delete before it (room for it is reserved in the sent mutation).
 	singleValue bool
 	logger      *slog.Logger
+	keyText     keytext.Text // how messages show row keys and qualifiers (WithKeyRedaction)
 
 	// Time-to-idle (idle.go): the families with an idle TTL (nil when
 	// none), the client's refresh pool, and the recorder's IdleRecorder if
@@ -231,7 +233,7 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 
 func (t *Table) refuse(row, family, column string, err error) *CellError {
 	t.obs.refused(family, err)
-	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err}
+	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err, text: t.keyText}
 }
 
 // refuseOp is refuse for an operation on family, which the message names

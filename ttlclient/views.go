@@ -92,7 +92,7 @@ type materializedAPI struct{ v *MaterializedView }
 var _ bigtable.TableAPI = materializedAPI{}
 
 func (a materializedAPI) readOnly(row string) error {
-	return &CellError{Table: a.v.t.name, Row: row, Err: ErrReadOnlyView}
+	return &CellError{Table: a.v.t.name, Row: row, Err: ErrReadOnlyView, text: a.v.t.keyText}
 }
 
 func (a materializedAPI) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {

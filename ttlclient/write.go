@@ -189,7 +189,7 @@ func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now t
 
 func (t *Table) opError(row string, o *op, err error) *CellError {
 	t.obs.refused(o.family, err)
-	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err, named: true}
+	e := &CellError{Table: t.name, Row: row, Family: o.family, Column: o.column, Err: err, named: true, text: t.keyText}
 	switch {
 	case o.cellOpt == cellOptTTL:
 		e.TTL = o.ttl()
@@ -223,7 +223,7 @@ func (t *Table) writeTimeCompanion(row string, o *op, ts, now bigtable.Timestamp
 	switch o.kind {
 	case opSet, opDeleteColumn, opDeleteRange:
 		if strings.HasPrefix(o.column, companionHidesFrom) {
-			return t.opError(row, o, fmt.Errorf("%w: %q", ErrReservedColumn, o.column))
+			return t.opError(row, o, ErrReservedColumn) // the *CellError names the column
 		}
 	default:
 		return nil // a family or row delete takes the companions with it

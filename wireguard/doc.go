@@ -73,6 +73,11 @@
 // type (a dynamicpb.Message, say) is decoded from its wire form into the
 // generated type, checked, and that decoded request is what is sent.
 //
+// Keys in refusals. A refusal's message and PreconditionFailure detail
+// show the row key and column quoted and cut to 64 bytes, or, with
+// WithKeyRedaction, only their lengths and keyed tags, as ttlclient does
+// (docs/design.md#keys-in-messages).
+//
 // SQL. PrepareQuery and ExecuteQuery send SQL text the guard cannot
 // filter, and a query may read any table of the instance: while the guard
 // guards any managed family they are refused (RuleSQL), with or without

@@ -472,20 +472,8 @@ func (refusalCounter) GuardRefused(table, family, reason string) {
 // key or the column.
 func ExampleWithRecorder() {
 	ctx := context.Background()
-	h, err := bttestharness.Start(ctx)
-	if err != nil {
-		panic(err)
-	}
+	h, client := exSessions(ctx, wireguard.WithRecorder(refusalCounter{}))
 	defer h.Close()
-	schema := strategy.Schema{"session": strategy.OneSecond()}
-	if err := h.CreateTable(ctx, "sessions", schema); err != nil {
-		panic(err)
-	}
-	guard, err := wireguard.New(map[string]strategy.Schema{"sessions": schema}, wireguard.WithRecorder(refusalCounter{}))
-	if err != nil {
-		panic(err)
-	}
-	client := dial(ctx, h.Addr, guard.DialOptions()...)
 	defer client.Close()
 
 	m := bigtable.NewMutation()

@@ -50,7 +50,8 @@ func (g *Guard) refused(err error) error {
 }
 
 // labels reads table and family from a violation's subject
-// ("TABLE/FAMILY:COLUMN" for a refused cell, the table alone for a schema
+// ("TABLE/FAMILY:COLUMN" for a refused cell, COLUMN quoted or redacted as
+// docs/design.md#keys-in-messages says, the table alone for a schema
 // mismatch), keeping only a guarded table and a family of its schema.
 func (g *Guard) labels(subject string) (table, family string) {
 	id, rest, _ := strings.Cut(subject, "/")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -84,7 +85,8 @@ type options struct {
 	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
 	// unlistedTables: the tables unlisted holds for; nil: every table.
 	unlistedTables map[string]bool
-	rec            Recorder // WithRecorder; nil: none
+	rec            Recorder     // WithRecorder; nil: none
+	keyText        keytext.Text // WithKeyRedaction; zero: quoted and cut
 }
 
 // WithClock sets the clock the guard checks timestamps against (default:
@@ -124,6 +126,20 @@ func WithMaterializedView(view string, schema strategy.Schema) Option {
 // return expired cells GC has not collected yet.
 func WithSQLAllowed() Option { return func(g *options) { g.sqlAllowed = true } }
 
+// WithKeyRedaction makes the guard's refusals (status message and
+// PreconditionFailure detail, which go back to the caller and into its
+// logs) show no row key or column qualifier: each is replaced by
+// "[redacted N bytes hmac:T]", N its length and T the first 6 bytes, in
+// hex, of HMAC-SHA256 of it under hashKey, as ttlclient.WithKeyRedaction
+// does. A nil hashKey is a random key drawn once per process (tags match
+// within the process only); pass the same secret as to
+// ttlclient.WithKeyRedaction to match tags across a client and a guard, or
+// across processes. Without it a key is quoted (strconv.Quote) and cut to
+// 64 bytes (docs/design.md#keys-in-messages).
+func WithKeyRedaction(hashKey []byte) Option {
+	return func(g *options) { g.keyText = keytext.Redact(hashKey) }
+}
+
 // Guard holds the schemas of the tables it guards and makes the gRPC client
 // interceptors. It is safe for concurrent use.
 type Guard struct {
@@ -147,6 +163,7 @@ type table struct {
 	singleValue bool   // some family is strategy.SingleValue
 	probe       string // the guard's Verify probe family
 	unlisted    *strategy.Policy
+	keyText     keytext.Text // how refusals show row keys and qualifiers
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -170,7 +187,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if err != nil {
 			return nil, bttlerr.Wrap(err, "wire guard: %s %q", kind, id)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id)}
+		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id), keyText: g.keyText}
 		for f, p := range s {
 			t.schema[f] = p
 			t.writeTime = t.writeTime || p.HasWriteTime()
@@ -549,10 +566,11 @@ func shallowCopy[M proto.Message](m M) M {
 type violation struct {
 	rule, table, family, column string
 	err                         error
+	text                        keytext.Text
 }
 
 func (t *table) violation(rule, family string, column []byte, err error) *violation {
-	return &violation{rule: rule, table: t.id, family: family, column: string(column), err: err}
+	return &violation{rule: rule, table: t.id, family: family, column: string(column), err: err, text: t.keyText}
 }
 
 // checkMutations applies docs/design.md#guardrails to a row's mutations,
@@ -679,20 +697,16 @@ func ruleOf(err error) string {
 }
 
 // status is the FailedPrecondition refusal: the message names the rule,
-// table, family and column; a PreconditionFailure detail carries the same.
+// table, family, column and row; a PreconditionFailure detail carries the
+// rule, table, family and column. Row and column are shown as
+// docs/design.md#keys-in-messages says: quoted and cut, or redacted.
 func (v *violation) status(method string, row []byte, entry int) error {
 	where := ""
 	if entry >= 0 {
 		where = fmt.Sprintf(", entry %d (the whole request is refused)", entry)
 	}
-	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: table %q, family %q, column %q, row %q%s: %s",
-		strings.TrimPrefix(method, service), v.rule, v.table, v.family, v.column, truncate(string(row), 64), where, bttlerr.Trim(v.err.Error()))
-	return withViolation(status.New(codes.FailedPrecondition, msg), v.rule, v.table+"/"+v.family+":"+v.column, v.err.Error())
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+	col, desc := v.text.Key(v.column), bttlerr.Trim(v.text.Scrub(v.err.Error(), v.column, string(row)))
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: table %q, family %q, column %s, row %s%s: %s",
+		strings.TrimPrefix(method, service), v.rule, v.table, v.family, col, v.text.Key(string(row)), where, desc)
+	return withViolation(status.New(codes.FailedPrecondition, msg), v.rule, v.table+"/"+v.family+":"+col, desc)
 }

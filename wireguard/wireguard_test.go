@@ -266,7 +266,7 @@ func TestRefusalCarriesPreconditionFailure(t *testing.T) {
 	pf, ok := st.Details()[0].(*errdetails.PreconditionFailure)
 	require.True(t, ok)
 	assert.Equal(t, wireguard.RuleServerTimestamp, pf.Violations[0].Type)
-	assert.Equal(t, "legacy/one:c", pf.Violations[0].Subject)
+	assert.Equal(t, `legacy/one:"c"`, pf.Violations[0].Subject, "the column as every message shows it: quoted")
 }
 
 func TestNewRejectsBadInput(t *testing.T) {

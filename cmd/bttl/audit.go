@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -512,7 +513,7 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.AtOrBeforeNow > 0 && !f.Adopted() {
 			x := f.AtOrBeforeNowExample
 			fmt.Fprintf(w, "! family %q (one-second): %d cell(s) with timestamps at or before now, as real or server timestamps are "+
-				"(first: row %q, column %q, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 		switch {
 		case f.NeverCollected() && f.Expired > 0:
@@ -526,13 +527,13 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.NotSequence > 0 {
 			x := f.NotSequenceExample
 			fmt.Fprintf(w, "! family %q (sequence): %d cell(s) whose timestamps are not sequence numbers, %d of them real times "+
-				"(first: row %q, column %q, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): they outrank every sequence number and hide later writes\n", f.Family, f.NotSequence, f.RealTimes, keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 		if f.SequenceNumbers > 0 {
 			x := f.SequenceNumbersExample
 			// A sequence number is not a time: printed raw.
-			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %q, column %q, timestamp %d): the age rule deletes them\n",
-				f.Family, f.SequenceNumbers, x.Row, x.Column, x.Timestamp)
+			fmt.Fprintf(w, "! family %q: %d cell(s) whose timestamps are sequence numbers (first: row %s, column %s, timestamp %d): the age rule deletes them\n",
+				f.Family, f.SequenceNumbers, keytext.Quote(x.Row), keytext.Quote(x.Column), x.Timestamp)
 		}
 		if f.BeyondKept > 0 {
 			fmt.Fprintf(w, "! family %q: %d cell(s)%s, beyond the %d versions kept per column\n", f.Family, f.BeyondKept, bytesOf(f.BeyondKeptBytes), f.Versions)
@@ -543,7 +544,7 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		if f.HiddenReserved > 0 {
 			x := f.HiddenReservedExample
 			fmt.Fprintf(w, "! family %q (write time): %d cell(s)%s, under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-				"(first: row %q, column %q, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), x.Row, x.Column, ts(x.Timestamp))
+				"(first: row %s, column %s, %s): hidden from every read through bttl\n", f.Family, f.HiddenReserved, bytesOf(f.HiddenReservedBytes), keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 	}
 	if withBytes && r.RowsOver100MB > 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )
@@ -96,9 +97,9 @@ func judgeSequence(c classified, rule, family string, s sequenceSample) (out cla
 	}
 	c.family = schemafile.Family{Strategy: "unmanaged"}
 	c.note = fmt.Sprintf("%s; NOT sequence: sampled %d cell(s) in %d row(s), %d with timestamps that are not sequence numbers, %d of them real times "+
-		"(first: row %q, column %q, timestamp %s): the sequence strategy would hide new writes behind them, so unmanaged "+
+		"(first: row %s, column %s, timestamp %s): the sequence strategy would hide new writes behind them, so unmanaged "+
 		"(bttl apply refuses sequence until they are rewritten as seq*1000)",
-		rule, s.cells, s.rows, s.notSequence, s.realTimes, s.first.Row, strings.TrimPrefix(s.first.Column, family+":"), stamp(s.first.Timestamp))
+		rule, s.cells, s.rows, s.notSequence, s.realTimes, keytext.Quote(s.first.Row), keytext.Quote(strings.TrimPrefix(s.first.Column, family+":")), stamp(s.first.Timestamp))
 	return c, true
 }
 

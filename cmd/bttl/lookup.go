@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
@@ -146,7 +147,7 @@ func (l *lookupArgs) run(e *env) int {
 		return e.fail(err)
 	}
 	if rows == 0 && l.single {
-		fmt.Fprintf(e.stderr, "bttl lookup: row %q not found in table %q\n", l.args[1], table)
+		fmt.Fprintf(e.stderr, "bttl lookup: row %s not found in table %q\n", keytext.Quote(l.args[1]), table)
 		return exitFindings
 	}
 	return exitOK

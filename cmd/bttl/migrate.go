@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
@@ -388,21 +389,21 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, t
 	if len(st.AmbiguousExamples) > 0 {
 		fmt.Fprintln(w, "ambiguous cells (a real write time, or a bttl expiry instant?):")
 		for _, x := range st.AmbiguousExamples {
-			fmt.Fprintf(w, "  row %q, column %q: %s\n", x.Row, x.Column, formatTS(x.Old))
+			fmt.Fprintf(w, "  row %s, column %s: %s\n", keytext.Quote(x.Row), keytext.Quote(x.Column), formatTS(x.Old))
 		}
 	}
 	if len(st.Examples) > 0 {
 		fmt.Fprintln(w, "examples:")
 		for _, x := range st.Examples {
 			if x.Deleted {
-				fmt.Fprintf(w, "  row %q, column %q: %s %sdeleted (expired)\n", x.Row, x.Column, formatTS(x.Old), would)
+				fmt.Fprintf(w, "  row %s, column %s: %s %sdeleted (expired)\n", keytext.Quote(x.Row), keytext.Quote(x.Column), formatTS(x.Old), would)
 				continue
 			}
 			if x.Expired {
-				fmt.Fprintf(w, "  row %q, column %q: %s expired, kept\n", x.Row, x.Column, formatTS(x.Old))
+				fmt.Fprintf(w, "  row %s, column %s: %s expired, kept\n", keytext.Quote(x.Row), keytext.Quote(x.Column), formatTS(x.Old))
 				continue
 			}
-			fmt.Fprintf(w, "  row %q, column %q: %s -> %s\n", x.Row, x.Column, formatTS(x.Old), formatTS(x.New))
+			fmt.Fprintf(w, "  row %s, column %s: %s -> %s\n", keytext.Quote(x.Row), keytext.Quote(x.Column), formatTS(x.Old), formatTS(x.New))
 		}
 	}
 }
