@@ -3,16 +3,15 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"cloud.google.com/go/bigtable"
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -118,58 +117,33 @@ type Report struct {
 	// it: what Merge checks reports agree on.
 	Schema map[string]string `json:"schema,omitempty"`
 	// Shard is the shard this report covers, when the scan was one of
-	// several (Options.Shard); nil for a whole scan or a merged report.
+	// several (scan.WithShard); nil for a whole scan or a merged report.
 	Shard *scan.Shard `json:"shard,omitempty"`
 	// Ranges are the key ranges the report covers, coalesced: one range
 	// for a complete scan (the scanned range, or the shard's piece of it).
 	Ranges []scan.Range `json:"ranges,omitempty"`
 }
 
-// Progress is called during the scan, at most once per interval.
-type Progress func(rows, cells int64)
-
-// Options scope a scan.
-type Options struct {
-	// Start and End bound the scanned keys: [Start, End), End "" for the
-	// table's end (default: the whole table).
-	Start, End string
-	// Sample, in (0,1), reads that fraction of rows (RowSampleFilter).
-	Sample float64
-	// Limit stops after that many rows (0: no limit); with several
-	// workers, which rows is not defined.
-	Limit int64
-	// Progress and ProgressEvery report progress (default every second).
-	Progress      Progress
-	ProgressEvery time.Duration
-	// ScanProgress, when set, is called alongside Progress with the
-	// scan's state: ranges done, fraction and ETA.
-	ScanProgress func(scan.Progress)
-	// Checkpoint names a file where the scan records finished ranges and
-	// their counts; a later Scan with the same table, schema, now, range
-	// and shard resumes from it (see docs/design.md#scan-engine).
-	Checkpoint string
-	// Scan passes options to the scan engine: scan.WithWorkers,
-	// scan.WithCellsPerSecond, scan.WithShard, scan.WithShardKeys,
-	// scan.WithRanges. Start, End, Sample, Limit, the progress functions
-	// and Checkpoint set the others.
-	Scan []scan.Option
-}
-
-// checkpointJob identifies an audit in its checkpoint: a restart must
-// classify at the same clock time, with the same schema and sample.
+// checkpointJob identifies an audit in its checkpoint (scan.WithJob): a
+// restart must classify at the same clock time, with the same schema. The
+// checkpoint records a sample (scan.WithFilter) itself.
 type checkpointJob struct {
 	Kind   string             `json:"kind"`
 	Now    bigtable.Timestamp `json:"now"`
 	Schema map[string]string  `json:"schema"`
-	Sample float64            `json:"sample,omitempty"`
 }
 
 // Scan reads the table and counts, at now, what schema's strategies make
 // of its cells. Families not in schema are reported as "not in schema" and
-// counted live. The table is read by the scan engine (package scan), in
-// parallel with scan.WithWorkers; counts are kept per key range and merged
-// in key order, so the report does not depend on the workers' order.
-func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy.Schema, now bigtable.Timestamp, opt Options) (*Report, error) {
+// counted live. The table is read by the scan engine (package scan), with
+// its options: scan.WithRange and scan.WithLimit scope the scan,
+// scan.WithFilter(bigtable.RowSampleFilter(f)) samples rows,
+// scan.WithProgress reports progress, scan.WithCheckpoint(path, nil) keeps
+// a checkpoint (the audit records its clock time and schema in it, so a
+// restart with others is refused), scan.WithWorkers reads in parallel.
+// Counts are kept per key range and merged in key order, so the report
+// does not depend on the workers' order.
+func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy.Schema, now bigtable.Timestamp, opts ...scan.Option) (*Report, error) {
 	rep := &Report{Table: name, Now: now, Schema: map[string]string{}}
 	for f, p := range schema {
 		rep.Schema[f] = p.String()
@@ -183,35 +157,8 @@ func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy
 		mu.Unlock()
 		return t.row, func() (json.RawMessage, error) { return json.Marshal(t.report()) }
 	}
-	sopts := []scan.Option{scan.WithRange(opt.Start, opt.End)}
-	if opt.Sample > 0 && opt.Sample < 1 {
-		sopts = append(sopts, scan.WithFilter(bigtable.RowSampleFilter(opt.Sample)))
-	}
-	if opt.Limit > 0 {
-		sopts = append(sopts, scan.WithLimit(opt.Limit))
-	}
-	if opt.Progress != nil || opt.ScanProgress != nil {
-		every := opt.ProgressEvery
-		if every <= 0 {
-			every = time.Second
-		}
-		sopts = append(sopts, scan.WithProgress(every, func(p scan.Progress) {
-			if opt.Progress != nil {
-				opt.Progress(p.Rows, p.Cells)
-			}
-			if opt.ScanProgress != nil {
-				opt.ScanProgress(p)
-			}
-		}))
-	}
-	if opt.Checkpoint != "" {
-		job := checkpointJob{Kind: "audit", Now: now, Schema: rep.Schema}
-		if opt.Sample > 0 && opt.Sample < 1 {
-			job.Sample = opt.Sample
-		}
-		sopts = append(sopts, scan.WithCheckpoint(opt.Checkpoint, job))
-	}
-	sum, err := scan.RunRanges(ctx, tbl, name, perRange, append(sopts, opt.Scan...)...)
+	job := scan.WithJob(checkpointJob{Kind: "audit", Now: now, Schema: rep.Schema})
+	sum, err := scan.RunRanges(ctx, tbl, name, perRange, append(append([]scan.Option(nil), opts...), job)...)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +172,7 @@ func Scan(ctx context.Context, tbl *bigtable.Table, name string, schema strategy
 		case r.Resumed:
 			part = &Report{}
 			if err := json.Unmarshal(r.Result, part); err != nil {
-				return nil, fmt.Errorf("audit: checkpoint %s: range %s: %w", opt.Checkpoint, r.Range, err)
+				return nil, bttlerr.Wrap(err, "audit checkpoint: range %s", r.Range)
 			}
 		case parts[r.Range] != nil: // read by this run (also a range a limit stopped)
 			part = parts[r.Range].report()

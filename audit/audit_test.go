@@ -12,6 +12,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -36,9 +37,7 @@ func TestScanAgeFamilyWithMaxVersions(t *testing.T) {
 
 	var calls int
 	var last [2]int64
-	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, audit.Options{
-		Progress: func(rows, cells int64) { calls, last = calls+1, [2]int64{rows, cells} }, ProgressEvery: time.Nanosecond,
-	})
+	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, scan.WithProgress(time.Nanosecond, func(p scan.Progress) { calls, last = calls+1, [2]int64{p.Rows, p.Cells} }))
 	require.NoError(t, err)
 	require.Len(t, rep.Families, 1)
 	f := rep.Families[0]
@@ -76,7 +75,7 @@ func TestScanFlagsSequenceAgeMismatches(t *testing.T) {
 	require.NoError(t, h.Raw.Open("t").Apply(ctx, "d1", m))
 	schema := strategy.Schema{"doc": strategy.Sequence(3), "ev": strategy.DefaultExpiry(48 * time.Hour)}
 
-	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, audit.Options{})
+	rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now)
 	require.NoError(t, err)
 	require.Len(t, rep.Families, 2)
 	doc, ev := rep.Families[0], rep.Families[1]
@@ -106,7 +105,7 @@ func TestScanCountsWriteTimeCompanionsApart(t *testing.T) {
 		m.Set("s", "tok", ttlclient.Auto, []byte{'v', byte('0' + i)})
 		require.NoError(t, tbl.Apply(ctx, row, m))
 	}
-	rep, err := audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	rep, err := audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()))
 	require.NoError(t, err)
 	require.Len(t, rep.Families, 1)
 	f := rep.Families[0]
@@ -122,7 +121,7 @@ func TestScanCountsWriteTimeCompanionsApart(t *testing.T) {
 	m := bigtable.NewMutation()
 	m.Set("s", "\xff\xfflegacy", bigtable.Time(h.Clock.Now()), []byte("live data"))
 	require.NoError(t, h.Raw.Open("wt").Apply(ctx, "d", m))
-	rep, err = audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	rep, err = audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()))
 	require.NoError(t, err)
 	f = rep.Families[0]
 	assert.Equal(t, int64(3), f.Live)

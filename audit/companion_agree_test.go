@@ -94,7 +94,7 @@ func TestCompanionsAgreeAcrossExplainAuditAndReads(t *testing.T) {
 		assert.Len(t, returned, 3)
 
 		// Audit counts what Explain calls companions and reserved.
-		rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now, audit.Options{})
+		rep, err := audit.Scan(ctx, h.Raw.Open("t"), "t", schema, now)
 		require.NoError(t, err)
 		require.Len(t, rep.Families, 1)
 		f := rep.Families[0]

@@ -53,7 +53,7 @@ func ExampleScan() {
 		"session": strategy.OneSecond(),
 		"doc":     strategy.Sequence(2),
 	}
-	rep, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(now))
 	if err != nil {
 		panic(err)
 	}
@@ -97,9 +97,7 @@ func ExampleMerge() {
 	}
 	var shards []*audit.Report
 	for i := 0; i < 2; i++ {
-		rep, err := audit.Scan(ctx, tbl, "events", schema, bigtable.Time(now), audit.Options{
-			Scan: []scan.Option{scan.WithShard(i, 2), scan.WithShardKeys("n")},
-		})
+		rep, err := audit.Scan(ctx, tbl, "events", schema, bigtable.Time(now), scan.WithShard(i, 2), scan.WithShardKeys("n"))
 		if err != nil {
 			panic(err)
 		}

@@ -3,11 +3,12 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // A report's instants (Report.Now, Family.OldestExpiry) are RFC 3339 UTC
@@ -38,7 +39,7 @@ func (t *instant) UnmarshalJSON(b []byte) error {
 		}
 		tm, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return fmt.Errorf("want an RFC 3339 time: %w", err)
+			return bttlerr.Wrap(err, "want an RFC 3339 time")
 		}
 		// Not bigtable.Time: it goes through UnixNano, which overflows
 		// outside the years 1678-2262.
@@ -48,7 +49,7 @@ func (t *instant) UnmarshalJSON(b []byte) error {
 	// The earlier form: microseconds since the epoch.
 	var us int64
 	if err := json.Unmarshal(b, &us); err != nil {
-		return fmt.Errorf("want an RFC 3339 time (or microseconds since the epoch): %w", err)
+		return bttlerr.Wrap(err, "want an RFC 3339 time (or microseconds since the epoch)")
 	}
 	*t = instant(us)
 	return nil

@@ -14,7 +14,7 @@ import (
 )
 
 // ErrMerge reports reports that cannot be merged into one.
-var ErrMerge = errors.New("audit: reports cannot be merged")
+var ErrMerge = errors.New("bttl: audit reports cannot be merged")
 
 // MergeError says why reports cannot be merged, usable with
 // errors.Is(err, ErrMerge).
@@ -24,11 +24,11 @@ type MergeError struct {
 }
 
 func (e *MergeError) Error() string {
-	return fmt.Sprintf("audit: cannot merge the reports of table %q: %s", e.Table, e.Reason)
+	return fmt.Sprintf("bttl: cannot merge the reports of table %q: %s", e.Table, e.Reason)
 }
 func (e *MergeError) Unwrap() error { return ErrMerge }
 
-// Merge combines the reports of the shards of one scan (Options.Scan with
+// Merge combines the reports of the shards of one scan (audit.Scan with
 // scan.WithShard) into the report a single scan would have made: counts
 // summed, the oldest expiry the earliest, each example the first in key
 // order. The reports must be of one table, schema and clock time (Now),

@@ -78,7 +78,7 @@ const StrategyNotInSchema = "not_in_schema"
 
 // ErrMetrics reports reports that cannot be written as metrics (a nil
 // report, or two reports of one table, whose series would collide).
-var ErrMetrics = errors.New("audit: cannot write metrics")
+var ErrMetrics = errors.New("bttl: cannot write audit metrics")
 
 // WriteMetrics writes the reports' figures as Prometheus gauges, in the text
 // exposition format (what node_exporter's textfile collector reads). Labels

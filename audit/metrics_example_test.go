@@ -80,7 +80,7 @@ func scanExample() *audit.Report {
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)
 	}
-	rep, err := audit.Scan(ctx, tbl, "events", schema, bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, tbl, "events", schema, bigtable.Time(now))
 	if err != nil {
 		panic(err)
 	}

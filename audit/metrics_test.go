@@ -95,7 +95,7 @@ func plantStockOn(t *testing.T) (*audit.Report, *bttestharness.Harness) {
 	m.Set("legacy", "l", at(0), v)
 	apply("ra", m)
 
-	rep, err := audit.Scan(ctx, tbl, "stock", stockSchema(), bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, tbl, "stock", stockSchema(), bigtable.Time(now))
 	require.NoError(t, err)
 	return rep, h
 }

@@ -73,9 +73,9 @@ func TestScanWithWorkersEqualsOneWorker(t *testing.T) {
 	h := bttestharness.New(t)
 	tbl, now := loadMixed(t, h, 3000)
 	ctx := context.Background()
-	one, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	one, err := audit.Scan(ctx, tbl, "t", mixedSchema, now)
 	require.NoError(t, err)
-	four, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithWorkers(4), scan.WithRanges(16)}})
+	four, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, scan.WithWorkers(4), scan.WithRanges(16))
 	require.NoError(t, err)
 	assert.Equal(t, one, four)
 	assert.EqualValues(t, 3000, one.Rows)
@@ -96,11 +96,11 @@ func TestShardReportsMergeToTheWholeReport(t *testing.T) {
 	h := bttestharness.New(t)
 	tbl, now := loadMixed(t, h, 2000)
 	ctx := context.Background()
-	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now)
 	require.NoError(t, err)
 	var shards []*audit.Report
 	for i := 2; i >= 0; i-- { // any order
-		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithShard(i, 3), scan.WithWorkers(2)}})
+		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, scan.WithShard(i, 3), scan.WithWorkers(2))
 		require.NoError(t, err)
 		require.Equal(t, &scan.Shard{Index: i, Count: 3}, r.Shard)
 		require.Len(t, r.Ranges, 1)
@@ -111,11 +111,11 @@ func TestShardReportsMergeToTheWholeReport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, whole, merged)
 
-	later, err := audit.Scan(ctx, tbl, "t", mixedSchema, now+1000, audit.Options{Scan: []scan.Option{scan.WithShard(0, 3)}})
+	later, err := audit.Scan(ctx, tbl, "t", mixedSchema, now+1000, scan.WithShard(0, 3))
 	require.NoError(t, err)
-	other, err := audit.Scan(ctx, tbl, "t", strategy.Schema{"doc": strategy.Sequence(3)}, now, audit.Options{Scan: []scan.Option{scan.WithShard(0, 3)}})
+	other, err := audit.Scan(ctx, tbl, "t", strategy.Schema{"doc": strategy.Sequence(3)}, now, scan.WithShard(0, 3))
 	require.NoError(t, err)
-	narrow, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Start: "\x10", Scan: []scan.Option{scan.WithShard(0, 3)}})
+	narrow, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, scan.WithRange("\x10", ""), scan.WithShard(0, 3))
 	require.NoError(t, err)
 	for _, c := range []struct {
 		reports []*audit.Report
@@ -148,7 +148,7 @@ func TestMergeRefusesForgedReports(t *testing.T) {
 	ctx := context.Background()
 	var shards []*audit.Report
 	for i := 0; i < 2; i++ {
-		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{Scan: []scan.Option{scan.WithShard(i, 2)}})
+		r, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, scan.WithShard(i, 2))
 		require.NoError(t, err)
 		shards = append(shards, r)
 	}
@@ -164,7 +164,7 @@ func TestMergeRefusesForgedReports(t *testing.T) {
 		c.Ranges = rg
 		return &c
 	}
-	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	whole, err := audit.Scan(ctx, tbl, "t", mixedSchema, now)
 	require.NoError(t, err)
 	for _, c := range []struct {
 		name    string
@@ -194,32 +194,30 @@ func TestScanResumedFromCheckpointEqualsUninterrupted(t *testing.T) {
 	h := bttestharness.New(t)
 	tbl, now := loadMixed(t, h, 4000)
 	ctx := context.Background()
-	want, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{})
+	want, err := audit.Scan(ctx, tbl, "t", mixedSchema, now)
 	require.NoError(t, err)
 
 	path := filepath.Join(t.TempDir(), "audit.checkpoint")
 	cctx, cancel := context.WithCancel(ctx)
 	var stoppedAt scan.Progress
-	_, err = audit.Scan(cctx, tbl, "t", mixedSchema, now, audit.Options{
-		Checkpoint: path, ProgressEvery: time.Millisecond,
-		ScanProgress: func(p scan.Progress) {
+	_, err = audit.Scan(cctx, tbl, "t", mixedSchema, now,
+		scan.WithCheckpoint(path, nil), scan.WithProgress(time.Millisecond, func(p scan.Progress) {
 			if p.RangesDone >= 4 && stoppedAt.Ranges == 0 {
 				stoppedAt = p
 				cancel()
 			}
-		},
-		Scan: []scan.Option{scan.WithWorkers(2), scan.WithRanges(20)},
-	})
+		}),
+		scan.WithWorkers(2), scan.WithRanges(20),
+	)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, stoppedAt.RangesDone, stoppedAt.Ranges, "stopped before the end")
 
-	_, err = audit.Scan(ctx, tbl, "t", mixedSchema, now+1, audit.Options{Checkpoint: path})
+	_, err = audit.Scan(ctx, tbl, "t", mixedSchema, now+1, scan.WithCheckpoint(path, nil))
 	require.ErrorIs(t, err, scan.ErrCheckpoint, "another clock time: refused")
 	var rows int64
-	got, err := audit.Scan(ctx, tbl, "t", mixedSchema, now, audit.Options{
-		Checkpoint: path, Progress: func(r, _ int64) { rows = r },
-		Scan: []scan.Option{scan.WithWorkers(2), scan.WithRanges(20)},
-	})
+	got, err := audit.Scan(ctx, tbl, "t", mixedSchema, now,
+		scan.WithCheckpoint(path, nil), scan.WithProgress(time.Hour, func(p scan.Progress) { rows = p.Rows }),
+		scan.WithWorkers(2), scan.WithRanges(20))
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	assert.Less(t, rows, int64(4000), "the restart read only the unfinished ranges")

@@ -36,7 +36,7 @@ func rulesReport() *audit.Report {
 		panic(err)
 	}
 	schema := strategy.Schema{"on": strategy.OneSecond(), "off": strategy.OneSecond()}
-	rep, err := audit.Scan(ctx, h.Raw.Open("s"), "s", schema, bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, h.Raw.Open("s"), "s", schema, bigtable.Time(now))
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // EmulatorPath is where the Debian package google-cloud-cli-bigtable-emulator
@@ -21,7 +23,7 @@ import (
 const EmulatorPath = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
 
 // ErrNoEmulator: the cbtemulator binary cannot be found.
-var ErrNoEmulator = errors.New("bttestharness: cbtemulator binary not found")
+var ErrNoEmulator = errors.New("bttl: cbtemulator binary not found")
 
 // FindEmulator locates cbtemulator: $BTTL_CBTEMULATOR, then EmulatorPath,
 // then cbtemulator on $PATH.
@@ -81,12 +83,12 @@ func (e *Emulator) start(ctx context.Context, port string) error {
 	cmd := exec.Command(e.path, "-host", "127.0.0.1", "-port", port)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("start %s: %w", e.path, err)
+		return bttlerr.Wrap(err, "start %s", e.path)
 	}
 	stderr := &tailBuffer{max: 4096}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", e.path, err)
+		return bttlerr.Wrap(err, "start %s", e.path)
 	}
 	listening := make(chan string, 1)
 	done := make(chan struct{})
@@ -114,18 +116,18 @@ func (e *Emulator) start(ctx context.Context, port string) error {
 	case addr := <-listening:
 		if e.Addr != "" && addr != e.Addr {
 			e.Kill()
-			return fmt.Errorf("cbtemulator restarted on %s, not on %s", addr, e.Addr)
+			return fmt.Errorf("bttl: cbtemulator restarted on %s, not on %s", addr, e.Addr)
 		}
 		e.Addr = addr
 		return nil
 	case <-done:
-		return fmt.Errorf("cbtemulator on port %s exited before listening: %s", port, strings.TrimSpace(string(stderr.b)))
+		return fmt.Errorf("bttl: cbtemulator on port %s exited before listening: %s", port, strings.TrimSpace(string(stderr.b)))
 	case <-ctx.Done():
 		e.Kill()
 		return ctx.Err()
 	case <-timer.C:
 		e.Kill()
-		return fmt.Errorf("cbtemulator on port %s did not report listening within %v", port, emulatorStartTimeout)
+		return fmt.Errorf("bttl: cbtemulator on port %s did not report listening within %v", port, emulatorStartTimeout)
 	}
 }
 
@@ -160,7 +162,7 @@ func (e *Emulator) Kill() {
 
 // ErrNoCPUTime: the emulator's CPU time cannot be read (it is not
 // running, or the system has no /proc).
-var ErrNoCPUTime = errors.New("bttestharness: no CPU time for cbtemulator")
+var ErrNoCPUTime = errors.New("bttl: no CPU time for cbtemulator")
 
 // CPUTime is the CPU time (user and system) the running emulator process
 // has used so far, from /proc (Linux): benchmarks compare the server's work
@@ -198,7 +200,7 @@ func (e *Emulator) Restart(ctx context.Context) error {
 	e.Kill()
 	_, port, err := net.SplitHostPort(e.Addr)
 	if err != nil {
-		return fmt.Errorf("restart cbtemulator: %w", err)
+		return bttlerr.Wrap(err, "restart cbtemulator")
 	}
 	return e.start(ctx, port)
 }

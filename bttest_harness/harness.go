@@ -3,7 +3,6 @@ package bttestharness
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -94,7 +94,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		opts := append(append([]grpc.ServerOption(nil), cfg.ServerOptions...), newReadWriteGate().serverOptions()...)
 		srv, err := bttest.NewServer("127.0.0.1:0", opts...)
 		if err != nil {
-			return nil, fmt.Errorf("start bttest server: %w", err)
+			return nil, bttlerr.Wrap(err, "start bttest server")
 		}
 		h.Server, h.Addr = srv, srv.Addr
 	}
@@ -102,7 +102,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
+		return nil, bttlerr.Wrap(err, "dial emulator %s", h.Addr)
 	}
 	h.conn = conn
 	// Built-in metrics would try to export to Cloud Monitoring.
@@ -110,12 +110,12 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 	h.Raw, err = bigtable.NewClientWithConfig(ctx, Project, Instance, btcfg, option.WithGRPCConn(conn))
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("data client: %w", err)
+		return nil, bttlerr.Wrap(err, "data client")
 	}
 	h.Admin, err = bigtable.NewAdminClient(ctx, Project, Instance, option.WithGRPCConn(conn))
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("admin client: %w", err)
+		return nil, bttlerr.Wrap(err, "admin client")
 	}
 	h.Client = ttlclient.Wrap(h.Raw, append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance)}, cfg.ClientOptions...)...)
 	return h, nil
@@ -176,14 +176,14 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 		return err
 	}
 	if err := h.Admin.DeleteTable(ctx, table); err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("delete table %q: %w", table, err)
+		return bttlerr.Wrap(err, "delete table %q", table)
 	}
 	fams := make(map[string]bigtable.Family, len(schema))
 	for fam, p := range schema {
 		fams[fam] = bigtable.Family{GCPolicy: p.GCPolicy()}
 	}
 	if err := h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: table, ColumnFamilies: fams}); err != nil {
-		return fmt.Errorf("create table %q: %w", table, err)
+		return bttlerr.Wrap(err, "create table %q", table)
 	}
 	// bttest starts its GC loop only when a GC rule is modified, not when a
 	// table is created with one: set each rule again so GC really runs.
@@ -192,7 +192,7 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 	}
 	for fam, p := range schema {
 		if err := h.Admin.SetGCPolicy(ctx, table, fam, p.GCPolicy()); err != nil {
-			return fmt.Errorf("set GC rule of %q: %w", fam, err)
+			return bttlerr.Wrap(err, "set GC rule of %q", fam)
 		}
 	}
 	return nil
@@ -280,13 +280,13 @@ func (h *Harness) DialDataClient(ctx context.Context, opts ...grpc.DialOption) (
 	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
 	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
-		return nil, fmt.Errorf("dial emulator %s: %w", h.Addr, err)
+		return nil, bttlerr.Wrap(err, "dial emulator %s", h.Addr)
 	}
 	c, err := bigtable.NewClientWithConfig(ctx, Project, Instance,
 		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}, option.WithGRPCConn(conn))
 	if err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("data client: %w", err)
+		return nil, bttlerr.Wrap(err, "data client")
 	}
 	return &DataClient{Client: c, conn: conn}, nil
 }

@@ -3,6 +3,7 @@ package filters
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
@@ -289,7 +291,7 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 	}
 	switch {
 	case j.Column != nil && j.ColumnBase64 != nil:
-		return fmt.Errorf("cell report: both column and column_base64")
+		return errors.New("bttl: cell report: both column and column_base64")
 	case j.Column != nil:
 		c.Column = *j.Column
 	default:
@@ -299,7 +301,7 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 		c.Expiry = j.Expiry.UTC()
 		d, err := time.ParseDuration(j.Remaining)
 		if err != nil {
-			return fmt.Errorf("cell report: remaining_ttl: %w", err)
+			return bttlerr.Wrap(err, "cell report: remaining_ttl")
 		}
 		c.Remaining = d
 	}

@@ -12,6 +12,7 @@ import (
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -94,6 +95,9 @@ func (m Mismatches) Error() string {
 	parts := make([]string, len(m))
 	for i, e := range m {
 		parts[i] = e.Error()
+		if i > 0 {
+			parts[i] = bttlerr.Trim(parts[i]) // one prefix, the first's
+		}
 	}
 	return strings.Join(parts, "; ")
 }
@@ -319,7 +323,7 @@ func (a *Admin) Families(ctx context.Context, table string) (map[string]*adminpb
 func (a *Admin) Verify(ctx context.Context, table string, schema strategy.Schema) error {
 	fams, err := a.Families(ctx, table)
 	if err != nil {
-		return fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	return Compare(table, schema, fams)
 }

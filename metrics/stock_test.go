@@ -42,7 +42,7 @@ func auditStock(t *testing.T, e *env, tableName string) *audit.Report {
 		require.NoError(t, tbl.Apply(ctx, "stock#"+string(rune('a'+i)), m))
 	}
 	now := e.h.Clock.Now().Add(2 * time.Hour)
-	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now))
 	require.NoError(t, err)
 	return rep
 }
@@ -81,7 +81,7 @@ func auditUnruled(t *testing.T, e *env, tableName string) *audit.Report {
 	m.Set(famOne, "c", bigtable.Time(now.Add(time.Hour)), []byte("v"))
 	m.Set(famDef, "c", bigtable.Time(now), []byte("v"))
 	require.NoError(t, e.h.Raw.Open(tableName).Apply(ctx, "r", m))
-	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now), audit.Options{})
+	rep, err := audit.Scan(ctx, e.h.Raw.Open(tableName), tableName, schema(), bigtable.Time(now))
 	require.NoError(t, err)
 	fams, err := gcrule.NewAdmin(e.h.Admin, bttestharness.Project, bttestharness.Instance).Families(ctx, tableName)
 	require.NoError(t, err)

@@ -16,27 +16,33 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
-// Clock gives the current time (the same shape as ttlclient.Clock).
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option adjusts a Migrator.
-type Option func(*Migrator)
+// Option configures a Migrator, as New builds it.
+type Option func(*options)
+
+// options are what the Options set: apart from the Migrator, so that an
+// Option cannot change a Migrator in use.
+type options struct {
+	checkpoint  string
+	clock       strategy.Clock
+	dryRun      bool
+	maxExamples int
+	inflight    int
+}
 
 // WithClock sets the clock that decides which cells are expired (default:
 // the system clock).
-func WithClock(c Clock) Option {
-	return func(m *Migrator) {
+func WithClock(c strategy.Clock) Option {
+	return func(m *options) {
 		if c != nil {
 			m.clock = c
 		}
@@ -45,17 +51,17 @@ func WithClock(c Clock) Option {
 
 // WithDryRun makes the Migrator count and collect examples of what it
 // would change, and write nothing.
-func WithDryRun() Option { return func(m *Migrator) { m.dryRun = true } }
+func WithDryRun() Option { return func(m *options) { m.dryRun = true } }
 
 // WithCheckpoint makes Run keep its progress in the file at path
 // (scan.WithCheckpoint), recording the plan as the checkpoint's job: a
 // restarted Run skips the ranges finished, and a checkpoint written for
 // another plan (or a dry run) is refused.
-func WithCheckpoint(path string) Option { return func(m *Migrator) { m.checkpoint = path } }
+func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint = path } }
 
 // WithExamples keeps up to n examples of changed cells, and as many of
 // ambiguous ones, in Stats (default 5).
-func WithExamples(n int) Option { return func(m *Migrator) { m.maxExamples = max(n, 0) } }
+func WithExamples(n int) Option { return func(m *options) { m.maxExamples = max(n, 0) } }
 
 // DefaultInflight is the number of conditional row mutations a Run keeps in
 // flight per scan worker without WithInflight.
@@ -64,23 +70,19 @@ const DefaultInflight = 4
 // WithInflight sets how many rows' conditional mutations Run keeps in
 // flight per scan worker (default DefaultInflight): enough to hide the
 // round trip, bounded so that memory and the load on the table are.
-func WithInflight(n int) Option { return func(m *Migrator) { m.inflight = n } }
+func WithInflight(n int) Option { return func(m *options) { m.inflight = n } }
 
 // Migrator migrates the rows it is given, a row's cells at a time.
 // MigrateRow is safe for concurrent use on different rows, which is how a
 // scan engine's workers call it.
 type Migrator struct {
-	tbl         *bigtable.Table
-	table       string
-	checkpoint  string
-	plan        Plan
-	lo, hi      bigtable.Timestamp // in place: proven legacy at or before lo, proven bttl after hi
-	now         bigtable.Timestamp // the instant expiry is judged at
-	asOf        bigtable.Timestamp // DeleteExpired: cells expired at it may be deleted
-	clock       Clock
-	dryRun      bool
-	maxExamples int
-	inflight    int
+	tbl    *bigtable.Table
+	table  string
+	plan   Plan
+	lo, hi bigtable.Timestamp // in place: proven legacy at or before lo, proven bttl after hi
+	now    bigtable.Timestamp // the instant expiry is judged at
+	asOf   bigtable.Timestamp // DeleteExpired: cells expired at it may be deleted
+	options
 
 	total  tally        // this Migrator's, over every row it was given
 	budget atomic.Int64 // DeleteExpired: deletions left (never more than ExpectExpired)
@@ -100,9 +102,9 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Migrator{tbl: tbl, table: table, plan: plan, clock: systemClock{}, maxExamples: 5, inflight: DefaultInflight}
+	m := &Migrator{tbl: tbl, table: table, plan: plan, options: options{clock: systemClock{}, maxExamples: 5, inflight: DefaultInflight}}
 	for _, o := range opts {
-		o(m)
+		o(&m.options)
 	}
 	if m.inflight < 1 {
 		return nil, &PlanError{Field: "Inflight", Reason: fmt.Sprintf("%d: want at least 1", m.inflight)}
@@ -333,7 +335,7 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 	rep := &Report{Now: m.Now()}
 	if m.plan.Expired == DeleteExpired && !m.dryRun {
 		counter := &Migrator{tbl: m.tbl, table: m.table, plan: m.plan, lo: m.lo, hi: m.hi, now: m.now, asOf: m.asOf,
-			clock: m.clock, dryRun: true, inflight: m.inflight}
+			options: options{clock: m.clock, dryRun: true, inflight: m.inflight}}
 		counter.budget.Store(math.MaxInt64)
 		if _, err := counter.run(ctx, opts); err != nil {
 			return rep, err
@@ -784,7 +786,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	}
 	applied, err := m.apply(ctx, row, pred(), mut)
 	if err != nil {
-		return fmt.Errorf("bttl: migrate row %s, %d cell(s) from column %s, timestamp %s: %w", keytext.Quote(row), len(batch), keytext.Quote(batch[0].q), formatTimestamp(batch[0].c.ts), err)
+		return bttlerr.Wrap(err, "migrate row %s, %d cell(s) from column %s, timestamp %s", keytext.Quote(row), len(batch), keytext.Quote(batch[0].q), formatTimestamp(batch[0].c.ts))
 	}
 	if !applied {
 		if len(batch) == 1 {

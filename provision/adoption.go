@@ -14,6 +14,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/scan"
@@ -386,7 +387,7 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 	sum, err := scan.RunRanges(ctx, tbl, table, perRange, opts...)
 	stopped := errors.Is(err, errEnough)
 	if err != nil && (!stopped || sum == nil) {
-		return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, c.Family, err)
+		return nil, bttlerr.Wrap(err, "scan of %q, family %q", table, c.Family)
 	}
 	// Merged in key order, so the first cell of each kind is the first
 	// read in key order, whatever the workers' order.
@@ -405,7 +406,7 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table string, k classifier, fs []bigtable.Filter) (*examination, error) {
 	keys, err := tbl.SampleRowKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bttl: sample row keys of %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "sample row keys of %q", table)
 	}
 	ranges := splitRanges(keys)
 	perRange := max(p.sampleRows/len(ranges), 1)
@@ -427,7 +428,7 @@ func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table str
 			return !stopped
 		}, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("bttl: scan of %q, family %q: %w", table, k.c.Family, err)
+			return nil, bttlerr.Wrap(err, "scan of %q, family %q", table, k.c.Family)
 		}
 		if stopped || rows >= perRange {
 			x.exact = false

@@ -144,7 +144,7 @@ func BenchmarkPlanScan(b *testing.B) {
 			return p.CheckAdoptions(ctx, pl)
 		}},
 		{"audit-s", func() error {
-			_, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+			_, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(h.Clock.Now()))
 			return err
 		}},
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
@@ -200,71 +201,20 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// Clock tells the time the sample scan compares timestamps with.
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Provisioner.
-type Option func(*Provisioner)
+// Option configures a Provisioner, as New builds it.
+type Option func(*options)
 
-// WithForce lets Execute and Apply make a change the safety scans refuse
-// (ErrUnsafeAdoption): one-second expiry over real timestamps or an age
-// rule over sequence numbers (those cells are deleted), the sequence
-// strategy over timestamps that are not sequence numbers (they hide new
-// writes). What is lost is printed to the output.
-func WithForce() Option { return func(p *Provisioner) { p.force = true } }
-
-// WithoutImpact makes Plan read no data for the changes that lower a rule:
-// Change.Impact stays nil. For callers that need the changes and
-// Plan.Unchanged only (bttl verify), since the exact count reads every row
-// of the family. The safety scans are not affected.
-func WithoutImpact() Option { return func(p *Provisioner) { p.noImpact = true } }
-
-// WithWorkers sets how many key ranges each scan of a family reads at once
-// (default 1: one stream, the load a plain ReadRows puts on the cluster);
-// see scan.WithWorkers.
-func WithWorkers(n int) Option { return func(p *Provisioner) { p.workers = max(n, 1) } }
-
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option { return func(p *Provisioner) { p.clock = c } }
-
-// WithSampleRows sets how many rows of the family the safety scans read
-// with WithSampledSafetyScan (default 10,000), spread over the table's
-// sampled row-key ranges. Nothing else samples: Plan's count of what a
-// lowering change makes collectable reads every row.
-func WithSampleRows(n int) Option { return func(p *Provisioner) { p.sampleRows = n } }
-
-// WithSampledSafetyScan makes the safety scans that decide refusal
-// (CheckAdoptions, Execute, Apply) read a sample of WithSampleRows rows
-// instead of every row. Unsafe: the sample may miss cells the change
-// deletes or hides, and the change then goes ahead; refusals and Execute's
-// output say the scan was sampled and not exhaustive.
-func WithSampledSafetyScan() Option { return func(p *Provisioner) { p.sampledSafety = true } }
-
-// WithAssumeAdopted skips the adoption scans of families whose rule
-// already matches (Plan.Unchanged): a sequence or write-time family whose
-// stored cells were checked before (by an earlier apply, verify or audit)
-// and written only through bttl since. The scans before a rule change
-// still run (WithForce overrides their refusals). Plan.Write names the
-// families left unchecked.
-func WithAssumeAdopted() Option { return func(p *Provisioner) { p.assumeAdopted = true } }
-
-// WithOutput sets where Apply prints what it changes (default: nowhere).
-func WithOutput(w io.Writer) Option { return func(p *Provisioner) { p.out = w } }
-
-// Provisioner plans and applies GC-rule changes.
-type Provisioner struct {
-	admin      *gcrule.Admin
-	data       *bigtable.Client
+// options are what the Options set: apart from the Provisioner, so that an
+// Option cannot change a Provisioner in use.
+type options struct {
 	force      bool
 	noImpact   bool
 	workers    int
-	clock      Clock
+	clock      strategy.Clock
 	sampleRows int
 	out        io.Writer
 	// sampledSafety: the safety scans read a sample (WithSampledSafetyScan).
@@ -274,12 +224,65 @@ type Provisioner struct {
 	assumeAdopted bool
 }
 
+// WithForce lets Execute and Apply make a change the safety scans refuse
+// (ErrUnsafeAdoption): one-second expiry over real timestamps or an age
+// rule over sequence numbers (those cells are deleted), the sequence
+// strategy over timestamps that are not sequence numbers (they hide new
+// writes). What is lost is printed to the output.
+func WithForce() Option { return func(p *options) { p.force = true } }
+
+// WithoutImpact makes Plan read no data for the changes that lower a rule:
+// Change.Impact stays nil. For callers that need the changes and
+// Plan.Unchanged only (bttl verify), since the exact count reads every row
+// of the family. The safety scans are not affected.
+func WithoutImpact() Option { return func(p *options) { p.noImpact = true } }
+
+// WithWorkers sets how many key ranges each scan of a family reads at once
+// (default 1: one stream, the load a plain ReadRows puts on the cluster);
+// see scan.WithWorkers.
+func WithWorkers(n int) Option { return func(p *options) { p.workers = max(n, 1) } }
+
+// WithClock sets the clock the sample scans compare timestamps with
+// (default: the system clock).
+func WithClock(c strategy.Clock) Option { return func(p *options) { p.clock = c } }
+
+// WithSampleRows sets how many rows of the family the safety scans read
+// with WithSampledSafetyScan (default 10,000), spread over the table's
+// sampled row-key ranges. Nothing else samples: Plan's count of what a
+// lowering change makes collectable reads every row.
+func WithSampleRows(n int) Option { return func(p *options) { p.sampleRows = n } }
+
+// WithSampledSafetyScan makes the safety scans that decide refusal
+// (CheckAdoptions, Execute, Apply) read a sample of WithSampleRows rows
+// instead of every row. Unsafe: the sample may miss cells the change
+// deletes or hides, and the change then goes ahead; refusals and Execute's
+// output say the scan was sampled and not exhaustive.
+func WithSampledSafetyScan() Option { return func(p *options) { p.sampledSafety = true } }
+
+// WithAssumeAdopted skips the adoption scans of families whose rule
+// already matches (Plan.Unchanged): a sequence or write-time family whose
+// stored cells were checked before (by an earlier apply, verify or audit)
+// and written only through bttl since. The scans before a rule change
+// still run (WithForce overrides their refusals). Plan.Write names the
+// families left unchecked.
+func WithAssumeAdopted() Option { return func(p *options) { p.assumeAdopted = true } }
+
+// WithOutput sets where Apply prints what it changes (default: nowhere).
+func WithOutput(w io.Writer) Option { return func(p *options) { p.out = w } }
+
+// Provisioner plans and applies GC-rule changes.
+type Provisioner struct {
+	admin *gcrule.Admin
+	data  *bigtable.Client
+	options
+}
+
 // New returns a Provisioner using admin for the rules and data for the
 // one-second safety scan.
 func New(admin *gcrule.Admin, data *bigtable.Client, opts ...Option) *Provisioner {
-	p := &Provisioner{admin: admin, data: data, clock: systemClock{}, workers: 1, sampleRows: 10_000, out: io.Discard}
+	p := &Provisioner{admin: admin, data: data, options: options{clock: systemClock{}, workers: 1, sampleRows: 10_000, out: io.Discard}}
 	for _, o := range opts {
-		o(p)
+		o(&p.options)
 	}
 	return p
 }
@@ -296,7 +299,7 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 		plan.CreateTable = true
 		fams = nil
 	case err != nil:
-		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	for f := range fams {
 		plan.families = append(plan.families, f)
@@ -481,7 +484,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 	ac := p.admin.Client()
 	if plan.CreateTable {
 		if err := ac.CreateTable(ctx, plan.Table); err != nil {
-			return fmt.Errorf("bttl: create table %q: %w", plan.Table, err)
+			return bttlerr.Wrap(err, "create table %q", plan.Table)
 		}
 	}
 	for _, c := range plan.Changes {
@@ -496,7 +499,7 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 			err = ac.SetGCPolicy(ctx, plan.Table, c.Family, pol.GCPolicy())
 		}
 		if err != nil {
-			return fmt.Errorf("bttl: %s: %w", c, err)
+			return bttlerr.Wrap(err, "%s", c)
 		}
 	}
 	plan.Write(p.out)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -76,11 +77,14 @@ func (f fileStore) Save(_ context.Context, b []byte) error {
 // at the first run, and which are finished (with the result RunRanges'
 // done returned for each).
 type checkpointFile struct {
-	Version int               `json:"version"`
-	Table   string            `json:"table"`
-	Shard   Shard             `json:"shard"`
-	Piece   Range             `json:"piece"` // the shard's part of the scanned range
-	Job     json.RawMessage   `json:"job,omitempty"`
+	Version int             `json:"version"`
+	Table   string          `json:"table"`
+	Shard   Shard           `json:"shard"`
+	Piece   Range           `json:"piece"` // the shard's part of the scanned range
+	Job     json.RawMessage `json:"job,omitempty"`
+	// Filters are WithFilter's filters; null in a checkpoint written
+	// before they were recorded, which is not checked against them.
+	Filters []string          `json:"filters"`
 	Updated string            `json:"updated"` // RFC 3339 UTC
 	Ranges  []checkpointRange `json:"ranges"`
 }
@@ -113,7 +117,7 @@ func loadCheckpoint(ctx context.Context, st CheckpointStore) (*checkpointFile, e
 
 // fits checks that c was written for this scan, and that its ranges tile
 // its piece.
-func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job json.RawMessage) error {
+func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job json.RawMessage, filters []string) error {
 	mismatch := func(what string, got, want any) error {
 		return &CheckpointError{Path: path, Reason: fmt.Sprintf("written for %s %v, this scan is for %v", what, got, want)}
 	}
@@ -127,6 +131,9 @@ func (c *checkpointFile) fits(path, table string, shard Shard, piece Range, job 
 	}
 	if a, b := canonicalJSON(c.Job), canonicalJSON(job); a != b {
 		return mismatch("job", a, b)
+	}
+	if c.Filters != nil && !slices.Equal(c.Filters, filters) {
+		return mismatch("filters", c.Filters, filters)
 	}
 	start := piece.Start
 	for i, r := range c.Ranges {

@@ -43,7 +43,7 @@ const (
 // so two workers on one shard never both record progress and a record
 // never goes back.
 func WithBigtableCheckpoints(client *bigtable.Client, admin *bigtable.AdminClient) Option {
-	return optionFunc(func(c *config) { c.btClient, c.btAdmin = client, admin })
+	return func(c *config) { c.btClient, c.btAdmin = client, admin }
 }
 
 var tableIDPattern = regexp.MustCompile(`^[-_.a-zA-Z0-9]{1,50}$`)

@@ -4,27 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 var (
 	// ErrOption reports an option or argument the scan cannot use; no RPC
 	// was made.
-	ErrOption = errors.New("scan: invalid option")
+	ErrOption = errors.New("bttl: invalid scan option")
 	// ErrCheckpoint reports a checkpoint file that cannot be used for this
 	// scan: unreadable, or written for another table, job, range or shard.
-	ErrCheckpoint = errors.New("scan: checkpoint does not fit this scan")
+	ErrCheckpoint = errors.New("bttl: scan checkpoint does not fit this scan")
 	// ErrCheckpointClaimed reports a shared checkpoint (bigtable://) that
 	// another run claimed after this one: this run stops without writing.
-	ErrCheckpointClaimed = errors.New("scan: checkpoint claimed by another run")
+	ErrCheckpointClaimed = errors.New("bttl: scan checkpoint claimed by another run")
 	// ErrStalled reports a read that received nothing for the stall
 	// interval (WithStall), on its first try and on its retry.
-	ErrStalled = errors.New("scan: no answer from the server")
+	ErrStalled = errors.New("bttl: scan got no answer from the server")
 	// ErrUnfinished, wrapped in the error a RangeFunc's done returns, says
 	// the range was read but its work is not done (migrate: a cell left
 	// unmoved): its result is recorded and reported, the scan goes on, and
 	// the range is not marked finished, so a rerun with the checkpoint
 	// reads it again.
-	ErrUnfinished = errors.New("scan: range not finished")
+	ErrUnfinished = errors.New("bttl: scan range not finished")
 )
 
 // StallError is a range whose read received nothing for Interval, twice
@@ -38,10 +40,10 @@ type StallError struct {
 
 func (e *StallError) Error() string {
 	if e.Step != "ReadRows" {
-		return fmt.Sprintf("scan: %s: no answer within %s (the stall interval)", e.Step, e.Interval)
+		return fmt.Sprintf("bttl: scan: %s: no answer within %s (the stall interval)", e.Step, e.Interval)
 	}
-	// A RangeError wrapping it names the range.
-	return fmt.Sprintf("nothing received for %s (the stall interval), on the read and on its retry", e.Interval)
+	// A RangeError wrapping it names the range, and trims the prefix.
+	return fmt.Sprintf("bttl: nothing received for %s (the stall interval), on the read and on its retry", e.Interval)
 }
 func (e *StallError) Unwrap() error { return ErrStalled }
 
@@ -51,7 +53,9 @@ type OptionError struct {
 	Reason string
 }
 
-func (e *OptionError) Error() string { return fmt.Sprintf("scan: %s: %s", e.Option, e.Reason) }
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("bttl: scan option %s: %s", e.Option, e.Reason)
+}
 func (e *OptionError) Unwrap() error { return ErrOption }
 
 // CheckpointError is a checkpoint file that cannot be used, usable with
@@ -63,9 +67,9 @@ type CheckpointError struct {
 }
 
 func (e *CheckpointError) Error() string {
-	msg := fmt.Sprintf("scan: checkpoint %s: %s", e.Path, e.Reason)
+	msg := fmt.Sprintf("bttl: scan checkpoint %s: %s", e.Path, e.Reason)
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + bttlerr.Trim(e.Err.Error())
 	}
 	return msg
 }
@@ -85,5 +89,7 @@ type RangeError struct {
 	Err   error
 }
 
-func (e *RangeError) Error() string { return fmt.Sprintf("scan: range %s: %v", e.Range, e.Err) }
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("bttl: scan range %s: %s", e.Range, bttlerr.Trim(e.Err.Error()))
+}
 func (e *RangeError) Unwrap() error { return e.Err }

@@ -139,5 +139,5 @@ func ExampleParseShard() {
 	fmt.Println(err)
 	// Output:
 	// 2 8 <nil>
-	// scan: shard: 8/8: want i/n with 0 <= i < n
+	// bttl: scan option shard: 8/8: want i/n with 0 <= i < n
 }

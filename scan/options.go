@@ -7,11 +7,7 @@ import (
 )
 
 // An Option configures a scan, as bigtable.ReadOption configures a read.
-type Option interface{ set(*config) }
-
-type optionFunc func(*config)
-
-func (f optionFunc) set(c *config) { f(c) }
+type Option func(*config)
 
 type config struct {
 	workers       int
@@ -22,7 +18,8 @@ type config struct {
 	shardKeysSet  bool
 	start, end    string
 	checkpoint    string
-	job           any
+	job           any   // WithCheckpoint's
+	jobs          []any // WithJob's
 	progress      func(Progress)
 	progressEvery time.Duration
 	readOpts      []bigtable.ReadOption
@@ -40,20 +37,20 @@ type config struct {
 const DefaultWorkers = 1
 
 // WithWorkers sets how many ranges are read at once (default 1).
-func WithWorkers(n int) Option { return optionFunc(func(c *config) { c.workers = n }) }
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 
 // WithRanges sets the target number of ranges a shard is cut into (default
 // max(64, 4 x workers)); fewer when SampleRowKeys returns fewer points
 // inside the shard. More ranges balance the workers better and lose less
 // work on a restart; each is one entry of the checkpoint.
-func WithRanges(n int) Option { return optionFunc(func(c *config) { c.ranges = n }) }
+func WithRanges(n int) Option { return func(c *config) { c.ranges = n } }
 
 // WithCellsPerSecond limits the rate of cells delivered to the callback,
 // over all workers (0: no limit). Cells, not rows, because both the read
 // cost and migrate's writes grow with cells; a row with more cells than
 // one second's allowance waits for as many seconds as it holds.
 func WithCellsPerSecond(r float64) Option {
-	return optionFunc(func(c *config) { c.cellsPerSec = r })
+	return func(c *config) { c.cellsPerSec = r }
 }
 
 // WithShard scans only shard index of count (0 <= index < count): the
@@ -61,7 +58,7 @@ func WithCellsPerSecond(r float64) Option {
 // given the same range, count and shard keys computes the same pieces; see
 // WithShardKeys.
 func WithShard(index, count int) Option {
-	return optionFunc(func(c *config) { c.shard = Shard{Index: index, Count: count} })
+	return func(c *config) { c.shard = Shard{Index: index, Count: count} }
 }
 
 // WithShardKeys gives the count-1 keys that bound the shards, sorted, each
@@ -71,13 +68,13 @@ func WithShard(index, count int) Option {
 // whose keys share a prefix ("user#...") needs keys chosen from its data,
 // e.g. by SuggestShardKeys, computed once and given to every process.
 func WithShardKeys(keys ...string) Option {
-	return optionFunc(func(c *config) { c.shardKeys, c.shardKeysSet = append([]string(nil), keys...), true })
+	return func(c *config) { c.shardKeys, c.shardKeysSet = append([]string(nil), keys...), true }
 }
 
 // WithRange scans only the keys in [start, end); end "" is the table's
 // end (default: the whole table).
 func WithRange(start, end string) Option {
-	return optionFunc(func(c *config) { c.start, c.end = start, end })
+	return func(c *config) { c.start, c.end = start, end }
 }
 
 // WithCheckpoint keeps the shard's progress in the file at path: created
@@ -88,21 +85,30 @@ func WithRange(start, end string) Option {
 // shard is refused with a *CheckpointError. The file is kept when the scan
 // completes; delete it to scan again from scratch.
 func WithCheckpoint(path string, job any) Option {
-	return optionFunc(func(c *config) { c.checkpoint, c.job = path, job })
+	return func(c *config) { c.checkpoint, c.job = path, job }
+}
+
+// WithJob adds job, marshalled to JSON, to what identifies the work in the
+// checkpoint, beside WithCheckpoint's job: a package built on scan (audit)
+// records its own parameters with it, whatever job its caller gave. With
+// one job in all the checkpoint records it alone; with several, a list.
+func WithJob(job any) Option {
+	return func(c *config) { c.jobs = append(c.jobs, job) }
 }
 
 // WithProgress calls f at most every interval during the scan, from a
 // single goroutine, and once at its end.
 func WithProgress(every time.Duration, f func(Progress)) Option {
-	return optionFunc(func(c *config) { c.progress, c.progressEvery = f, every })
+	return func(c *config) { c.progress, c.progressEvery = f, every }
 }
 
 // WithFilter applies a read filter to every read (e.g. a
 // RowSampleFilter, or a family or column filter). Several are chained in
 // the order given (a read takes one filter: the client keeps the last
-// RowFilter option).
+// RowFilter option). The checkpoint records the filters (their String
+// form): a run with other filters is refused, as its results would differ.
 func WithFilter(f bigtable.Filter) Option {
-	return optionFunc(func(c *config) { c.filters = append(c.filters, f) })
+	return func(c *config) { c.filters = append(c.filters, f) }
 }
 
 // WithStall bounds how long a read may receive nothing: a range whose
@@ -113,7 +119,7 @@ func WithFilter(f bigtable.Filter) Option {
 // default) a dead server is waited for as long as the context allows, as
 // the client retries. A filter that skips most rows (a small sample) can
 // make a healthy read silent for long: choose d above the longest gap.
-func WithStall(d time.Duration) Option { return optionFunc(func(c *config) { c.stall = d }) }
+func WithStall(d time.Duration) Option { return func(c *config) { c.stall = d } }
 
 // ShardWarning says that the shard split looks uneven: Sizes counts the
 // table's SampleRowKeys points in each shard's piece (Bigtable's points
@@ -133,16 +139,16 @@ type ShardWarning struct {
 // WithShardWarnings calls f when a sharded scan's split looks uneven (at
 // the start, from SampleRowKeys) or its shard held no rows (at the end).
 func WithShardWarnings(f func(ShardWarning)) Option {
-	return optionFunc(func(c *config) { c.shardWarn = f })
+	return func(c *config) { c.shardWarn = f }
 }
 
 // WithReadOptions passes read options to every ReadRows call. A
 // bigtable.LimitRows applies per range; use WithLimit for the whole scan.
 func WithReadOptions(opts ...bigtable.ReadOption) Option {
-	return optionFunc(func(c *config) { c.readOpts = append(c.readOpts, opts...) })
+	return func(c *config) { c.readOpts = append(c.readOpts, opts...) }
 }
 
 // WithLimit stops the scan after n rows were delivered (0: no limit). With
 // one worker these are the scanned range's first n rows; with several,
 // which rows is not defined. A range stopped by the limit is not finished.
-func WithLimit(n int64) Option { return optionFunc(func(c *config) { c.limit = n }) }
+func WithLimit(n int64) Option { return func(c *config) { c.limit = n } }

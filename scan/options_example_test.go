@@ -3,6 +3,7 @@ package scan_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,6 +114,28 @@ func ExampleWithCheckpoint() {
 	// Output:
 	// first run: false
 	// second run complete: true read again fewer rows: true
+}
+
+// A library built on scan adds its own parameters to the checkpoint's job
+// (here a version of its counting), whatever job its caller gave: a run
+// with other parameters is refused.
+func ExampleWithJob() {
+	ctx := context.Background()
+	h, tbl := exampleTable(ctx)
+	defer h.Close()
+	dir, _ := os.MkdirTemp("", "scan")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "events.checkpoint")
+	count := func(version int, opts ...scan.Option) error {
+		_, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
+			append(opts, scan.WithJob(map[string]int{"counting": version}))...)
+		return err
+	}
+	fmt.Println(count(1, scan.WithCheckpoint(path, "job 1")))
+	fmt.Println(errors.Is(count(2, scan.WithCheckpoint(path, "job 1")), scan.ErrCheckpoint))
+	// Output:
+	// <nil>
+	// true
 }
 
 func ExampleWithProgress() {

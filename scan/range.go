@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 )
 
@@ -85,11 +86,11 @@ func (k *jsonKey) UnmarshalJSON(b []byte) error {
 		Base64 *string `json:"base64"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m.Base64 == nil {
-		return errors.New("scan: a key is a JSON string or {\"base64\": ...}")
+		return errors.New("bttl: a scan range key is a JSON string or {\"base64\": ...}")
 	}
 	raw, err := base64.StdEncoding.DecodeString(*m.Base64)
 	if err != nil {
-		return fmt.Errorf("scan: key: %w", err)
+		return bttlerr.Wrap(err, "scan range key")
 	}
 	*k = jsonKey(raw)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 )
 
@@ -107,19 +108,17 @@ func Run(ctx context.Context, tbl *bigtable.Table, table string, f RowFunc, opts
 func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFunc, opts ...Option) (*Summary, error) {
 	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
 	for _, o := range opts {
-		o.set(&c)
+		o(&c)
 	}
 	piece, err := c.validate()
 	if err != nil {
 		return nil, err
 	}
-	job, err := json.Marshal(c.job)
+	job, err := c.jobJSON()
 	if err != nil {
 		return nil, &OptionError{Option: "checkpoint", Reason: fmt.Sprintf("job: %v", err)}
 	}
-	if c.job == nil {
-		job = nil
-	}
+	filters := c.filterNames()
 	s := &Summary{Table: table, Shard: c.shard, Piece: piece}
 	var st CheckpointStore
 	var ck *checkpointFile
@@ -130,7 +129,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 		if ck, err = loadCheckpoint(ctx, st); err != nil || ck == nil {
 			return err
 		}
-		return ck.fits(st.Name(), table, c.shard, piece, job)
+		return ck.fits(st.Name(), table, c.shard, piece, job, filters)
 	})
 	if err != nil {
 		return nil, err
@@ -142,7 +141,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+			return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 		}
 		if w, ok := c.balance(sampled); ok {
 			w.Table = table
@@ -150,7 +149,7 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 		}
 	}
 	if ck == nil {
-		ck = &checkpointFile{Version: checkpointVersion, Table: table, Shard: c.shard, Piece: piece, Job: job}
+		ck = &checkpointFile{Version: checkpointVersion, Table: table, Shard: c.shard, Piece: piece, Job: job, Filters: filters}
 		for _, r := range plan(piece, sampled, c.targetRanges()) {
 			ck.Ranges = append(ck.Ranges, checkpointRange{Range: r.Range, Weight: r.weight})
 		}
@@ -177,6 +176,32 @@ func resumedNone(s *Summary) bool {
 		}
 	}
 	return true
+}
+
+// jobJSON is the checkpoint's job: WithCheckpoint's and WithJob's, nil
+// for none.
+func (c *config) jobJSON() (json.RawMessage, error) {
+	jobs := c.jobs
+	if c.job != nil {
+		jobs = append([]any{c.job}, jobs...)
+	}
+	switch len(jobs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return json.Marshal(jobs[0])
+	}
+	return json.Marshal(jobs)
+}
+
+// filterNames are the filters as the checkpoint records them; never nil,
+// so that a checkpoint without filters records an empty list.
+func (c *config) filterNames() []string {
+	names := make([]string, len(c.filters))
+	for i, f := range c.filters {
+		names[i] = f.String()
+	}
+	return names
 }
 
 // readOptions are the options of every ReadRows: the caller's, and the
@@ -580,7 +605,7 @@ func SuggestShardKeys(ctx context.Context, tbl *bigtable.Table, start, end strin
 	}
 	sampled, err := tbl.SampleRowKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scan: SampleRowKeys: %w", err)
+		return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 	}
 	rs := plan(Range{start, end}, sampled, count)
 	if len(rs) < count {

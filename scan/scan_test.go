@@ -412,3 +412,54 @@ func TestSuggestShardKeysBalancesPrefixedKeys(t *testing.T) {
 	// shard 1.
 	assert.Equal(t, len(keys), countIn(keys, piece(1)), "the even split puts every \"user#\" key in one shard")
 }
+
+// The checkpoint records WithCheckpoint's and WithJob's jobs and the
+// filters: a run with another job, no job or other filters is refused, as
+// its results would not be the recorded ones.
+func TestCheckpointRecordsJobsAndFilters(t *testing.T) {
+	tbl := newTable(t)
+	load(t, tbl, 200, 1, func(i int) string { return fmt.Sprintf("row%04d", i) })
+	path := filepath.Join(t.TempDir(), "ck.json")
+	ctx := context.Background()
+	rows := func(context.Context, bigtable.Row) error { return nil }
+	sample := scan.WithFilter(bigtable.RowSampleFilter(0.5))
+	opts := []scan.Option{scan.WithCheckpoint(path, "caller"), scan.WithJob("library"), sample}
+	_, err := scan.Run(ctx, tbl, "t", rows, opts...)
+	require.NoError(t, err)
+	var ck struct {
+		Job     json.RawMessage `json:"job"`
+		Filters []string        `json:"filters"`
+	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &ck))
+	assert.JSONEq(t, `["caller","library"]`, string(ck.Job))
+	assert.Equal(t, []string{bigtable.RowSampleFilter(0.5).String()}, ck.Filters)
+
+	sum, err := scan.Run(ctx, tbl, "t", rows, opts...)
+	require.NoError(t, err, "the same scan resumes")
+	for _, r := range sum.Ranges {
+		assert.True(t, r.Resumed, "range %s resumed", r.Range)
+	}
+	for name, o := range map[string][]scan.Option{
+		"no sample":     {scan.WithCheckpoint(path, "caller"), scan.WithJob("library")},
+		"other sample":  {scan.WithCheckpoint(path, "caller"), scan.WithJob("library"), scan.WithFilter(bigtable.RowSampleFilter(0.25))},
+		"other job":     {scan.WithCheckpoint(path, "caller"), scan.WithJob("other"), sample},
+		"no added job":  {scan.WithCheckpoint(path, "caller"), sample},
+		"no caller job": {scan.WithCheckpoint(path, nil), scan.WithJob("library"), sample},
+	} {
+		_, err := scan.Run(ctx, tbl, "t", rows, o...)
+		require.ErrorIs(t, err, scan.ErrCheckpoint, name)
+	}
+
+	// A checkpoint written before filters were recorded (no "filters"
+	// key) is not checked against them.
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &raw))
+	delete(raw, "filters")
+	b, err = json.Marshal(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	_, err = scan.Run(ctx, tbl, "t", rows, scan.WithCheckpoint(path, "caller"), scan.WithJob("library"))
+	require.NoError(t, err)
+}

@@ -73,7 +73,7 @@ func ExampleParseDuration() {
 	// 1d12h 36h0m0s <nil>
 	// 1w2d3h 219h0m0s <nil>
 	// 1.5d 36h0m0s <nil>
-	// 1y 0s invalid duration "1y": want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)
+	// 1y 0s bttl: invalid duration "1y": want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)
 }
 
 // A mistake in a file is a *Error naming the position, the table, the

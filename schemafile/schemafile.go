@@ -11,6 +11,7 @@ import (
 
 	"github.com/xhit/go-str2duration/v2"
 
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -135,7 +136,7 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			err = fmt.Errorf("%s must be positive (omit %s for none)", s, k)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%w: %w", strategy.ErrInvalidPolicy, err)
+			return 0, fmt.Errorf("%w: %s", strategy.ErrInvalidPolicy, bttlerr.Trim(err.Error()))
 		}
 		return d, nil
 	}
@@ -274,7 +275,7 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 func ParseDuration(s string) (time.Duration, error) {
 	d, err := str2duration.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)", s)
+		return 0, fmt.Errorf("bttl: invalid duration %q: want a Go duration such as 90s or 1h30m, days and weeks allowed (1d12h, 2w)", s)
 	}
 	return d, nil
 }

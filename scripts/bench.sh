@@ -274,6 +274,11 @@ $(cat "$OUT/scale-10k.pprof.txt")
 $(cat "$OUT/scale-100k.pprof.txt")
 \`\`\`
 
+PROF
+  # Measured by hand (BenchmarkPlanScan; the command is in the notes).
+  cat scripts/benchmarks-notes-plan.md
+  cat <<PROF
+
 ## Earlier measurements
 
 Measurements of earlier code (issue 7's pairs, the split filter, the

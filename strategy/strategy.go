@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // Kind names a strategy.
@@ -80,20 +82,25 @@ type Policy struct {
 	writeTime   bool          // every cell records its real write time (companion cell)
 }
 
-// Option adjusts a Policy.
-type Option func(*Policy)
+// Option adjusts a Policy as it is built (OneSecond, DefaultExpiry,
+// Sequence). It works on an unexported options value, not on the Policy, so
+// that an Option cannot change a Policy after it was built and checked.
+type Option func(*options)
+
+// options is the Policy being built; the options set its fields.
+type options struct{ Policy }
 
 // WithMaxVersions adds a max-versions rule in union with the age rule of an
 // age strategy: the family keeps at most n live cells per column.
-func WithMaxVersions(n int) Option { return func(p *Policy) { p.versions = n } }
+func WithMaxVersions(n int) Option { return func(p *options) { p.versions = n } }
 
 // WithDefaultTTL gives a one-second family the TTL used for cells written
 // without one.
-func WithDefaultTTL(d time.Duration) Option { return func(p *Policy) { p.defaultTTL = d } }
+func WithDefaultTTL(d time.Duration) Option { return func(p *options) { p.defaultTTL = d } }
 
 // SingleValue makes a write replace the column's older cells in the same
 // atomic row mutation, so the last write wins whatever the TTLs.
-func SingleValue() Option { return func(p *Policy) { p.singleValue = true } }
+func SingleValue() Option { return func(p *options) { p.singleValue = true } }
 
 // DefaultIdleDebounce is the debounce of a time-to-idle family when
 // WithIdleDebounce is not given: a tenth of the idle TTL.
@@ -106,7 +113,7 @@ const DefaultIdleDebounce = 0.1
 // every d (less the debounce) never expires; one left unread expires as
 // written. A cell with more time left than that (written with a longer
 // TTL) is left alone: time-to-idle never shortens a TTL.
-func WithIdleTTL(d time.Duration) Option { return func(p *Policy) { p.idleTTL = d } }
+func WithIdleTTL(d time.Duration) Option { return func(p *options) { p.idleTTL = d } }
 
 // WithIdleDebounce sets the debounce of a time-to-idle family as a fraction
 // of its idle TTL, in [0, 1) (default DefaultIdleDebounce): a read cell is
@@ -118,7 +125,7 @@ func WithIdleTTL(d time.Duration) Option { return func(p *Policy) { p.idleTTL = 
 // refresh. Giving the default is the same as giving none: the policies are
 // equal.
 func WithIdleDebounce(fraction float64) Option {
-	return func(p *Policy) {
+	return func(p *options) {
 		p.debounce, p.debounceSet = fraction, fraction != DefaultIdleDebounce
 		if !p.debounceSet {
 			p.debounce = 0
@@ -130,18 +137,18 @@ func WithIdleDebounce(fraction float64) Option {
 // extend) whose TTL is longer, or whose explicit timestamp implies a longer
 // one, is refused with ErrTTLTooLong before any RPC, unless ClampTTL is
 // also given. Age strategies only.
-func WithMaxTTL(d time.Duration) Option { return func(p *Policy) { p.maxTTL = d } }
+func WithMaxTTL(d time.Duration) Option { return func(p *options) { p.maxTTL = d } }
 
 // ClampTTL makes a family with WithMaxTTL lower a longer TTL to the cap
 // instead of refusing it. It is a separate, explicit option because a
 // clamped TTL silently shortens what the caller asked for.
-func ClampTTL() Option { return func(p *Policy) { p.clampTTL = true } }
+func ClampTTL() Option { return func(p *options) { p.clampTTL = true } }
 
 // WithWriteTime makes every cell written to the family also record its real
 // write time, in a companion cell of the same family with the same
 // timestamp, so that GC removes both together (age strategies only; see
 // docs/design.md#write-time).
-func WithWriteTime() Option { return func(p *Policy) { p.writeTime = true } }
+func WithWriteTime() Option { return func(p *options) { p.writeTime = true } }
 
 // OneSecond is one-second expiry: GC max age 1s, each cell's timestamp is the
 // moment it expires. It cannot be adopted on a family that holds real
@@ -167,10 +174,11 @@ func Sequence(n int, opts ...Option) Policy {
 func Unmanaged() Policy { return Policy{} }
 
 func apply(p Policy, opts []Option) Policy {
-	for _, o := range opts {
-		o(&p)
+	o := options{p}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return p
+	return o.Policy
 }
 
 // Kind reports the policy's strategy.
@@ -725,7 +733,7 @@ func (s Schema) Validate() error {
 			return fmt.Errorf("%w: family name %q", ErrInvalidPolicy, fam)
 		}
 		if err := p.Validate(); err != nil {
-			return fmt.Errorf("family %q: %w", fam, err)
+			return bttlerr.Wrap(err, "family %q", fam)
 		}
 	}
 	return nil

@@ -16,20 +16,17 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
 
 // Schema maps a table's column families to their TTL policies; see package
-// strategy.
+// strategy. It is an alias of strategy.Schema, the one re-export ttlclient
+// keeps: Open and Recorder take it, and ttlclient.Schema is the name every
+// caller of Open writes (the same type: a strategy.Schema passes as is).
 type Schema = strategy.Schema
-
-// Clock tells the time. Every timestamp the library writes and every read
-// filter's bound comes from it, so tests move time instead of sleeping.
-type Clock interface {
-	Now() time.Time
-}
 
 type systemClock struct{}
 
@@ -45,7 +42,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Option func(*config)
 
 type config struct {
-	clock         Clock
+	clock         strategy.Clock
 	logger        *slog.Logger
 	admin         *gcrule.Admin
 	skipVerify    bool
@@ -150,8 +147,9 @@ func WithKeyRedaction(hashKey []byte) Option {
 	return func(cfg *config) { cfg.keyText = keytext.Redact(hashKey) }
 }
 
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option {
+// WithClock sets the clock (default: the system clock). Every timestamp
+// the library writes and every read filter's bound comes from it.
+func WithClock(c strategy.Clock) Option {
 	return func(cfg *config) {
 		if c != nil {
 			cfg.clock = c
@@ -219,7 +217,7 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 	admin, err := bigtable.NewAdminClient(ctx, project, instance, opts...)
 	if err != nil {
 		_ = raw.Close()
-		return nil, fmt.Errorf("bttl: admin client: %w", err)
+		return nil, bttlerr.Wrap(err, "admin client")
 	}
 	c := newClient(raw, append([]Option{WithAdminClient(admin, project, instance)}, config.Options...))
 	c.admin, c.owned = admin, true
@@ -289,7 +287,7 @@ func (c *Client) config(opts []Option) config {
 
 // Verify compares the table's actual column families and GC rules with the
 // rules schema's strategies need. It returns nil, an error wrapping
-// ErrGCRuleMismatch (a gcrule.Mismatches holding one *GCRuleError per
+// gcrule.ErrMismatch (a gcrule.Mismatches holding one *gcrule.MismatchError per
 // family), ErrNoAdminClient, or the admin call's error.
 func (c *Client) Verify(ctx context.Context, table string, schema Schema) error {
 	_, err := c.verify(ctx, table, schema, c.config(nil))
@@ -300,7 +298,7 @@ func (c *Client) Verify(ctx context.Context, table string, schema Schema) error 
 // of every family the table has, for the read filter.
 func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg config) ([]string, error) {
 	if err := schema.Validate(); err != nil {
-		return nil, fmt.Errorf("verify table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "verify table %q", table)
 	}
 	if cfg.admin == nil {
 		return nil, &NoAdminError{Table: table}
@@ -310,7 +308,7 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 		return nil, fmt.Errorf("%w: %q (the admin API: %w)", ErrTableNotFound, table, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bttl: read GC rules of table %q: %w", table, err)
+		return nil, bttlerr.Wrap(err, "read GC rules of table %q", table)
 	}
 	if err := gcrule.Compare(table, schema, fams); err != nil {
 		return nil, err
@@ -345,7 +343,7 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // created, is read untouched, through a complement regex that the emulators
 // evaluate slowly.
 //
-// Open fails with ErrFilterTooLarge (a *FilterSizeError) when the read
+// Open fails with filters.ErrFilterTooLarge (a *filters.SizeError) when the read
 // filter is larger than the largest filter Bigtable serves
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
@@ -381,7 +379,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err := errors.Join(clientOnly(opts), schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -395,7 +393,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		cancel()
 		if err != nil {
 			recordOpenRefusal(rec, err)
-			return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+			return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 		}
 		if cfg.unlisted == nil {
 			// Unlisted families, when written, are read whenever created:
@@ -409,7 +407,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	if err != nil {
 		recordOpenRefusal(rec, err)
-		return nil, &codedError{fmt.Errorf("open table %q: %w", table, err)}
+		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false

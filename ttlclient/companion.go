@@ -14,15 +14,6 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// CompanionPrefix starts the qualifier of every write-time companion cell
-// (strategy.WithWriteTime): the companion of column c is
-// CompanionPrefix+c, in the same family, at the same timestamp as the cell
-// it describes, so the family's GC rule removes both together. Columns
-// starting with it are reserved in such a family. It sorts after every
-// qualifier not starting with 0xFF 0xFF, so reads hide companions with one
-// column range, no regex (docs/design.md#write-time).
-const CompanionPrefix = strategy.WriteTimePrefix
-
 // companionHidesFrom is the first qualifier a read of a write-time family
 // hides: every qualifier from it on is reserved.
 const companionHidesFrom = filters.ReservedQualifierStart

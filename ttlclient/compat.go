@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // bttl reads three values of cloud.google.com/go/bigtable that have no
@@ -49,7 +51,7 @@ func (e *CompatibilityError) Error() string {
 	}
 	fmt.Fprintf(&b, "bttl: cloud.google.com/go/bigtable %s fails %d compatibility check(s)", v, len(e.Failed))
 	for _, f := range e.Failed {
-		fmt.Fprintf(&b, "; %s: %v (%s)", f.Check, f.Err, f.Effect)
+		fmt.Fprintf(&b, "; %s: %s (%s)", f.Check, bttlerr.Trim(f.Err.Error()), f.Effect)
 	}
 	return b.String()
 }

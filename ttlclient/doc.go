@@ -29,7 +29,7 @@
 //
 // Open verifies the table first: with an admin client (NewClient creates
 // one; give Wrap WithAdminClient) it reads the families' exact GC rules and
-// fails with ErrGCRuleMismatch (a *GCRuleError per family: table, family,
+// fails with gcrule.ErrMismatch (a *gcrule.MismatchError per family: table, family,
 // expected and actual rule) when a family is missing or its rule is not the
 // one its strategy needs. WithoutVerify skips the check and logs that it
 // did (WithLogger); Client.Verify runs it on its own.
@@ -42,7 +42,7 @@
 // family. A family created after Open is not read until the table is
 // opened again (under the bare rule, it is filtered by that rule); see
 // Client.Open. A filter over the size Bigtable serves fails Open with
-// ErrFilterTooLarge.
+// filters.ErrFilterTooLarge.
 // The server reads an expired cell before the filter hides it, so the
 // statistics of bigtable.WithFullReadStats count it as seen: CellsSeenCount
 // and RowsSeenCount include the cells and rows the TTL filter hid, and

@@ -17,21 +17,13 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Sentinel errors. Every refusal wraps one of them in a *CellError, so
-// callers test with errors.Is and read the details with errors.As. A refused
-// call sends nothing.
+// Sentinel errors. Every refusal wraps one of them, or one of the package
+// that decides it (the timestamp math's strategy.ErrInvalidTTL and the
+// other strategy sentinels, gcrule.ErrMismatch, filters.ErrFilterTooLarge,
+// filters.ErrCellTooLargeToPin), in a *CellError, so callers test with
+// errors.Is and read the details with errors.As. A refused call sends
+// nothing.
 var (
-	// The timestamp math refusals, shared with package strategy.
-	ErrInvalidPolicy     = strategy.ErrInvalidPolicy
-	ErrUnsupportedGCRule = strategy.ErrUnsupportedGCRule
-	ErrInvalidTTL        = strategy.ErrInvalidTTL
-	ErrTimestampOverflow = strategy.ErrTimestampOverflow
-	ErrBeforeEpoch       = strategy.ErrBeforeEpoch
-	ErrInvalidSequence   = strategy.ErrInvalidSequence
-	ErrServerTimestamp   = strategy.ErrServerTimestamp
-	ErrAlreadyExpired    = strategy.ErrAlreadyExpired
-	ErrWrongCellOption   = strategy.ErrWrongCellOption
-
 	// ErrUnknownFamily: a write to a family the schema does not name.
 	ErrUnknownFamily = errors.New("bttl: family not in the table's schema")
 	// ErrServerAssignedTimestamp: ReadModifyWrite, AddToCell or MergeToCell
@@ -54,18 +46,12 @@ var (
 	// ErrInvalidTimestampRange: a delete range with a negative bound or an
 	// end not after its start.
 	ErrInvalidTimestampRange = errors.New("bttl: invalid timestamp range")
-	// ErrGCRuleMismatch: Open or Verify found a family missing or carrying a
-	// GC rule other than its strategy needs; see *GCRuleError.
-	ErrGCRuleMismatch = gcrule.ErrMismatch
 	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
 	// see *NoAdminError.
 	ErrNoAdminClient = errors.New("bttl: no admin client to verify GC rules")
 	// ErrTableNotFound: Open's verification found no such table (the admin
 	// API's NotFound, wrapped: status.Code still gives NotFound).
 	ErrTableNotFound = errors.New("bttl: table not found")
-	// ErrFilterTooLarge: Open found the schema's read filter larger than
-	// Bigtable serves (filters.MaxFilterBytes); see *FilterSizeError.
-	ErrFilterTooLarge = filters.ErrFilterTooLarge
 	// ErrUnsupportedReadOption: a read option whose filter the library cannot
 	// see, so it could not put the TTL filter first.
 	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
@@ -83,17 +69,10 @@ var (
 	// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
 	// family whose cells do not expire by age: a sequence or unmanaged family.
 	ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
-	// ErrTTLTooLong: a TTL over the family's cap (strategy.WithMaxTTL), or an
-	// explicit timestamp implying one.
-	ErrTTLTooLong = strategy.ErrTTLTooLong
 	// ErrReservedColumn: a column whose qualifier starts with 0xFF 0xFF in a
 	// family with write-time companions (strategy.WithWriteTime), where such
 	// qualifiers hold the companions.
 	ErrReservedColumn = errors.New("bttl: column qualifier reserved for write-time companions")
-	// ErrCellTooLargeToPin: a cell whose value is too large (over about 10 KB)
-	// to pin in a predicate, so it cannot be moved atomically to a new
-	// timestamp (Expire, time-to-idle); see filters.PinError.
-	ErrCellTooLargeToPin = filters.ErrCellTooLargeToPin
 	// ErrNoWriteTime: a cell of a write-time family without its companion:
 	// written before the family had strategy.WithWriteTime, past bttl (a raw
 	// client), or collected since it was read.
@@ -173,15 +152,6 @@ func (e *CellError) Unwrap() error { return e.Err }
 // refusal as they see a server's error.
 func (e *CellError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
 
-// GCRuleError is one family whose GC rule does not match its policy: table,
-// family, kind of mismatch, expected and actual rule. A failed Open or
-// Verify returns a gcrule.Mismatches of them (errors.As finds the first).
-type GCRuleError = gcrule.MismatchError
-
-// FilterSizeError is a read filter over the size Bigtable serves: its size,
-// the limit, and whether the table's families were known.
-type FilterSizeError = filters.SizeError
-
 // NoAdminError: Open was asked to verify GC rules without an admin client.
 type NoAdminError struct {
 	Table string
@@ -209,14 +179,14 @@ var statusCodes = []struct {
 	err  error
 	code codes.Code
 }{
-	{ErrInvalidPolicy, codes.InvalidArgument},
-	{ErrUnsupportedGCRule, codes.InvalidArgument},
-	{ErrInvalidTTL, codes.InvalidArgument},
-	{ErrTimestampOverflow, codes.InvalidArgument},
-	{ErrBeforeEpoch, codes.InvalidArgument},
-	{ErrInvalidSequence, codes.InvalidArgument},
-	{ErrWrongCellOption, codes.InvalidArgument},
-	{ErrTTLTooLong, codes.InvalidArgument},
+	{strategy.ErrInvalidPolicy, codes.InvalidArgument},
+	{strategy.ErrUnsupportedGCRule, codes.InvalidArgument},
+	{strategy.ErrInvalidTTL, codes.InvalidArgument},
+	{strategy.ErrTimestampOverflow, codes.InvalidArgument},
+	{strategy.ErrBeforeEpoch, codes.InvalidArgument},
+	{strategy.ErrInvalidSequence, codes.InvalidArgument},
+	{strategy.ErrWrongCellOption, codes.InvalidArgument},
+	{strategy.ErrTTLTooLong, codes.InvalidArgument},
 	{ErrReservedColumn, codes.InvalidArgument},
 	{ErrNilMutation, codes.InvalidArgument},
 	{ErrEmptyMutation, codes.InvalidArgument},
@@ -227,19 +197,19 @@ var statusCodes = []struct {
 	{ErrValueTooLarge, codes.InvalidArgument},
 	{ErrInvalidTimestampRange, codes.InvalidArgument},
 	{ErrUnsupportedReadOption, codes.InvalidArgument},
-	{ErrFilterTooLarge, codes.InvalidArgument},
+	{filters.ErrFilterTooLarge, codes.InvalidArgument},
 	{ErrClientOption, codes.InvalidArgument},
 
-	{ErrServerTimestamp, codes.FailedPrecondition},
-	{ErrAlreadyExpired, codes.FailedPrecondition},
+	{strategy.ErrServerTimestamp, codes.FailedPrecondition},
+	{strategy.ErrAlreadyExpired, codes.FailedPrecondition},
 	{ErrUnknownFamily, codes.FailedPrecondition},
 	{ErrServerAssignedTimestamp, codes.FailedPrecondition},
-	{ErrGCRuleMismatch, codes.FailedPrecondition},
+	{gcrule.ErrMismatch, codes.FailedPrecondition},
 	{ErrNoAdminClient, codes.FailedPrecondition},
 	{ErrTableNotFound, codes.NotFound},
 	{ErrMutationUnreadable, codes.FailedPrecondition},
 	{ErrNotApplicable, codes.FailedPrecondition},
-	{ErrCellTooLargeToPin, codes.FailedPrecondition},
+	{filters.ErrCellTooLargeToPin, codes.FailedPrecondition},
 	{ErrNoWriteTime, codes.FailedPrecondition},
 	{ErrReadOnlyView, codes.FailedPrecondition},
 	{ErrUnfilteredSQL, codes.FailedPrecondition},

@@ -74,7 +74,7 @@ func ExampleWithRecorder() {
 
 	bad := ttlclient.NewMutation()
 	bad.Set("session", "token", ttlclient.Auto, []byte("x")) // no TTL on a one-second family
-	fmt.Println("refused:", errors.Is(tbl.Apply(ctx, "user#1", bad), ttlclient.ErrServerTimestamp))
+	fmt.Println("refused:", errors.Is(tbl.Apply(ctx, "user#1", bad), strategy.ErrServerTimestamp))
 
 	fams, _ := reg.Gather()
 	for _, f := range fams {
@@ -146,7 +146,7 @@ func ExampleWithShadowRand() {
 }
 
 func ExampleRefusalReason() {
-	err := fmt.Errorf("save: %w", &ttlclient.CellError{Table: "events", Family: "session", Err: ttlclient.ErrAlreadyExpired})
+	err := fmt.Errorf("save: %w", &ttlclient.CellError{Table: "events", Family: "session", Err: strategy.ErrAlreadyExpired})
 	fmt.Println(ttlclient.RefusalReason(err))
 	fmt.Println(ttlclient.RefusalReason(errors.New("not a refusal")))
 	// Output:

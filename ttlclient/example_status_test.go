@@ -57,7 +57,7 @@ func ExampleSQLError_GRPCStatus() {
 // StatusCode is the code a refusal wrapping the sentinel carries.
 func ExampleStatusCode() {
 	fmt.Println(ttlclient.StatusCode(ttlclient.ErrEmptyRowKey))
-	fmt.Println(ttlclient.StatusCode(ttlclient.ErrAlreadyExpired))
+	fmt.Println(ttlclient.StatusCode(strategy.ErrAlreadyExpired))
 	fmt.Println(ttlclient.StatusCode(errors.New("not a refusal")))
 	// Output:
 	// InvalidArgument

@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/ttlclient"
+	"github.com/bttl/bttl/strategy"
 )
 
 // recordClick is code written for the plain client: it builds a
@@ -42,7 +42,7 @@ func ExampleTable_API() {
 	m := bigtable.NewMutation()
 	m.Set("session", "token", bigtable.ServerTime, []byte("abc"))
 	err := api.Apply(ctx, "user-1", m)
-	fmt.Println(errors.Is(err, ttlclient.ErrServerTimestamp))
+	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
 	// Output:
 	// now:        clicks:home=1
 	// 48h later:  (none)
@@ -74,7 +74,7 @@ func ExampleTable_Timestamp() {
 
 	// A sequence family takes no TTL.
 	_, err = tbl.Timestamp("doc", time.Hour)
-	fmt.Println(errors.Is(err, ttlclient.ErrWrongCellOption))
+	fmt.Println(errors.Is(err, strategy.ErrWrongCellOption))
 	// Output:
 	// now:         session:token=abc
 	// 15 min on:   (none)

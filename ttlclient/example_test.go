@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -177,7 +178,7 @@ func ExampleClient_Open() {
 	_ = h.CreateTable(ctx, "events", exSchema)
 
 	_, err := h.Client.Open("events", ttlclient.Schema{"doc": strategy.Sequence(0)})
-	fmt.Println(errors.Is(err, ttlclient.ErrInvalidPolicy))
+	fmt.Println(errors.Is(err, strategy.ErrInvalidPolicy))
 	tbl, err := h.Client.Open("events", exSchema)
 	fmt.Println(tbl.Name(), err)
 	// Output:
@@ -228,7 +229,7 @@ func ExampleTable_Apply() {
 	// A write that would expire on arrival is refused; nothing is sent.
 	bad := ttlclient.NewMutation()
 	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
-	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", bad), ttlclient.ErrServerTimestamp))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", bad), strategy.ErrServerTimestamp))
 	// Output:
 	// clicks:home=1 meta:owner=ada
 	// true
@@ -246,7 +247,7 @@ func ExampleTable_ApplyBulk() {
 
 	// A refused row does not stop the others: its error is at its index.
 	errs, err := tbl.ApplyBulk(ctx, []string{"a", "b"}, []*ttlclient.Mutation{good, bad})
-	fmt.Println(err, errs[0], errors.Is(errs[1], ttlclient.ErrInvalidSequence))
+	fmt.Println(err, errs[0], errors.Is(errs[1], strategy.ErrInvalidSequence))
 	r, _ := tbl.ReadRow(ctx, "a")
 	fmt.Println(exCells(r))
 	// Output:
@@ -410,7 +411,7 @@ func ExampleWithTTL() {
 
 	zero := ttlclient.NewMutation()
 	zero.Set("clicks", "x", ttlclient.Auto, nil, ttlclient.WithTTL(0))
-	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", zero), ttlclient.ErrInvalidTTL))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", zero), strategy.ErrInvalidTTL))
 	// Output:
 	// clicks:long=72h
 	// true
@@ -473,7 +474,7 @@ func ExampleMutation_Set() {
 
 	past := ttlclient.NewMutation()
 	past.Set("session", "banner", bigtable.Time(h.Clock.Now()), []byte("sale"))
-	fmt.Println(errors.Is(tbl.Apply(ctx, "site", past), ttlclient.ErrAlreadyExpired))
+	fmt.Println(errors.Is(tbl.Apply(ctx, "site", past), strategy.ErrAlreadyExpired))
 	// Output:
 	// <nil>
 	// true
@@ -576,7 +577,7 @@ func ExampleCellError() {
 
 	var ce *ttlclient.CellError
 	if errors.As(err, &ce) {
-		fmt.Println(ce.Table, ce.Row, ce.Family, ce.Column, errors.Is(ce, ttlclient.ErrServerTimestamp))
+		fmt.Println(ce.Table, ce.Row, ce.Family, ce.Column, errors.Is(ce, strategy.ErrServerTimestamp))
 	}
 	// Output: events user#1 session token true
 }
@@ -659,8 +660,8 @@ func ExampleClient_Verify() {
 	// not match, and neither Verify nor Open accepts it.
 	_ = h.CreateTable(ctx, "events", exSchema)
 	err := h.Client.Verify(ctx, "events", ttlclient.Schema{"doc": strategy.Sequence(5)})
-	fmt.Println(errors.Is(err, ttlclient.ErrGCRuleMismatch))
-	var mismatch *ttlclient.GCRuleError
+	fmt.Println(errors.Is(err, gcrule.ErrMismatch))
+	var mismatch *gcrule.MismatchError
 	if errors.As(err, &mismatch) {
 		fmt.Println(mismatch.Family, "|", mismatch.Kind, "| expected", mismatch.Expected, "| actual", mismatch.Actual)
 	}

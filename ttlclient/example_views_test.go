@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -86,7 +87,7 @@ func ExampleClient_OpenAuthorizedView() {
 	raw := bigtable.NewMutation()
 	raw.Set("session", "token", bigtable.ServerTime, []byte("abc"))
 	err = view.API().Apply(ctx, "user-1", raw)
-	fmt.Println(errors.Is(err, ttlclient.ErrServerTimestamp))
+	fmt.Println(errors.Is(err, strategy.ErrServerTimestamp))
 	// Output:
 	// now:        session:token=abc
 	// 1m later:   (none)
@@ -103,7 +104,7 @@ func ExampleClient_OpenAuthorizedViewContext() {
 	// refused.
 	wrong := ttlclient.Schema{"session": strategy.DefaultExpiry(time.Hour)}
 	_, err := h.Client.OpenAuthorizedViewContext(ctx, "events", "mobile", wrong)
-	fmt.Println(errors.Is(err, ttlclient.ErrGCRuleMismatch))
+	fmt.Println(errors.Is(err, gcrule.ErrMismatch))
 	// Output:
 	// true
 }

@@ -132,7 +132,7 @@ func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64)
 		stored := map[bigtable.Timestamp]string{}
 		companions := map[bigtable.Timestamp]bool{}
 		for _, it := range r[fam] {
-			if it.Column == fam+":"+ttlclient.CompanionPrefix+"c" {
+			if it.Column == fam+":"+strategy.WriteTimePrefix+"c" {
 				companions[it.Timestamp] = true
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -72,7 +73,7 @@ func TestExpireRowWithACellTooLargeToPinMovesNothing(t *testing.T) {
 	e.apply(t, "r", m)
 	before := e.stored(t, "r")
 	moved, err := e.tbl.ExpireRow(e.ctx, "r", time.Hour)
-	require.ErrorIs(t, err, ttlclient.ErrCellTooLargeToPin)
+	require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
 	assert.Zero(t, moved)
 	assert.Equal(t, short(before), short(e.stored(t, "r")), "nothing written in part")
 
@@ -80,7 +81,7 @@ func TestExpireRowWithACellTooLargeToPinMovesNothing(t *testing.T) {
 	e.setTTL(t, "s", famDef, "c", "newest", 2*time.Minute)
 	before = e.stored(t, "s")
 	moved, err = e.tbl.ExpireColumn(e.ctx, "s", famDef, "c", time.Hour)
-	require.ErrorIs(t, err, ttlclient.ErrCellTooLargeToPin)
+	require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
 	assert.Zero(t, moved)
 	assert.Equal(t, short(before), short(e.stored(t, "s")), "nothing written in part")
 }
@@ -107,7 +108,7 @@ func TestExpireCellAtANegativeTimestampIsRefused(t *testing.T) {
 	before := e.stored(t, "r")
 	for _, ts := range []bigtable.Timestamp{-1, -999, -1000, ttlclient.Auto} {
 		applied, err := e.tbl.Expire(e.ctx, "r", famDef, "c", time.Hour, ttlclient.ExpireCellAt(ts))
-		require.ErrorIs(t, err, ttlclient.ErrBeforeEpoch, "ts %d", ts)
+		require.ErrorIs(t, err, strategy.ErrBeforeEpoch, "ts %d", ts)
 		assert.False(t, applied)
 	}
 	assert.Equal(t, before, e.stored(t, "r"), "the newest cell did not move")

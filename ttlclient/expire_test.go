@@ -143,9 +143,9 @@ func TestExpireRefusesBeforeAnyRPC(t *testing.T) {
 		ttl          time.Duration
 		want         error
 	}{
-		{"below 1ms", famDef, time.Millisecond - 1, ttlclient.ErrInvalidTTL},
-		{"zero", famOne, 0, ttlclient.ErrInvalidTTL},
-		{"over the cap", "capped", 24*time.Hour + time.Millisecond, ttlclient.ErrTTLTooLong},
+		{"below 1ms", famDef, time.Millisecond - 1, strategy.ErrInvalidTTL},
+		{"zero", famOne, 0, strategy.ErrInvalidTTL},
+		{"over the cap", "capped", 24*time.Hour + time.Millisecond, strategy.ErrTTLTooLong},
 		{"sequence", famSeq, time.Hour, ttlclient.ErrNotApplicable},
 		{"unmanaged", famPlain, time.Hour, ttlclient.ErrNotApplicable},
 		{"unknown family", "nope", time.Hour, ttlclient.ErrUnknownFamily},
@@ -160,7 +160,7 @@ func TestExpireRefusesBeforeAnyRPC(t *testing.T) {
 		require.ErrorIs(t, err, c.want, c.name)
 	}
 	_, err := e.tbl.ExpireRow(cancelled, "r", 25*time.Hour)
-	require.ErrorIs(t, err, ttlclient.ErrTTLTooLong)
+	require.ErrorIs(t, err, strategy.ErrTTLTooLong)
 	_, err = e.tbl.Expire(cancelled, "", famDef, "c", time.Hour)
 	require.ErrorIs(t, err, ttlclient.ErrEmptyRowKey)
 	assert.Equal(t, before, e.stored(t, "r"), "nothing written")
@@ -176,6 +176,6 @@ func TestExpireRefusesAnOverflowingTimestamp(t *testing.T) {
 	cancelled, cancel := context.WithCancel(e.ctx)
 	cancel()
 	_, err := e.tbl.Expire(cancelled, "r", famOne, "c", 2*time.Hour)
-	require.ErrorIs(t, err, ttlclient.ErrTimestampOverflow)
+	require.ErrorIs(t, err, strategy.ErrTimestampOverflow)
 	assert.Equal(t, before, e.stored(t, "r"))
 }

@@ -115,7 +115,7 @@ func TestFamilyCreatedAfterOpen(t *testing.T) {
 
 // The read filter's size is checked when the table is opened: a schema
 // whose filter is over the largest Bigtable serves fails Open with
-// ErrFilterTooLarge and a *FilterSizeError, before any read. With the
+// filters.ErrFilterTooLarge and a *filters.SizeError, before any read. With the
 // families read from the table the same schema fits.
 func TestOpenRefusesAFilterOverTheLimit(t *testing.T) {
 	letters := rand.New(rand.NewSource(1)) // fixed: the same names every run
@@ -131,8 +131,8 @@ func TestOpenRefusesAFilterOverTheLimit(t *testing.T) {
 	rec := metrics.New()
 	_, err := h.Client.Open("wide", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()), ttlclient.WithRecorder(rec))
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, ttlclient.ErrFilterTooLarge))
-	var se *ttlclient.FilterSizeError
+	assert.True(t, errors.Is(err, filters.ErrFilterTooLarge))
+	var se *filters.SizeError
 	require.True(t, errors.As(err, &se))
 	assert.Greater(t, se.Bytes, filters.MaxFilterBytes)
 	assert.Contains(t, err.Error(), `open table "wide"`)

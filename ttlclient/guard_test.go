@@ -78,24 +78,24 @@ func guardCases() []guardCase {
 	}
 	nearMax := time.UnixMicro(int64(strategy.MaxTimestamp) - int64(time.Hour/time.Microsecond))
 	return append(manyOptionCases(), []guardCase{
-		{name: "server timestamp on one-second family", want: ttlclient.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
-		{name: "server timestamp on sequence family", want: ttlclient.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
-		{name: "real timestamp on one-second family", want: ttlclient.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
-		{name: "explicit expired timestamp on default-expiry family", want: ttlclient.ErrAlreadyExpired, family: famDef, build: set(famDef, 1000)},
-		{name: "zero TTL", want: ttlclient.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(0))},
-		{name: "negative TTL", want: ttlclient.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(-time.Second))},
-		{name: "TTL below timestamp precision", want: ttlclient.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(999*time.Microsecond))},
-		{name: "NaN-like TTL from a float conversion", want: ttlclient.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Duration(math.Inf(1))))},
-		{name: "TTL overflowing int64", want: ttlclient.ErrTimestampOverflow, family: famOne, clock: nearMax, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(math.MaxInt64))},
-		{name: "default-expiry timestamp before the epoch", want: ttlclient.ErrBeforeEpoch, family: famDef, clock: time.Unix(60, 0), build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Second))},
-		{name: "negative explicit timestamp", want: ttlclient.ErrBeforeEpoch, family: famDef, build: set(famDef, -5000)},
-		{name: "sequence zero", want: ttlclient.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(0))},
-		{name: "sequence negative", want: ttlclient.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(-3))},
-		{name: "sequence overflowing", want: ttlclient.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(math.MaxInt64))},
-		{name: "sequence timestamp not a multiple of 1000", want: ttlclient.ErrInvalidSequence, family: famSeq, build: set(famSeq, 2500)},
-		{name: "TTL on sequence family", want: ttlclient.ErrWrongCellOption, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithTTL(time.Hour))},
-		{name: "sequence on age family", want: ttlclient.ErrWrongCellOption, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithSequence(1))},
-		{name: "TTL with explicit timestamp", want: ttlclient.ErrWrongCellOption, family: famOne, build: set(famOne, 5000, ttlclient.WithTTL(time.Hour))},
+		{name: "server timestamp on one-second family", want: strategy.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
+		{name: "server timestamp on sequence family", want: strategy.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
+		{name: "real timestamp on one-second family", want: strategy.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
+		{name: "explicit expired timestamp on default-expiry family", want: strategy.ErrAlreadyExpired, family: famDef, build: set(famDef, 1000)},
+		{name: "zero TTL", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(0))},
+		{name: "negative TTL", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(-time.Second))},
+		{name: "TTL below timestamp precision", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(999*time.Microsecond))},
+		{name: "NaN-like TTL from a float conversion", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Duration(math.Inf(1))))},
+		{name: "TTL overflowing int64", want: strategy.ErrTimestampOverflow, family: famOne, clock: nearMax, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(math.MaxInt64))},
+		{name: "default-expiry timestamp before the epoch", want: strategy.ErrBeforeEpoch, family: famDef, clock: time.Unix(60, 0), build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Second))},
+		{name: "negative explicit timestamp", want: strategy.ErrBeforeEpoch, family: famDef, build: set(famDef, -5000)},
+		{name: "sequence zero", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(0))},
+		{name: "sequence negative", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(-3))},
+		{name: "sequence overflowing", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(math.MaxInt64))},
+		{name: "sequence timestamp not a multiple of 1000", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, 2500)},
+		{name: "TTL on sequence family", want: strategy.ErrWrongCellOption, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithTTL(time.Hour))},
+		{name: "sequence on age family", want: strategy.ErrWrongCellOption, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithSequence(1))},
+		{name: "TTL with explicit timestamp", want: strategy.ErrWrongCellOption, family: famOne, build: set(famOne, 5000, ttlclient.WithTTL(time.Hour))},
 		{name: "AddToCell on managed family", want: ttlclient.ErrServerAssignedTimestamp, family: famDef, build: func(m *ttlclient.Mutation) {
 			m.AddIntToCell(famDef, "c", 0, 1)
 		}},
@@ -111,7 +111,7 @@ func guardCases() []guardCase {
 			m.DeleteTimestampRange(famDef, "c", 5000, 2000)
 		}},
 		// A valid cell before the refused one: nothing of the row is written.
-		{name: "refusal after a valid cell", want: ttlclient.ErrServerTimestamp, family: famOne, build: func(m *ttlclient.Mutation) {
+		{name: "refusal after a valid cell", want: strategy.ErrServerTimestamp, family: famOne, build: func(m *ttlclient.Mutation) {
 			m.Set(famPlain, "ok", 1000, []byte("v"))
 			m.Set(famOne, "c", ttlclient.Auto, []byte("v"))
 		}},
@@ -139,7 +139,7 @@ func manyOptionCases() []guardCase {
 		for _, pair := range pairs {
 			fam, opts := fam, pair.opts
 			out = append(out, guardCase{
-				name: pair.name + " on " + fam, want: ttlclient.ErrWrongCellOption, family: fam,
+				name: pair.name + " on " + fam, want: strategy.ErrWrongCellOption, family: fam,
 				build: func(m *ttlclient.Mutation) { m.Set(fam, "c", ttlclient.Auto, []byte("v"), opts...) },
 			})
 		}
@@ -155,7 +155,7 @@ func TestManyCellOptionsNamed(t *testing.T) {
 	m := ttlclient.NewMutation()
 	m.Set(famSeq, "sq", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5))
 	err := e.tbl.Apply(e.ctx, "row", m)
-	require.ErrorIs(t, err, ttlclient.ErrWrongCellOption)
+	require.ErrorIs(t, err, strategy.ErrWrongCellOption)
 	var ce *ttlclient.CellError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, famSeq, ce.Family)
@@ -177,7 +177,7 @@ func TestManyCellOptionsNamed(t *testing.T) {
 		ttlclient.NewCondMutation(nil, nil, m),
 	} {
 		err = e.tbl.Apply(e.ctx, "row", cond)
-		require.ErrorIs(t, err, ttlclient.ErrWrongCellOption)
+		require.ErrorIs(t, err, strategy.ErrWrongCellOption)
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, []ttlclient.CellOption{ttlclient.WithSequence(1), ttlclient.WithSequence(2)}, ce.Options)
 	}
@@ -249,7 +249,7 @@ func TestGuardrailsOnOtherEntryPoints(t *testing.T) {
 	ok := ttlclient.NewMutation()
 	ok.Set(famPlain, "c", 1000, []byte("v"))
 	err = e.tbl.Apply(e.ctx, "row", ttlclient.NewCondMutation(nil, ok, bad))
-	assert.ErrorIs(t, err, ttlclient.ErrServerTimestamp)
+	assert.ErrorIs(t, err, strategy.ErrServerTimestamp)
 
 	assert.Equal(t, before, counter.n.Load(), "a refused call sent an RPC")
 	assertTableEmpty(t, e)
@@ -355,6 +355,6 @@ func TestOpenRejectsBadSchema(t *testing.T) {
 		"single-value sequence": {"s": strategy.Sequence(2, strategy.SingleValue())},
 	} {
 		_, err := h.Client.Open("t", schema)
-		assert.ErrorIs(t, err, ttlclient.ErrInvalidPolicy, name)
+		assert.ErrorIs(t, err, strategy.ErrInvalidPolicy, name)
 	}
 }

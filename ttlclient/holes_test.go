@@ -101,9 +101,9 @@ func TestPastMaxTimestamp(t *testing.T) {
 			opts []ttlclient.CellOption
 			want error
 		}{
-			"explicit MaxTimestamp": {famOne, strategy.MaxTimestamp, nil, ttlclient.ErrAlreadyExpired},
-			"WithTTL(1ms)":          {famOne, ttlclient.Auto, []ttlclient.CellOption{ttlclient.WithTTL(time.Millisecond)}, ttlclient.ErrTimestampOverflow},
-			"family default TTL":    {"onedef", ttlclient.Auto, nil, ttlclient.ErrTimestampOverflow},
+			"explicit MaxTimestamp": {famOne, strategy.MaxTimestamp, nil, strategy.ErrAlreadyExpired},
+			"WithTTL(1ms)":          {famOne, ttlclient.Auto, []ttlclient.CellOption{ttlclient.WithTTL(time.Millisecond)}, strategy.ErrTimestampOverflow},
+			"family default TTL":    {"onedef", ttlclient.Auto, nil, strategy.ErrTimestampOverflow},
 		} {
 			w := ttlclient.NewMutation()
 			w.Set(c.fam, "new", c.ts, []byte("v"), c.opts...)

@@ -65,7 +65,7 @@ func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
 // Expiry minus now, like Redis PTTL, exact. It is zero or negative for a
 // cell expired since it was read. An expiry more than the largest
 // time.Duration (about 292 years) away is a *CellError wrapping
-// ErrTimestampOverflow, returned with that largest Duration (use Expiry
+// strategy.ErrTimestampOverflow, returned with that largest Duration (use Expiry
 // for such a cell). Other errors as for Expiry.
 func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 	exp, err := t.Expiry(item)
@@ -77,7 +77,7 @@ func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 	if left == math.MaxInt64 && exp.After(now.Add(left)) {
 		family, column, _ := strings.Cut(item.Column, ":")
 		return left, t.readError(item.Row, family, column, item.Timestamp,
-			fmt.Errorf("%w: the cell expires at %s, more than %s after now", ErrTimestampOverflow, exp.UTC().Format(time.RFC3339), left))
+			fmt.Errorf("%w: the cell expires at %s, more than %s after now", strategy.ErrTimestampOverflow, exp.UTC().Format(time.RFC3339), left))
 	}
 	return left, nil
 }
@@ -93,7 +93,7 @@ type expireSettings struct {
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
 // newest live cell. A negative ts (Auto included) is refused
-// (ErrBeforeEpoch).
+// (strategy.ErrBeforeEpoch).
 func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
 	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }
 }
@@ -173,7 +173,7 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 //
 // The guardrails are a write's: a TTL below 1ms, over the family's cap or
 // overflowing the timestamp, a sequence or unmanaged family
-// (ErrNotApplicable) and a value too large to pin (ErrCellTooLargeToPin,
+// (ErrNotApplicable) and a value too large to pin (filters.ErrCellTooLargeToPin,
 // over about 10 KB) are refused with a *CellError before any write. It
 // costs one read and one CheckAndMutateRow (and a read of the write-time
 // companion on a family with strategy.WithWriteTime, which moves too).
@@ -189,7 +189,7 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 	if s.hasTS && s.ts < 0 {
 		// No cell has one; its millisecond's end, 0, would read as an
 		// open end and select the newest cell.
-		e := t.refuse(row, family, column, fmt.Errorf("%w: ExpireCellAt(%d)", ErrBeforeEpoch, s.ts))
+		e := t.refuse(row, family, column, fmt.Errorf("%w: ExpireCellAt(%d)", strategy.ErrBeforeEpoch, s.ts))
 		e.Timestamp = s.ts
 		return false, e
 	}
@@ -267,7 +267,7 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 // not move); moved counts the cells given the new TTL, those already at
 // their target included (nothing is sent for them).
 // Guardrails and errors as for Expire (every cell read is checked for
-// ErrCellTooLargeToPin before the first move); a move that fails stops the
+// filters.ErrCellTooLargeToPin before the first move); a move that fails stops the
 // call, with the cells moved until then counted.
 func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (moved int, err error) {
 	if _, _, err := t.expireTimestamp(row, family, column, ttl); err != nil {

@@ -96,7 +96,7 @@ func ExampleTable_Expire() {
 
 	// Over the family's cap: refused before any RPC.
 	_, err = tbl.Expire(ctx, "u1", "s", "token", 365*24*time.Hour)
-	fmt.Println(errors.Is(err, ttlclient.ErrTTLTooLong))
+	fmt.Println(errors.Is(err, strategy.ErrTTLTooLong))
 	// Output:
 	// true <nil>
 	// 336h0m0s

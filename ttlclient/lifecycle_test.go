@@ -128,7 +128,7 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 	m.Set(famOne, "ok", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
 	m.Set("capped", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(25*time.Hour))
 	err := e.tbl.Apply(cancelled, "r", m)
-	require.ErrorIs(t, err, ttlclient.ErrTTLTooLong)
+	require.ErrorIs(t, err, strategy.ErrTTLTooLong)
 	var ce *ttlclient.CellError
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "capped", ce.Family)
@@ -153,7 +153,7 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 		m = ttlclient.NewMutation()
 		m.Set(fam, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(3*time.Hour))
 		err = e.tbl.Apply(cancelled, "over", m)
-		require.ErrorIs(t, err, ttlclient.ErrTimestampOverflow, fam)
+		require.ErrorIs(t, err, strategy.ErrTimestampOverflow, fam)
 	}
 	assert.Empty(t, e.stored(t, "over"))
 }

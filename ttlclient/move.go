@@ -31,7 +31,7 @@ import (
 // at the table's clock is not moved (applied false, no RPC), as the TTL
 // filter in front of a predicate would not match it either. A value too big
 // to pin is a *CellError wrapping a *filters.PinError
-// (ErrCellTooLargeToPin), with nothing sent.
+// (filters.ErrCellTooLargeToPin), with nothing sent.
 //
 // On a family with a write-time companion (see companion.go) the companion
 // cell at oldTS moves with it, keeping its value (moveCell reads it

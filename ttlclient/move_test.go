@@ -99,7 +99,7 @@ func TestMoveCellRefusesAValueTooLargeToPin(t *testing.T) {
 	ts := e.storedTimestamp(t, "r", famDef, "c")
 
 	applied, err := e.tbl.MoveCell(e.ctx, "r", famDef, "c", ts, big, ts+1_000_000)
-	require.ErrorIs(t, err, ttlclient.ErrCellTooLargeToPin)
+	require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
 	assert.False(t, applied)
 	var ce *ttlclient.CellError
 	require.True(t, errors.As(err, &ce))

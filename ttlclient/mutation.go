@@ -185,7 +185,7 @@ func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
 //
 // A TTL and an explicit ts together are refused: say one or the other.
 // So is more than one cell option, even two of the same kind: no option
-// is chosen by its order. Every refusal is ErrWrongCellOption, when the
+// is chosen by its order. Every refusal is strategy.ErrWrongCellOption, when the
 // mutation is applied.
 func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
 	w := m.record(opSet, family, column, ts, value)

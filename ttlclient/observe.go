@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -126,15 +127,15 @@ var refusalReasons = []struct {
 	err  error
 	name string
 }{
-	{ErrInvalidPolicy, "invalid_policy"},
-	{ErrUnsupportedGCRule, "unsupported_gc_rule"},
-	{ErrInvalidTTL, "invalid_ttl"},
-	{ErrTimestampOverflow, "timestamp_overflow"},
-	{ErrBeforeEpoch, "before_epoch"},
-	{ErrInvalidSequence, "invalid_sequence"},
-	{ErrServerTimestamp, "server_timestamp"},
-	{ErrAlreadyExpired, "already_expired"},
-	{ErrWrongCellOption, "wrong_cell_option"},
+	{strategy.ErrInvalidPolicy, "invalid_policy"},
+	{strategy.ErrUnsupportedGCRule, "unsupported_gc_rule"},
+	{strategy.ErrInvalidTTL, "invalid_ttl"},
+	{strategy.ErrTimestampOverflow, "timestamp_overflow"},
+	{strategy.ErrBeforeEpoch, "before_epoch"},
+	{strategy.ErrInvalidSequence, "invalid_sequence"},
+	{strategy.ErrServerTimestamp, "server_timestamp"},
+	{strategy.ErrAlreadyExpired, "already_expired"},
+	{strategy.ErrWrongCellOption, "wrong_cell_option"},
 	{ErrUnknownFamily, "unknown_family"},
 	{ErrServerAssignedTimestamp, "server_assigned_timestamp"},
 	{ErrNilMutation, "nil_mutation"},
@@ -145,16 +146,16 @@ var refusalReasons = []struct {
 	{ErrRowKeyTooLong, "row_key_too_long"},
 	{ErrValueTooLarge, "value_too_large"},
 	{ErrInvalidTimestampRange, "invalid_timestamp_range"},
-	{ErrGCRuleMismatch, "gc_rule_mismatch"},
+	{gcrule.ErrMismatch, "gc_rule_mismatch"},
 	{ErrNoAdminClient, "no_admin_client"},
 	{ErrTableNotFound, "table_not_found"},
 	{ErrUnsupportedReadOption, "unsupported_read_option"},
-	{ErrFilterTooLarge, "filter_too_large"},
+	{filters.ErrFilterTooLarge, "filter_too_large"},
 	{ErrMutationUnreadable, "mutation_unreadable"},
-	{ErrTTLTooLong, "ttl_too_long"},
+	{strategy.ErrTTLTooLong, "ttl_too_long"},
 	{ErrNotApplicable, "not_applicable"},
 	{ErrReservedColumn, "reserved_column"},
-	{ErrCellTooLargeToPin, "cell_too_large_to_pin"},
+	{filters.ErrCellTooLargeToPin, "cell_too_large_to_pin"},
 	{ErrNoWriteTime, "no_write_time"},
 	{ErrCellMoved, "cell_moved"},
 	{ErrReadOnlyView, "read_only_view"},
@@ -164,7 +165,7 @@ var refusalReasons = []struct {
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps
-// ("server_timestamp" for ErrServerTimestamp, ...), "other" when it wraps
+// ("server_timestamp" for strategy.ErrServerTimestamp, ...), "other" when it wraps
 // none.
 func RefusalReason(err error) string {
 	for _, r := range refusalReasons {
@@ -183,7 +184,7 @@ type observer struct {
 	schema   Schema
 	raw      bigtable.TableAPI
 	filters  *filters.Builder
-	clock    Clock
+	clock    strategy.Clock
 	pool     *shadowPool
 	sampling float64 // 0 when no family expires by age: nothing to find
 	rand     func() float64

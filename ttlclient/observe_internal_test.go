@@ -38,14 +38,14 @@ func sentinelNames(t *testing.T, path string) []string {
 }
 
 // packageSentinelNames is every sentinel declared in the package's
-// non-test files, then the strategy sentinels it re-exports under the same
-// names, each once: a sentinel declared beside its feature (ErrCellMoved in
+// non-test files, then those of strategy, gcrule and filters its refusals
+// wrap, each once: a sentinel declared beside its feature (ErrCellMoved in
 // companion.go) is found as well as errors.go's.
 func packageSentinelNames(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
-	files = append(files, "../strategy/errors.go")
+	files = append(files, "../strategy/errors.go", "../gcrule/gcrule.go", "../filters/size.go", "../filters/cell.go")
 	var names []string
 	seen := map[string]bool{}
 	for _, f := range files {

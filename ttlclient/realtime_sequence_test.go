@@ -18,7 +18,7 @@ func TestRealTimeRefusedInSequenceFamily(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
 	m.Set(famSeq, "c", e.now().TruncateToMilliseconds(), []byte("legacy"))
-	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row", m), ttlclient.ErrInvalidSequence)
+	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row", m), strategy.ErrInvalidSequence)
 	for seq := int64(1); seq <= 3; seq++ {
 		m := ttlclient.NewMutation()
 		m.Set(famSeq, "c", ttlclient.Auto, []byte("rev"), ttlclient.WithSequence(seq))
@@ -31,7 +31,7 @@ func TestRealTimeRefusedInSequenceFamily(t *testing.T) {
 
 	m = ttlclient.NewMutation()
 	m.Set(famSeq, "d", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(strategy.MaxSequence+1))
-	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", m), ttlclient.ErrInvalidSequence)
+	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", m), strategy.ErrInvalidSequence)
 	m = ttlclient.NewMutation()
 	m.Set(famSeq, "d", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(strategy.MaxSequence))
 	require.NoError(t, e.tbl.Apply(e.ctx, "row2", m))

@@ -164,7 +164,7 @@ func TestEveryGuardrailIncrementsRefusals(t *testing.T) {
 	// Opening a table with an invalid schema is refused too.
 	before := refusals(t, rec)
 	_, err = client.Open("bad", strategy.Schema{"s": strategy.Sequence(0)})
-	require.ErrorIs(t, err, ttlclient.ErrInvalidPolicy)
+	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	assertOneRefusal(t, before, refusals(t, rec), "bad//invalid_policy")
 
 	// Reads and valid writes are not refusals.

@@ -352,7 +352,7 @@ func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, time.UnixMicro(int64(strategy.MaxTimestamp)), exp)
 		left, err := tbl.RemainingTTL(forever)
-		assert.ErrorIs(t, err, ttlclient.ErrTimestampOverflow, "over 292 years left")
+		assert.ErrorIs(t, err, strategy.ErrTimestampOverflow, "over 292 years left")
 		assert.Equal(t, time.Duration(math.MaxInt64), left)
 
 		applied, err := tbl.Expire(ctx, "r", "s", "forever", time.Minute) // a logout
@@ -398,7 +398,7 @@ func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
 
 		over := ttlclient.NewMutation()
 		over.Set("cap", "c", bigtable.Timestamp(h.Clock.Now().Add(10*time.Hour).UnixMicro()), []byte("58h")) // 10h + D = 58h
-		assert.ErrorIs(t, tbl.Apply(ctx, "over", over), ttlclient.ErrTTLTooLong)
+		assert.ErrorIs(t, tbl.Apply(ctx, "over", over), strategy.ErrTTLTooLong)
 		stored, err := h.Stored(ctx, "end", "over")
 		require.NoError(t, err)
 		assert.Empty(t, stored)

@@ -12,22 +12,27 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/strategy"
 )
 
-// sentinelsByName is every sentinel the package declares or re-exports,
-// by name, for the tests that go through all of them.
+// sentinelsByName is every sentinel a refusal of the package wraps: its
+// own, and those of strategy, gcrule and filters, by name, for the tests
+// that go through all of them.
 var sentinelsByName = map[string]error{
-	"ErrInvalidPolicy": ErrInvalidPolicy, "ErrUnsupportedGCRule": ErrUnsupportedGCRule, "ErrInvalidTTL": ErrInvalidTTL,
-	"ErrTimestampOverflow": ErrTimestampOverflow, "ErrBeforeEpoch": ErrBeforeEpoch, "ErrInvalidSequence": ErrInvalidSequence,
-	"ErrServerTimestamp": ErrServerTimestamp, "ErrAlreadyExpired": ErrAlreadyExpired, "ErrWrongCellOption": ErrWrongCellOption,
+	"ErrInvalidPolicy": strategy.ErrInvalidPolicy, "ErrUnsupportedGCRule": strategy.ErrUnsupportedGCRule, "ErrInvalidTTL": strategy.ErrInvalidTTL,
+	"ErrTimestampOverflow": strategy.ErrTimestampOverflow, "ErrBeforeEpoch": strategy.ErrBeforeEpoch, "ErrInvalidSequence": strategy.ErrInvalidSequence,
+	"ErrServerTimestamp": strategy.ErrServerTimestamp, "ErrAlreadyExpired": strategy.ErrAlreadyExpired, "ErrWrongCellOption": strategy.ErrWrongCellOption,
 	"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
 	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 	"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrUnsupportedReadOption": ErrUnsupportedReadOption,
-	"ErrGCRuleMismatch": ErrGCRuleMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
-	"ErrFilterTooLarge": ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
-	"ErrTTLTooLong": ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
-	"ErrCellTooLargeToPin": ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
+	"ErrMismatch": gcrule.ErrMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
+	"ErrFilterTooLarge": filters.ErrFilterTooLarge, "ErrMutationUnreadable": ErrMutationUnreadable,
+	"ErrTTLTooLong": strategy.ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
+	"ErrCellTooLargeToPin": filters.ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
 	"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
 	"ErrCellMoved": ErrCellMoved, "ErrClientOption": ErrClientOption,
 }
@@ -38,7 +43,7 @@ func documentedCodes(t *testing.T) map[string]codes.Code {
 	t.Helper()
 	doc, err := os.ReadFile("../docs/design.md")
 	require.NoError(t, err)
-	row := regexp.MustCompile("(?m)^\\| `(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition|NotFound|Aborted)` \\|$")
+	row := regexp.MustCompile("(?m)^\\| `(?:[a-z]+\\.)?(Err[A-Za-z]+)` \\| `(InvalidArgument|FailedPrecondition|NotFound|Aborted)` \\|$")
 	out := map[string]codes.Code{}
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
 		c := map[string]codes.Code{"InvalidArgument": codes.InvalidArgument, "FailedPrecondition": codes.FailedPrecondition, "NotFound": codes.NotFound, "Aborted": codes.Aborted}[m[2]]

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -73,16 +74,16 @@ func TestRefusalsCarryStatusCodes(t *testing.T) {
 	})
 	t.Run("lifecycle", func(t *testing.T) {
 		_, err := e.tbl.Timestamp(famPlain, time.Hour)
-		assertStatus(t, err, ttlclient.ErrWrongCellOption, codes.InvalidArgument)
+		assertStatus(t, err, strategy.ErrWrongCellOption, codes.InvalidArgument)
 	})
 	t.Run("invalid schema", func(t *testing.T) {
 		_, err := e.h.Client.Open("t", strategy.Schema{"s": strategy.Sequence(0)})
-		assertStatus(t, err, ttlclient.ErrInvalidPolicy, codes.InvalidArgument)
+		assertStatus(t, err, strategy.ErrInvalidPolicy, codes.InvalidArgument)
 	})
 	t.Run("GC rule mismatch", func(t *testing.T) {
 		require.NoError(t, e.h.CreateTable(ctx, "plain", strategy.Schema{famDef: strategy.Unmanaged()}))
 		_, err := e.h.Client.Open("plain", strategy.Schema{famDef: strategy.DefaultExpiry(defaultD)})
-		assertStatus(t, err, ttlclient.ErrGCRuleMismatch, codes.FailedPrecondition)
+		assertStatus(t, err, gcrule.ErrMismatch, codes.FailedPrecondition)
 	})
 	t.Run("no admin client", func(t *testing.T) {
 		_, err := ttlclient.Wrap(e.h.Raw).Open("t", mixedSchema())
@@ -124,7 +125,7 @@ func TestRefusalNamesTheEmptyFamily(t *testing.T) {
 // A refusal of a cell written with ttlclient.Auto says so, not
 // "timestamp -1".
 func TestCellErrorNamesAuto(t *testing.T) {
-	e := &ttlclient.CellError{Table: "t", Family: "f", Timestamp: ttlclient.Auto, Err: ttlclient.ErrServerTimestamp}
+	e := &ttlclient.CellError{Table: "t", Family: "f", Timestamp: ttlclient.Auto, Err: strategy.ErrServerTimestamp}
 	assert.Contains(t, e.Error(), "timestamp ttlclient.Auto")
 	assert.NotContains(t, e.Error(), "timestamp -1")
 }

@@ -23,7 +23,7 @@ type Table struct {
 	raw     bigtable.TableAPI // the *bigtable.Table, or an authorized or materialized view
 	schema  Schema
 	filters *filters.Builder
-	clock   Clock
+	clock   strategy.Clock
 	obs     *observer // nil without a Recorder
 	ttlOpt  atomic.Pointer[cachedOption]
 	hasAge  bool // some family expires by age: the read filter changes with time

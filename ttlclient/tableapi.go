@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/strategy"
 )
 
 // tableAPI is a Table seen through the client's own interface.
@@ -61,11 +63,11 @@ func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
 // cell must be live at now, so a ttl longer than D, whose timestamp lies in
 // the future, is accepted). Compute it just before Set: a ttl of a few
 // milliseconds can expire before the write arrives and is then refused
-// (ErrAlreadyExpired).
+// (strategy.ErrAlreadyExpired).
 //
 // It fails like Mutation.Set(family, column, Auto, v, WithTTL(ttl)) does:
-// ErrUnknownFamily, ErrWrongCellOption on a sequence or unmanaged family,
-// ErrInvalidTTL, ErrTimestampOverflow, ErrBeforeEpoch, in a *CellError.
+// ErrUnknownFamily, strategy.ErrWrongCellOption on a sequence or unmanaged family,
+// strategy.ErrInvalidTTL, strategy.ErrTimestampOverflow, strategy.ErrBeforeEpoch, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
 	p, ok := t.policy(family)
 	if !ok {
@@ -73,7 +75,7 @@ func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp,
 	}
 	if !p.Managed() {
 		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, named: true,
-			Err: fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)}
+			Err: fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", strategy.ErrWrongCellOption)}
 	}
 	ts, err := p.WriteTimestamp(t.clock.Now(), ttl)
 	if err != nil {

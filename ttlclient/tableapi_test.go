@@ -34,12 +34,12 @@ func rawGuardCases() []rawGuardCase {
 		return func(m *bigtable.Mutation) { m.Set(fam, "c", ts, []byte("v")) }
 	}
 	return []rawGuardCase{
-		{name: "server timestamp on one-second family", want: ttlclient.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
-		{name: "server timestamp on sequence family", want: ttlclient.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
-		{name: "real timestamp on one-second family", want: ttlclient.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
-		{name: "explicit expired timestamp on default-expiry family", want: ttlclient.ErrAlreadyExpired, family: famDef, build: set(famDef, 1000)},
-		{name: "negative explicit timestamp", want: ttlclient.ErrBeforeEpoch, family: famDef, build: set(famDef, -5000)},
-		{name: "sequence timestamp not a multiple of 1000", want: ttlclient.ErrInvalidSequence, family: famSeq, build: func(m *bigtable.Mutation) {
+		{name: "server timestamp on one-second family", want: strategy.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
+		{name: "server timestamp on sequence family", want: strategy.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
+		{name: "real timestamp on one-second family", want: strategy.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
+		{name: "explicit expired timestamp on default-expiry family", want: strategy.ErrAlreadyExpired, family: famDef, build: set(famDef, 1000)},
+		{name: "negative explicit timestamp", want: strategy.ErrBeforeEpoch, family: famDef, build: set(famDef, -5000)},
+		{name: "sequence timestamp not a multiple of 1000", want: strategy.ErrInvalidSequence, family: famSeq, build: func(m *bigtable.Mutation) {
 			// The client truncates to the millisecond itself: 2500 arrives
 			// as 2000, a valid seq*1000. Zero is the one it cannot fix.
 			m.Set(famSeq, "c", 0, []byte("v"))
@@ -61,7 +61,7 @@ func rawGuardCases() []rawGuardCase {
 		{name: "value over 100 MiB", want: ttlclient.ErrValueTooLarge, family: famPlain, build: func(m *bigtable.Mutation) {
 			m.Set(famPlain, "c", 1000, make([]byte, ttlclient.MaxValueBytes+1))
 		}},
-		{name: "refusal after a valid cell", want: ttlclient.ErrServerTimestamp, family: famOne, build: func(m *bigtable.Mutation) {
+		{name: "refusal after a valid cell", want: strategy.ErrServerTimestamp, family: famOne, build: func(m *bigtable.Mutation) {
 			m.Set(famPlain, "ok", 1000, []byte("v"))
 			m.Set(famOne, "c", bigtable.ServerTime, []byte("v"))
 		}},
@@ -116,13 +116,13 @@ type timestampGuardCase struct {
 func timestampGuardCases() []timestampGuardCase {
 	nearMax := time.UnixMicro(int64(strategy.MaxTimestamp) - int64(time.Hour/time.Microsecond))
 	return []timestampGuardCase{
-		{"zero TTL", famDef, 0, time.Time{}, ttlclient.ErrInvalidTTL},
-		{"negative TTL", famOne, -time.Second, time.Time{}, ttlclient.ErrInvalidTTL},
-		{"TTL below timestamp precision", famOne, 999 * time.Microsecond, time.Time{}, ttlclient.ErrInvalidTTL},
-		{"TTL overflowing int64", famOne, math.MaxInt64, nearMax, ttlclient.ErrTimestampOverflow},
-		{"default-expiry timestamp before the epoch", famDef, time.Second, time.Unix(60, 0), ttlclient.ErrBeforeEpoch},
-		{"TTL on sequence family", famSeq, time.Hour, time.Time{}, ttlclient.ErrWrongCellOption},
-		{"TTL on unmanaged family", famPlain, time.Hour, time.Time{}, ttlclient.ErrWrongCellOption},
+		{"zero TTL", famDef, 0, time.Time{}, strategy.ErrInvalidTTL},
+		{"negative TTL", famOne, -time.Second, time.Time{}, strategy.ErrInvalidTTL},
+		{"TTL below timestamp precision", famOne, 999 * time.Microsecond, time.Time{}, strategy.ErrInvalidTTL},
+		{"TTL overflowing int64", famOne, math.MaxInt64, nearMax, strategy.ErrTimestampOverflow},
+		{"default-expiry timestamp before the epoch", famDef, time.Second, time.Unix(60, 0), strategy.ErrBeforeEpoch},
+		{"TTL on sequence family", famSeq, time.Hour, time.Time{}, strategy.ErrWrongCellOption},
+		{"TTL on unmanaged family", famPlain, time.Hour, time.Time{}, strategy.ErrWrongCellOption},
 		{"family not in schema", "nope", time.Hour, time.Time{}, ttlclient.ErrUnknownFamily},
 	}
 }
@@ -190,7 +190,7 @@ func TestTableAPIGuardrailsOnOtherEntryPoints(t *testing.T) {
 	bad.Set(famOne, "c", bigtable.ServerTime, []byte("v"))
 	ok := bigtable.NewMutation()
 	ok.Set(famPlain, "c", 1000, []byte("v"))
-	assert.ErrorIs(t, api.Apply(e.ctx, "row", bigtable.NewCondMutation(nil, ok, bad)), ttlclient.ErrServerTimestamp)
+	assert.ErrorIs(t, api.Apply(e.ctx, "row", bigtable.NewCondMutation(nil, ok, bad)), strategy.ErrServerTimestamp)
 
 	assert.Equal(t, before, counter.n.Load(), "a refused call sent an RPC")
 	assertTableEmpty(t, e)
@@ -288,7 +288,7 @@ func TestTableAPITimestampGivesTTL(t *testing.T) {
 	e.h.Clock.Advance(time.Second)
 	m := bigtable.NewMutation()
 	m.Set(famOne, "c", ts, []byte("v"))
-	require.ErrorIs(t, api.Apply(e.ctx, "late", m), ttlclient.ErrAlreadyExpired)
+	require.ErrorIs(t, api.Apply(e.ctx, "late", m), strategy.ErrAlreadyExpired)
 }
 
 // A conditional *bigtable.Mutation's predicate gets the TTL filter: an
@@ -448,7 +448,7 @@ func TestTableAPISequenceTimestampArrivesTruncated(t *testing.T) {
 
 	tm := ttlclient.NewMutation()
 	tm.Set(famSeq, "c", 2500, []byte("v"))
-	require.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", tm), ttlclient.ErrInvalidSequence)
+	require.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", tm), strategy.ErrInvalidSequence)
 }
 
 // The caller's mutation is read, never changed: applied again later, its

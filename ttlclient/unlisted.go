@@ -12,7 +12,7 @@ import (
 // every stored cell of them, as the raw client would, whenever the family
 // was created. p must be strategy.Unmanaged(), the one policy that needs
 // neither a GC rule nor a filter per family; Open refuses any other with
-// ErrInvalidPolicy. The default stays strict: without this option a write
+// strategy.ErrInvalidPolicy. The default stays strict: without this option a write
 // to a family the schema does not name is refused.
 //
 // With the option, Open builds the read filter without the list of the
@@ -28,7 +28,7 @@ func WithUnlistedFamilies(p strategy.Policy) Option {
 // checkUnlisted refuses an unlisted-families policy other than Unmanaged.
 func checkUnlisted(p *strategy.Policy) error {
 	if p != nil && *p != strategy.Unmanaged() {
-		return fmt.Errorf("%w: WithUnlistedFamilies takes strategy.Unmanaged() only, not a %s policy", ErrInvalidPolicy, p.Kind())
+		return fmt.Errorf("%w: WithUnlistedFamilies takes strategy.Unmanaged() only, not a %s policy", strategy.ErrInvalidPolicy, p.Kind())
 	}
 	return nil
 }

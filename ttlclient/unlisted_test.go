@@ -179,6 +179,6 @@ func TestUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
 	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{famPlain: strategy.Unmanaged()}))
 	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.Sequence(2), strategy.Unmanaged().With(strategy.WithWriteTime())} {
 		_, err := h.Client.Open("t", strategy.Schema{famPlain: strategy.Unmanaged()}, ttlclient.WithUnlistedFamilies(p))
-		require.ErrorIs(t, err, ttlclient.ErrInvalidPolicy)
+		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -30,11 +31,11 @@ func ExampleClient_Verify_sequence() {
 	}
 	schema := ttlclient.Schema{"rev": strategy.Sequence(5)}
 	_, err = h.Client.Open("docs", schema)
-	var ge *ttlclient.GCRuleError
+	var ge *gcrule.MismatchError
 	if errors.As(err, &ge) {
 		fmt.Printf("%s: %s: expected %s, actual %s\n", ge.Family, ge.Kind, ge.Expected, ge.Actual)
 	}
-	fmt.Println(errors.Is(h.Client.Verify(ctx, "docs", schema), ttlclient.ErrGCRuleMismatch))
+	fmt.Println(errors.Is(h.Client.Verify(ctx, "docs", schema), gcrule.ErrMismatch))
 	// Output:
 	// rev: age rule on a sequence family: expected max_versions=5, actual max_age=168h0m0s
 	// true

@@ -63,8 +63,8 @@ func TestOpenVerifiesGCRules(t *testing.T) {
 			createRaw(t, h, table, c.rules)
 			_, err := h.Client.Open(table, c.schema)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ttlclient.ErrGCRuleMismatch)
-			var ge *ttlclient.GCRuleError
+			assert.ErrorIs(t, err, gcrule.ErrMismatch)
+			var ge *gcrule.MismatchError
 			require.True(t, errors.As(err, &ge), err)
 			assert.Equal(t, table, ge.Table)
 			assert.Equal(t, c.kind, ge.Kind)
@@ -74,10 +74,10 @@ func TestOpenVerifiesGCRules(t *testing.T) {
 				assert.Contains(t, err.Error(), part)
 			}
 			if c.kind == gcrule.IntersectionRule {
-				assert.ErrorIs(t, err, ttlclient.ErrUnsupportedGCRule)
+				assert.ErrorIs(t, err, strategy.ErrUnsupportedGCRule)
 			}
 			// The same check is available without opening.
-			assert.ErrorIs(t, h.Client.Verify(context.Background(), table, c.schema), ttlclient.ErrGCRuleMismatch)
+			assert.ErrorIs(t, h.Client.Verify(context.Background(), table, c.schema), gcrule.ErrMismatch)
 		})
 	}
 }
@@ -143,7 +143,7 @@ func TestOpenVerifyErrorsAndTimeout(t *testing.T) {
 	_, err := h.Client.Open("no-such-table", mixedSchema())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no-such-table")
-	assert.NotErrorIs(t, err, ttlclient.ErrGCRuleMismatch)
+	assert.NotErrorIs(t, err, gcrule.ErrMismatch)
 
 	// An expired verify deadline fails Open rather than skipping the check.
 	require.NoError(t, h.CreateTable(context.Background(), "t", mixedSchema()))
@@ -162,7 +162,7 @@ func TestNewClientVerifiesWithItsOwnAdminClient(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
 	_, err = c.Open("wrong", strategy.Schema{"f": strategy.Sequence(2)})
-	assert.ErrorIs(t, err, ttlclient.ErrGCRuleMismatch)
+	assert.ErrorIs(t, err, gcrule.ErrMismatch)
 	_, err = c.Open("right", strategy.Schema{"f": strategy.Sequence(2)})
 	assert.NoError(t, err)
 }

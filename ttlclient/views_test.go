@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -102,7 +103,7 @@ func TestAuthorizedViewIsGuardedAndFiltered(t *testing.T) {
 		shim.reset()
 		bad := bigtable.NewMutation()
 		bad.Set(famOne, "c", bigtable.ServerTime, []byte("x"))
-		assert.ErrorIs(t, api.Apply(ctx, "bad", bad), ttlclient.ErrServerTimestamp)
+		assert.ErrorIs(t, api.Apply(ctx, "bad", bad), strategy.ErrServerTimestamp)
 		var ce *ttlclient.CellError
 		require.ErrorAs(t, api.Apply(ctx, "bad", bad), &ce)
 		assert.Equal(t, "t", ce.Table)
@@ -117,7 +118,7 @@ func TestAuthorizedViewIsGuardedAndFiltered(t *testing.T) {
 		errs, err := api.ApplyBulk(ctx, []string{"bad", "r"}, []*bigtable.Mutation{bad, good})
 		require.NoError(t, err)
 		require.Len(t, errs, 2)
-		assert.ErrorIs(t, errs[0], ttlclient.ErrServerTimestamp)
+		assert.ErrorIs(t, errs[0], strategy.ErrServerTimestamp)
 		assert.NoError(t, errs[1])
 		sent = shim.requests("MutateRows")
 		require.Len(t, sent, 1)
@@ -193,9 +194,9 @@ func TestOpenAuthorizedViewVerifiesTheTable(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{famOne: strategy.OneSecond()}))
 	_, err := h.Client.OpenAuthorizedViewContext(ctx, "t", "v", strategy.Schema{famOne: strategy.DefaultExpiry(time.Hour)})
-	assert.ErrorIs(t, err, ttlclient.ErrGCRuleMismatch)
+	assert.ErrorIs(t, err, gcrule.ErrMismatch)
 	_, err = h.Client.OpenAuthorizedView("t", "v", strategy.Schema{famOne: strategy.Sequence(0)})
-	assert.ErrorIs(t, err, ttlclient.ErrInvalidPolicy)
+	assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	_, err = h.Client.OpenAuthorizedView("t", "v", strategy.Schema{famOne: strategy.OneSecond()})
 	assert.NoError(t, err)
 }
@@ -274,7 +275,7 @@ func TestMaterializedViewIsReadOnlyAndFiltered(t *testing.T) {
 		assert.Contains(t, cells(r), "counts:n@0=2", "nothing written")
 
 		_, err = h.Client.OpenMaterializedView("mv", strategy.Schema{famOne: strategy.Sequence(0)})
-		assert.ErrorIs(t, err, ttlclient.ErrInvalidPolicy)
+		assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	})
 }
 

@@ -105,7 +105,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 		case opSet:
 			if o.cellOpt == cellOptMany {
 				opts := m.manyOpts[o.n]
-				e := t.opError(row, &o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", ErrWrongCellOption, len(opts)))
+				e := t.opError(row, &o, fmt.Errorf("%w: %d cell options on one Set; give one, WithTTL on an age family or WithSequence on a sequence family", strategy.ErrWrongCellOption, len(opts)))
 				e.Options = opts
 				return nil, e
 			}
@@ -129,7 +129,7 @@ func (t *Table) convert(row string, m *Mutation, now time.Time, inPlace bool) (*
 				return nil, t.opError(row, &o, fmt.Errorf("%w: AddToCell/MergeToCell on a %s family", ErrServerAssignedTimestamp, p.Kind()))
 			}
 			if o.ts < 0 {
-				return nil, t.opError(row, &o, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts))
+				return nil, t.opError(row, &o, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, o.ts))
 			}
 			s.keep(i, &o)
 		}
@@ -162,18 +162,18 @@ func (t *Table) putCell(s *sentMutation, i int, o *op, p *strategy.Policy, ts, n
 func cellTimestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, o *op, now time.Time) (bigtable.Timestamp, error) {
 	if !p.Managed() {
 		if o.cellOpt != cellOptNone {
-			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", ErrWrongCellOption)
+			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", strategy.ErrWrongCellOption)
 		}
 		if o.ts == bigtable.ServerTime {
 			return o.ts, nil
 		}
 		if o.ts < 0 {
-			return 0, fmt.Errorf("%w: timestamp %d", ErrBeforeEpoch, o.ts)
+			return 0, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, o.ts)
 		}
 		return strategy.Millis(o.ts), nil
 	}
 	if o.cellOpt != cellOptNone && o.ts != Auto {
-		return 0, fmt.Errorf("%w: give a TTL or sequence option with ttlclient.Auto, not with timestamp %d", ErrWrongCellOption, o.ts)
+		return 0, fmt.Errorf("%w: give a TTL or sequence option with ttlclient.Auto, not with timestamp %d", strategy.ErrWrongCellOption, o.ts)
 	}
 	switch o.cellOpt {
 	case cellOptTTL:

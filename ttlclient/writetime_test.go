@@ -69,7 +69,7 @@ func TestWriteTimeIsExactAndSurvivesExpire(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, r[fam], 2, "%s: %v", fam, cells(r))
 			assert.Equal(t, r[fam][0].Timestamp, r[fam][1].Timestamp)
-			assert.Equal(t, fam+":"+ttlclient.CompanionPrefix+"c", r[fam][1].Column)
+			assert.Equal(t, fam+":"+strategy.WriteTimePrefix+"c", r[fam][1].Column)
 		}
 	}
 }
@@ -119,7 +119,7 @@ func TestWriteTimeErrorsAndReservedColumns(t *testing.T) {
 	require.ErrorIs(t, err, ttlclient.ErrNoWriteTime)
 
 	before := e.stored(t, "r")
-	for _, col := range []string{"\xff\xff", "\xff\xffx", ttlclient.CompanionPrefix + "c"} {
+	for _, col := range []string{"\xff\xff", "\xff\xffx", strategy.WriteTimePrefix + "c"} {
 		m := ttlclient.NewMutation()
 		m.Set("def", col, ttlclient.Auto, []byte("v"))
 		require.ErrorIs(t, e.tbl.Apply(e.ctx, "r", m), ttlclient.ErrReservedColumn)
@@ -192,13 +192,13 @@ func TestCompanionWireCost(t *testing.T) {
 	ts := bigtable.Timestamp(e.h.Clock.Now().UnixMicro())
 	sc := &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
 		FamilyName:      "def",
-		ColumnQualifier: []byte(ttlclient.CompanionPrefix + "token"),
+		ColumnQualifier: []byte(strategy.WriteTimePrefix + "token"),
 		TimestampMicros: int64(ts),
 		Value:           make([]byte, 8),
 	}}}
 	n := proto.Size(sc)
 	t.Logf("companion of def:token: %d bytes on the wire (qualifier %d bytes = %d prefix + column, value 8, timestamp varint)",
-		n, len(ttlclient.CompanionPrefix)+len("token"), len(ttlclient.CompanionPrefix))
-	assert.Equal(t, 2+2+len("def")+2+len(ttlclient.CompanionPrefix)+len("token")+1+8+2+8, n, "SetCell: family, qualifier, 8-byte timestamp varint, 8-byte value")
-	assert.True(t, strings.HasPrefix(ttlclient.CompanionPrefix, "\xff\xff"))
+		n, len(strategy.WriteTimePrefix)+len("token"), len(strategy.WriteTimePrefix))
+	assert.Equal(t, 2+2+len("def")+2+len(strategy.WriteTimePrefix)+len("token")+1+8+2+8, n, "SetCell: family, qualifier, 8-byte timestamp varint, 8-byte value")
+	assert.True(t, strings.HasPrefix(strategy.WriteTimePrefix, "\xff\xff"))
 }

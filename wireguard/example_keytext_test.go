@@ -31,7 +31,7 @@ func ExampleWithKeyRedaction() {
 	msg := status.Convert(err).Message()
 	fmt.Println(msg[:strings.Index(msg, "]: ")+1]) // before the rule's explanation
 	// Output:
-	// bttl wire guard refused MutateRow: rule server-timestamp: table "sessions", family "session", column [redacted 15 bytes hmac:d1d89a3af67b], row [redacted 20 bytes hmac:b81cdfa74712]
+	// bttl: wire guard refused MutateRow: rule server-timestamp: table "sessions", family "session", column [redacted 15 bytes hmac:d1d89a3af67b], row [redacted 20 bytes hmac:b81cdfa74712]
 }
 
 // exSessions starts an in-process server with table "sessions" (family

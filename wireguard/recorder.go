@@ -24,7 +24,7 @@ type Recorder interface {
 }
 
 // WithRecorder counts every refusal on r (default: none).
-func WithRecorder(r Recorder) Option { return func(g *Guard) { g.rec = r } }
+func WithRecorder(r Recorder) Option { return func(g *options) { g.rec = r } }
 
 // refused counts err on the Recorder when it is a refusal of the guard
 // (a status carrying the violated rule), and returns it.

@@ -16,7 +16,7 @@ import (
 // more: the guard's read filter (WithReadFilter) passes every family
 // outside the schema through untouched, whenever it was created.
 func WithUnlistedFamilies(p strategy.Policy, tables ...string) Option {
-	return func(g *Guard) {
+	return func(g *options) {
 		g.unlisted = &p
 		g.unlistedTables = nil
 		if len(tables) > 0 {

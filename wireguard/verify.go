@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/bttl/bttl/internal/bttlerr"
 )
 
 // RuleVerifyProbe: the request Guard.Verify sends, refused by the guard
@@ -30,10 +32,10 @@ const RuleNotInstalled = "guard-not-installed"
 var (
 	// ErrGuardInactive: Guard.Verify's probe was not refused by the guard,
 	// so the client's requests do not go through it. See *VerifyError.
-	ErrGuardInactive = errors.New("bttl wire guard: not installed on this client")
+	ErrGuardInactive = errors.New("bttl: wire guard not installed on this client")
 	// ErrNotGuarded: Guard.Verify was asked about a table the guard does
 	// not guard.
-	ErrNotGuarded = errors.New("bttl wire guard: table not guarded")
+	ErrNotGuarded = errors.New("bttl: table not guarded by the wire guard")
 )
 
 // VerifyError is Guard.Verify's report of a guard that is not on the
@@ -49,7 +51,7 @@ type VerifyError struct {
 func (e *VerifyError) Error() string {
 	msg := fmt.Sprintf("%v (table %q): %s", ErrGuardInactive, e.Table, e.Reason)
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + bttlerr.Trim(e.Err.Error())
 	}
 	return msg + "; install it with bigtable.NewClientWithConfig(..., guard.ClientOptions()...), " +
 		"or, on a connection dialled yourself (option.WithGRPCConn), with grpc.NewClient(..., guard.DialOptions()...)"
@@ -91,7 +93,7 @@ func (g *Guard) Verify(ctx context.Context, client *bigtable.Client, table strin
 		return &VerifyError{Table: table, Reason: "the server accepted the probe"}
 	case ctx.Err() != nil:
 		return err
-	case strings.Contains(err.Error(), "bttl wire guard refused"):
+	case strings.Contains(err.Error(), "bttl: wire guard refused"):
 		return &VerifyError{Table: table, Reason: "another bttl wire guard, not this one, refused the probe", Err: err}
 	}
 	return &VerifyError{Table: table, Reason: "the probe reached the server (the server refused it: nothing was written)", Err: err}

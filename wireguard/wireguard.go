@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/strategy"
 )
@@ -67,21 +68,31 @@ const (
 	methodOpenPrefix   = service + "Open" // OpenTable, OpenAuthorizedView, OpenMaterializedView
 )
 
-// Clock tells the time the guard checks timestamps against.
-type Clock interface {
-	Now() time.Time
-}
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Guard.
-type Option func(*Guard)
+// Option configures a Guard, as New builds it.
+type Option func(*options)
 
-// WithClock sets the clock (default: the system clock).
-func WithClock(c Clock) Option {
-	return func(g *Guard) {
+// options are what the Options set: apart from the Guard, so that an
+// Option cannot change a Guard in use.
+type options struct {
+	clock      strategy.Clock
+	readFilter bool
+	sqlAllowed bool
+	viewDecls  []viewDecl
+	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
+	// unlistedTables: the tables unlisted holds for; nil: every table.
+	unlistedTables map[string]bool
+	rec            Recorder     // WithRecorder; nil: none
+	keyText        keytext.Text // WithKeyRedaction; zero: quoted and cut
+}
+
+// WithClock sets the clock the guard checks timestamps against (default:
+// the system clock).
+func WithClock(c strategy.Clock) Option {
+	return func(g *options) {
 		if c != nil {
 			g.clock = c
 		}
@@ -94,7 +105,7 @@ func WithClock(c Clock) Option {
 // legacy reads stop seeing expired cells. Reads of a materialized view are
 // filtered with the schema WithMaterializedView declares for it, and
 // refused when it declares none.
-func WithReadFilter() Option { return func(g *Guard) { g.readFilter = true } }
+func WithReadFilter() Option { return func(g *options) { g.readFilter = true } }
 
 // WithMaterializedView declares the families of materialized view (an ID,
 // as in Client.OpenMaterializedView) and their policies: with
@@ -105,7 +116,7 @@ func WithReadFilter() Option { return func(g *Guard) { g.readFilter = true } }
 // for a view that carries no managed data. Declaring a view twice makes
 // New fail.
 func WithMaterializedView(view string, schema strategy.Schema) Option {
-	return func(g *Guard) { g.viewDecls = append(g.viewDecls, viewDecl{view, schema}) }
+	return func(g *options) { g.viewDecls = append(g.viewDecls, viewDecl{view, schema}) }
 }
 
 // WithSQLAllowed lets PrepareQuery and ExecuteQuery through. Without it
@@ -113,7 +124,7 @@ func WithMaterializedView(view string, schema strategy.Schema) Option {
 // has a managed family: a query sends SQL text with no row filter the
 // guard could extend, and may read any table of the instance, so it could
 // return expired cells GC has not collected yet.
-func WithSQLAllowed() Option { return func(g *Guard) { g.sqlAllowed = true } }
+func WithSQLAllowed() Option { return func(g *options) { g.sqlAllowed = true } }
 
 // WithKeyRedaction makes the guard's refusals (status message and
 // PreconditionFailure detail, which go back to the caller and into its
@@ -126,25 +137,17 @@ func WithSQLAllowed() Option { return func(g *Guard) { g.sqlAllowed = true } }
 // across processes. Without it a key is quoted (strconv.Quote) and cut to
 // 64 bytes (docs/design.md#keys-in-messages).
 func WithKeyRedaction(hashKey []byte) Option {
-	return func(g *Guard) { g.keyText = keytext.Redact(hashKey) }
+	return func(g *options) { g.keyText = keytext.Redact(hashKey) }
 }
 
 // Guard holds the schemas of the tables it guards and makes the gRPC client
 // interceptors. It is safe for concurrent use.
 type Guard struct {
-	tables     map[string]*table // by table ID
-	views      map[string]*table // materialized views, by view ID
-	clock      Clock
-	readFilter bool
-	sqlAllowed bool
-	managed    bool   // some guarded table or declared view has a managed family
-	probe      string // the family of Verify's probe, which only this guard recognizes
-	viewDecls  []viewDecl
-	unlisted   *strategy.Policy // WithUnlistedFamilies; nil: strict
-	// unlistedTables: the tables unlisted holds for; nil: every table.
-	unlistedTables map[string]bool
-	rec            Recorder     // WithRecorder; nil: none
-	keyText        keytext.Text // WithKeyRedaction; zero: quoted and cut
+	tables map[string]*table // by table ID
+	views  map[string]*table // materialized views, by view ID
+	options
+	managed bool   // some guarded table or declared view has a managed family
+	probe   string // the family of Verify's probe, which only this guard recognizes
 }
 
 type viewDecl struct {
@@ -169,9 +172,9 @@ type table struct {
 // authorized_view_name is an authorized view of such a table, is checked
 // against that schema. Names are parsed exactly, segment by segment.
 func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
-	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, clock: systemClock{}, probe: newProbe()}
+	g := &Guard{tables: make(map[string]*table, len(schemas)), views: map[string]*table{}, options: options{clock: systemClock{}}, probe: newProbe()}
 	for _, o := range opts {
-		o(g)
+		o(&g.options)
 	}
 	if err := g.checkUnlisted(schemas); err != nil {
 		return nil, err
@@ -182,7 +185,7 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		}
 		fb, err := filters.New(s)
 		if err != nil {
-			return nil, fmt.Errorf("wireguard: %s %q: %w", kind, id, err)
+			return nil, bttlerr.Wrap(err, "wire guard: %s %q", kind, id)
 		}
 		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id), keyText: g.keyText}
 		for f, p := range s {
@@ -531,7 +534,7 @@ func decode[M proto.Message](req any) (M, error) {
 // refusal is a FailedPrecondition for a whole request, with a
 // PreconditionFailure detail carrying rule.
 func refusal(method, rule, subject, reason string) error {
-	msg := fmt.Sprintf("bttl wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), rule, reason)
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), rule, bttlerr.Trim(reason))
 	return withViolation(status.New(codes.FailedPrecondition, msg), rule, subject, reason)
 }
 
@@ -702,8 +705,8 @@ func (v *violation) status(method string, row []byte, entry int) error {
 	if entry >= 0 {
 		where = fmt.Sprintf(", entry %d (the whole request is refused)", entry)
 	}
-	col, desc := v.text.Key(v.column), v.text.Scrub(v.err.Error(), v.column, string(row))
-	msg := fmt.Sprintf("bttl wire guard refused %s: rule %s: table %q, family %q, column %s, row %s%s: %s",
+	col, desc := v.text.Key(v.column), bttlerr.Trim(v.text.Scrub(v.err.Error(), v.column, string(row)))
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: table %q, family %q, column %s, row %s%s: %s",
 		strings.TrimPrefix(method, service), v.rule, v.table, v.family, col, v.text.Key(string(row)), where, desc)
 	return withViolation(status.New(codes.FailedPrecondition, msg), v.rule, v.table+"/"+v.family+":"+col, desc)
 }

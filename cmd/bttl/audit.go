@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -99,7 +100,7 @@ type auditArgs struct {
 	table              *string
 	json               bool
 	prefix, start, end string
-	opt                audit.Options
+	opt                auditScope
 	every              time.Duration
 	progressSet        bool
 	failOn             []string
@@ -110,6 +111,12 @@ type auditArgs struct {
 	report             string
 	now                time.Time
 	bytes              bool
+}
+
+// auditScope is what -sample and -limit set.
+type auditScope struct {
+	Sample float64
+	Limit  int64
 }
 
 func (a *auditArgs) check() error {
@@ -165,22 +172,26 @@ func (a *auditArgs) run(e *env) int {
 	if len(tables) > 1 && (a.checkpoint != "" || a.suggest > 0) {
 		return e.fail(errors.New("-checkpoint and -suggest-shard-keys act on one table: give -table"))
 	}
-	opt := a.opt
-	opt.Start, opt.End = a.bounds()
-	if opt.Sample == 1 {
-		opt.Sample = 0 // every row: no sample filter
-	}
-	opt.Checkpoint = a.checkpoint
+	start, end := a.bounds()
 	sopts, err := a.scan.options()
 	if err != nil {
 		return e.fail(err)
 	}
-	opt.Scan = append(opt.Scan, sopts...)
+	sopts = append(sopts, scan.WithRange(start, end))
+	if s := a.opt.Sample; s > 0 && s < 1 { // 1: every row, no sample filter
+		sopts = append(sopts, scan.WithFilter(bigtable.RowSampleFilter(s)))
+	}
+	if a.opt.Limit > 0 {
+		sopts = append(sopts, scan.WithLimit(a.opt.Limit))
+	}
+	if a.checkpoint != "" {
+		sopts = append(sopts, scan.WithCheckpoint(a.checkpoint, nil))
+	}
 	withBytes := a.withBytes()
 	if !withBytes {
 		// Counting needs keys, columns and timestamps only: the values
 		// stay on the server, as cbt count's do.
-		opt.Scan = append(opt.Scan, scan.WithFilter(bigtable.StripValueFilter()))
+		sopts = append(sopts, scan.WithFilter(bigtable.StripValueFilter()))
 	}
 	// The report's row is claimed before the scan: a second worker on the
 	// same shard that starts later takes it, and this one's write fails.
@@ -219,7 +230,7 @@ func (a *auditArgs) run(e *env) int {
 		// -stall or -timeout on an unreachable endpoint.
 		if a.suggest > 0 {
 			ctx, cancel := e.step()
-			keys, err := scan.SuggestShardKeys(ctx, e.data.Open(t), opt.Start, opt.End, int(a.suggest))
+			keys, err := scan.SuggestShardKeys(ctx, e.data.Open(t), start, end, int(a.suggest))
 			cancel()
 			if err != nil {
 				return e.fail(fmt.Errorf("table %q: %w", t, err))
@@ -230,17 +241,16 @@ func (a *auditArgs) run(e *env) int {
 			return exitOK
 		}
 		var pr *progress
-		topt := opt
+		topts := sopts
 		if every > 0 {
-			pr = &progress{w: e.stderr, tty: tty, limit: opt.Limit}
-			topt.ProgressEvery = every
-			topt.ScanProgress = pr.update
+			pr = &progress{w: e.stderr, tty: tty, limit: a.opt.Limit}
+			topts = append(slices.Clip(sopts), scan.WithProgress(every, pr.update))
 		}
 		now := bigtable.Timestamp(e.now().UnixMicro())
 		if !a.now.IsZero() {
 			now = bigtable.Timestamp(a.now.UnixMicro()) // not bigtable.Time: UnixNano wraps past 2262
 		}
-		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topt)
+		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topts...)
 		pr.done()
 		if err != nil {
 			return e.fail(fmt.Errorf("table %q: %w", t, err))

@@ -172,7 +172,7 @@ func (m *mergeArgs) run(e *env) int {
 }
 
 func (m *mergeArgs) mismatch(e *env, err error) int {
-	fmt.Fprintf(e.stderr, "bttl audit merge: %s\n", strings.TrimPrefix(err.Error(), "audit: "))
+	fmt.Fprintf(e.stderr, "bttl audit merge: %s\n", onePrefix(err.Error()))
 	return exitFindings
 }
 

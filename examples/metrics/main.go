@@ -111,7 +111,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// A writer breaking the convention: refused, and counted.
 	bad := ttlclient.NewMutation()
 	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
-	if err := tbl.Apply(ctx, "user#00", bad); !errors.Is(err, ttlclient.ErrServerTimestamp) {
+	if err := tbl.Apply(ctx, "user#00", bad); !errors.Is(err, strategy.ErrServerTimestamp) {
 		return fmt.Errorf("want a refusal, got %v", err)
 	}
 
@@ -137,7 +137,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "%d users, read 50h later: %d live clicks cells (the 72h ones); the rest is expired but still stored.\n", users, live)
 
 	// The stock: an audit of the table at the same instant.
-	rep, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(h.Clock.Now()), audit.Options{})
+	rep, err := audit.Scan(ctx, h.Raw.Open("events"), "events", schema, bigtable.Time(h.Clock.Now()))
 	if err != nil {
 		return err
 	}

@@ -88,13 +88,13 @@ func run(ctx context.Context, out io.Writer) error {
 	serverTime.Set(family, "token", bigtable.ServerTime, []byte("oops"))
 	err = tbl.Apply(ctx, row, serverTime)
 	fmt.Fprintf(out, "  server-timestamp write: refused=%t (ErrServerTimestamp): %v\n",
-		errors.Is(err, ttlclient.ErrServerTimestamp), err)
+		errors.Is(err, strategy.ErrServerTimestamp), err)
 
 	realTime := ttlclient.NewMutation()
 	realTime.Set(family, "token", bigtable.Time(t0), []byte("oops"))
 	err = tbl.Apply(ctx, row, realTime)
 	fmt.Fprintf(out, "  real-timestamp write:   refused=%t (ErrAlreadyExpired): %v\n",
-		errors.Is(err, ttlclient.ErrAlreadyExpired), err)
+		errors.Is(err, strategy.ErrAlreadyExpired), err)
 
 	var cellErr *ttlclient.CellError
 	if errors.As(err, &cellErr) {

@@ -96,20 +96,20 @@ func TestBadInputRefusedBeforeAnyRPC(t *testing.T) {
 		{name: "empty row key", row: noRow, build: set("plain", 1000, v), want: ttlclient.ErrEmptyRowKey},
 		{name: "row key over 4 KiB", row: strings.Repeat("k", ttlclient.MaxRowKeyBytes+1), build: set("plain", 1000, v), want: ttlclient.ErrRowKeyTooLong},
 		{name: "value over 100 MiB", build: set("def", ttlclient.Auto, huge), want: ttlclient.ErrValueTooLarge},
-		{name: "TTL of 0", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(0)), want: ttlclient.ErrInvalidTTL},
-		{name: "negative TTL", build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(-time.Hour)), want: ttlclient.ErrInvalidTTL},
-		{name: "huge TTL overflowing the timestamp", clock: endOfTime, build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(math.MaxInt64)), want: ttlclient.ErrTimestampOverflow},
-		{name: "math.MaxInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MaxInt64)), want: ttlclient.ErrInvalidSequence},
-		{name: "math.MinInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MinInt64)), want: ttlclient.ErrInvalidSequence},
+		{name: "TTL of 0", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(0)), want: strategy.ErrInvalidTTL},
+		{name: "negative TTL", build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(-time.Hour)), want: strategy.ErrInvalidTTL},
+		{name: "huge TTL overflowing the timestamp", clock: endOfTime, build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(math.MaxInt64)), want: strategy.ErrTimestampOverflow},
+		{name: "math.MaxInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MaxInt64)), want: strategy.ErrInvalidSequence},
+		{name: "math.MinInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MinInt64)), want: strategy.ErrInvalidSequence},
 		{name: "nil mutation", want: ttlclient.ErrNilMutation},
 		{name: "mutation with no operations", build: func(*ttlclient.Mutation) {}, want: ttlclient.ErrEmptyMutation},
 	}
 	for name, d := range nanLike() {
-		c := bad{name: "TTL from a " + name + " conversion", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(d)), want: ttlclient.ErrInvalidTTL}
+		c := bad{name: "TTL from a " + name + " conversion", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(d)), want: strategy.ErrInvalidTTL}
 		if d >= time.Millisecond {
 			// A platform that saturates to math.MaxInt64 instead: a
 			// 292-year TTL is valid today, so check it where it overflows.
-			c.clock, c.want = endOfTime, ttlclient.ErrTimestampOverflow
+			c.clock, c.want = endOfTime, strategy.ErrTimestampOverflow
 		}
 		cases = append(cases, c)
 	}
@@ -173,7 +173,7 @@ func TestBadInputRefusedBeforeAnyRPC(t *testing.T) {
 			"def": {GCPolicy: bigtable.IntersectionPolicy(bigtable.MaxAgePolicy(time.Hour), bigtable.MaxVersionsPolicy(2))},
 		}}))
 		_, err := h.Client.OpenContext(context.Background(), "inter", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour)})
-		assert.ErrorIs(t, err, ttlclient.ErrUnsupportedGCRule)
+		assert.ErrorIs(t, err, strategy.ErrUnsupportedGCRule)
 	})
 }
 

@@ -6,10 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bttl/bttl/internal/model"
-	"github.com/bttl/bttl/ttlclient"
+	"github.com/bttl/bttl/strategy"
 )
 
 // The model writes companions as the library does.
 func TestModelCompanionPrefixIsTheLibrarys(t *testing.T) {
-	assert.Equal(t, ttlclient.CompanionPrefix, model.CompanionPrefix)
+	assert.Equal(t, strategy.WriteTimePrefix, model.CompanionPrefix)
 }
