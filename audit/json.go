@@ -41,7 +41,9 @@ func (t *instant) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return bttlerr.Wrap(err, "want an RFC 3339 time")
 		}
-		*t = instant(bigtable.Time(tm))
+		// Not bigtable.Time: it goes through UnixNano, which overflows
+		// outside the years 1678-2262.
+		*t = instant(tm.Unix()*1e6 + int64(tm.Nanosecond()/1e3))
 		return nil
 	}
 	// The earlier form: microseconds since the epoch.

@@ -54,3 +54,24 @@ func TestReportJSONInstantsAreRFC3339(t *testing.T) {
 		assert.Error(t, json.Unmarshal([]byte(bad), &r), bad)
 	}
 }
+
+// An instant outside the years time.Time.UnixNano holds (1678-2262) reads
+// back as written: RFC 3339 has room for it, and -now may name it. Fails
+// before the fix: bigtable.Time went through UnixNano, which overflowed.
+func TestReportJSONInstantsOutsideNanosecondRange(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2300, 1, 2, 3, 4, 5, 6000, time.UTC),
+		time.Date(1600, 1, 2, 3, 4, 5, 6000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+	} {
+		ts := bigtable.Timestamp(tm.Unix()*1e6 + int64(tm.Nanosecond()/1e3))
+		rep := &audit.Report{Table: "events", Now: ts, Families: []audit.Family{{Family: "clicks", OldestExpiry: ts}}}
+		b, err := json.Marshal(rep)
+		require.NoError(t, err)
+		require.Contains(t, string(b), tm.Format(time.RFC3339Nano))
+		var back audit.Report
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, ts, back.Now, tm)
+		assert.Equal(t, ts, back.Families[0].OldestExpiry, tm)
+	}
+}

@@ -110,11 +110,11 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 		return nil, &PlanError{Field: "Inflight", Reason: fmt.Sprintf("%d: want at least 1", m.inflight)}
 	}
 	now := m.clock.Now()
-	m.now = bigtable.Time(now)
+	m.now = unixMicros(now)
 	if plan.inPlace() {
 		skew := plan.skew()
 		lo, hi := plan.Window()
-		m.lo, m.hi = bigtable.Time(lo), bigtable.Time(hi)
+		m.lo, m.hi = unixMicros(lo), unixMicros(hi)
 		// A moved cell lands after now; after hi too, so that a rerun
 		// proves it a bttl timestamp.
 		if plan.WrittenBefore.Add(skew).After(now) {
@@ -126,7 +126,7 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 			if plan.ExpiredAsOf.After(now) {
 				return nil, &PlanError{Field: "ExpiredAsOf", Reason: fmt.Sprintf("%s is after now (%s)", formatTime(plan.ExpiredAsOf), formatTime(now))}
 			}
-			m.asOf = bigtable.Time(plan.ExpiredAsOf)
+			m.asOf = unixMicros(plan.ExpiredAsOf)
 			m.budget.Store(plan.ExpectExpired)
 		}
 	}
@@ -851,6 +851,10 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 	}
 	return matched, nil
 }
+
+// unixMicros is t as a timestamp: not bigtable.Time, which goes through
+// UnixNano and wraps outside the years 1678-2262.
+func unixMicros(t time.Time) bigtable.Timestamp { return bigtable.Timestamp(t.UnixMicro()) }
 
 func formatTimestamp(ts bigtable.Timestamp) string {
 	if ts >= strategy.RealTimeFloor {

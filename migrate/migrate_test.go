@@ -418,3 +418,30 @@ func TestWriteOnTheNewTimestampMeanwhileIsKept(t *testing.T) {
 		{"r", "c", old + bigtable.Timestamp(day/time.Microsecond)}: "a bttl write at that very expiry",
 	}, stored(t, tbl, "f"))
 }
+
+// A FirstSwitch before 1678 (a year typed wrong) is before RealTimeFloor
+// and refused, as any ancient one is. Fails before the fix: the check went
+// through time.Time.UnixNano, which wraps such a year decades ahead (1500
+// to 2084), so it passed, and the window then made every cell up to
+// WrittenBefore a legacy write: a bttl cell whose expiry had passed was
+// re-stamped TTL later, live again.
+func TestFirstSwitchBeforeNanosecondRangeIsRefused(t *testing.T) {
+	h, tbl, now, at := rowTable(t)
+	ctx := context.Background()
+	m := bigtable.NewMutation()
+	// Stamped between the writers' switches: its expiry, two hours ago.
+	m.Set("f", "bttl-expired", at(-2*time.Hour), []byte("a bttl write whose expiry passed"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	before := stored(t, tbl, "f")
+	plan := inPlace(now.Add(-time.Hour), 2*day)
+	plan.FirstSwitch = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)
+	mg, err := migrate.New(tbl, "t", plan, migrate.WithClock(h.Clock))
+	if err == nil {
+		_, err := mg.Run(ctx)
+		require.NoError(t, err)
+		t.Fatalf("FirstSwitch %s accepted; the table went from %v to %v", plan.FirstSwitch, before, stored(t, tbl, "f"))
+	}
+	var pe *migrate.PlanError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "FirstSwitch", pe.Field)
+}

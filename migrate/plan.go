@@ -223,7 +223,9 @@ func (p Plan) Validate() error {
 			name string
 			t    time.Time
 		}{{"FirstSwitch", p.FirstSwitch}, {"WrittenBefore", p.WrittenBefore}} {
-			if bigtable.Time(f.t) < strategy.RealTimeFloor {
+			// UnixMicro, not bigtable.Time: UnixNano wraps a year before
+			// 1678 decades ahead, past the floor.
+			if bigtable.Timestamp(f.t.UnixMicro()) < strategy.RealTimeFloor {
 				return bad(f.name, "%s is before %s", formatTime(f.t), formatTime(strategy.RealTimeFloor.Time()))
 			}
 		}

@@ -104,7 +104,7 @@ func NewBigtableStore(ctx context.Context, client *bigtable.Client, admin *bigta
 // ReadBigtableRecords returns the records of the rows of table id whose
 // keys start with prefix, as NewBigtableStore's Save wrote them, by row
 // key. A row claimed but not written yet (its writer still running, or
-// stopped before its Save) maps to nil.
+// stopped before its Save), or whose record was saved empty, maps to nil.
 func ReadBigtableRecords(ctx context.Context, client *bigtable.Client, id, prefix string) (map[string][]byte, error) {
 	if !tableIDPattern.MatchString(id) {
 		return nil, &OptionError{Option: "table", Reason: fmt.Sprintf("%q: want a table ID of letters, digits, -, _ and .", id)}
@@ -113,7 +113,7 @@ func ReadBigtableRecords(ctx context.Context, client *bigtable.Client, id, prefi
 	err := client.Open(id).ReadRows(ctx, bigtable.PrefixRange(prefix), func(r bigtable.Row) bool {
 		out[r.Key()] = nil
 		for _, it := range r[checkpointFamily] {
-			if it.Column == checkpointFamily+":"+recordColumn {
+			if it.Column == checkpointFamily+":"+recordColumn && len(it.Value) > 0 {
 				out[r.Key()] = it.Value
 			}
 		}

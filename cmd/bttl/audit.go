@@ -207,6 +207,12 @@ func (a *auditArgs) run(e *env) int {
 		if err == nil {
 			_, err = store.Open(ctx)
 		}
+		if err == nil {
+			// An earlier report of this shard goes with the claim: until
+			// this audit writes its own, the row reads as not written, so
+			// merge does not take the earlier one for this one.
+			err = store.Save(ctx, nil)
+		}
 		cancel()
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
@@ -242,7 +248,7 @@ func (a *auditArgs) run(e *env) int {
 		}
 		now := bigtable.Timestamp(e.now().UnixMicro())
 		if !a.now.IsZero() {
-			now = bigtable.Time(a.now)
+			now = bigtable.Timestamp(a.now.UnixMicro()) // not bigtable.Time: UnixNano wraps past 2262
 		}
 		rep, err := audit.Scan(e.ctx, e.data.Open(t), t, e.schemas[t], now, topts...)
 		pr.done()

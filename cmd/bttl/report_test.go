@@ -200,3 +200,78 @@ func TestAuditReportEarlierClaimIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, recs["audit/job/0/1"], "the later worker's report is kept")
 }
+
+// A shard audited again into the same job: from its claim on, the row's
+// earlier report is gone, so while the new audit runs (or after it
+// stopped without writing) the job does not merge with the earlier report
+// in the new one's place. Fails before the fix: the claim left the earlier
+// report readable and the job merged.
+func TestAuditReportRerunHidesEarlierReport(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, 40)
+	ctx := context.Background()
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	for _, sh := range []string{"0/2", "1/2"} {
+		r := bttl(t, addr, "", "-schema", schema, "audit", "-now", "2026-01-02T15:04:05Z", "-shard", sh, "-report", "bigtable://bttl_reports/job")
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+	r := bttl(t, addr, "", "audit", "merge", "bigtable://bttl_reports/job")
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	// Shard 1/2 audited again, held back by -cells-per-second: it claims
+	// its row, then is stopped (its context cancelled) before its report.
+	cctx, cancel := context.WithCancel(ctx)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+	var out, errb strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"-project", "p", "-instance", "i", "-schema", schema, "audit", "-now", "2026-01-02T15:04:05Z",
+			"-shard", "1/2", "-cells-per-second", "1", "-report", "bigtable://bttl_reports/job"}, strings.NewReader(""), &out, &errb)
+	}()
+	// Wait for its claim: the owner cell changes.
+	before := ownerOf(t, dc, "audit/job/1/2")
+	for ownerOf(t, dc, "audit/job/1/2") == before {
+		select {
+		case code := <-done:
+			t.Fatalf("the second audit ended before its claim was seen: %d %s", code, errb.String())
+		case <-time.After(5 * time.Millisecond): // polling another run's progress
+		}
+	}
+	r = bttl(t, addr, "", "audit", "merge", "bigtable://bttl_reports/job")
+	assert.Equal(t, exitFindings, r.code, "merged while shard 1/2 is audited again: %s", r.stdout)
+	assert.Contains(t, r.stderr, "bigtable://bttl_reports/audit/job/1/2: no report yet")
+	cancel()
+	assert.NotEqual(t, exitOK, <-done, errb.String())
+	r = bttl(t, addr, "", "audit", "merge", "bigtable://bttl_reports/job")
+	assert.Equal(t, exitFindings, r.code, "merged after shard 1/2's second audit stopped: %s", r.stdout)
+}
+
+// ownerOf is the owner cell of a report row.
+func ownerOf(t *testing.T, dc *bigtable.Client, key string) string {
+	t.Helper()
+	row, err := dc.Open("bttl_reports").ReadRow(context.Background(), key)
+	require.NoError(t, err)
+	for _, it := range row["ck"] {
+		if strings.HasSuffix(it.Column, ":owner") {
+			return string(it.Value)
+		}
+	}
+	return ""
+}
+
+// audit -now past 2262 audits at that instant: every cell of a 48h family
+// written now is expired then. Fails before the fix: -now went through
+// time.Time.UnixNano, which wrapped it to 1715, when every cell was live.
+func TestAuditNowPastNanosecondRange(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	loadHashedClicks(t, ac, dc, 3)
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+	r := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-now", "2300-01-02T03:04:05Z")
+	require.Contains(t, []int{exitOK, exitFindings}, r.code, r.stderr)
+	var out auditOutput
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Tables, 1)
+	assert.Equal(t, bigtable.Timestamp(time.Date(2300, 1, 2, 3, 4, 5, 0, time.UTC).UnixMicro()), out.Tables[0].Now)
+	require.Len(t, out.Tables[0].Families, 1)
+	assert.Equal(t, int64(3), out.Tables[0].Families[0].Expired)
+}

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,13 +108,25 @@ func (t Text) KeyN(s string, n int) string {
 // as t shows it: for the message of a wrapped error (a *filters.PinError
 // in a ttlclient.CellError, say) that names a key the outer error names.
 // Without redaction msg is returned as is. Empty keys are left alone.
+// Longer quoted forms are replaced first: one key's may hold another's
+// (keys holding '"'), and replacing the shorter inside it would leave the
+// rest of the longer one in clear.
 func (t Text) Scrub(msg string, keys ...string) string {
 	if !t.redact {
 		return msg
 	}
-	for _, k := range keys {
-		if k != "" {
-			msg = strings.ReplaceAll(msg, Quote(k), t.Key(k))
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = Quote(k)
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(quoted[order[a]]) > len(quoted[order[b]]) })
+	for _, i := range order {
+		if keys[i] != "" {
+			msg = strings.ReplaceAll(msg, quoted[i], t.Key(keys[i]))
 		}
 	}
 	return msg

@@ -78,3 +78,17 @@ func TestScrubReplacesQuotedKeys(t *testing.T) {
 	got := r.Scrub(msg, "c\n1", long, "")
 	assert.Equal(t, "inner: column "+r.Key("c\n1")+" of "+r.Key(long)+", family \"f\"", got)
 }
+
+// One key's quoted form may hold another's (binary keys hold '"'): each
+// is replaced whole, the longer first, so no piece of either is left.
+// Fails before the fix: the row, replaced first, cut the column's quoted
+// form, which then stayed half in clear ("a\).
+func TestScrubReplacesAKeyHoldingAnotherWhole(t *testing.T) {
+	r := Redact([]byte("k"))
+	row, column := `b"c`, `a"b"c`
+	require.Contains(t, Quote(column), Quote(row))
+	msg := "inner: column " + Quote(column)
+	for _, keys := range [][]string{{row, column}, {column, row}} {
+		assert.Equal(t, "inner: column "+r.Key(column), r.Scrub(msg, keys...), "keys %q", keys)
+	}
+}
