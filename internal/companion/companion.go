@@ -30,8 +30,12 @@ const (
 	Companion
 	// Hidden: any other qualifier from strategy.ReservedQualifierStart on
 	// (a column written before the family had write times, an orphaned
-	// or forged companion): stored, and hidden from every read through
-	// bttl by the write-time read filter.
+	// companion, or a forged one with no cell of its column at its
+	// timestamp): stored, and hidden from every read through bttl by the
+	// write-time read filter. A forged companion beside a cell of its
+	// column at the same timestamp is classified Companion: the pairing,
+	// not the value, is the definition, and the wire guard refuses such a
+	// forgery at write time (rule reserved-column).
 	Hidden
 )
 
