@@ -54,7 +54,13 @@ func (g *Guard) refused(err error) error {
 // docs/design.md#keys-in-messages says, the table alone for a schema
 // mismatch), keeping only a guarded table and a family of its schema.
 func (g *Guard) labels(subject string) (table, family string) {
-	id, rest, _ := strings.Cut(subject, "/")
+	id, rest, cell := strings.Cut(subject, "/")
+	fam, _, _ := strings.Cut(rest, ":")
+	if cell && (!strings.Contains(rest, ":") || strings.Contains(fam, "/")) {
+		// Not TABLE/FAMILY:COLUMN (family names hold no "/"): a resource
+		// name such as an undeclared view's, which names no guarded table.
+		return "", ""
+	}
 	t := g.tables[id]
 	if t == nil {
 		t = g.views[id]
@@ -62,7 +68,6 @@ func (g *Guard) labels(subject string) (table, family string) {
 	if t == nil {
 		return "", ""
 	}
-	fam, _, _ := strings.Cut(rest, ":")
 	if _, ok := t.schema[fam]; !ok {
 		fam = ""
 	}

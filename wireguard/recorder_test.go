@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/wireguard"
 )
 
@@ -59,4 +61,17 @@ func TestGuardRecordsRefusals(t *testing.T) {
 	m.Set("plain", "c", bigtable.Now(), []byte("v"))
 	require.NoError(t, e.tbl.Apply(e.ctx, "ok", m))
 	assert.Empty(t, log.take(), "a call let through counts nothing")
+}
+
+// A refusal whose subject names no guarded table (an undeclared
+// materialized view's resource name, "projects/p/..."), labels no table,
+// even when a guarded table is called "projects": the reviewer's case.
+func TestGuardRefusalOfAViewLabelsNoTable(t *testing.T) {
+	log := &refusalLog{}
+	g, err := wireguard.New(map[string]strategy.Schema{"projects": legacySchema},
+		wireguard.WithReadFilter(), wireguard.WithRecorder(log))
+	require.NoError(t, err)
+	_, err = sendReadRows(t, g, &btpb.ReadRowsRequest{MaterializedViewName: "projects/p/instances/i/materializedViews/other"})
+	require.Error(t, err)
+	assert.Equal(t, [][3]string{{"", "", "undeclared_materialized_view"}}, log.take())
 }
