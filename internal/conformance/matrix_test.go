@@ -7,9 +7,11 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
@@ -230,7 +232,14 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	case conformance.PathGuardReadFilter, conformance.PathTTLGuardReadFilter:
 		guardOpts = append(guardOpts, wireguard.WithReadFilter())
 	}
-	g, err := wireguard.New(map[string]strategy.Schema{table: schema}, append(guardOpts, wireguard.WithClock(h.Clock))...)
+	// The guard's observational options run in every guarded cell: key
+	// redaction (messages only: the refusal classes must not change) and a
+	// recorder, checked below. The ttlclient paths on h.Client keep the
+	// defaults, so both settings run.
+	rec := &guardRefusals{}
+	guardOpts = append(guardOpts, wireguard.WithClock(h.Clock), wireguard.WithRecorder(rec),
+		wireguard.WithKeyRedaction([]byte("matrix")))
+	g, err := wireguard.New(map[string]strategy.Schema{table: schema}, guardOpts...)
 	require.NoError(t, err)
 	dc, err := h.DialDataClient(ctx, g.DialOptions()...)
 	require.NoError(t, err)
@@ -242,13 +251,18 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 		cfg.Semantics = model.Semantics{Wire: true}
 	default:
 		client := ttlclient.Wrap(dc.Client, ttlclient.WithClock(h.Clock),
-			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
+			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
+			ttlclient.WithKeyRedaction([]byte("matrix")))
 		t.Cleanup(func() { _ = client.Close() })
 		tbl, err := client.OpenContext(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), client.FlushIdleRefreshes
 	}
-	return conformance.Run(ctx, cfg)
+	st, err := conformance.Run(ctx, cfg)
+	if err == nil {
+		rec.check(t, c.path, table, schema, st.Refused)
+	}
+	return st, err
 }
 
 // Every strategy x option the matrix uses is either taken or refused when
@@ -309,4 +323,38 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 	// ... and the clamping one-second default TTL over the cap is taken:
 	// the default is clamped like any TTL.
 	check(t, "one-second DefaultTTL over MaxTTL, clamping", strategy.OneSecond(strategy.WithDefaultTTL(3*sec), strategy.WithMaxTTL(2*sec), strategy.ClampTTL()), false)
+}
+
+// guardRefusals is the matrix guard's wireguard.Recorder.
+type guardRefusals struct {
+	mu  sync.Mutex
+	got [][3]string
+}
+
+func (r *guardRefusals) GuardRefused(table, family, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, [3]string{table, family, reason})
+}
+
+// check: under ttlclient the guard refuses nothing, since ttlclient
+// refuses before sending and marks what it sends; under a plain client the
+// guard recorded refusals exactly when the run saw some (refused of them),
+// and every label is bounded (its table or "", a family of the schema or
+// "", a rule).
+func (r *guardRefusals) check(t *testing.T, path, table string, schema strategy.Schema, refused int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if path == conformance.PathTTLGuard || path == conformance.PathTTLGuardReadFilter {
+		assert.Empty(t, r.got, "the guard refused requests ttlclient sent")
+		return
+	}
+	assert.Equal(t, refused > 0, len(r.got) > 0, "%d refusals seen, %d recorded by the guard", refused, len(r.got))
+	for _, l := range r.got {
+		assert.Contains(t, []string{table, ""}, l[0], "table label %v", l)
+		if l[1] != "" {
+			assert.Contains(t, schema, l[1], "family label %v", l)
+		}
+		assert.NotEmpty(t, l[2], "reason label %v", l)
+	}
 }
