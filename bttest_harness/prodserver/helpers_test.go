@@ -76,11 +76,13 @@ func requireCode(t *testing.T, err error, c codes.Code, msg string) {
 	require.Contains(t, st.Message(), msg)
 }
 
-// cells is row's cells in family f as column -> (timestamp, value).
+// cells is row's newest cell per column of family f.
 func cells(row bigtable.Row) map[string]bigtable.ReadItem {
 	out := map[string]bigtable.ReadItem{}
 	for _, it := range row[family] {
-		out[it.Column] = it
+		if _, seen := out[it.Column]; !seen {
+			out[it.Column] = it
+		}
 	}
 	return out
 }
