@@ -172,14 +172,6 @@ func TestSizeLimits(t *testing.T) {
 	_, err := tbl.ReadRow(ctx, long+"k")
 	requireCode(t, err, codes.InvalidArgument, "Row key is too long")
 
-	many := bigtable.NewMutation()
-	for range prodserver.MaxMutations {
-		many.DeleteCellsInColumn(family, "c")
-	}
-	require.NoError(t, tbl.Apply(ctx, "r", many))
-	many.DeleteCellsInColumn(family, "c")
-	requireCode(t, tbl.Apply(ctx, "r", many), codes.InvalidArgument, "Too many mutations in one request: 100001")
-
 	requireCode(t, tbl.ReadRows(ctx, bigtable.InfiniteRange(""), func(bigtable.Row) bool { return true },
 		bigtable.RowFilter(bigtable.ValueFilter(strings.Repeat("a", prodserver.MaxFilterBytes)))), codes.InvalidArgument, "Filter is too large")
 	require.NoError(t, tbl.ReadRows(ctx, bigtable.InfiniteRange(""), func(bigtable.Row) bool { return true },
@@ -200,6 +192,30 @@ func TestSizeLimits(t *testing.T) {
 // it to time its own retries but returns errors without details
 // (internal/metrics.ConvertToGrpcStatusErr keeps only code and message),
 // so the detail is read with the generated client, the code with both.
+// A request of MaxMutations mutations passes the limit and reaches the
+// fault stage (throttled here, so that the backend does not spend seconds
+// applying it under -race); one more is refused before.
+func TestMutationLimit(t *testing.T) {
+	s := prodserver.New(t, prodserver.Config{Fault: func(c prodserver.Call) prodserver.Fault {
+		if c.Method == "MutateRow" {
+			return prodserver.FaultThrottle
+		}
+		return prodserver.FaultNone
+	}})
+	createTable(t, s, "lim")
+	tbl := table(t, s, "", "lim")
+	// A server-timestamped cell makes the write non-idempotent: the client
+	// does not retry the throttled call.
+	many := set("c", bigtable.ServerTime, "v")
+	for range prodserver.MaxMutations - 1 {
+		many.DeleteCellsInColumn(family, "c")
+	}
+	requireCode(t, tbl.Apply(context.Background(), "r", many), codes.ResourceExhausted, "throttled")
+	many.DeleteCellsInColumn(family, "c")
+	requireCode(t, tbl.Apply(context.Background(), "r", many), codes.InvalidArgument, "Too many mutations in one request: 100001")
+	require.Equal(t, prodserver.Counts{Refused: 1, Throttled: 1}, s.Counts())
+}
+
 func TestThrottlingAnswersResourceExhaustedWithRetryInfo(t *testing.T) {
 	s := prodserver.New(t, prodserver.Config{ThrottleRate: 1, RetryDelay: 7 * time.Millisecond})
 	ctx := context.Background()

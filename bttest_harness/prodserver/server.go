@@ -128,8 +128,9 @@ type Config struct {
 	// UnavailableRate is the fraction of writes answered UNAVAILABLE after
 	// the backend applied them.
 	UnavailableRate float64
-	// Fault, when set, is asked first for every data call; FaultNone leaves
-	// the call to the rates.
+	// Fault, when set, is asked first for every data call that passed the
+	// profile and limit checks; FaultNone leaves the call to the rates.
+	// Calls to it are serialized.
 	Fault func(Call) Fault
 }
 
@@ -450,12 +451,12 @@ func (s *Server) cluster(b *backend) string {
 
 // fault decides a data call's fault: Config.Fault first, then the rates.
 func (s *Server) fault(c Call, write bool) Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	f := FaultNone
 	if s.cfg.Fault != nil {
 		f = s.cfg.Fault(c)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if f == FaultNone && s.cfg.ThrottleRate > 0 && s.throttleRNG.Float64() < s.cfg.ThrottleRate {
 		f = FaultThrottle
 	}
