@@ -20,6 +20,8 @@ const lag = 5 * time.Second
 // cluster b, "multi" routes to either, "boost" is Data Boost on a.
 func replicated(t *testing.T) (*prodserver.Server, *bttestharness.ManualClock) {
 	t.Helper()
+	const seed = 1
+	t.Logf("seed %d (multi-cluster routing)", seed)
 	clock := bttestharness.NewManualClock(time.Now())
 	s := prodserver.New(t, prodserver.Config{
 		Clusters: []prodserver.Cluster{{ID: "a"}, {ID: "b"}},
@@ -32,7 +34,7 @@ func replicated(t *testing.T) (*prodserver.Server, *bttestharness.ManualClock) {
 		Lag:          lag,
 		DataBoostLag: 30 * time.Minute,
 		Clock:        clock,
-		Seed:         1,
+		Seed:         seed,
 	})
 	createTable(t, s, "t")
 	return s, clock

@@ -314,3 +314,20 @@ func TestAppProfilesThroughTheInstanceAdminAPI(t *testing.T) {
 	_, err = iac.GetAppProfile(context.Background(), instance, "nosuch")
 	requireCode(t, err, codes.NotFound, "nosuch")
 }
+
+// Config.Fault decides first: FaultNo exempts a call from the rates.
+func TestFaultHookOverridesTheRates(t *testing.T) {
+	s := prodserver.New(t, prodserver.Config{ThrottleRate: 1, Fault: func(c prodserver.Call) prodserver.Fault {
+		if c.Method == "ReadRows" || c.Method == "MutateRow" && c.Profile == "txn" {
+			return prodserver.FaultNo
+		}
+		return prodserver.FaultNone
+	}, Profiles: profiles})
+	createTable(t, s, "hook")
+	ctx := context.Background()
+	require.NoError(t, table(t, s, "txn", "hook").Apply(ctx, "r", set("c", bigtable.ServerTime, "v")))
+	requireCode(t, table(t, s, "plain", "hook").Apply(ctx, "r", set("c", bigtable.ServerTime, "v")), codes.ResourceExhausted, "throttled")
+	_, err := table(t, s, "plain", "hook").ReadRow(ctx, "r")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Counts().Throttled)
+}
