@@ -230,3 +230,29 @@ func TestDefaultProfileOfAReplicatedInstance(t *testing.T) {
 	require.True(t, p.IsMultiCluster())
 	requireCode(t, table(t, s, "", "t").Apply(context.Background(), "r", condMutation()), codes.FailedPrecondition, "Single-row transactions are not allowed")
 }
+
+// A cluster can be any emulator: here cluster b is cbtemulator.
+func TestReplicationOntoCbtemulator(t *testing.T) {
+	e := bttestharness.NewEmulator(t)
+	clock := bttestharness.NewManualClock(time.Now())
+	s := prodserver.New(t, prodserver.Config{
+		Clusters: []prodserver.Cluster{{ID: "a"}, {ID: "b", Addr: e.Addr}},
+		Profiles: []prodserver.AppProfile{prodserver.SingleCluster("a", "a", true), prodserver.SingleCluster("b", "b", false)},
+		Lag:      lag,
+		Clock:    clock,
+	})
+	createTable(t, s, "t")
+	ctx := context.Background()
+	a, b := table(t, s, "a", "t"), table(t, s, "b", "t")
+	cond := bigtable.NewCondMutation(bigtable.ColumnFilter("x"), set("yes", bigtable.ServerTime, "t"), set("no", bigtable.ServerTime, "f"))
+	require.NoError(t, a.Apply(ctx, "r", cond))
+	require.Empty(t, readCells(t, b, "r"))
+	clock.Advance(lag)
+	require.NoError(t, s.ReplicateDue(ctx))
+	onB := readCells(t, b, "r")
+	require.Equal(t, readCells(t, a, "r"), onB)
+	require.Contains(t, onB, family+":no")
+	// Cluster b's own backend holds it: read past the server.
+	direct := client(t, s.ClusterAddr("b"), "").Open("t")
+	require.Equal(t, onB, readCells(t, direct, "r"))
+}
