@@ -41,7 +41,7 @@ const (
 
 // idleSchema is the schema of idleTable: a family with an idle TTL.
 func idleSchema() strategy.Schema {
-	return strategy.Schema{famIdle: strategy.OneSecond(strategy.WithIdleTTL(time.Hour))}
+	return strategy.Schema{famIdle: strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))}
 }
 
 func schema() strategy.Schema {

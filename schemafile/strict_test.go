@@ -240,7 +240,7 @@ func TestLoadNamesTheFile(t *testing.T) {
 func TestOnePrefixWithStrategyErrors(t *testing.T) {
 	_, err := schemafile.Parse([]byte("tables: {t: {.f: {strategy: unmanaged}}}"), false)
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
-	assert.Equal(t, `bttl: invalid schema file at line 1, column 14: table "t", family ".f": invalid policy: family name ".f"`, err.Error())
+	assert.Equal(t, `bttl: invalid schema file at line 1, column 14: table "t", family ".f": invalid policy: family name ".f": want 1 to 64 of [-_.a-zA-Z0-9], not starting with - or .`, err.Error())
 }
 
 func TestAcceptedFiles(t *testing.T) {

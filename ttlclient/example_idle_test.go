@@ -19,7 +19,7 @@ func exSessions(ctx context.Context, clientOpts ...ttlclient.Option) (*bttesthar
 	if err != nil {
 		panic(err)
 	}
-	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))}
+	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce))}
 	tbl, err := h.Table(ctx, "sessions", schema)
 	if err != nil {
 		panic(err)

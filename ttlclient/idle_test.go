@@ -30,8 +30,8 @@ const (
 
 func idleSchema() strategy.Schema {
 	return strategy.Schema{
-		famIdleOne: strategy.OneSecond(strategy.WithIdleTTL(idleTTL)),
-		famIdleDef: strategy.DefaultExpiry(5*time.Minute, strategy.WithIdleTTL(idleTTL)),
+		famIdleOne: strategy.OneSecond(strategy.WithIdleTTL(idleTTL, strategy.DefaultIdleDebounce)),
+		famIdleDef: strategy.DefaultExpiry(5*time.Minute, strategy.WithIdleTTL(idleTTL, strategy.DefaultIdleDebounce)),
 		famDef:     strategy.DefaultExpiry(defaultD), // no idle TTL: never refreshed
 	}
 }

@@ -177,7 +177,7 @@ func TestUnlistedFamiliesPassThroughAsRaw(t *testing.T) {
 func TestUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
 	h := bttestharness.New(t)
 	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{famPlain: strategy.Unmanaged()}))
-	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.Sequence(2), strategy.Unmanaged().With(strategy.WithWriteTime())} {
+	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.Sequence(2), strategy.DefaultExpiry(time.Hour)} {
 		_, err := h.Client.Open("t", strategy.Schema{famPlain: strategy.Unmanaged()}, ttlclient.WithUnlistedFamilies(p))
 		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	}

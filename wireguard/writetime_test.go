@@ -16,8 +16,8 @@ import (
 
 var lifecycleSchema = strategy.Schema{
 	"wt":    strategy.OneSecond(strategy.WithWriteTime()),
-	"cap":   strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour)),
-	"clamp": strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour), strategy.ClampTTL()),
+	"cap":   strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour, strategy.RefuseLonger)),
+	"clamp": strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour, strategy.ClampLonger)),
 	"plain": strategy.Unmanaged(),
 }
 
