@@ -52,13 +52,13 @@ func BenchmarkReadRowShadowSampling(b *testing.B) {
 	var configs []*config
 	for _, c := range []struct {
 		name string
-		opts []ttlclient.Option
+		opts []ttlclient.ClientOption
 	}{
 		{"none", nil}, // no recorder at all
-		{"0", []ttlclient.Option{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0)}},
-		{"0.01", []ttlclient.Option{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0.01)}},
+		{"0", []ttlclient.ClientOption{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0)}},
+		{"0.01", []ttlclient.ClientOption{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0.01)}},
 	} {
-		client := ttlclient.Wrap(h.Raw, append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, c.opts...)...)
+		client := ttlclient.Wrap(h.Raw, append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, c.opts...)...)
 		b.Cleanup(func() { _ = client.Close() })
 		t, err := client.OpenContext(context.Background(), table, schema())
 		require.NoError(b, err)

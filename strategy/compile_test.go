@@ -1,26 +1,17 @@
 package strategy_test
 
 import (
-	"fmt"
-	"go/ast"
-	"go/importer"
-	"go/parser"
-	"go/token"
-	"go/types"
-	"io"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/internal/typecheck"
 )
 
 // The options are typed by the strategies that take them, so what the
-// docs forbid does not compile: each snippet is type-checked (go/types)
-// against the package's compiled export data, which go list -export
-// builds from the module cache, offline.
+// docs forbid does not compile (docs/design.md#composition): each snippet
+// is type-checked against the compiled package.
 func TestOptionsThatContradictDoNotCompile(t *testing.T) {
 	refused := map[string]string{
 		// Sequence takes no option: its only parameter is n.
@@ -41,36 +32,15 @@ func TestOptionsThatContradictDoNotCompile(t *testing.T) {
 		"one-second":        `strategy.OneSecond(strategy.WithDefaultTTL(time.Hour), strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))`,
 		"age option shared": `strategy.OneSecond(strategy.AgeOption(strategy.SingleValue()))`,
 	}
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}",
-		"github.com/bttl/bttl/strategy", "time").Output()
-	require.NoError(t, err, "go list -export")
-	exports := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		path, file, _ := strings.Cut(line, "=")
-		exports[path] = file
-	}
-	imp := importer.ForCompiler(token.NewFileSet(), "gc", func(path string) (io.ReadCloser, error) {
-		file, ok := exports[path]
-		if !ok || file == "" {
-			return nil, fmt.Errorf("no export data for %q", path)
-		}
-		return os.Open(file)
-	})
-	check := func(expr string) error {
-		src := "package p\n\nimport (\n\t\"time\"\n\n\t\"github.com/bttl/bttl/strategy\"\n)\n\nvar _ = time.Second\n\nvar _ = " + expr + "\n"
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, "p.go", src, 0)
-		require.NoError(t, err, expr)
-		_, err = (&types.Config{Importer: imp}).Check("p", fset, []*ast.File{f}, nil)
-		return err
-	}
+	c, err := typecheck.New("time", "github.com/bttl/bttl/strategy")
+	require.NoError(t, err)
 	for name, expr := range accepted {
-		// Also proves the importer finds the package: a refusal below is
-		// the type checker's, not a missing import.
-		require.NoError(t, check(expr), name)
+		// Also proves the packages resolve: a refusal below is the type
+		// checker's, not a missing import.
+		require.NoError(t, c.Expr(expr), name)
 	}
 	for name, expr := range refused {
-		err := check(expr)
+		err := c.Expr(expr)
 		if assert.Error(t, err, "%s: %s compiles", name, expr) {
 			t.Logf("%s: %v", name, err)
 		}

@@ -399,7 +399,7 @@ var (
 	offlineErr    error
 )
 
-func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.Option) *ttlclient.Table {
+func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.ClientOption) *ttlclient.Table {
 	tb.Helper()
 	offlineOnce.Do(func() {
 		h, err := bttestharness.Start(context.Background())

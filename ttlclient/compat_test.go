@@ -125,7 +125,7 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	var ownLogs logBuffer
 	own, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, ttlclient.ClientConfig{
 		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
-		Options:      []ttlclient.Option{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
+		Options:      []ttlclient.ClientOption{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Close() })

@@ -14,7 +14,7 @@ import (
 // for 30 minutes after its last read (time-to-idle).
 // exSessions starts a harness whose client has clientOpts and opens a
 // sessions table on it.
-func exSessions(ctx context.Context, clientOpts ...ttlclient.Option) (*bttestharness.Harness, *ttlclient.Table) {
+func exSessions(ctx context.Context, clientOpts ...ttlclient.ClientOption) (*bttestharness.Harness, *ttlclient.Table) {
 	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{ClientOptions: clientOpts})
 	if err != nil {
 		panic(err)

@@ -115,7 +115,7 @@ func (c *moveCounter) options() []grpc.ServerOption {
 // newIdleEnv starts an in-process server counting conditional mutations,
 // with a client of clientOpts, and opens the idle schema on it, recorded
 // by a new idleCounter.
-func newIdleEnv(t *testing.T, clientOpts ...ttlclient.Option) (*env, *moveCounter, *idleCounter) {
+func newIdleEnv(t *testing.T, clientOpts ...ttlclient.ClientOption) (*env, *moveCounter, *idleCounter) {
 	t.Helper()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
 	moves := newMoveCounter()

@@ -59,7 +59,7 @@ func TestMarkedRequestWithOtherSchemaRefused(t *testing.T) {
 	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r", expired))
 
 	c := guardedClient(t, h, map[string]strategy.Schema{"t": managed}, wireguard.WithReadFilter())
-	for name, opts := range map[string][]ttlclient.Option{
+	for name, opts := range map[string][]ttlclient.TableOption{
 		"declared unmanaged": nil,
 		"unlisted":           {ttlclient.WithUnlistedFamilies(strategy.Unmanaged())},
 	} {
