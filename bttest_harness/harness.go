@@ -203,7 +203,7 @@ func (h *Harness) Table(ctx context.Context, table string, schema strategy.Schem
 	if err := h.CreateTable(ctx, table, schema); err != nil {
 		return nil, err
 	}
-	return h.Client.OpenContext(ctx, table, schema, opts...)
+	return h.Client.Open(ctx, table, schema, opts...)
 }
 
 // MustTable is Table for tests: it fails tb on error.

@@ -137,7 +137,7 @@ func newEnv(t *testing.T, fault *shadowFault, opts ...ttlclient.ClientOption) *e
 	all := append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
 	client := ttlclient.Wrap(h.Raw, all...)
 	t.Cleanup(func() { _ = client.Close() })
-	tbl, err := client.OpenContext(context.Background(), table, schema())
+	tbl, err := client.Open(context.Background(), table, schema())
 	require.NoError(t, err)
 	return &env{h: h, rec: rec, reader: reader, client: client, tbl: tbl, ctx: context.Background()}
 }

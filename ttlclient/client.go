@@ -352,19 +352,12 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
 //
-// Open is OpenContext with context.Background(): its admin call (up to the
-// verify timeout, 10 s by default) cannot be cancelled by the caller.
-//
-// Deprecated: Use OpenContext, which takes the caller's context.
-func (c *Client) Open(table string, schema Schema, opts ...TableOption) (*Table, error) {
-	return c.OpenContext(context.Background(), table, schema, opts...)
-}
-
-// OpenContext is Open with the caller's context for the admin call that
-// verifies GC rules, which is still bounded by the verify timeout.
+// Open takes the caller's context for the admin call that verifies GC
+// rules, which is also bounded by the verify timeout. It is the only I/O
+// Open does; bigtable.Client.Open, which does none, takes no context.
 //
 // opts override the client's options for this table (see TableOption).
-func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
+func (c *Client) Open(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
 	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
 }
 

@@ -147,7 +147,7 @@ func TestPoolBoundsAreNotTableOptions(t *testing.T) {
 	c, err := typecheck.New("time", "log/slog", "github.com/bttl/bttl/ttlclient")
 	require.NoError(t, err)
 	open := func(opt string) string {
-		return `func() { var c *ttlclient.Client; _, _ = c.OpenContext(nil, "t", nil, ` + opt + `) }`
+		return `func() { var c *ttlclient.Client; _, _ = c.Open(nil, "t", nil, ` + opt + `) }`
 	}
 	wrap := func(opt string) string { return `ttlclient.Wrap(nil, ` + opt + `)` }
 	for _, opt := range []string{"ttlclient.WithShadowConcurrency(64)", "ttlclient.WithIdleRefreshConcurrency(64)",
@@ -171,7 +171,7 @@ func TestTableOptions(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "t", mixedSchema()))
-	_, err := h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(metrics.New()),
+	_, err := h.Client.Open(ctx, "t", mixedSchema(), ttlclient.WithRecorder(metrics.New()),
 		ttlclient.WithShadowSampling(0.5), ttlclient.WithShadowRand(func() float64 { return 0 }),
 		ttlclient.WithVerifyTimeout(time.Minute), ttlclient.WithClock(h.Clock))
 	require.NoError(t, err)

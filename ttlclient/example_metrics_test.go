@@ -50,7 +50,7 @@ func exExpired(ctx context.Context, opts ...ttlclient.ClientOption) (*bttestharn
 	}
 	all := append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
 	client := ttlclient.Wrap(h.Raw, all...)
-	tbl, err := client.Open("events", exSchema)
+	tbl, err := client.Open(ctx, "events", exSchema)
 	if err != nil {
 		panic(err)
 	}

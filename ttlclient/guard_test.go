@@ -354,7 +354,7 @@ func TestOpenRejectsBadSchema(t *testing.T) {
 		"bad family name":       {"a b": strategy.OneSecond()},
 		"max TTL under D":       {"d": strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger))},
 	} {
-		_, err := h.Client.Open("t", schema)
+		_, err := h.Client.Open(context.Background(), "t", schema)
 		assert.ErrorIs(t, err, strategy.ErrInvalidPolicy, name)
 	}
 }

@@ -57,7 +57,7 @@ func guardedTable(t *testing.T, h *bttestharness.Harness, table string, schema s
 		opts = append(opts, wireguard.WithReadFilter())
 	}
 	c := guardedClient(t, h, map[string]strategy.Schema{table: schema}, opts...)
-	tbl, err := c.Open(table, schema)
+	tbl, err := c.Open(ctx, table, schema)
 	require.NoError(t, err)
 	return c, tbl
 }

@@ -62,7 +62,7 @@ func TestGuardAddsWriteTimeCompanions(t *testing.T) {
 	}
 
 	// bttl's client through the guard: reads hide the companion, WriteTime finds it.
-	bt, err := h.Client.OpenContext(context.Background(), "t", lifecycleSchema)
+	bt, err := h.Client.Open(context.Background(), "t", lifecycleSchema)
 	require.NoError(t, err)
 	row, err := bt.ReadRow(ctx, "rc")
 	require.NoError(t, err)

@@ -223,7 +223,7 @@ func TestWrappedThroughTwoPackagesShowsThePrefixOnce(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
 	c := ttlclient.Wrap(h.Raw, ttlclient.WithoutVerify())
-	_, err := c.OpenContext(ctx, "t", bad)
+	_, err := c.Open(ctx, "t", bad)
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	onePrefix(t, "ttlclient.Open(strategy)", err.Error())
 	assert.Contains(t, err.Error(), `open table "t"`)

@@ -222,7 +222,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	var guardOpts []wireguard.Option
 	switch c.path {
 	case conformance.PathMutation, conformance.PathTableAPI:
-		tbl, err := h.Client.OpenContext(context.Background(), table, schema)
+		tbl, err := h.Client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), h.Client.FlushIdleRefreshes
 		if c.path == conformance.PathTableAPI {
@@ -254,7 +254,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
 			ttlclient.WithKeyRedaction([]byte("matrix")))
 		t.Cleanup(func() { _ = client.Close() })
-		tbl, err := client.OpenContext(context.Background(), table, schema)
+		tbl, err := client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), client.FlushIdleRefreshes
 	}
@@ -284,7 +284,7 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 		t.Helper()
 		schema := strategy.Schema{"f": p, conformance.FamPlain: strategy.Unmanaged()}
 		errs := map[string]error{"strategy.Schema.Validate": schema.Validate()}
-		_, errs["ttlclient.Client.Open"] = h.Client.OpenContext(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
+		_, errs["ttlclient.Client.Open"] = h.Client.Open(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
 		_, errs["wireguard.New"] = wireguard.New(map[string]strategy.Schema{"t": schema})
 		for entry, err := range errs {
 			if wantRefused {
