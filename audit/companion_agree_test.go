@@ -80,7 +80,7 @@ func TestCompanionsAgreeAcrossExplainAuditAndReads(t *testing.T) {
 		}
 
 		// The read filter returns exactly what Explain calls returned.
-		tbl, err := h.Client.OpenContext(ctx, "t", schema)
+		tbl, err := h.Client.Open(ctx, "t", schema)
 		require.NoError(t, err)
 		row, err := tbl.ReadRow(ctx, "r")
 		require.NoError(t, err)

@@ -73,7 +73,7 @@ type Config struct {
 	NoGC bool
 	// ClientOptions are added to Client's options (ttlclient.Wrap's), after
 	// its clock and admin client: the bounds of its pools, say.
-	ClientOptions []ttlclient.Option
+	ClientOptions []ttlclient.ClientOption
 }
 
 // Start starts an in-process bttest server, or connects to the emulator that
@@ -117,7 +117,7 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		h.Close()
 		return nil, bttlerr.Wrap(err, "admin client")
 	}
-	h.Client = ttlclient.Wrap(h.Raw, append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance)}, cfg.ClientOptions...)...)
+	h.Client = ttlclient.Wrap(h.Raw, append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, Project, Instance)}, cfg.ClientOptions...)...)
 	return h, nil
 }
 
@@ -199,15 +199,15 @@ func (h *Harness) CreateTable(ctx context.Context, table string, schema strategy
 }
 
 // Table creates table for schema and opens it through the library.
-func (h *Harness) Table(ctx context.Context, table string, schema strategy.Schema, opts ...ttlclient.Option) (*ttlclient.Table, error) {
+func (h *Harness) Table(ctx context.Context, table string, schema strategy.Schema, opts ...ttlclient.TableOption) (*ttlclient.Table, error) {
 	if err := h.CreateTable(ctx, table, schema); err != nil {
 		return nil, err
 	}
-	return h.Client.OpenContext(ctx, table, schema, opts...)
+	return h.Client.Open(ctx, table, schema, opts...)
 }
 
 // MustTable is Table for tests: it fails tb on error.
-func (h *Harness) MustTable(tb testing.TB, table string, schema strategy.Schema, opts ...ttlclient.Option) *ttlclient.Table {
+func (h *Harness) MustTable(tb testing.TB, table string, schema strategy.Schema, opts ...ttlclient.TableOption) *ttlclient.Table {
 	tb.Helper()
 	tbl, err := h.Table(context.Background(), table, schema, opts...)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestExplainAgreesWithTheReadFilter(t *testing.T) {
 		strategy.OneSecond(strategy.WithWriteTime()), strategy.OneSecond(strategy.WithWriteTime(), strategy.WithMaxVersions(1)),
 		strategy.DefaultExpiry(time.Hour), strategy.DefaultExpiry(time.Hour, strategy.WithWriteTime()),
 		strategy.DefaultExpiry(10*time.Minute, strategy.WithMaxVersions(1)),
-		strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute)),
+		strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce)),
 		strategy.Sequence(1), strategy.Sequence(3), strategy.Unmanaged(),
 	}
 	names := []string{"a", "b", "c", "d"}

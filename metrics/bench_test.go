@@ -34,7 +34,7 @@ func BenchmarkReadRowShadowSampling(b *testing.B) {
 	require.NoError(b, h.CreateTable(ctx, table, schema()))
 	// A row holding live and expired-but-not-collected cells.
 	setup := ttlclient.Wrap(h.Raw, ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
-	tbl, err := setup.OpenContext(context.Background(), table, schema())
+	tbl, err := setup.Open(context.Background(), table, schema())
 	require.NoError(b, err)
 	m := ttlclient.NewMutation()
 	for _, ttl := range []time.Duration{time.Minute, 2 * time.Minute, 10 * time.Hour} {
@@ -52,15 +52,15 @@ func BenchmarkReadRowShadowSampling(b *testing.B) {
 	var configs []*config
 	for _, c := range []struct {
 		name string
-		opts []ttlclient.Option
+		opts []ttlclient.ClientOption
 	}{
 		{"none", nil}, // no recorder at all
-		{"0", []ttlclient.Option{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0)}},
-		{"0.01", []ttlclient.Option{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0.01)}},
+		{"0", []ttlclient.ClientOption{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0)}},
+		{"0.01", []ttlclient.ClientOption{ttlclient.WithRecorder(metrics.New()), ttlclient.WithShadowSampling(0.01)}},
 	} {
-		client := ttlclient.Wrap(h.Raw, append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, c.opts...)...)
+		client := ttlclient.Wrap(h.Raw, append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, c.opts...)...)
 		b.Cleanup(func() { _ = client.Close() })
-		t, err := client.OpenContext(context.Background(), table, schema())
+		t, err := client.Open(context.Background(), table, schema())
 		require.NoError(b, err)
 		configs = append(configs, &config{name: c.name, tbl: t})
 	}

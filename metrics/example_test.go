@@ -42,7 +42,7 @@ func ExampleNew() {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	tbl, err := client.OpenContext(context.Background(), "users", schema)
+	tbl, err := client.Open(context.Background(), "users", schema)
 	if err != nil {
 		panic(err)
 	}
@@ -92,7 +92,7 @@ func Example_wrap() {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	_, err = client.OpenContext(context.Background(), "users", schema)
+	_, err = client.Open(context.Background(), "users", schema)
 	fmt.Println("open:", err)
 	// Output:
 	// open: <nil>
@@ -240,7 +240,7 @@ func writeThroughBttl(rec ttlclient.Recorder) {
 	if err := h.CreateTable(ctx, "users", schema); err != nil {
 		panic(err)
 	}
-	tbl, err := client.OpenContext(context.Background(), "users", schema)
+	tbl, err := client.Open(context.Background(), "users", schema)
 	if err != nil {
 		panic(err)
 	}

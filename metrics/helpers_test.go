@@ -41,7 +41,7 @@ const (
 
 // idleSchema is the schema of idleTable: a family with an idle TTL.
 func idleSchema() strategy.Schema {
-	return strategy.Schema{famIdle: strategy.OneSecond(strategy.WithIdleTTL(time.Hour))}
+	return strategy.Schema{famIdle: strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))}
 }
 
 func schema() strategy.Schema {
@@ -118,7 +118,7 @@ type env struct {
 	ctx    context.Context
 }
 
-func newEnv(t *testing.T, fault *shadowFault, opts ...ttlclient.Option) *env {
+func newEnv(t *testing.T, fault *shadowFault, opts ...ttlclient.ClientOption) *env {
 	t.Helper()
 	cfg := bttestharness.Config{}
 	if fault != nil {
@@ -134,10 +134,10 @@ func newEnv(t *testing.T, fault *shadowFault, opts ...ttlclient.Option) *env {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	rec := metrics.New(metrics.WithMeterProvider(mp))
 
-	all := append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
+	all := append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithRecorder(rec), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
 	client := ttlclient.Wrap(h.Raw, all...)
 	t.Cleanup(func() { _ = client.Close() })
-	tbl, err := client.OpenContext(context.Background(), table, schema())
+	tbl, err := client.Open(context.Background(), table, schema())
 	require.NoError(t, err)
 	return &env{h: h, rec: rec, reader: reader, client: client, tbl: tbl, ctx: context.Background()}
 }

@@ -18,7 +18,7 @@ import (
 func TestIdleRefreshResults(t *testing.T) {
 	e := newEnv(t, nil, ttlclient.WithShadowSampling(0))
 	require.NoError(t, e.h.CreateTable(e.ctx, idleTable, idleSchema()))
-	tbl, err := e.client.OpenContext(context.Background(), idleTable, idleSchema())
+	tbl, err := e.client.Open(context.Background(), idleTable, idleSchema())
 	require.NoError(t, err)
 	count := func(result string) float64 {
 		return promValue(t, e.rec, metrics.IdleRefreshesTotal, "table", idleTable, "family", famIdle, "result", result)

@@ -36,7 +36,7 @@ func TestOTelNamesExportAsThePrometheusNames(t *testing.T) {
 	require.NoError(t, direct.Register(rec))
 
 	// One observation of every kind.
-	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(time.Hour)), "d": strategy.DefaultExpiry(time.Hour)}
+	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce)), "d": strategy.DefaultExpiry(time.Hour)}
 	tr := rec.Table("t", schema)
 	tr.Read(time.Microsecond)
 	tr.Write(time.Microsecond)

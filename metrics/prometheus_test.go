@@ -235,7 +235,7 @@ func startWorkload(t *testing.T) *workload {
 
 	// A table opened without verifying its GC rules.
 	require.NoError(t, e.h.CreateTable(e.ctx, "unverified", schema()))
-	_, err := e.client.OpenContext(context.Background(), "unverified", schema(), ttlclient.WithoutVerify())
+	_, err := e.client.Open(context.Background(), "unverified", schema(), ttlclient.WithoutVerify())
 	require.NoError(t, err)
 
 	// A table whose family has an idle TTL: each tick below writes a
@@ -243,7 +243,7 @@ func startWorkload(t *testing.T) *workload {
 	// and reads the row: one refresh, the earlier (refreshed) cells
 	// skipped.
 	require.NoError(t, e.h.CreateTable(e.ctx, idleTable, idleSchema()))
-	idleTbl, err := e.client.OpenContext(context.Background(), idleTable, idleSchema())
+	idleTbl, err := e.client.Open(context.Background(), idleTable, idleSchema())
 	require.NoError(t, err)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -53,7 +53,7 @@ func TestShadowReadCannotAlterResultOrError(t *testing.T) {
 	fault := &shadowFault{entered: make(chan struct{}, 16)}
 	e := newEnv(t, fault, ttlclient.WithShadowSampling(1))
 	plant(t, e)
-	plain, err := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock), ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance)).OpenContext(context.Background(), table, schema())
+	plain, err := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock), ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance)).Open(context.Background(), table, schema())
 	require.NoError(t, err)
 
 	wantResults, wantErrs := reads(t, e, plain)

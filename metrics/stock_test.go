@@ -28,7 +28,7 @@ func auditStock(t *testing.T, e *env, tableName string) *audit.Report {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, e.h.CreateTable(ctx, tableName, schema()))
-	tbl, err := e.client.OpenContext(context.Background(), tableName, schema())
+	tbl, err := e.client.Open(context.Background(), tableName, schema())
 	require.NoError(t, err)
 	for i := 0; i < plantedStock+2; i++ {
 		m := ttlclient.NewMutation()

@@ -50,7 +50,7 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 	at := h.Clock.Now()
 	// The family's rule is not max age 1s until the migration is done:
 	// writers open without verification meanwhile (see Plan.Steps).
-	w, err := h.Client.OpenContext(context.Background(), "live", ttlclient.Schema{"f": strategy.OneSecond()}, ttlclient.WithoutVerify())
+	w, err := h.Client.Open(context.Background(), "live", ttlclient.Schema{"f": strategy.OneSecond()}, ttlclient.WithoutVerify())
 	require.NoError(t, err)
 
 	plan := inPlace(switched, 30*day)
@@ -133,7 +133,7 @@ func TestDefaultExpiryChangeKeepsExpiryInstants(t *testing.T) {
 		schema[fam] = strategy.DefaultExpiry(dd)
 	}
 	require.NoError(t, h.CreateTable(ctx, "dd", schema))
-	src, err := h.Client.OpenContext(context.Background(), "dd", ttlclient.Schema{"f": strategy.DefaultExpiry(d)})
+	src, err := h.Client.Open(context.Background(), "dd", ttlclient.Schema{"f": strategy.DefaultExpiry(d)})
 	require.NoError(t, err)
 	t0 := h.Clock.Now()
 	ttls := []time.Duration{0, time.Hour, 12 * time.Hour, 47 * time.Hour, 60 * time.Hour, 100 * time.Hour} // 0: the default, D
@@ -190,7 +190,7 @@ func TestDefaultExpiryChangeKeepsExpiryInstants(t *testing.T) {
 			assert.Equal(t, int64(len(before[t0])), rep.Moved, "every cell live at the run copied")
 			assert.Equal(t, int64(0), rep.Unmoved())
 
-			dst, err := h.Client.OpenContext(context.Background(), "dd", ttlclient.Schema{fam: strategy.DefaultExpiry(dd)})
+			dst, err := h.Client.Open(context.Background(), "dd", ttlclient.Schema{fam: strategy.DefaultExpiry(dd)})
 			require.NoError(t, err)
 			for _, at := range times {
 				assert.Equal(t, before[at], visible(dst, fam, at), "at t0%+v", at.Sub(t0))

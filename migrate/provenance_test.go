@@ -74,7 +74,7 @@ func TestStaggeredWritersNeverReviveAnExpiredToken(t *testing.T) {
 				legacyWrite("b-1d", t0.Add(-day))
 				legacyWrite("b-1h", t0.Add(-time.Hour))
 				// A switched at t0: a 1-minute token.
-				a, err := h.Client.OpenContext(context.Background(), "t", schema, ttlclient.WithoutVerify())
+				a, err := h.Client.Open(context.Background(), "t", schema, ttlclient.WithoutVerify())
 				require.NoError(t, err)
 				tok := ttlclient.NewMutation()
 				tok.Set("f", "v", ttlclient.Auto, []byte("token"), ttlclient.WithTTL(time.Minute))
@@ -114,7 +114,7 @@ func TestStaggeredWritersNeverReviveAnExpiredToken(t *testing.T) {
 				}
 
 				// The token is not readable through bttl, now or later.
-				rd, err := h.Client.OpenContext(context.Background(), "t", schema, ttlclient.WithoutVerify())
+				rd, err := h.Client.Open(context.Background(), "t", schema, ttlclient.WithoutVerify())
 				require.NoError(t, err)
 				r, err := rd.ReadRow(ctx, "token")
 				require.NoError(t, err)

@@ -95,7 +95,7 @@ func TestWriteTimeOverReservedColumnsRefused(t *testing.T) {
 	old.Set("s", "\xff\xffold", bigtable.Time(h.Clock.Now()), []byte("live data"))
 	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r1", old))
 	// Through bttl with it: a cell and its companion, which hide nothing.
-	wt, err := h.Client.OpenContext(context.Background(), "t", withWT)
+	wt, err := h.Client.Open(context.Background(), "t", withWT)
 	require.NoError(t, err)
 	m := ttlclient.NewMutation()
 	m.Set("s", "tok", ttlclient.Auto, []byte("v"))

@@ -19,15 +19,15 @@ func TestIdleKeysAccepted(t *testing.T) {
 		want strategy.Policy
 	}{
 		{name: "one-second idle_ttl", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 30m}}}",
-			want: strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))},
+			want: strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce))},
 		{name: "default-expiry idle_ttl and debounce", doc: "tables: {t: {f: {strategy: default-expiry, ttl: 1d, idle_ttl: 2d, idle_debounce: 0.25}}}",
-			want: strategy.DefaultExpiry(24*time.Hour, strategy.WithIdleTTL(48*time.Hour), strategy.WithIdleDebounce(0.25))},
+			want: strategy.DefaultExpiry(24*time.Hour, strategy.WithIdleTTL(48*time.Hour, 0.25))},
 		{name: "debounce 0", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 1h, idle_debounce: 0}}}",
-			want: strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(0))},
+			want: strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 0))},
 		{name: "debounce .5", doc: "tables: {t: {f: {strategy: one-second, idle_ttl: 1h, idle_debounce: .5}}}",
-			want: strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(0.5))},
+			want: strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 0.5))},
 		{name: "JSON", json: true, doc: `{"tables": {"t": {"f": {"strategy": "one-second", "idle_ttl": "1w", "idle_debounce": 0.1}}}}`,
-			want: strategy.OneSecond(strategy.WithIdleTTL(7 * 24 * time.Hour))},
+			want: strategy.OneSecond(strategy.WithIdleTTL(7*24*time.Hour, strategy.DefaultIdleDebounce))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := schemafile.Parse([]byte(c.doc), c.json)

@@ -30,7 +30,8 @@ type Family struct {
 	// age strategy.
 	IdleTTL string `json:"idle_ttl,omitempty" yaml:"idle_ttl,omitempty"`
 	// IdleDebounce is its debounce as a fraction of IdleTTL, in [0, 1)
-	// (strategy.WithIdleDebounce); nil for the default.
+	// (strategy.WithIdleTTL's debounce); nil for
+	// strategy.DefaultIdleDebounce.
 	IdleDebounce *float64 `json:"idle_debounce,omitempty" yaml:"idle_debounce,omitempty"`
 }
 
@@ -146,7 +147,10 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 	if f.MaxVersions < 0 || f.MaxVersions > maxVersions {
 		return bad("max_versions", "max_versions %d is out of range: between 1 and %d", f.MaxVersions, maxVersions)
 	}
-	var opts []strategy.Option
+	// The file can say what the strategy API cannot (an age option on a
+	// sequence family, clamp_ttl without max_ttl): each is refused here,
+	// naming its key; the options are then built with their types.
+	var opts []strategy.AgeOption
 	if f.MaxVersions != 0 {
 		opts = append(opts, strategy.WithMaxVersions(f.MaxVersions))
 	}
@@ -154,22 +158,26 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		opts = append(opts, strategy.SingleValue())
 	}
 	var maxTTL time.Duration
+	if f.ClampTTL && f.MaxTTL == "" {
+		return bad("clamp_ttl", "clamp_ttl needs max_ttl")
+	}
 	if f.MaxTTL != "" {
 		d, err := duration("max_ttl", f.MaxTTL)
 		if err != nil {
 			return strategy.Policy{}, "max_ttl", err
 		}
 		maxTTL = d
-		opts = append(opts, strategy.WithMaxTTL(d))
-	}
-	if f.ClampTTL {
-		if f.MaxTTL == "" {
-			return bad("clamp_ttl", "clamp_ttl needs max_ttl")
+		over := strategy.RefuseLonger
+		if f.ClampTTL {
+			over = strategy.ClampLonger
 		}
-		opts = append(opts, strategy.ClampTTL())
+		opts = append(opts, strategy.WithMaxTTL(d, over))
 	}
 	if f.WriteTime {
 		opts = append(opts, strategy.WithWriteTime())
+	}
+	if f.IdleDebounce != nil && f.IdleTTL == "" {
+		return bad("idle_debounce", "idle_debounce needs idle_ttl")
 	}
 	if f.IdleTTL != "" {
 		d, err := duration("idle_ttl", f.IdleTTL)
@@ -182,19 +190,18 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		if maxTTL > 0 && d > maxTTL {
 			return bad("idle_ttl", "idle_ttl %s is over max_ttl %s", f.IdleTTL, f.MaxTTL)
 		}
-		opts = append(opts, strategy.WithIdleTTL(d))
-	}
-	if f.IdleDebounce != nil {
-		if f.IdleTTL == "" {
-			return bad("idle_debounce", "idle_debounce needs idle_ttl")
+		debounce := strategy.DefaultIdleDebounce
+		if f.IdleDebounce != nil {
+			if v := *f.IdleDebounce; !(v >= 0 && v < 1) {
+				return bad("idle_debounce", "idle_debounce %g must be a fraction of idle_ttl in [0, 1)", v)
+			}
+			debounce = *f.IdleDebounce
 		}
-		if v := *f.IdleDebounce; !(v >= 0 && v < 1) {
-			return bad("idle_debounce", "idle_debounce %g must be a fraction of idle_ttl in [0, 1)", v)
-		}
-		opts = append(opts, strategy.WithIdleDebounce(*f.IdleDebounce))
+		opts = append(opts, strategy.WithIdleTTL(d, debounce))
 	}
 	switch f.Strategy {
 	case "one-second":
+		var one []strategy.OneSecondOption
 		if f.TTL != "" {
 			return bad("ttl", "one-second takes default_ttl and max_versions, not ttl")
 		}
@@ -209,9 +216,12 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			if maxTTL > 0 && d > maxTTL && !f.ClampTTL {
 				return bad("max_ttl", "max_ttl %s is below default_ttl %s", f.MaxTTL, f.DefaultTTL)
 			}
-			opts = append(opts, strategy.WithDefaultTTL(d))
+			one = append(one, strategy.WithDefaultTTL(d))
 		}
-		p = strategy.OneSecond(opts...)
+		for _, o := range opts {
+			one = append(one, o)
+		}
+		p = strategy.OneSecond(one...)
 	case "default-expiry":
 		if f.DefaultTTL != "" {
 			return bad("default_ttl", "default-expiry takes ttl and max_versions, not default_ttl")
@@ -230,7 +240,6 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			return bad("max_ttl", "max_ttl %s is below ttl %s, the TTL of every cell written without one", f.MaxTTL, f.TTL)
 		}
 		p = strategy.DefaultExpiry(d, opts...)
-		key = "ttl" // what a validation error is about
 	case "sequence":
 		for _, o := range []struct {
 			key string
@@ -246,7 +255,6 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 			return bad("versions", "sequence needs versions >= 1")
 		}
 		p = strategy.Sequence(f.Versions)
-		key = "versions"
 	case "unmanaged":
 		if f != (Family{Strategy: "unmanaged"}) {
 			return bad("strategy", "unmanaged takes no options")
@@ -258,15 +266,39 @@ func (f Family) policy() (p strategy.Policy, key string, err error) {
 		return bad("strategy", "%q: want one-second, default-expiry, sequence or unmanaged", f.Strategy)
 	}
 	if err := p.Validate(); err != nil {
-		if key == "" {
-			key = "default_ttl"
-			if f.DefaultTTL == "" {
-				key = "strategy"
-			}
-		}
-		return strategy.Policy{}, key, err
+		return strategy.Policy{}, f.keyOf(err), err
 	}
 	return p, "", nil
+}
+
+// keyOf is the key of the entry that a policy's validation error is
+// about: the parameter its *strategy.PolicyError names, in the file's
+// words.
+func (f Family) keyOf(err error) string {
+	var pe *strategy.PolicyError
+	if !errors.As(err, &pe) {
+		return "strategy"
+	}
+	switch pe.Param {
+	case strategy.ParamDefaultTTL:
+		if f.Strategy == "default-expiry" {
+			return "ttl"
+		}
+		return "default_ttl"
+	case strategy.ParamVersions:
+		return "versions"
+	case strategy.ParamMaxVersions:
+		return "max_versions"
+	case strategy.ParamIdleTTL:
+		return "idle_ttl"
+	case strategy.ParamIdleDebounce:
+		return "idle_debounce"
+	case strategy.ParamMaxTTL:
+		return "max_ttl"
+	case strategy.ParamOverMaxTTL:
+		return "clamp_ttl"
+	}
+	return "strategy"
 }
 
 // ParseDuration reads the file's durations: Go durations (time.ParseDuration)

@@ -76,13 +76,13 @@ func TestLifecycleKeys(t *testing.T) {
     c: {strategy: default-expiry, ttl: 1d, max_ttl: 2w}
 `), false)
 	require.NoError(t, err)
-	assert.Equal(t, strategy.OneSecond(strategy.WithDefaultTTL(time.Hour), strategy.WithMaxTTL(30*24*time.Hour), strategy.ClampTTL(), strategy.WithWriteTime()), got["t"]["s"])
-	assert.Equal(t, strategy.DefaultExpiry(24*time.Hour, strategy.WithMaxTTL(14*24*time.Hour)), got["t"]["c"])
+	assert.Equal(t, strategy.OneSecond(strategy.WithDefaultTTL(time.Hour), strategy.WithMaxTTL(30*24*time.Hour, strategy.ClampLonger), strategy.WithWriteTime()), got["t"]["s"])
+	assert.Equal(t, strategy.DefaultExpiry(24*time.Hour, strategy.WithMaxTTL(14*24*time.Hour, strategy.RefuseLonger)), got["t"]["c"])
 	assert.Equal(t, "default-expiry(D=24h0m0s)+maxttl(336h0m0s)", got["t"]["c"].String())
 
 	got, err = schemafile.Parse([]byte(`{"tables": {"t": {"s": {"strategy": "one-second", "max_ttl": "1h", "write_time": true}}}}`), true)
 	require.NoError(t, err)
-	assert.Equal(t, strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.WithWriteTime()), got["t"]["s"])
+	assert.Equal(t, strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger), strategy.WithWriteTime()), got["t"]["s"])
 
 	for doc, key := range map[string]string{
 		"tables: {t: {f: {strategy: one-second, clamp_ttl: true}}}":              "clamp_ttl",

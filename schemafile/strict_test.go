@@ -143,6 +143,11 @@ var badCases = []badCase{
 		offset: 61, key: "ttl", msg: `invalid duration "2y"`, policy: true},
 	{name: "sub-millisecond D", doc: "tables: {t: {f: {strategy: default-expiry, ttl: 1500us}}}",
 		offset: -1, key: "ttl", msg: "whole number of milliseconds", policy: true},
+	// Refused by strategy.Policy.Validate: the key is its PolicyError's
+	// Param in the file's words (WithDefaultTTL's d is default_ttl here,
+	// DefaultExpiry's d ttl above).
+	{name: "sub-millisecond default_ttl", doc: "tables: {t: {f: {strategy: one-second, default_ttl: 500us}}}",
+		offset: -1, key: "default_ttl", msg: "default TTL 500µs must be at least 1ms", policy: true},
 
 	// Structure.
 	{name: "empty YAML", doc: "", offset: -1, msg: "empty schema file"},
@@ -240,7 +245,7 @@ func TestLoadNamesTheFile(t *testing.T) {
 func TestOnePrefixWithStrategyErrors(t *testing.T) {
 	_, err := schemafile.Parse([]byte("tables: {t: {.f: {strategy: unmanaged}}}"), false)
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
-	assert.Equal(t, `bttl: invalid schema file at line 1, column 14: table "t", family ".f": invalid policy: family name ".f"`, err.Error())
+	assert.Equal(t, `bttl: invalid schema file at line 1, column 14: table "t", family ".f": invalid policy: family name ".f": want 1 to 64 of [-_.a-zA-Z0-9], not starting with - or .`, err.Error())
 }
 
 func TestAcceptedFiles(t *testing.T) {

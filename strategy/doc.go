@@ -24,6 +24,13 @@
 // (Bigtable's millisecond granularity), and every refusal wraps one of the
 // sentinel errors (ErrInvalidTTL, ErrAlreadyExpired, ...) for errors.Is.
 //
+// Options are typed by the strategies that take them (AgeOption for both
+// age strategies, OneSecondOption for OneSecond, none for Sequence and
+// Unmanaged), so an option that does not fit a strategy, or would
+// contradict its positional argument, does not compile. Policy.Validate,
+// with a *PolicyError, checks what types cannot: values in range, and none
+// over the max TTL (docs/design.md#composition).
+//
 // A Policy also gives the GC rule its family must carry (Policy.GCPolicy),
 // the first live timestamp at a read time (Policy.LiveFrom), used by package
 // filters, and a cell's expiry (Policy.Expiry). The README's decision guide

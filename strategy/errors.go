@@ -1,6 +1,9 @@
 package strategy
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Sentinel errors of the strategy math. Every error this package returns
 // wraps exactly one of them, for errors.Is.
@@ -36,3 +39,45 @@ var (
 	// cell (ttlclient's Mutation.Set).
 	ErrWrongCellOption = errors.New("bttl: cell option does not fit the family's strategy")
 )
+
+// Param names the parameter of a policy that PolicyError is about: a
+// constructor's positional argument or an option's.
+type Param string
+
+// The parameters a PolicyError can name.
+const (
+	ParamFamilyName   Param = "family name"   // a Schema's key
+	ParamKind         Param = "kind"          // a Policy built by none of the constructors
+	ParamDefaultTTL   Param = "default TTL"   // DefaultExpiry's d, WithDefaultTTL's d
+	ParamVersions     Param = "versions"      // Sequence's n
+	ParamMaxVersions  Param = "max versions"  // WithMaxVersions's n
+	ParamIdleTTL      Param = "idle TTL"      // WithIdleTTL's d
+	ParamIdleDebounce Param = "idle debounce" // WithIdleTTL's debounce
+	ParamMaxTTL       Param = "max TTL"       // WithMaxTTL's d
+	ParamOverMaxTTL   Param = "over max TTL"  // WithMaxTTL's over
+)
+
+// PolicyError is a policy or schema that cannot work: the parameter at
+// fault and why. It wraps ErrInvalidPolicy. The options' types already
+// keep out what does not fit a strategy (an age option on a sequence
+// family, a default TTL beside DefaultExpiry's); what is left is values
+// out of range and values that contradict each other (a default TTL over
+// the max TTL), which Validate reports with it.
+type PolicyError struct {
+	Family string // the family, when a Schema was validated; empty otherwise
+	Policy Policy // the policy refused (zero for a bad family name)
+	Param  Param  // the parameter at fault
+	Reason string // what is wrong with it
+}
+
+func (e *PolicyError) Error() string {
+	// Family is not printed: Schema.Validate puts it in front, as the
+	// context of a wrapped error.
+	if e.Param == ParamFamilyName {
+		return ErrInvalidPolicy.Error() + ": family name " + strconv.Quote(e.Family) + ": " + e.Reason
+	}
+	return ErrInvalidPolicy.Error() + ": " + e.Policy.String() + ": " + e.Reason
+}
+
+// Unwrap makes errors.Is match ErrInvalidPolicy.
+func (e *PolicyError) Unwrap() error { return ErrInvalidPolicy }

@@ -29,7 +29,7 @@ func TestExpiryExactAtTheEndOfTheRange(t *testing.T) {
 	assert.Equal(t, 72*time.Hour, time.Duration(left)*time.Microsecond)
 	assert.True(t, p.NeedsIdleRefresh(ts, bigtable.Timestamp(now.UnixMicro())) == false)
 
-	capped := strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour))
+	capped := strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour, strategy.RefuseLonger))
 	at := bigtable.Timestamp(now.Add(10 * time.Hour).UnixMicro()) // 10h + 48h = 58h
 	_, err = capped.CheckExplicit(bigtable.Timestamp(now.UnixMicro()), at)
 	assert.ErrorIs(t, err, strategy.ErrTTLTooLong)
@@ -76,7 +76,7 @@ func FuzzRemainingExact(f *testing.F) {
 		if ts < 0 || now < 0 || maxTTL < int64(time.Millisecond) {
 			return
 		}
-		capped := p.With(strategy.WithMaxTTL(time.Duration(maxTTL)))
+		capped := agePolicy(d, strategy.WithMaxTTL(time.Duration(maxTTL), strategy.RefuseLonger))
 		if capped.Validate() != nil {
 			return
 		}

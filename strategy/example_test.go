@@ -248,10 +248,29 @@ func ExamplePolicy_Expiry() {
 	// Output: now+1h0m0s
 }
 
-func ExamplePolicy_With() {
-	base := strategy.DefaultExpiry(time.Hour)
-	fmt.Println(base.With(strategy.WithMaxVersions(1)))
-	// Output: default-expiry(D=1h0m0s)+maxversions(1)
+// Options are typed by the strategies that take them: an option a
+// strategy cannot take does not compile there (Sequence takes none;
+// DefaultExpiry does not take WithDefaultTTL, its d is the default TTL).
+// Options every age strategy takes can be shared.
+func ExampleAgeOption() {
+	shared := []strategy.AgeOption{strategy.WithMaxVersions(1), strategy.WithWriteTime()}
+	fmt.Println(strategy.DefaultExpiry(time.Hour, shared...))
+	fmt.Println(strategy.OneSecond(strategy.WithDefaultTTL(time.Minute), shared[0], shared[1]))
+	// Output:
+	// default-expiry(D=1h0m0s)+maxversions(1)+writetime
+	// one-second+maxversions(1)+writetime
+}
+
+// What types cannot express, Validate refuses with a *PolicyError naming
+// the parameter at fault.
+func ExamplePolicyError() {
+	err := strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)).Validate()
+	var pe *strategy.PolicyError
+	fmt.Println(errors.As(err, &pe), pe.Param)
+	fmt.Println(err)
+	// Output:
+	// true max TTL
+	// bttl: invalid policy: default-expiry(D=2h0m0s)+maxttl(1h0m0s): default TTL 2h0m0s is over the max TTL 1h0m0s
 }
 
 func ExampleSchema_Validate() {
@@ -260,7 +279,7 @@ func ExampleSchema_Validate() {
 		"bad fam": strategy.Unmanaged(),
 	}
 	fmt.Println(s.Validate())
-	// Output: bttl: invalid policy: family name "bad fam"
+	// Output: bttl: invalid policy: family name "bad fam": want 1 to 64 of [-_.a-zA-Z0-9], not starting with - or .
 }
 
 // A write-time companion: its qualifier for column "token", and its value
@@ -288,13 +307,15 @@ func ExampleParseWriteTime() {
 
 func ExampleWithIdleTTL() {
 	// Sessions live 30 minutes after their last read.
-	p := strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))
+	p := strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce))
 	fmt.Println(p)
 	// Output: one-second+idle(30m0s,debounce=0.1)
 }
 
-func ExampleWithIdleDebounce() {
-	p := strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute), strategy.WithIdleDebounce(0.25))
+// The debounce is WithIdleTTL's second argument, a fraction of the idle
+// TTL.
+func ExampleWithIdleTTL_debounce() {
+	p := strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, 0.25))
 	// Refreshed once less than 22m30s remain: at most one rewrite per 7m30s.
 	fmt.Println(p.IdleDebounce(), p.NeedsIdleRefresh(exNow+bigtable.Timestamp(23*time.Minute/time.Microsecond), exNow))
 	fmt.Println(p.NeedsIdleRefresh(exNow+bigtable.Timestamp(22*time.Minute/time.Microsecond), exNow))
@@ -304,17 +325,17 @@ func ExampleWithIdleDebounce() {
 }
 
 func ExamplePolicy_IdleTTL() {
-	fmt.Println(strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute)).IdleTTL())
+	fmt.Println(strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute, strategy.DefaultIdleDebounce)).IdleTTL())
 	// Output: 10m0s
 }
 
 func ExamplePolicy_IdleDebounce() {
-	fmt.Println(strategy.OneSecond(strategy.WithIdleTTL(time.Hour)).IdleDebounce())
+	fmt.Println(strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce)).IdleDebounce())
 	// Output: 0.1
 }
 
 func ExamplePolicy_NeedsIdleRefresh() {
-	p := strategy.OneSecond(strategy.WithIdleTTL(time.Hour))
+	p := strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))
 	in := func(d time.Duration) bigtable.Timestamp { return exNow + bigtable.Timestamp(d/time.Microsecond) }
 	fmt.Println(p.NeedsIdleRefresh(in(55*time.Minute), exNow)) // within the debounce (6m)
 	fmt.Println(p.NeedsIdleRefresh(in(50*time.Minute), exNow)) // 10m idle: refresh
@@ -328,7 +349,7 @@ func ExamplePolicy_NeedsIdleRefresh() {
 }
 
 func ExamplePolicy_IdleRefreshTimestamp() {
-	p := strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute))
+	p := strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute, strategy.DefaultIdleDebounce))
 	ts, _ := p.IdleRefreshTimestamp(exTime)
 	fmt.Println(rel(ts), rel(p.Expiry(ts)))
 	// Output: now-50m0s now+10m0s

@@ -23,10 +23,10 @@ func TestExplicitCheckAcceptsWhatIsLive(t *testing.T) {
 	policies := []strategy.Policy{
 		strategy.OneSecond(),
 		strategy.OneSecond(strategy.WithDefaultTTL(time.Minute)),
-		strategy.OneSecond(strategy.WithMaxTTL(time.Hour)),
-		strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
+		strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
+		strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
 		strategy.DefaultExpiry(time.Hour),
-		strategy.DefaultExpiry(365*24*time.Hour, strategy.WithMaxTTL(400*24*time.Hour)),
+		strategy.DefaultExpiry(365*24*time.Hour, strategy.WithMaxTTL(400*24*time.Hour, strategy.RefuseLonger)),
 		strategy.Sequence(3),
 		strategy.Unmanaged(),
 	}

@@ -40,15 +40,19 @@ func exactlyOne(t *testing.T, err error, want ...error) {
 
 // agePolicy builds an age policy from fuzz input: one-second when d <= 0,
 // else default expiry with D = d milliseconds (bounded to ~300 years).
-func agePolicy(d int64) strategy.Policy {
+func agePolicy(d int64, opts ...strategy.AgeOption) strategy.Policy {
 	if d <= 0 {
-		return strategy.OneSecond()
+		one := make([]strategy.OneSecondOption, len(opts))
+		for i, o := range opts {
+			one[i] = o
+		}
+		return strategy.OneSecond(one...)
 	}
 	d %= 9_000_000_000_000 // ms
 	if d == 0 {
 		d = 1
 	}
-	return strategy.DefaultExpiry(time.Duration(d) * time.Millisecond)
+	return strategy.DefaultExpiry(time.Duration(d)*time.Millisecond, opts...)
 }
 
 func floorMs(x *big.Int) *big.Int {

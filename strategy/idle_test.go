@@ -16,35 +16,32 @@ func micros(d time.Duration) bigtable.Timestamp { return bigtable.Timestamp(d / 
 
 func TestIdleValidate(t *testing.T) {
 	ok := []strategy.Policy{
-		strategy.OneSecond(strategy.WithIdleTTL(time.Millisecond)),
-		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(0)),
-		strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(48*time.Hour), strategy.WithIdleDebounce(0.999)),
+		strategy.OneSecond(strategy.WithIdleTTL(time.Millisecond, strategy.DefaultIdleDebounce)),
+		strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 0)),
+		strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(48*time.Hour, 0.999)),
 	}
 	for _, p := range ok {
 		assert.NoError(t, p.Validate(), p.String())
 	}
 	bad := []strategy.Policy{
-		strategy.OneSecond(strategy.WithIdleTTL(time.Microsecond)),
-		strategy.OneSecond(strategy.WithIdleTTL(-time.Hour)),
-		strategy.OneSecond(strategy.WithIdleDebounce(0.2)), // no idle TTL
-		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(1)),
-		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(-0.1)),
-		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(math.NaN())),
-		strategy.Sequence(3, strategy.WithIdleTTL(time.Hour)),
-		strategy.Unmanaged().With(strategy.WithIdleTTL(time.Hour)),
-		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour)),
-		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
+		strategy.OneSecond(strategy.WithIdleTTL(time.Microsecond, strategy.DefaultIdleDebounce)),
+		strategy.OneSecond(strategy.WithIdleTTL(-time.Hour, strategy.DefaultIdleDebounce)),
+		strategy.OneSecond(strategy.WithIdleTTL(0, 0.2)), // no idle TTL
+		strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 1)),
+		strategy.OneSecond(strategy.WithIdleTTL(time.Hour, -0.1)),
+		strategy.OneSecond(strategy.WithIdleTTL(time.Hour, math.NaN())),
+		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour, strategy.DefaultIdleDebounce), strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
+		strategy.OneSecond(strategy.WithIdleTTL(2*time.Hour, strategy.DefaultIdleDebounce), strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
 	}
 	for _, p := range bad {
 		assert.ErrorIs(t, p.Validate(), strategy.ErrInvalidPolicy, p.String())
 	}
 }
 
-func TestIdleDebounceDefaultIsNone(t *testing.T) {
-	assert.Equal(t, strategy.OneSecond(strategy.WithIdleTTL(time.Hour)),
-		strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(strategy.DefaultIdleDebounce)))
-	assert.Equal(t, strategy.DefaultIdleDebounce, strategy.OneSecond(strategy.WithIdleTTL(time.Hour)).IdleDebounce())
-	assert.Equal(t, 0.0, strategy.OneSecond(strategy.WithIdleTTL(time.Hour), strategy.WithIdleDebounce(0)).IdleDebounce())
+func TestIdleDebounceIsWhatWasGiven(t *testing.T) {
+	assert.Equal(t, strategy.DefaultIdleDebounce, strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce)).IdleDebounce())
+	assert.Equal(t, 0.0, strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 0)).IdleDebounce())
+	assert.Equal(t, 0.0, strategy.OneSecond().IdleDebounce(), "no idle TTL, no debounce")
 }
 
 // The debounce is a fraction of the idle TTL whatever its length: the
@@ -55,8 +52,8 @@ func TestIdleDebounceScalesWithIdleTTL(t *testing.T) {
 	for _, idle := range []time.Duration{time.Millisecond, time.Second, time.Minute, time.Hour, 24 * time.Hour, 365 * 24 * time.Hour} {
 		for _, f := range []float64{0, 0.1, 0.5} {
 			for _, p := range []strategy.Policy{
-				strategy.OneSecond(strategy.WithIdleTTL(idle), strategy.WithIdleDebounce(f)),
-				strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(idle), strategy.WithIdleDebounce(f)),
+				strategy.OneSecond(strategy.WithIdleTTL(idle, f)),
+				strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(idle, f)),
 			} {
 				require.NoError(t, p.Validate())
 				threshold := micros(time.Duration(float64(idle) * (1 - f)))
@@ -76,13 +73,13 @@ func TestIdleDebounceScalesWithIdleTTL(t *testing.T) {
 }
 
 func TestIdleRefreshTimestamp(t *testing.T) {
-	one := strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))
+	one := strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce))
 	ts, err := one.IdleRefreshTimestamp(nowTime)
 	require.NoError(t, err)
 	assert.Equal(t, strategy.Millis(now+micros(30*time.Minute)), one.Expiry(ts))
 
 	// Longer than D on default expiry: a timestamp in the future.
-	def := strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(3*time.Hour))
+	def := strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(3*time.Hour, strategy.DefaultIdleDebounce))
 	ts, err = def.IdleRefreshTimestamp(nowTime)
 	require.NoError(t, err)
 	assert.Equal(t, strategy.Millis(now+micros(3*time.Hour)), def.Expiry(ts))
@@ -99,7 +96,7 @@ func TestIdleRefreshTimestamp(t *testing.T) {
 // has passed: the bound on refresh writes.
 func TestIdleRefreshBoundByDebounce(t *testing.T) {
 	idle := time.Hour
-	p := strategy.OneSecond(strategy.WithIdleTTL(idle), strategy.WithIdleDebounce(0.1))
+	p := strategy.OneSecond(strategy.WithIdleTTL(idle, 0.1))
 	ts, err := p.IdleRefreshTimestamp(nowTime)
 	require.NoError(t, err)
 	assert.False(t, p.NeedsIdleRefresh(ts, now+micros(6*time.Minute)-1000))

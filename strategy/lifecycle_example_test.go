@@ -9,7 +9,7 @@ import (
 )
 
 func ExampleWithMaxTTL() {
-	p := strategy.OneSecond(strategy.WithMaxTTL(20 * 365 * 24 * time.Hour)) // Cassandra's cap
+	p := strategy.OneSecond(strategy.WithMaxTTL(20*365*24*time.Hour, strategy.RefuseLonger)) // Cassandra's cap
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	_, err := p.WriteTimestamp(now, 21*365*24*time.Hour)
 	fmt.Println(errors.Is(err, strategy.ErrTTLTooLong))
@@ -19,15 +19,15 @@ func ExampleWithMaxTTL() {
 	// one-second+maxttl(175200h0m0s)
 }
 
-func ExampleClampTTL() {
-	p := strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour), strategy.ClampTTL())
+func ExampleWithMaxTTL_clamp() {
+	p := strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour, strategy.ClampLonger))
 	ttl, err := p.CapTTL(48 * time.Hour)
 	fmt.Println(ttl, err)
 	// Output: 24h0m0s <nil>
 }
 
 func ExamplePolicy_CapTTL() {
-	p := strategy.OneSecond(strategy.WithMaxTTL(time.Hour))
+	p := strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger))
 	fmt.Println(p.CapTTL(time.Minute))
 	_, err := p.CapTTL(2 * time.Hour)
 	fmt.Println(err)
@@ -37,23 +37,20 @@ func ExamplePolicy_CapTTL() {
 }
 
 func ExamplePolicy_MaxTTL() {
-	p := strategy.OneSecond(strategy.WithMaxTTL(time.Hour))
+	p := strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger))
 	fmt.Println(p.MaxTTL(), strategy.OneSecond().MaxTTL())
 	// Output: 1h0m0s 0s
 }
 
 func ExamplePolicy_ClampsTTL() {
-	fmt.Println(strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()).ClampsTTL())
+	fmt.Println(strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)).ClampsTTL())
 	// Output: true
 }
 
 func ExampleWithWriteTime() {
 	p := strategy.DefaultExpiry(time.Hour, strategy.WithWriteTime())
 	fmt.Println(p, p.Validate())
-	fmt.Println(strategy.Sequence(2, strategy.WithWriteTime()).Validate() != nil)
-	// Output:
-	// default-expiry(D=1h0m0s)+writetime <nil>
-	// true
+	// Output: default-expiry(D=1h0m0s)+writetime <nil>
 }
 
 func ExamplePolicy_HasWriteTime() {

@@ -14,17 +14,17 @@ import (
 func TestMaxTTLRefusesOrClamps(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	day := 24 * time.Hour
-	for _, p := range []strategy.Policy{
-		strategy.OneSecond(strategy.WithMaxTTL(day)),
-		strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(day)),
+	for _, c := range []struct{ p, clamped strategy.Policy }{
+		{strategy.OneSecond(strategy.WithMaxTTL(day, strategy.RefuseLonger)), strategy.OneSecond(strategy.WithMaxTTL(day, strategy.ClampLonger))},
+		{strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(day, strategy.RefuseLonger)), strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(day, strategy.ClampLonger))},
 	} {
+		p, clamped := c.p, c.clamped
 		within, err := p.WriteTimestamp(now, day)
 		require.NoError(t, err, p)
 		_, err = p.WriteTimestamp(now, day+time.Millisecond)
 		require.ErrorIs(t, err, strategy.ErrTTLTooLong, p)
 		assert.Contains(t, err.Error(), "max TTL 24h0m0s")
 
-		clamped := p.With(strategy.ClampTTL())
 		ts, err := clamped.WriteTimestamp(now, 30*day)
 		require.NoError(t, err, p)
 		assert.Equal(t, within, ts, "%s: clamped to the cap", p)
@@ -45,28 +45,26 @@ func TestMaxTTLRefusesOrClamps(t *testing.T) {
 
 func TestMaxTTLValidate(t *testing.T) {
 	for _, p := range []strategy.Policy{
-		strategy.OneSecond(strategy.WithMaxTTL(-time.Second)),
-		strategy.OneSecond(strategy.WithMaxTTL(time.Microsecond)),
-		strategy.OneSecond(strategy.ClampTTL()),
-		strategy.OneSecond(strategy.WithDefaultTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour)),
-		strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour)),
-		strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
-		strategy.Sequence(2, strategy.WithMaxTTL(time.Hour)),
-		strategy.Sequence(2, strategy.WithWriteTime()),
-		strategy.Unmanaged().With(strategy.WithWriteTime()),
+		strategy.OneSecond(strategy.WithMaxTTL(-time.Second, strategy.RefuseLonger)),
+		strategy.OneSecond(strategy.WithMaxTTL(time.Microsecond, strategy.RefuseLonger)),
+		strategy.OneSecond(strategy.WithMaxTTL(0, strategy.ClampLonger)),
+		strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.OverMaxTTL(2))),
+		strategy.OneSecond(strategy.WithDefaultTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
+		strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
+		strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
 	} {
 		require.ErrorIs(t, p.Validate(), strategy.ErrInvalidPolicy, p)
 	}
 	for _, p := range []strategy.Policy{
-		strategy.OneSecond(strategy.WithMaxTTL(time.Hour)),
+		strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
 		// A default TTL over the cap is clamped like any other.
-		strategy.OneSecond(strategy.WithDefaultTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
-		strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(time.Hour), strategy.WithWriteTime()),
+		strategy.OneSecond(strategy.WithDefaultTTL(2*time.Hour), strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
+		strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger), strategy.WithWriteTime()),
 	} {
 		require.NoError(t, p.Validate(), p)
 	}
 	assert.Equal(t, "one-second+maxttl(1h0m0s)+clamp+writetime",
-		strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL(), strategy.WithWriteTime()).String())
+		strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.ClampLonger), strategy.WithWriteTime()).String())
 }
 
 // Past the year 2262 time.Time.UnixNano, and so bigtable.Time, wraps; the

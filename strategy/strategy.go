@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -75,111 +76,166 @@ type Policy struct {
 	versions    int           // N for sequence; a union max-versions rule for the age strategies
 	singleValue bool
 	idleTTL     time.Duration // time-to-idle: a read cell is refreshed to expire idleTTL later
-	debounce    float64       // fraction of idleTTL, when debounceSet (else DefaultIdleDebounce)
-	debounceSet bool
+	debounce    float64       // fraction of idleTTL (WithIdleTTL)
 	maxTTL      time.Duration // a cap on a cell's TTL; zero: no cap
 	clampTTL    bool          // a TTL over maxTTL is lowered to it, not refused
 	writeTime   bool          // every cell records its real write time (companion cell)
+	// given records the options given with a zero or out-of-range value
+	// that would otherwise read as "none" (WithMaxVersions(0),
+	// WithMaxTTL(0, ...), WithIdleTTL(0, ...)), so Validate refuses them
+	// instead of dropping them silently.
+	given optionSet
+	over  OverMaxTTL // WithMaxTTL's over, kept to refuse an undefined value
 }
 
-// Option adjusts a Policy as it is built (OneSecond, DefaultExpiry,
-// Sequence). It works on an unexported options value, not on the Policy, so
-// that an Option cannot change a Policy after it was built and checked.
-type Option func(*options)
+// optionSet is a set of options given to a policy's constructor.
+type optionSet uint8
 
-// options is the Policy being built; the options set its fields.
-type options struct{ Policy }
+const (
+	givenMaxVersions optionSet = 1 << iota
+	givenMaxTTL
+	givenIdleTTL
+)
+
+// The options are closed interfaces, one per kind of family that takes
+// them, in the style of cloud.google.com/go/bigtable's ReadOption and
+// ApplyOption: an option implements the interface of every strategy it is
+// valid on, so one a strategy cannot take does not compile there.
+// Sequence and Unmanaged take no options: a sequence family's timestamps
+// are versions, not times, so no TTL option means anything on it, and its
+// only parameter, n, is positional.
+
+// OneSecondOption configures a one-second family (OneSecond): every
+// AgeOption, and WithDefaultTTL, which only a one-second family takes (a
+// default-expiry family's default TTL is DefaultExpiry's d).
+type OneSecondOption interface{ applyOneSecond(*Policy) }
+
+// AgeOption configures an age family, one-second or default expiry
+// (OneSecond, DefaultExpiry): every AgeOption is also a OneSecondOption.
+type AgeOption interface {
+	OneSecondOption
+	applyAge(*Policy)
+}
+
+// ageOption is an option every age family takes.
+type ageOption func(*Policy)
+
+func (o ageOption) applyAge(p *Policy)       { o(p) }
+func (o ageOption) applyOneSecond(p *Policy) { o(p) }
+
+// oneSecondOption is an option only a one-second family takes.
+type oneSecondOption func(*Policy)
+
+func (o oneSecondOption) applyOneSecond(p *Policy) { o(p) }
 
 // WithMaxVersions adds a max-versions rule in union with the age rule of an
-// age strategy: the family keeps at most n live cells per column.
-func WithMaxVersions(n int) Option { return func(p *options) { p.versions = n } }
+// age strategy: the family keeps at most n live cells per column (n >= 1).
+func WithMaxVersions(n int) AgeOption {
+	return ageOption(func(p *Policy) { p.versions, p.given = n, p.given|givenMaxVersions })
+}
 
 // WithDefaultTTL gives a one-second family the TTL used for cells written
-// without one.
-func WithDefaultTTL(d time.Duration) Option { return func(p *options) { p.defaultTTL = d } }
+// without one. A default-expiry family's default TTL is DefaultExpiry's d:
+// it does not take this option.
+func WithDefaultTTL(d time.Duration) OneSecondOption {
+	return oneSecondOption(func(p *Policy) { p.defaultTTL = d })
+}
 
 // SingleValue makes a write replace the column's older cells in the same
 // atomic row mutation, so the last write wins whatever the TTLs.
-func SingleValue() Option { return func(p *options) { p.singleValue = true } }
+func SingleValue() AgeOption { return ageOption(func(p *Policy) { p.singleValue = true }) }
 
-// DefaultIdleDebounce is the debounce of a time-to-idle family when
-// WithIdleDebounce is not given: a tenth of the idle TTL.
+// DefaultIdleDebounce is the debounce WithIdleTTL is usually given: a
+// tenth of the idle TTL.
 const DefaultIdleDebounce = 0.1
 
-// WithIdleTTL gives an age family (one-second or default expiry) a
-// time-to-idle: a cell a read through bttl returns whose remaining TTL is
-// below d minus the debounce (WithIdleDebounce) is refreshed, off the
-// caller's path, to expire d after the refresh. A cell read at least once
-// every d (less the debounce) never expires; one left unread expires as
-// written. A cell with more time left than that (written with a longer
-// TTL) is left alone: time-to-idle never shortens a TTL.
-func WithIdleTTL(d time.Duration) Option { return func(p *options) { p.idleTTL = d } }
-
-// WithIdleDebounce sets the debounce of a time-to-idle family as a fraction
-// of its idle TTL, in [0, 1) (default DefaultIdleDebounce): a read cell is
-// refreshed only once its remaining TTL is below (1-fraction) times the idle
-// TTL, so a cell read continually is rewritten at most once per
-// fraction*idle TTL. A fraction, not a duration, so that the debounce scales
-// with the idle TTL: a fixed debounce as long as the idle TTL would never
-// refresh anything. 0 refreshes on every read a millisecond after the last
-// refresh. Giving the default is the same as giving none: the policies are
-// equal.
-func WithIdleDebounce(fraction float64) Option {
-	return func(p *options) {
-		p.debounce, p.debounceSet = fraction, fraction != DefaultIdleDebounce
-		if !p.debounceSet {
-			p.debounce = 0
-		}
-	}
+// WithIdleTTL gives an age family a time-to-idle: a cell a read through
+// bttl returns whose remaining TTL is below (1-debounce)*d is refreshed,
+// off the caller's path, to expire d after the refresh. A cell read at
+// least that often never expires; one left unread expires as written. A
+// cell with more time left (written with a longer TTL) is left alone:
+// time-to-idle never shortens a TTL. d is at least 1ms.
+//
+// debounce is a fraction of d in [0, 1) (DefaultIdleDebounce, a tenth, is
+// the usual choice): a cell read continually is rewritten at most once per
+// debounce*d. A fraction, not a duration, so that it scales with d: a fixed
+// debounce as long as d would never refresh anything. 0 refreshes on every
+// read a millisecond after the last refresh. The idle TTL and its debounce
+// are one option because neither means anything without the other.
+func WithIdleTTL(d time.Duration, debounce float64) AgeOption {
+	return ageOption(func(p *Policy) { p.idleTTL, p.debounce, p.given = d, debounce, p.given|givenIdleTTL })
 }
 
-// WithMaxTTL caps the TTL of the family's cells at d: a write (or an
-// extend) whose TTL is longer, or whose explicit timestamp implies a longer
-// one, is refused with ErrTTLTooLong before any RPC, unless ClampTTL is
-// also given. Age strategies only.
-func WithMaxTTL(d time.Duration) Option { return func(p *options) { p.maxTTL = d } }
+// OverMaxTTL says what a family with a max TTL (WithMaxTTL) does with a
+// longer TTL.
+type OverMaxTTL uint8
 
-// ClampTTL makes a family with WithMaxTTL lower a longer TTL to the cap
-// instead of refusing it. It is a separate, explicit option because a
-// clamped TTL silently shortens what the caller asked for.
-func ClampTTL() Option { return func(p *options) { p.clampTTL = true } }
+const (
+	// RefuseLonger refuses a write (or an extend) whose TTL is over the
+	// cap, or whose explicit timestamp implies one, with ErrTTLTooLong
+	// before any RPC.
+	RefuseLonger OverMaxTTL = iota
+	// ClampLonger lowers a longer TTL to the cap. It is a choice of its
+	// own, never the default, because a clamped TTL silently shortens what
+	// the caller asked for.
+	ClampLonger
+)
+
+func (o OverMaxTTL) String() string {
+	switch o {
+	case RefuseLonger:
+		return "refuse"
+	case ClampLonger:
+		return "clamp"
+	}
+	return fmt.Sprintf("OverMaxTTL(%d)", uint8(o))
+}
+
+// WithMaxTTL caps the TTL of the family's cells at d (at least 1ms): a
+// write (or an extend) whose TTL is longer, or whose explicit timestamp
+// implies a longer one, is refused with ErrTTLTooLong (RefuseLonger) or
+// lowered to d (ClampLonger), as over says.
+func WithMaxTTL(d time.Duration, over OverMaxTTL) AgeOption {
+	return ageOption(func(p *Policy) {
+		p.maxTTL, p.over, p.clampTTL, p.given = d, over, over == ClampLonger, p.given|givenMaxTTL
+	})
+}
 
 // WithWriteTime makes every cell written to the family also record its real
 // write time, in a companion cell of the same family with the same
-// timestamp, so that GC removes both together (age strategies only; see
+// timestamp, so that GC removes both together (see
 // docs/design.md#write-time).
-func WithWriteTime() Option { return func(p *options) { p.writeTime = true } }
+func WithWriteTime() AgeOption { return ageOption(func(p *Policy) { p.writeTime = true }) }
 
 // OneSecond is one-second expiry: GC max age 1s, each cell's timestamp is the
 // moment it expires. It cannot be adopted on a family that holds real
 // timestamps: they would all expire.
-func OneSecond(opts ...Option) Policy {
-	return apply(Policy{kind: KindOneSecond}, opts)
+func OneSecond(opts ...OneSecondOption) Policy {
+	p := Policy{kind: KindOneSecond}
+	for _, o := range opts {
+		o.applyOneSecond(&p)
+	}
+	return p
 }
 
 // DefaultExpiry is default expiry with default TTL d: GC max age d, a cell
-// that must live ttl is written at ms(now+ttl-d). Safe on an existing table.
-func DefaultExpiry(d time.Duration, opts ...Option) Policy {
-	return apply(Policy{kind: KindDefaultExpiry, defaultTTL: d}, opts)
+// that must live ttl is written at ms(now+ttl-D). Safe on an existing table.
+func DefaultExpiry(d time.Duration, opts ...AgeOption) Policy {
+	p := Policy{kind: KindDefaultExpiry, defaultTTL: d}
+	for _, o := range opts {
+		o.applyAge(&p)
+	}
+	return p
 }
 
 // Sequence is sequence numbers keeping the n highest versions of a column:
-// GC max versions n, timestamp seq*1000.
-func Sequence(n int, opts ...Option) Policy {
-	return apply(Policy{kind: KindSequence, versions: n}, opts)
-}
+// GC max versions n, timestamp seq*1000. It takes no options: every option
+// is about time, and a sequence family's timestamps are versions.
+func Sequence(n int) Policy { return Policy{kind: KindSequence, versions: n} }
 
 // Unmanaged declares a family the library passes through untouched: no
 // rewrite, no read filter.
 func Unmanaged() Policy { return Policy{} }
-
-func apply(p Policy, opts []Option) Policy {
-	o := options{p}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o.Policy
-}
 
 // Kind reports the policy's strategy.
 func (p Policy) Kind() Kind { return p.kind }
@@ -203,13 +259,8 @@ func (p Policy) IsSingleValue() bool { return p.singleValue }
 func (p Policy) IdleTTL() time.Duration { return p.idleTTL }
 
 // IdleDebounce is the family's time-to-idle debounce as a fraction of its
-// idle TTL (WithIdleDebounce, default DefaultIdleDebounce).
-func (p Policy) IdleDebounce() float64 {
-	if !p.debounceSet {
-		return DefaultIdleDebounce
-	}
-	return p.debounce
-}
+// idle TTL (WithIdleTTL's debounce; zero when it has no idle TTL).
+func (p Policy) IdleDebounce() float64 { return p.debounce }
 
 // idleThreshold is the remaining TTL, in microseconds, below which a read
 // cell is refreshed: idleTTL*(1-debounce), rounded down.
@@ -270,19 +321,23 @@ func (p Policy) String() string {
 	case KindSequence:
 		s += fmt.Sprintf("(N=%d)", p.versions)
 	}
-	if p.kind != KindSequence && p.versions > 0 {
+	if p.given&givenMaxVersions != 0 {
 		s += fmt.Sprintf("+maxversions(%d)", p.versions)
 	}
 	if p.singleValue {
 		s += "+single-value"
 	}
-	if p.idleTTL != 0 || p.debounceSet {
-		s += fmt.Sprintf("+idle(%s,debounce=%g)", p.idleTTL, p.IdleDebounce())
+	if p.given&givenIdleTTL != 0 {
+		s += fmt.Sprintf("+idle(%s,debounce=%g)", p.idleTTL, p.debounce)
 	}
-	if p.maxTTL > 0 {
+	if p.given&givenMaxTTL != 0 {
 		s += fmt.Sprintf("+maxttl(%s)", p.maxTTL)
-		if p.clampTTL {
+		switch p.over {
+		case RefuseLonger:
+		case ClampLonger:
 			s += "+clamp"
+		default:
+			s += "+" + p.over.String()
 		}
 	}
 	if p.writeTime {
@@ -291,82 +346,67 @@ func (p Policy) String() string {
 	return s
 }
 
-// Validate reports a policy that cannot work, with ErrInvalidPolicy.
+// Validate reports a policy that cannot work: a *PolicyError, wrapping
+// ErrInvalidPolicy, naming the parameter at fault. The options' types keep
+// out what does not fit the strategy; Validate checks the values: each in
+// range, and none over the max TTL.
 func (p Policy) Validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrInvalidPolicy, p, fmt.Sprintf(format, a...))
+	bad := func(param Param, format string, a ...any) error {
+		return &PolicyError{Policy: p, Param: param, Reason: fmt.Sprintf(format, a...)}
 	}
 	switch p.kind {
 	case KindUnmanaged:
-		if p.versions != 0 || p.defaultTTL != 0 || p.singleValue || p.maxTTL != 0 || p.clampTTL || p.writeTime ||
-			p.idleTTL != 0 || p.debounceSet {
-			return bad("an unmanaged family takes no options")
-		}
 		return nil
 	case KindOneSecond:
 		if p.defaultTTL < 0 || (p.defaultTTL > 0 && p.defaultTTL < time.Millisecond) {
-			return bad("default TTL %s must be at least 1ms", p.defaultTTL)
+			return bad(ParamDefaultTTL, "default TTL %s must be at least 1ms", p.defaultTTL)
 		}
 	case KindDefaultExpiry:
 		if p.defaultTTL < time.Millisecond || p.defaultTTL%time.Millisecond != 0 {
-			return bad("default TTL %s must be a positive whole number of milliseconds", p.defaultTTL)
+			return bad(ParamDefaultTTL, "default TTL %s must be a positive whole number of milliseconds", p.defaultTTL)
 		}
 	case KindSequence:
 		if p.versions < 1 {
-			return bad("must keep at least 1 version")
+			return bad(ParamVersions, "must keep at least 1 version")
 		}
 		if p.versions > maxVersions {
-			return bad("%d versions is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
-		}
-		if p.defaultTTL != 0 {
-			return bad("a sequence family has no TTL")
-		}
-		if p.singleValue {
-			return bad("single-value mode would keep 1 version, not %d", p.versions)
-		}
-		if p.idleTTL != 0 || p.debounceSet {
-			return bad("a sequence family has no TTL to keep alive (time-to-idle)")
-		}
-		if p.maxTTL != 0 || p.clampTTL {
-			return bad("a sequence family has no TTL to cap")
-		}
-		if p.writeTime {
-			return bad("a sequence family's timestamps are versions, not times: record write times in a column of your own")
+			return bad(ParamVersions, "%d versions is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
 		}
 		return nil
 	default:
-		return bad("unknown kind")
+		return bad(ParamKind, "unknown kind")
 	}
-	if p.idleTTL < 0 || (p.idleTTL > 0 && p.idleTTL < time.Millisecond) {
-		return bad("idle TTL %s must be at least 1ms", p.idleTTL)
+	if p.given&givenMaxVersions != 0 {
+		if p.versions < 1 {
+			return bad(ParamMaxVersions, "max versions %d must be at least 1 (omit WithMaxVersions for no limit)", p.versions)
+		}
+		if p.versions > maxVersions {
+			return bad(ParamMaxVersions, "max versions %d is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
+		}
 	}
-	if p.debounceSet {
-		if p.idleTTL == 0 {
-			return bad("an idle debounce without an idle TTL")
+	if p.given&givenIdleTTL != 0 {
+		if p.idleTTL < time.Millisecond {
+			return bad(ParamIdleTTL, "idle TTL %s must be at least 1ms", p.idleTTL)
 		}
 		if !(p.debounce >= 0 && p.debounce < 1) { // also NaN
-			return bad("idle debounce %g must be a fraction of the idle TTL in [0, 1)", p.debounce)
+			return bad(ParamIdleDebounce, "idle debounce %g must be a fraction of the idle TTL in [0, 1)", p.debounce)
 		}
 	}
-	if p.versions < 0 {
-		return bad("max versions %d is negative", p.versions)
-	}
-	if p.maxTTL < 0 || (p.maxTTL > 0 && p.maxTTL < time.Millisecond) {
-		return bad("max TTL %s must be at least 1ms", p.maxTTL)
-	}
-	if p.clampTTL && p.maxTTL == 0 {
-		return bad("ClampTTL needs WithMaxTTL")
-	}
-	if p.maxTTL > 0 && p.defaultTTL > p.maxTTL && (p.kind == KindDefaultExpiry || !p.clampTTL) {
-		return bad("default TTL %s is over the max TTL %s", p.defaultTTL, p.maxTTL)
-	}
-	if p.maxTTL > 0 && p.idleTTL > p.maxTTL {
-		// Even with ClampTTL: a refresh clamped below the idle TTL less the
-		// debounce would be due again at once, on every read.
-		return bad("idle TTL %s is over the max TTL %s", p.idleTTL, p.maxTTL)
-	}
-	if p.versions > maxVersions {
-		return bad("max versions %d is over %d, the most a GC rule can keep (GcRule.max_num_versions is an int32)", p.versions, maxVersions)
+	if p.given&givenMaxTTL != 0 {
+		if p.maxTTL < time.Millisecond {
+			return bad(ParamMaxTTL, "max TTL %s must be at least 1ms", p.maxTTL)
+		}
+		if p.over != RefuseLonger && p.over != ClampLonger {
+			return bad(ParamOverMaxTTL, "%s is neither RefuseLonger nor ClampLonger", p.over)
+		}
+		if p.defaultTTL > p.maxTTL && (p.kind == KindDefaultExpiry || !p.clampTTL) {
+			return bad(ParamMaxTTL, "default TTL %s is over the max TTL %s", p.defaultTTL, p.maxTTL)
+		}
+		if p.idleTTL > p.maxTTL {
+			// Even with ClampLonger: a refresh clamped below the idle TTL
+			// less the debounce would be due again at once, on every read.
+			return bad(ParamIdleTTL, "idle TTL %s is over the max TTL %s", p.idleTTL, p.maxTTL)
+		}
 	}
 	return nil
 }
@@ -726,18 +766,23 @@ type Schema map[string]Policy
 // familyName is Bigtable's rule for column family names.
 var familyName = regexp.MustCompile(`^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 
-// Validate checks every family name and policy.
+// Validate checks every family name and policy: a *PolicyError (with its
+// Family set) for the first that cannot work.
 func (s Schema) Validate() error {
 	for fam, p := range s {
 		if !familyName.MatchString(fam) || len(fam) > 64 {
-			return fmt.Errorf("%w: family name %q", ErrInvalidPolicy, fam)
+			return &PolicyError{Family: fam, Param: ParamFamilyName,
+				Reason: "want 1 to 64 of [-_.a-zA-Z0-9], not starting with - or ."}
 		}
 		if err := p.Validate(); err != nil {
+			var pe *PolicyError
+			if errors.As(err, &pe) {
+				cp := *pe
+				cp.Family = fam
+				err = &cp
+			}
 			return bttlerr.Wrap(err, "family %q", fam)
 		}
 	}
 	return nil
 }
-
-// With returns p with opts applied.
-func (p Policy) With(opts ...Option) Policy { return apply(p, opts) }

@@ -162,10 +162,16 @@ func TestSchemaValidate(t *testing.T) {
 		"sub-ms D":         {"a": strategy.DefaultExpiry(time.Microsecond)},
 		"negative max ver": {"a": strategy.OneSecond(strategy.WithMaxVersions(-1))},
 		"tiny default":     {"a": strategy.OneSecond(strategy.WithDefaultTTL(time.Microsecond))},
-		"ttl on sequence":  {"a": strategy.Sequence(1, strategy.WithDefaultTTL(time.Hour))},
-		"unmanaged option": {"a": strategy.Policy{}.With(strategy.SingleValue())},
+		"zero max ver":     {"a": strategy.OneSecond(strategy.WithMaxVersions(0))},
 	} {
-		assert.ErrorIs(t, s.Validate(), strategy.ErrInvalidPolicy, name)
+		err := s.Validate()
+		assert.ErrorIs(t, err, strategy.ErrInvalidPolicy, name)
+		var pe *strategy.PolicyError
+		if assert.ErrorAs(t, err, &pe, name) {
+			for fam := range s { // the one family
+				assert.Equal(t, fam, pe.Family, name)
+			}
+		}
 	}
 }
 

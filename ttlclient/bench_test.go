@@ -399,7 +399,7 @@ var (
 	offlineErr    error
 )
 
-func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.Option) *ttlclient.Table {
+func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.ClientOption) *ttlclient.Table {
 	tb.Helper()
 	offlineOnce.Do(func() {
 		h, err := bttestharness.Start(context.Background())
@@ -414,7 +414,7 @@ func openOffline(tb testing.TB, schema strategy.Schema, opts ...ttlclient.Option
 	}
 	// No table exists: skip the GC-rule check Open would make.
 	// Its warning about that would land in the middle of benchmark lines.
-	tbl, err := ttlclient.Wrap(offlineClient, opts...).Open("offline", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
+	tbl, err := ttlclient.Wrap(offlineClient, opts...).Open(context.Background(), "offline", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -32,14 +31,42 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Option configures a Client or a Table. Options given to the client
-// (Wrap, ClientConfig.Options) configure it and are the defaults of every
-// table it opens; options given to Open override those defaults for one
-// table. The bounds of the client's pools (WithShadowConcurrency,
-// WithIdleRefreshConcurrency, WithIdleRefreshQueue) are the client's only:
-// Open refuses them (ErrClientOption), since a table's bound on a pool its
-// tables share would let it take every slot.
-type Option func(*config)
+// The options are closed interfaces, one per place an option is given, in
+// the style of cloud.google.com/go/bigtable's ReadOption and ApplyOption:
+// an option implements the interface of every place it has a meaning, so
+// one given where it has none does not compile.
+
+// ClientOption configures a Client: given to Wrap or in
+// ClientConfig.Options. An option that is also a TableOption (an Option)
+// is the default of every table the client opens.
+type ClientOption interface{ applyClient(*config) }
+
+// TableOption configures one Table: given to Open, OpenAuthorizedView or
+// OpenMaterializedView, it overrides the client's default for that table.
+// The bounds of the client's pools (WithShadowConcurrency,
+// WithIdleRefreshConcurrency, WithIdleRefreshQueue) are ClientOptions
+// only, since a table's bound on a pool its tables share would let it take
+// every slot; WithSQLAllowed is a ClientOption and a PrepareStatement
+// option, since SQL is prepared by the client, not a table.
+type TableOption interface{ applyTable(*config) }
+
+// Option is an option valid in both places: on the client, as every
+// table's default, and on one table.
+type Option interface {
+	ClientOption
+	TableOption
+}
+
+// bothOption is an Option.
+type bothOption func(*config)
+
+func (o bothOption) applyClient(cfg *config) { o(cfg) }
+func (o bothOption) applyTable(cfg *config)  { o(cfg) }
+
+// clientOption is a ClientOption only.
+type clientOption func(*config)
+
+func (o clientOption) applyClient(cfg *config) { o(cfg) }
 
 type config struct {
 	clock         strategy.Clock
@@ -58,41 +85,17 @@ type config struct {
 	keyText       keytext.Text     // WithKeyRedaction; zero: quoted and cut
 }
 
-// clientOnly refuses, among a table's options, those that bound the
-// client's pools: a pool its tables share has one bound, the client's.
-func clientOnly(opts []Option) error {
-	var given config // zero: an option that sets a bound makes it non-zero
-	for _, o := range opts {
-		o(&given)
-	}
-	var names []string
-	if given.shadowLimit != 0 {
-		names = append(names, "WithShadowConcurrency")
-	}
-	if given.idleWorkers != 0 {
-		names = append(names, "WithIdleRefreshConcurrency")
-	}
-	if given.idleQueue != 0 {
-		names = append(names, "WithIdleRefreshQueue")
-	}
-	if names == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %s bound(s) the client's pools, shared by its tables: give them to Wrap or ClientConfig.Options",
-		ErrClientOption, strings.Join(names, ", "))
-}
-
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
 const DefaultVerifyTimeout = 10 * time.Second
 
 // WithLogger sets the logger (default: slog.Default()). Open logs there
 // when it skips verification.
 func WithLogger(l *slog.Logger) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		if l != nil {
 			cfg.logger = l
 		}
-	}
+	})
 }
 
 // WithAdminClient gives the admin client Open uses to verify each table's GC
@@ -100,26 +103,26 @@ func WithLogger(l *slog.Logger) Option {
 // exact rule protos). NewClient and NewClientWithConfig create one
 // themselves; Wrap needs this option or WithoutVerify.
 func WithAdminClient(ac *bigtable.AdminClient, project, instance string) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		if ac != nil {
 			cfg.admin = gcrule.NewAdmin(ac, project, instance)
 		}
-	}
+	})
 }
 
 // WithoutVerify makes Open skip the GC-rule check, for callers without
 // admin permission. Open logs that it skipped: a family whose rule does not
 // match its strategy loses data or serves cells the rule keeps.
-func WithoutVerify() Option { return func(cfg *config) { cfg.skipVerify = true } }
+func WithoutVerify() Option { return bothOption(func(cfg *config) { cfg.skipVerify = true }) }
 
 // WithVerifyTimeout bounds the admin call Open makes (default
 // DefaultVerifyTimeout).
 func WithVerifyTimeout(d time.Duration) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		if d > 0 {
 			cfg.verifyTimeout = d
 		}
-	}
+	})
 }
 
 // recordVerifySkipped is the one place a skipped verification is reported:
@@ -144,17 +147,17 @@ func (cfg *config) recordVerifySkipped(table string, rec TableRecorder) {
 // SQLError.Query) keep the full values, for errors.As: redaction is about
 // the text that reaches logs (docs/design.md#keys-in-messages).
 func WithKeyRedaction(hashKey []byte) Option {
-	return func(cfg *config) { cfg.keyText = keytext.Redact(hashKey) }
+	return prepareOption(func(cfg *config) { cfg.keyText = keytext.Redact(hashKey) })
 }
 
 // WithClock sets the clock (default: the system clock). Every timestamp
 // the library writes and every read filter's bound comes from it.
 func WithClock(c strategy.Clock) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		if c != nil {
 			cfg.clock = c
 		}
-	}
+	})
 }
 
 // Client is a Bigtable data client whose tables apply per-cell TTLs.
@@ -162,10 +165,10 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	opts    []Option    // the client's options: its pools', and every table's defaults
-	shadows shadowPool  // shadow reads of tables with a Recorder
-	sql     sqlSchemas  // the schemas of what was opened, for PrepareStatement
-	refresh refreshPool // time-to-idle refreshes
+	opts    []ClientOption // the client's options: its pools', and every table's defaults
+	shadows shadowPool     // shadow reads of tables with a Recorder
+	sql     sqlSchemas     // the schemas of what was opened, for PrepareStatement
+	refresh refreshPool    // time-to-idle refreshes
 	// incompatible are the client-version checks that failed when the
 	// client was made (CheckCompatibility), counted at each Open.
 	incompatible []CompatibilityFailure
@@ -192,9 +195,9 @@ type ClientConfig struct {
 	bigtable.ClientConfig
 
 	// Options configure the client (the bounds of its pools, the logger of
-	// its start-up checks) and are the defaults of every table it opens;
-	// see Option.
-	Options []Option
+	// its start-up checks); those that are also TableOptions are the
+	// defaults of every table it opens. See ClientOption.
+	Options []ClientOption
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -219,25 +222,25 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 		_ = raw.Close()
 		return nil, bttlerr.Wrap(err, "admin client")
 	}
-	c := newClient(raw, append([]Option{WithAdminClient(admin, project, instance)}, config.Options...))
+	c := newClient(raw, append([]ClientOption{WithAdminClient(admin, project, instance)}, config.Options...))
 	c.admin, c.owned = admin, true
 	return c, nil
 }
 
 // Wrap uses an existing client, with opts as the client's options (see
-// Option). Close leaves raw open: its owner closes it.
+// ClientOption). Close leaves raw open: its owner closes it.
 //
 // NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
 // a failure once, as a warning on the client's logger; each Open then
 // counts it on the table's recorder (CompatibilityRecorder). The client is
 // made either way: what then fails is in CompatibilityFailure.Effect.
-func Wrap(raw *bigtable.Client, opts ...Option) *Client {
+func Wrap(raw *bigtable.Client, opts ...ClientOption) *Client {
 	return newClient(raw, opts)
 }
 
 // newClient is a client on raw whose options are opts: its pools get
 // their bounds from them, once.
-func newClient(raw *bigtable.Client, opts []Option) *Client {
+func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
 	c.shadows.limit = cfg.shadowLimit
@@ -272,15 +275,16 @@ func (c *Client) Close() error {
 // too.
 func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.flush(ctx) }
 
-func (c *Client) config(opts []Option) config {
+// config is the client's configuration with a table's options over it.
+func (c *Client) config(opts []TableOption) config {
 	cfg := config{clock: systemClock{}, logger: slog.Default(), verifyTimeout: DefaultVerifyTimeout,
 		sampling: DefaultShadowSampling, shadowLimit: DefaultShadowConcurrency, rand: rand.Float64,
 		idleWorkers: DefaultIdleRefreshConcurrency, idleQueue: DefaultIdleRefreshQueue}
 	for _, o := range c.opts {
-		o(&cfg)
+		o.applyClient(&cfg)
 	}
 	for _, o := range opts {
-		o(&cfg)
+		o.applyTable(&cfg)
 	}
 	return cfg
 }
@@ -348,21 +352,12 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // (filters.MaxFilterBytes, 20 KiB): without the family names that can
 // happen from about 60 managed families of 20-byte names.
 //
-// Open is OpenContext with context.Background(): its admin call (up to the
-// verify timeout, 10 s by default) cannot be cancelled by the caller.
+// Open takes the caller's context for the admin call that verifies GC
+// rules, which is also bounded by the verify timeout. It is the only I/O
+// Open does; bigtable.Client.Open, which does none, takes no context.
 //
-// Deprecated: Use OpenContext, which takes the caller's context.
-func (c *Client) Open(table string, schema Schema, opts ...Option) (*Table, error) {
-	return c.OpenContext(context.Background(), table, schema, opts...)
-}
-
-// OpenContext is Open with the caller's context for the admin call that
-// verifies GC rules, which is still bounded by the verify timeout.
-//
-// opts override the client's options for this table. The bounds of the
-// client's pools are the client's only: given here, they are refused with
-// ErrClientOption before any admin call (see Option).
-func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, opts ...Option) (*Table, error) {
+// opts override the client's options for this table (see TableOption).
+func (c *Client) Open(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
 	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
 }
 
@@ -370,14 +365,14 @@ func (c *Client) OpenContext(ctx context.Context, table string, schema Schema, o
 // table, or one of its views), whose families follow schema. verify says
 // whether table names a table, whose GC rules can be checked: a
 // materialized view has none.
-func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, schema Schema, opts []Option, verify bool) (*Table, error) {
+func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, schema Schema, opts []TableOption, verify bool) (*Table, error) {
 	cfg := c.config(opts)
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
 		c.recordIncompatible(rec)
 	}
-	if err := errors.Join(clientOnly(opts), schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
+	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}

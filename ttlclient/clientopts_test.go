@@ -11,11 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/typecheck"
 	"github.com/bttl/bttl/metrics"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -66,7 +65,7 @@ func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
 	hold := newShadowHold(t)
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
 		DialOptions:   hold.dialOptions(),
-		ClientOptions: []ttlclient.Option{ttlclient.WithShadowConcurrency(2), ttlclient.WithShadowSampling(1)},
+		ClientOptions: []ttlclient.ClientOption{ttlclient.WithShadowConcurrency(2), ttlclient.WithShadowSampling(1)},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -111,7 +110,7 @@ func TestIdleRefreshBoundsAreTheClientsAcrossTables(t *testing.T) {
 	moves := newMoveCounter()
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
 		ServerOptions: moves.options(),
-		ClientOptions: []ttlclient.Option{ttlclient.WithIdleRefreshConcurrency(1), ttlclient.WithIdleRefreshQueue(1), ttlclient.WithShadowSampling(0)},
+		ClientOptions: []ttlclient.ClientOption{ttlclient.WithIdleRefreshConcurrency(1), ttlclient.WithIdleRefreshQueue(1), ttlclient.WithShadowSampling(0)},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -140,34 +139,39 @@ func TestIdleRefreshBoundsAreTheClientsAcrossTables(t *testing.T) {
 
 // Issue 30, item 3: the pools' bounds were set per table, on pools the
 // client's tables share, so a table opened with a larger bound took every
-// slot and starved the others. They are the client's only now: Open
-// refuses them before any admin call, counted as a refusal, and nothing
-// is opened; the client's own bound is unchanged.
-func TestOpenRefusesAPoolBound(t *testing.T) {
+// slot and starved the others. Issue 34, item 3: they are ClientOptions
+// only, so a table's bound does not compile (it was refused at run time);
+// WithSQLAllowed, which PrepareStatement reads, is not a TableOption
+// either. Options valid in both places are both.
+func TestPoolBoundsAreNotTableOptions(t *testing.T) {
+	c, err := typecheck.New("time", "log/slog", "github.com/bttl/bttl/ttlclient")
+	require.NoError(t, err)
+	open := func(opt string) string {
+		return `func() { var c *ttlclient.Client; _, _ = c.Open(nil, "t", nil, ` + opt + `) }`
+	}
+	wrap := func(opt string) string { return `ttlclient.Wrap(nil, ` + opt + `)` }
+	for _, opt := range []string{"ttlclient.WithShadowConcurrency(64)", "ttlclient.WithIdleRefreshConcurrency(64)",
+		"ttlclient.WithIdleRefreshQueue(64)", "ttlclient.WithSQLAllowed()"} {
+		assert.NoError(t, c.Expr(wrap(opt)), "a client takes %s", opt)
+		err := c.Expr(open(opt))
+		if assert.Error(t, err, "a table takes %s", opt) {
+			assert.ErrorContains(t, err, "does not implement ttlclient.TableOption")
+		}
+	}
+	for _, opt := range []string{"ttlclient.WithLogger(slog.Default())", "ttlclient.WithClock(nil)", "ttlclient.WithRecorder(nil)",
+		"ttlclient.WithKeyRedaction(nil)", "ttlclient.WithoutVerify()", "ttlclient.WithVerifyTimeout(time.Second)",
+		"ttlclient.WithShadowSampling(1)", "ttlclient.WithShadowRand(nil)", "ttlclient.WithAdminClient(nil, \"p\", \"i\")"} {
+		assert.NoError(t, c.Expr(wrap(opt)), "a client takes %s", opt)
+		assert.NoError(t, c.Expr(open(opt)), "a table takes %s", opt)
+	}
+}
+
+// Every option but the pools' bounds may be given per table.
+func TestTableOptions(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "t", mixedSchema()))
-	for _, opt := range []struct {
-		name string
-		opt  ttlclient.Option
-	}{
-		{"WithShadowConcurrency", ttlclient.WithShadowConcurrency(64)},
-		{"WithIdleRefreshConcurrency", ttlclient.WithIdleRefreshConcurrency(64)},
-		{"WithIdleRefreshQueue", ttlclient.WithIdleRefreshQueue(64)},
-	} {
-		t.Run(opt.name, func(t *testing.T) {
-			rec := metrics.New()
-			tbl, err := h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(rec), opt.opt)
-			require.ErrorIs(t, err, ttlclient.ErrClientOption)
-			assert.Nil(t, tbl)
-			assert.Contains(t, err.Error(), opt.name)
-			assert.Equal(t, codes.InvalidArgument, status.Code(err))
-			assert.Equal(t, "client_option", ttlclient.RefusalReason(err))
-			assert.Equal(t, map[string]float64{"t//client_option": 1}, refusals(t, rec))
-		})
-	}
-	// Every other option may still be given per table.
-	_, err := h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(metrics.New()),
+	_, err := h.Client.Open(ctx, "t", mixedSchema(), ttlclient.WithRecorder(metrics.New()),
 		ttlclient.WithShadowSampling(0.5), ttlclient.WithShadowRand(func() float64 { return 0 }),
 		ttlclient.WithVerifyTimeout(time.Minute), ttlclient.WithClock(h.Clock))
 	require.NoError(t, err)

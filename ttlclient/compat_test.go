@@ -110,7 +110,7 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 
 	// Each Open counts it on the table's recorder; the log line stays one.
 	rec := metrics.New()
-	tbl, err := c.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithRecorder(rec))
+	tbl, err := c.Open(ctx, "t", mixedSchema(), ttlclient.WithRecorder(rec))
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, incompatibleCount(t, rec, "t", "mutation"))
 	assert.Zero(t, incompatibleCount(t, rec, "t", "row-filter"))
@@ -125,7 +125,7 @@ func TestIncompatibleClientSeenAtNewClient(t *testing.T) {
 	var ownLogs logBuffer
 	own, err := ttlclient.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance, ttlclient.ClientConfig{
 		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
-		Options:      []ttlclient.Option{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
+		Options:      []ttlclient.ClientOption{ttlclient.WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil)))},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Close() })
@@ -146,7 +146,7 @@ func TestCompatibleClientQuiet(t *testing.T) {
 	c := ttlclient.Wrap(h.Raw, ttlclient.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
 	require.NoError(t, h.CreateTable(context.Background(), "t", mixedSchema()))
-	_, err := c.OpenContext(context.Background(), "t", mixedSchema(), ttlclient.WithRecorder(rec))
+	_, err := c.Open(context.Background(), "t", mixedSchema(), ttlclient.WithRecorder(rec))
 	require.NoError(t, err)
 	assert.NotContains(t, logs.String(), incompatibleLog)
 	assert.Zero(t, incompatibleCount(t, rec, "t", "mutation"))
@@ -167,7 +167,7 @@ func TestLayoutCheckIsTheClientsNotEachWrites(t *testing.T) {
 	broken := ttlclient.Wrap(e.h.Raw, ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance),
 		ttlclient.WithLogger(slog.New(slog.DiscardHandler)))
 	t.Cleanup(func() { _ = broken.Close() })
-	tbl, err := broken.OpenContext(e.ctx, "t", mixedSchema())
+	tbl, err := broken.Open(e.ctx, "t", mixedSchema())
 	require.NoError(t, err)
 	require.ErrorIs(t, tbl.API().Apply(e.ctx, "r", m), ttlclient.ErrMutationUnreadable)
 }

@@ -4,7 +4,7 @@
 // Switching from the raw client changes a constructor and the mutation type:
 //
 //	client, err := ttlclient.NewClient(ctx, project, instance)          // was bigtable.NewClient
-//	tbl, err := client.Open("events", ttlclient.Schema{
+//	tbl, err := client.Open(ctx, "events", ttlclient.Schema{ // was client.Open("events"); ctx bounds the GC-rule check
 //		"clicks": strategy.DefaultExpiry(48 * time.Hour),
 //		"meta":   strategy.Unmanaged(),
 //	})

@@ -61,11 +61,6 @@ var (
 	// fails), or it holds an operation bttl does not know. Nothing is sent.
 	ErrMutationUnreadable = errors.New("bttl: cannot read *bigtable.Mutation")
 
-	// ErrClientOption: Open was given an option that bounds one of the
-	// client's pools (WithShadowConcurrency, WithIdleRefreshConcurrency,
-	// WithIdleRefreshQueue), which only the client takes.
-	ErrClientOption = errors.New("bttl: client option given to Open")
-
 	// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
 	// family whose cells do not expire by age: a sequence or unmanaged family.
 	ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
@@ -198,7 +193,6 @@ var statusCodes = []struct {
 	{ErrInvalidTimestampRange, codes.InvalidArgument},
 	{ErrUnsupportedReadOption, codes.InvalidArgument},
 	{filters.ErrFilterTooLarge, codes.InvalidArgument},
-	{ErrClientOption, codes.InvalidArgument},
 
 	{strategy.ErrServerTimestamp, codes.FailedPrecondition},
 	{strategy.ErrAlreadyExpired, codes.FailedPrecondition},

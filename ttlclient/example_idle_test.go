@@ -14,12 +14,12 @@ import (
 // for 30 minutes after its last read (time-to-idle).
 // exSessions starts a harness whose client has clientOpts and opens a
 // sessions table on it.
-func exSessions(ctx context.Context, clientOpts ...ttlclient.Option) (*bttestharness.Harness, *ttlclient.Table) {
+func exSessions(ctx context.Context, clientOpts ...ttlclient.ClientOption) (*bttestharness.Harness, *ttlclient.Table) {
 	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{ClientOptions: clientOpts})
 	if err != nil {
 		panic(err)
 	}
-	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(30 * time.Minute))}
+	schema := ttlclient.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(30*time.Minute, strategy.DefaultIdleDebounce))}
 	tbl, err := h.Table(ctx, "sessions", schema)
 	if err != nil {
 		panic(err)

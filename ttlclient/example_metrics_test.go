@@ -40,7 +40,7 @@ func (r *exShadows) wait(n int64) {
 // exExpired starts an emulator whose table "events" holds row "user#1" with
 // an expired session cell the server has not collected, and opens it with
 // opts.
-func exExpired(ctx context.Context, opts ...ttlclient.Option) (*bttestharness.Harness, *ttlclient.Client, *ttlclient.Table) {
+func exExpired(ctx context.Context, opts ...ttlclient.ClientOption) (*bttestharness.Harness, *ttlclient.Client, *ttlclient.Table) {
 	h, err := bttestharness.Start(ctx)
 	if err != nil {
 		panic(err)
@@ -48,9 +48,9 @@ func exExpired(ctx context.Context, opts ...ttlclient.Option) (*bttestharness.Ha
 	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
 		panic(err)
 	}
-	all := append([]ttlclient.Option{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
+	all := append([]ttlclient.ClientOption{ttlclient.WithClock(h.Clock), ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)}, opts...)
 	client := ttlclient.Wrap(h.Raw, all...)
-	tbl, err := client.Open("events", exSchema)
+	tbl, err := client.Open(ctx, "events", exSchema)
 	if err != nil {
 		panic(err)
 	}

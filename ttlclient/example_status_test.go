@@ -38,7 +38,7 @@ func ExampleNoAdminError_GRPCStatus() {
 	defer h.Close()
 	_ = h.CreateTable(ctx, "events", exSchema)
 
-	_, err := ttlclient.Wrap(h.Raw).Open("events", exSchema)
+	_, err := ttlclient.Wrap(h.Raw).Open(ctx, "events", exSchema)
 	fmt.Println(status.Code(err))
 	// Output: FailedPrecondition
 }
@@ -76,7 +76,7 @@ func ExampleWithUnlistedFamilies() {
 		"profile": strategy.Unmanaged(), "prefs": strategy.Unmanaged(), // and many more
 	})
 
-	tbl, err := h.Client.Open("wide", strategy.Schema{"session": strategy.OneSecond()},
+	tbl, err := h.Client.Open(ctx, "wide", strategy.Schema{"session": strategy.OneSecond()},
 		ttlclient.WithUnlistedFamilies(strategy.Unmanaged()))
 	if err != nil {
 		panic(err)

@@ -81,7 +81,7 @@ func ExampleTable_Timestamp() {
 	// true
 }
 
-func ExampleClient_OpenContext() {
+func ExampleClient_Open_timeout() {
 	ctx := context.Background()
 	h, _ := bttestharness.Start(ctx)
 	defer h.Close()
@@ -91,7 +91,7 @@ func ExampleClient_OpenContext() {
 	// as does the verify timeout.
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	tbl, err := h.Client.OpenContext(ctx, "events", exSchema)
+	tbl, err := h.Client.Open(ctx, "events", exSchema)
 	fmt.Println(tbl.Name(), err)
 	// Output: events <nil>
 }

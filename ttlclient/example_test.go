@@ -82,7 +82,7 @@ func ExampleNewClient() {
 		panic(err)
 	}
 	defer client.Close()
-	tbl, err := client.Open("events", exSchema)
+	tbl, err := client.Open(ctx, "events", exSchema)
 	if err != nil {
 		panic(err)
 	}
@@ -105,7 +105,7 @@ func ExampleNewClientWithConfig() {
 	// logger) and the bounds of the pools its tables share.
 	cfg := ttlclient.ClientConfig{
 		ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}},
-		Options: []ttlclient.Option{
+		Options: []ttlclient.ClientOption{
 			ttlclient.WithLogger(slog.New(slog.DiscardHandler)),
 			ttlclient.WithIdleRefreshConcurrency(8),
 		},
@@ -115,14 +115,11 @@ func ExampleNewClientWithConfig() {
 		panic(err)
 	}
 	defer client.Close()
-	tbl, err := client.OpenContext(ctx, "events", exSchema)
+	// A pool's bound is the client's only: a table's does not compile.
+	tbl, err := client.Open(ctx, "events", exSchema)
 	fmt.Println(tbl.Name(), err)
-	// A pool's bound is the client's only: a table cannot take one.
-	_, err = client.OpenContext(ctx, "events", exSchema, ttlclient.WithIdleRefreshConcurrency(64))
-	fmt.Println(errors.Is(err, ttlclient.ErrClientOption))
 	// Output:
 	// events <nil>
-	// true
 }
 
 func ExampleWrap() {
@@ -138,7 +135,7 @@ func ExampleWrap() {
 	// lets Open verify the table's GC rules.
 	var raw *bigtable.Client = h.Raw
 	client := ttlclient.Wrap(raw, ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
-	tbl, err := client.Open("events", exSchema)
+	tbl, err := client.Open(ctx, "events", exSchema)
 	if err != nil {
 		panic(err)
 	}
@@ -156,7 +153,7 @@ func ExampleWithClock() {
 
 	clock := bttestharness.NewManualClock(time.Now())
 	tbl, _ := ttlclient.Wrap(h.Raw, ttlclient.WithClock(clock),
-		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)).Open("events", exSchema)
+		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)).Open(ctx, "events", exSchema)
 	m := ttlclient.NewMutation()
 	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
 	_ = tbl.Apply(ctx, "user#1", m)
@@ -177,9 +174,9 @@ func ExampleClient_Open() {
 	defer h.Close()
 	_ = h.CreateTable(ctx, "events", exSchema)
 
-	_, err := h.Client.Open("events", ttlclient.Schema{"doc": strategy.Sequence(0)})
+	_, err := h.Client.Open(ctx, "events", ttlclient.Schema{"doc": strategy.Sequence(0)})
 	fmt.Println(errors.Is(err, strategy.ErrInvalidPolicy))
-	tbl, err := h.Client.Open("events", exSchema)
+	tbl, err := h.Client.Open(ctx, "events", exSchema)
 	fmt.Println(tbl.Name(), err)
 	// Output:
 	// true
@@ -591,10 +588,10 @@ func ExampleWithAdminClient() {
 	// A wrapped client has no admin client of its own: give it one, so Open
 	// can check each family's GC rule.
 	client := ttlclient.Wrap(h.Raw, ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance))
-	_, err := client.Open("events", exSchema)
+	_, err := client.Open(ctx, "events", exSchema)
 	fmt.Println(err)
 
-	_, err = ttlclient.Wrap(h.Raw).Open("events", exSchema)
+	_, err = ttlclient.Wrap(h.Raw).Open(ctx, "events", exSchema)
 	fmt.Println(errors.Is(err, ttlclient.ErrNoAdminClient))
 	// Output:
 	// <nil>
@@ -621,7 +618,7 @@ func ExampleWithoutVerify() {
 
 	// Without admin permission: skip the GC-rule check. Open says so.
 	client := ttlclient.Wrap(h.Raw, ttlclient.WithoutVerify(), ttlclient.WithLogger(exLogger()))
-	_, err := client.Open("events", exSchema)
+	_, err := client.Open(ctx, "events", exSchema)
 	fmt.Println(err)
 	// Output:
 	// level=WARN msg="bttl: GC rules not verified (WithoutVerify): a family whose rule does not match its strategy loses data or serves stale cells" table=events
@@ -636,7 +633,7 @@ func ExampleWithLogger() {
 
 	// The logger receives what Open reports, such as a skipped verification.
 	quiet := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelError}))
-	_, err := h.Client.Open("events", exSchema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quiet))
+	_, err := h.Client.Open(ctx, "events", exSchema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quiet))
 	fmt.Println(err)
 	// Output: <nil>
 }
@@ -647,7 +644,7 @@ func ExampleWithVerifyTimeout() {
 	defer h.Close()
 	_ = h.CreateTable(ctx, "events", exSchema)
 
-	tbl, err := h.Client.Open("events", exSchema, ttlclient.WithVerifyTimeout(2*time.Second))
+	tbl, err := h.Client.Open(ctx, "events", exSchema, ttlclient.WithVerifyTimeout(2*time.Second))
 	fmt.Println(tbl.Name(), err)
 	// Output: events <nil>
 }

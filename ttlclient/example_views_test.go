@@ -68,7 +68,7 @@ func ExampleClient_OpenAuthorizedView() {
 
 	// The view's schema is its table's: writes and reads through it are
 	// rewritten, guarded and filtered as the table's.
-	view, err := h.Client.OpenAuthorizedView("events", "mobile", exSchema)
+	view, err := h.Client.OpenAuthorizedView(ctx, "events", "mobile", exSchema)
 	if err != nil {
 		panic(err)
 	}
@@ -94,7 +94,7 @@ func ExampleClient_OpenAuthorizedView() {
 	// true
 }
 
-func ExampleClient_OpenAuthorizedViewContext() {
+func ExampleClient_OpenAuthorizedView_mismatch() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h := exViewHarness(ctx)
@@ -103,7 +103,7 @@ func ExampleClient_OpenAuthorizedViewContext() {
 	// Open verifies the table's GC rules: a schema they do not match is
 	// refused.
 	wrong := ttlclient.Schema{"session": strategy.DefaultExpiry(time.Hour)}
-	_, err := h.Client.OpenAuthorizedViewContext(ctx, "events", "mobile", wrong)
+	_, err := h.Client.OpenAuthorizedView(ctx, "events", "mobile", wrong)
 	fmt.Println(errors.Is(err, gcrule.ErrMismatch))
 	// Output:
 	// true

@@ -132,7 +132,7 @@ func TestExpireRowMovesEveryAgeFamilyAndLeavesTheOthers(t *testing.T) {
 // any RPC fail with context.Canceled, so a typed error proves none was made.
 func TestExpireRefusesBeforeAnyRPC(t *testing.T) {
 	schema := mixedSchema()
-	schema["capped"] = strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour))
+	schema["capped"] = strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour, strategy.RefuseLonger))
 	e := newEnv(t, schema)
 	e.setTTL(t, "r", "capped", "c", "v", time.Hour)
 	before := e.stored(t, "r")

@@ -34,7 +34,7 @@ func TestOpenBuildsTheFilterForTheTablesFamilies(t *testing.T) {
 
 	// WithoutVerify reads no family: families outside the schema are
 	// matched by the complement regex.
-	blind, err := h.Client.Open("mixed", mixedSchema(), ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
+	blind, err := h.Client.Open(context.Background(), "mixed", mixedSchema(), ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
 	require.NoError(t, err)
 	assert.Contains(t, blind.Filters().TTL(blind.Now()).String(), "col(^")
 }
@@ -88,7 +88,7 @@ func TestFamilyCreatedAfterOpen(t *testing.T) {
 		addLate(t, "several")
 		assert.Empty(t, lateCells(t, tbl))
 		expiredHidden(t, tbl, "def")
-		reopened, err := h.Client.Open("several", schema)
+		reopened, err := h.Client.Open(ctx, "several", schema)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{"late:old", "late:recent"}, lateCells(t, reopened))
 	})
@@ -98,14 +98,14 @@ func TestFamilyCreatedAfterOpen(t *testing.T) {
 		addLate(t, "alone")
 		assert.Equal(t, []string{"late:recent"}, lateCells(t, tbl), "read under the one rule (max age 1h)")
 		expiredHidden(t, tbl, "def")
-		reopened, err := h.Client.Open("alone", schema)
+		reopened, err := h.Client.Open(ctx, "alone", schema)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{"late:old", "late:recent"}, lateCells(t, reopened))
 	})
 	t.Run("without verify", func(t *testing.T) {
 		schema := strategy.Schema{"def": strategy.DefaultExpiry(time.Hour)}
 		require.NoError(t, h.CreateTable(ctx, "blind", schema))
-		tbl, err := h.Client.Open("blind", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
+		tbl, err := h.Client.Open(ctx, "blind", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
 		require.NoError(t, err)
 		addLate(t, "blind")
 		assert.ElementsMatch(t, []string{"late:old", "late:recent"}, lateCells(t, tbl))
@@ -129,7 +129,7 @@ func TestOpenRefusesAFilterOverTheLimit(t *testing.T) {
 	}
 	h := bttestharness.New(t)
 	rec := metrics.New()
-	_, err := h.Client.Open("wide", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()), ttlclient.WithRecorder(rec))
+	_, err := h.Client.Open(context.Background(), "wide", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()), ttlclient.WithRecorder(rec))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, filters.ErrFilterTooLarge))
 	var se *filters.SizeError

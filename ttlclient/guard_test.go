@@ -352,9 +352,9 @@ func TestOpenRejectsBadSchema(t *testing.T) {
 		"zero versions":         {"s": strategy.Sequence(0)},
 		"default TTL not in ms": {"d": strategy.DefaultExpiry(1500 * time.Microsecond)},
 		"bad family name":       {"a b": strategy.OneSecond()},
-		"single-value sequence": {"s": strategy.Sequence(2, strategy.SingleValue())},
+		"max TTL under D":       {"d": strategy.DefaultExpiry(2*time.Hour, strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger))},
 	} {
-		_, err := h.Client.Open("t", schema)
+		_, err := h.Client.Open(context.Background(), "t", schema)
 		assert.ErrorIs(t, err, strategy.ErrInvalidPolicy, name)
 	}
 }

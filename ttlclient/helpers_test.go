@@ -40,7 +40,7 @@ type env struct {
 	ctx context.Context
 }
 
-func newEnv(t *testing.T, schema strategy.Schema, opts ...ttlclient.Option) *env {
+func newEnv(t *testing.T, schema strategy.Schema, opts ...ttlclient.TableOption) *env {
 	t.Helper()
 	h := bttestharness.New(t)
 	return &env{h: h, tbl: h.MustTable(t, "t", schema, opts...), ctx: context.Background()}
@@ -49,7 +49,7 @@ func newEnv(t *testing.T, schema strategy.Schema, opts ...ttlclient.Option) *env
 // newEnvNoGC is newEnv on a server whose garbage collection is off: for
 // tests whose cells the server's GC, which runs on the real clock, would
 // collect while the test's clock stands still.
-func newEnvNoGC(t *testing.T, schema strategy.Schema, opts ...ttlclient.Option) *env {
+func newEnvNoGC(t *testing.T, schema strategy.Schema, opts ...ttlclient.TableOption) *env {
 	t.Helper()
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
 	require.NoError(t, err)

@@ -167,7 +167,7 @@ func shadowEnv(t *testing.T) (*env, *shadowRecorder) {
 	t.Helper()
 	rec := newShadowRecorder()
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
-		ClientOptions: []ttlclient.Option{ttlclient.WithShadowConcurrency(64)}})
+		ClientOptions: []ttlclient.ClientOption{ttlclient.WithShadowConcurrency(64)}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	tbl := h.MustTable(t, "t", mixedSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(1))

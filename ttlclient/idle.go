@@ -37,19 +37,20 @@ const idleRefreshTimeout = 30 * time.Second
 
 // WithIdleRefreshConcurrency bounds the time-to-idle refreshes a client
 // runs at once, for all its tables (default DefaultIdleRefreshConcurrency,
-// at least 1). A client option only: Open refuses it (ErrClientOption).
-func WithIdleRefreshConcurrency(n int) Option {
-	return func(cfg *config) { cfg.idleWorkers = max(n, 1) }
+// at least 1). A ClientOption only: a pool its tables share has one bound,
+// the client's.
+func WithIdleRefreshConcurrency(n int) ClientOption {
+	return clientOption(func(cfg *config) { cfg.idleWorkers = max(n, 1) })
 }
 
 // WithIdleRefreshQueue bounds the time-to-idle refreshes a client holds
 // waiting to run, for all its tables (default DefaultIdleRefreshQueue, at
 // least 1). A read whose refresh finds the queue full does not wait: the
 // refresh is dropped, and counted (IdleDropped). The cell then lives its
-// current TTL unless a later read refreshes it. A client option only: Open
-// refuses it (ErrClientOption).
-func WithIdleRefreshQueue(n int) Option {
-	return func(cfg *config) { cfg.idleQueue = max(n, 1) }
+// current TTL unless a later read refreshes it. A ClientOption only, as
+// WithIdleRefreshConcurrency.
+func WithIdleRefreshQueue(n int) ClientOption {
+	return clientOption(func(cfg *config) { cfg.idleQueue = max(n, 1) })
 }
 
 // IdleResult is what became of a cell a read returned from a family with

@@ -30,8 +30,8 @@ const (
 
 func idleSchema() strategy.Schema {
 	return strategy.Schema{
-		famIdleOne: strategy.OneSecond(strategy.WithIdleTTL(idleTTL)),
-		famIdleDef: strategy.DefaultExpiry(5*time.Minute, strategy.WithIdleTTL(idleTTL)),
+		famIdleOne: strategy.OneSecond(strategy.WithIdleTTL(idleTTL, strategy.DefaultIdleDebounce)),
+		famIdleDef: strategy.DefaultExpiry(5*time.Minute, strategy.WithIdleTTL(idleTTL, strategy.DefaultIdleDebounce)),
 		famDef:     strategy.DefaultExpiry(defaultD), // no idle TTL: never refreshed
 	}
 }
@@ -115,7 +115,7 @@ func (c *moveCounter) options() []grpc.ServerOption {
 // newIdleEnv starts an in-process server counting conditional mutations,
 // with a client of clientOpts, and opens the idle schema on it, recorded
 // by a new idleCounter.
-func newIdleEnv(t *testing.T, clientOpts ...ttlclient.Option) (*env, *moveCounter, *idleCounter) {
+func newIdleEnv(t *testing.T, clientOpts ...ttlclient.ClientOption) (*env, *moveCounter, *idleCounter) {
 	t.Helper()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
 	moves := newMoveCounter()

@@ -33,7 +33,7 @@ const (
 func keytextSchema() strategy.Schema {
 	s := mixedSchema()
 	s[famWT] = strategy.DefaultExpiry(defaultD, strategy.WithWriteTime())
-	s[famIdleOne] = strategy.OneSecond(strategy.WithIdleTTL(idleTTL))
+	s[famIdleOne] = strategy.OneSecond(strategy.WithIdleTTL(idleTTL, strategy.DefaultIdleDebounce))
 	return s
 }
 

@@ -22,7 +22,7 @@ func exLifecycleTable(ctx context.Context) (*bttestharness.Harness, *ttlclient.T
 		panic(err)
 	}
 	tbl, err := h.Table(ctx, "sessions", ttlclient.Schema{
-		"s":    strategy.OneSecond(strategy.WithWriteTime(), strategy.WithMaxTTL(30*24*time.Hour)),
+		"s":    strategy.OneSecond(strategy.WithWriteTime(), strategy.WithMaxTTL(30*24*time.Hour, strategy.RefuseLonger)),
 		"hits": strategy.DefaultExpiry(time.Hour),
 		"doc":  strategy.Sequence(1),
 	})

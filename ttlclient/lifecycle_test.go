@@ -118,8 +118,8 @@ func TestExpiryOfAFarFutureTimestampIsExact(t *testing.T) {
 // exactly.
 func TestCapAndLimitsOnWrites(t *testing.T) {
 	schema := mixedSchema()
-	schema["capped"] = strategy.OneSecond(strategy.WithMaxTTL(24 * time.Hour))
-	schema["clamped"] = strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour), strategy.ClampTTL())
+	schema["capped"] = strategy.OneSecond(strategy.WithMaxTTL(24*time.Hour, strategy.RefuseLonger))
+	schema["clamped"] = strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(24*time.Hour, strategy.ClampLonger))
 	e := newEnv(t, schema)
 	cancelled, cancel := context.WithCancel(e.ctx)
 	cancel()

@@ -68,7 +68,7 @@ const shadowTimeout = 30 * time.Second
 // still stored. nil (the default) records nothing and costs one nil check
 // per call.
 func WithRecorder(r Recorder) Option {
-	return func(cfg *config) { cfg.recorder = r }
+	return bothOption(func(cfg *config) { cfg.recorder = r })
 }
 
 // WithShadowSampling sets the fraction of reads (0 to 1, default 0.01)
@@ -86,7 +86,7 @@ func WithRecorder(r Recorder) Option {
 // starts, so the caller may reuse a bigtable.RowList or RowRangeList at
 // once, as it may with the raw client.
 func WithShadowSampling(fraction float64) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		switch {
 		case !(fraction > 0): // also NaN
 			fraction = 0
@@ -94,31 +94,31 @@ func WithShadowSampling(fraction float64) Option {
 			fraction = 1
 		}
 		cfg.sampling = fraction
-	}
+	})
 }
 
 // WithShadowConcurrency bounds the shadow reads a client runs at once, for
 // all its tables (default 4, at least 1). A sampled read finding them all
-// busy gets none, and the Recorder counts it as dropped. A client option
-// only: Open refuses it (ErrClientOption).
-func WithShadowConcurrency(n int) Option {
-	return func(cfg *config) {
+// busy gets none, and the Recorder counts it as dropped. A ClientOption
+// only: a pool its tables share has one bound, the client's.
+func WithShadowConcurrency(n int) ClientOption {
+	return clientOption(func(cfg *config) {
 		if n < 1 {
 			n = 1
 		}
 		cfg.shadowLimit = n
-	}
+	})
 }
 
 // WithShadowRand sets the random source of the sampler, uniform in [0, 1)
 // (default math/rand/v2.Float64), so tests decide which reads are sampled.
 // It is called concurrently.
 func WithShadowRand(f func() float64) Option {
-	return func(cfg *config) {
+	return bothOption(func(cfg *config) {
 		if f != nil {
 			cfg.rand = f
 		}
-	}
+	})
 }
 
 // refusalReasons names every sentinel, in snake_case, for the refusal
@@ -161,7 +161,6 @@ var refusalReasons = []struct {
 	{ErrReadOnlyView, "read_only_view"},
 	{ErrUnfilteredSQL, "unfiltered_sql"},
 	{ErrSQLUnknownTable, "sql_unknown_table"},
-	{ErrClientOption, "client_option"},
 }
 
 // RefusalReason is the stable snake_case name of the sentinel err wraps

@@ -185,9 +185,9 @@ func TestSplitFilterKeepsExactlyTheLiveCells(t *testing.T) {
 			require.NoError(t, h.CreateTable(e.ctx, "t", schema))
 			if verified {
 				require.NoError(t, h.Admin.CreateColumnFamily(e.ctx, "t", "extra")) // not in the schema, known at Open
-				e.tbl, err = h.Client.Open("t", schema)
+				e.tbl, err = h.Client.Open(context.Background(), "t", schema)
 			} else {
-				e.tbl, err = h.Client.Open("t", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
+				e.tbl, err = h.Client.Open(context.Background(), "t", schema, ttlclient.WithoutVerify(), ttlclient.WithLogger(quietLogger()))
 				require.NoError(t, err)
 				err = h.Admin.CreateColumnFamily(e.ctx, "t", "extra") // not in the schema, created after Open
 			}

@@ -71,7 +71,7 @@ func TestEveryGuardrailIncrementsRefusals(t *testing.T) {
 	schema := mixedSchema()
 	schema["onedef"] = strategy.OneSecond(strategy.WithDefaultTTL(time.Minute))
 	require.NoError(t, h.CreateTable(ctx, "t", schema))
-	tbl, err := client.Open("t", schema)
+	tbl, err := client.Open(ctx, "t", schema)
 	require.NoError(t, err)
 	start := h.Clock.Now()
 
@@ -163,7 +163,7 @@ func TestEveryGuardrailIncrementsRefusals(t *testing.T) {
 
 	// Opening a table with an invalid schema is refused too.
 	before := refusals(t, rec)
-	_, err = client.Open("bad", strategy.Schema{"s": strategy.Sequence(0)})
+	_, err = client.Open(ctx, "bad", strategy.Schema{"s": strategy.Sequence(0)})
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	assertOneRefusal(t, before, refusals(t, rec), "bad//invalid_policy")
 

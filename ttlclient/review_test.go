@@ -59,7 +59,7 @@ func TestMarkedRequestWithOtherSchemaRefused(t *testing.T) {
 	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r", expired))
 
 	c := guardedClient(t, h, map[string]strategy.Schema{"t": managed}, wireguard.WithReadFilter())
-	for name, opts := range map[string][]ttlclient.Option{
+	for name, opts := range map[string][]ttlclient.TableOption{
 		"declared unmanaged": nil,
 		"unlisted":           {ttlclient.WithUnlistedFamilies(strategy.Unmanaged())},
 	} {
@@ -68,7 +68,7 @@ func TestMarkedRequestWithOtherSchemaRefused(t *testing.T) {
 			if opts != nil {
 				schema = strategy.Schema{}
 			}
-			tbl, err := c.OpenContext(ctx, "t", schema, opts...)
+			tbl, err := c.Open(ctx, "t", schema, opts...)
 			require.NoError(t, err, "Open's GC check passes: the family is not managed in this schema")
 
 			r, err := tbl.ReadRow(ctx, "r")

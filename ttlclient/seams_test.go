@@ -57,7 +57,7 @@ func guardedTable(t *testing.T, h *bttestharness.Harness, table string, schema s
 		opts = append(opts, wireguard.WithReadFilter())
 	}
 	c := guardedClient(t, h, map[string]strategy.Schema{table: schema}, opts...)
-	tbl, err := c.Open(table, schema)
+	tbl, err := c.Open(ctx, table, schema)
 	require.NoError(t, err)
 	return c, tbl
 }
@@ -99,7 +99,7 @@ func TestGuardedConnectionKeepsWriteTimes(t *testing.T) {
 			ctx := context.Background()
 			schema := strategy.Schema{
 				"s": strategy.OneSecond(strategy.WithWriteTime()),
-				"i": strategy.OneSecond(strategy.WithIdleTTL(10*time.Second), strategy.WithWriteTime()),
+				"i": strategy.OneSecond(strategy.WithIdleTTL(10*time.Second, strategy.DefaultIdleDebounce), strategy.WithWriteTime()),
 			}
 			c, tbl := guardedTable(t, h, "wt", schema, readFilter)
 			written := h.Clock.Now().Truncate(time.Millisecond)
@@ -180,7 +180,7 @@ func TestGuardedConnectionExpirePurgesHiddenVersions(t *testing.T) {
 func TestWriteTimeFollowsARefreshedCell(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
-		schema := strategy.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(10*time.Second), strategy.WithWriteTime())}
+		schema := strategy.Schema{"s": strategy.OneSecond(strategy.WithIdleTTL(10*time.Second, strategy.DefaultIdleDebounce), strategy.WithWriteTime())}
 		tbl := h.MustTable(t, "idlewt", schema)
 		write := func(row string) time.Time {
 			m := ttlclient.NewMutation()
@@ -380,7 +380,7 @@ func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
 		h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp)).Add(-24 * time.Hour))
 		tbl := h.MustTable(t, "end", strategy.Schema{
 			"d":   strategy.DefaultExpiry(48 * time.Hour),
-			"cap": strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour)),
+			"cap": strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour, strategy.RefuseLonger)),
 		})
 		m := ttlclient.NewMutation()
 		m.Set("d", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(72*time.Hour))

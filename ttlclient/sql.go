@@ -72,9 +72,34 @@ func (e *SQLError) Unwrap() error { return e.Err }
 
 // WithSQLAllowed lets PrepareStatement send queries that read managed
 // families, accepting that they return expired cells GC has not collected
-// yet. Given to Wrap it holds for every query of the client; given among
-// PrepareStatement's options, for that query only. Table options ignore it.
-func WithSQLAllowed() Option { return func(cfg *config) { cfg.sqlAllowed = true } }
+// yet. Given to Wrap (or in ClientConfig.Options) it holds for every query
+// of the client; given among PrepareStatement's options, for that query
+// only. It is not a TableOption: SQL is prepared by the client.
+func WithSQLAllowed() PrepareOption {
+	return prepareClientOption(func(cfg *config) { cfg.sqlAllowed = true })
+}
+
+// PrepareOption is an option of the client that PrepareStatement also
+// takes among its bigtable.PrepareOptions, for one query: WithSQLAllowed
+// (a ClientOption only) and WithKeyRedaction (an Option). Other values
+// among those options go to the bigtable client as they are.
+type PrepareOption interface {
+	ClientOption
+	applyPrepare(*config)
+}
+
+// prepareClientOption is a ClientOption and a PrepareOption.
+type prepareClientOption func(*config)
+
+func (o prepareClientOption) applyClient(cfg *config)  { o(cfg) }
+func (o prepareClientOption) applyPrepare(cfg *config) { o(cfg) }
+
+// prepareOption is an Option and a PrepareOption.
+type prepareOption func(*config)
+
+func (o prepareOption) applyClient(cfg *config)  { o(cfg) }
+func (o prepareOption) applyTable(cfg *config)   { o(cfg) }
+func (o prepareOption) applyPrepare(cfg *config) { o(cfg) }
 
 // PrepareStatement prepares a SQL query, like
 // bigtable.Client.PrepareStatement, after checking what it reads. A query
@@ -96,16 +121,16 @@ func WithSQLAllowed() Option { return func(cfg *config) { cfg.sqlAllowed = true 
 // table opened with only unmanaged families, even one opened just for
 // this, is untouched.
 func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes map[string]bigtable.SQLType, opts ...bigtable.PrepareOption) (*bigtable.PreparedStatement, error) {
-	var own []Option
+	cfg := c.config(nil)
 	rest := make([]bigtable.PrepareOption, 0, len(opts))
 	for _, o := range opts {
-		if b, ok := o.(Option); ok {
-			own = append(own, b)
+		if b, ok := o.(PrepareOption); ok {
+			b.applyPrepare(&cfg)
 			continue
 		}
 		rest = append(rest, o)
 	}
-	if cfg := c.config(own); !cfg.sqlAllowed {
+	if !cfg.sqlAllowed {
 		if err := c.sql.check(query, cfg.keyText); err != nil {
 			return nil, err
 		}

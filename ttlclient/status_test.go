@@ -77,16 +77,16 @@ func TestRefusalsCarryStatusCodes(t *testing.T) {
 		assertStatus(t, err, strategy.ErrWrongCellOption, codes.InvalidArgument)
 	})
 	t.Run("invalid schema", func(t *testing.T) {
-		_, err := e.h.Client.Open("t", strategy.Schema{"s": strategy.Sequence(0)})
+		_, err := e.h.Client.Open(ctx, "t", strategy.Schema{"s": strategy.Sequence(0)})
 		assertStatus(t, err, strategy.ErrInvalidPolicy, codes.InvalidArgument)
 	})
 	t.Run("GC rule mismatch", func(t *testing.T) {
 		require.NoError(t, e.h.CreateTable(ctx, "plain", strategy.Schema{famDef: strategy.Unmanaged()}))
-		_, err := e.h.Client.Open("plain", strategy.Schema{famDef: strategy.DefaultExpiry(defaultD)})
+		_, err := e.h.Client.Open(ctx, "plain", strategy.Schema{famDef: strategy.DefaultExpiry(defaultD)})
 		assertStatus(t, err, gcrule.ErrMismatch, codes.FailedPrecondition)
 	})
 	t.Run("no admin client", func(t *testing.T) {
-		_, err := ttlclient.Wrap(e.h.Raw).Open("t", mixedSchema())
+		_, err := ttlclient.Wrap(e.h.Raw).Open(ctx, "t", mixedSchema())
 		assertStatus(t, err, ttlclient.ErrNoAdminClient, codes.FailedPrecondition)
 	})
 	t.Run("SQL of an unknown table", func(t *testing.T) {

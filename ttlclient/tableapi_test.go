@@ -409,7 +409,7 @@ func TestTableAPIUnreadableMutationRefusesEverything(t *testing.T) {
 	require.ErrorIs(t, api.Apply(e.ctx, "row", m), ttlclient.ErrMutationUnreadable)
 	c := ttlclient.Wrap(e.h.Raw, ttlclient.WithClock(e.h.Clock), ttlclient.WithAdminClient(e.h.Admin, bttestharness.Project, bttestharness.Instance))
 	t.Cleanup(func() { _ = c.Close() })
-	tbl, err := c.OpenContext(e.ctx, "t", schema)
+	tbl, err := c.Open(e.ctx, "t", schema)
 	require.NoError(t, err)
 	require.NoError(t, tbl.API().Apply(e.ctx, "row", m))
 }

@@ -22,7 +22,7 @@ import (
 // each managed family's bound and passes every other family through a
 // complement regex, which the emulators evaluate more slowly.
 func WithUnlistedFamilies(p strategy.Policy) Option {
-	return func(cfg *config) { cfg.unlisted = &p }
+	return bothOption(func(cfg *config) { cfg.unlisted = &p })
 }
 
 // checkUnlisted refuses an unlisted-families policy other than Unmanaged.

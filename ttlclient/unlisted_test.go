@@ -51,7 +51,7 @@ func TestUnlistedFamiliesPassThroughAsRaw(t *testing.T) {
 		}
 		require.NoError(t, h.CreateTable(ctx, "wide", full))
 		schema := strategy.Schema{famDef: full[famDef], famSeq: full[famSeq]}
-		tbl, err := h.Client.Open("wide", schema, ttlclient.WithUnlistedFamilies(strategy.Unmanaged()))
+		tbl, err := h.Client.Open(ctx, "wide", schema, ttlclient.WithUnlistedFamilies(strategy.Unmanaged()))
 		require.NoError(t, err)
 		raw := h.Raw.Open("wide")
 		isUnlisted := func(f string) bool { return f != famDef && f != famSeq }
@@ -162,7 +162,7 @@ func TestUnlistedFamiliesPassThroughAsRaw(t *testing.T) {
 
 		// The default stays strict: the same write without the option is
 		// refused before any RPC.
-		strict, err := h.Client.Open("wide", schema)
+		strict, err := h.Client.Open(ctx, "wide", schema)
 		require.NoError(t, err)
 		sm := ttlclient.NewMutation()
 		sm.Set(unlisted[0], "z", ms, []byte("v"))
@@ -177,8 +177,8 @@ func TestUnlistedFamiliesPassThroughAsRaw(t *testing.T) {
 func TestUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
 	h := bttestharness.New(t)
 	require.NoError(t, h.CreateTable(context.Background(), "t", strategy.Schema{famPlain: strategy.Unmanaged()}))
-	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.Sequence(2), strategy.Unmanaged().With(strategy.WithWriteTime())} {
-		_, err := h.Client.Open("t", strategy.Schema{famPlain: strategy.Unmanaged()}, ttlclient.WithUnlistedFamilies(p))
+	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.Sequence(2), strategy.DefaultExpiry(time.Hour)} {
+		_, err := h.Client.Open(context.Background(), "t", strategy.Schema{famPlain: strategy.Unmanaged()}, ttlclient.WithUnlistedFamilies(p))
 		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	}
 }

@@ -30,7 +30,7 @@ func ExampleClient_Verify_sequence() {
 		panic(err)
 	}
 	schema := ttlclient.Schema{"rev": strategy.Sequence(5)}
-	_, err = h.Client.Open("docs", schema)
+	_, err = h.Client.Open(ctx, "docs", schema)
 	var ge *gcrule.MismatchError
 	if errors.As(err, &ge) {
 		fmt.Printf("%s: %s: expected %s, actual %s\n", ge.Family, ge.Kind, ge.Expected, ge.Actual)

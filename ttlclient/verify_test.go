@@ -61,7 +61,7 @@ func TestOpenVerifiesGCRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			table := "verify-" + itoa(int64(i))
 			createRaw(t, h, table, c.rules)
-			_, err := h.Client.Open(table, c.schema)
+			_, err := h.Client.Open(context.Background(), table, c.schema)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, gcrule.ErrMismatch)
 			var ge *gcrule.MismatchError
@@ -98,7 +98,7 @@ func TestOpenAcceptsMatchingRules(t *testing.T) {
 		"seq":   strategy.Sequence(4),
 		"plain": strategy.Unmanaged(), // any rule
 	}
-	_, err := h.Client.Open("ok", schema)
+	_, err := h.Client.Open(context.Background(), "ok", schema)
 	require.NoError(t, err)
 	require.NoError(t, h.Client.Verify(context.Background(), "ok", schema))
 }
@@ -122,7 +122,7 @@ func TestOpenWithoutAdminClient(t *testing.T) {
 	var logs bytes.Buffer
 	c := ttlclient.Wrap(h.Raw, ttlclient.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 
-	_, err := c.Open("t", mixedSchema())
+	_, err := c.Open(context.Background(), "t", mixedSchema())
 	require.ErrorIs(t, err, ttlclient.ErrNoAdminClient)
 	var ne *ttlclient.NoAdminError
 	require.True(t, errors.As(err, &ne))
@@ -131,7 +131,7 @@ func TestOpenWithoutAdminClient(t *testing.T) {
 	assert.Contains(t, err.Error(), "WithoutVerify")
 	assert.Empty(t, logs.String())
 
-	tbl, err := c.Open("t", mixedSchema(), ttlclient.WithoutVerify())
+	tbl, err := c.Open(context.Background(), "t", mixedSchema(), ttlclient.WithoutVerify())
 	require.NoError(t, err)
 	assert.Equal(t, "t", tbl.Name())
 	assert.Contains(t, logs.String(), "not verified")
@@ -140,14 +140,14 @@ func TestOpenWithoutAdminClient(t *testing.T) {
 
 func TestOpenVerifyErrorsAndTimeout(t *testing.T) {
 	h := bttestharness.New(t)
-	_, err := h.Client.Open("no-such-table", mixedSchema())
+	_, err := h.Client.Open(context.Background(), "no-such-table", mixedSchema())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no-such-table")
 	assert.NotErrorIs(t, err, gcrule.ErrMismatch)
 
 	// An expired verify deadline fails Open rather than skipping the check.
 	require.NoError(t, h.CreateTable(context.Background(), "t", mixedSchema()))
-	_, err = h.Client.Open("t", mixedSchema(), ttlclient.WithVerifyTimeout(time.Nanosecond))
+	_, err = h.Client.Open(context.Background(), "t", mixedSchema(), ttlclient.WithVerifyTimeout(time.Nanosecond))
 	require.Error(t, err)
 }
 
@@ -161,8 +161,8 @@ func TestNewClientVerifiesWithItsOwnAdminClient(t *testing.T) {
 		ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
-	_, err = c.Open("wrong", strategy.Schema{"f": strategy.Sequence(2)})
+	_, err = c.Open(ctx, "wrong", strategy.Schema{"f": strategy.Sequence(2)})
 	assert.ErrorIs(t, err, gcrule.ErrMismatch)
-	_, err = c.Open("right", strategy.Schema{"f": strategy.Sequence(2)})
+	_, err = c.Open(ctx, "right", strategy.Schema{"f": strategy.Sequence(2)})
 	assert.NoError(t, err)
 }

@@ -23,16 +23,9 @@ var ErrReadOnlyView = errors.New("bttl: a materialized view is read-only")
 //
 // Open's verification reads the table's GC rules, which needs admin
 // permission on the table: callers granted only the view pass
-// WithoutVerify. Raw is nil on the returned Table.
-//
-// OpenAuthorizedView is OpenAuthorizedViewContext with context.Background().
-func (c *Client) OpenAuthorizedView(table, authorizedView string, schema Schema, opts ...Option) (*Table, error) {
-	return c.OpenAuthorizedViewContext(context.Background(), table, authorizedView, schema, opts...)
-}
-
-// OpenAuthorizedViewContext is OpenAuthorizedView with the caller's context
-// for the admin call that verifies the table's GC rules.
-func (c *Client) OpenAuthorizedViewContext(ctx context.Context, table, authorizedView string, schema Schema, opts ...Option) (*Table, error) {
+// WithoutVerify. ctx bounds that admin call, as Open's. Raw is nil on the
+// returned Table.
+func (c *Client) OpenAuthorizedView(ctx context.Context, table, authorizedView string, schema Schema, opts ...TableOption) (*Table, error) {
 	return c.open(ctx, table, c.raw.OpenAuthorizedView(table, authorizedView), schema, opts, true)
 }
 
@@ -56,7 +49,7 @@ type MaterializedView struct{ t *Table }
 // cells, with their timestamps, and Unmanaged otherwise. Families the schema
 // does not name are read untouched. A view has no GC rules of its own, so
 // nothing is verified and no admin call is made.
-func (c *Client) OpenMaterializedView(materializedView string, schema Schema, opts ...Option) (*MaterializedView, error) {
+func (c *Client) OpenMaterializedView(materializedView string, schema Schema, opts ...TableOption) (*MaterializedView, error) {
 	t, err := c.open(context.Background(), materializedView, c.raw.OpenMaterializedView(materializedView), schema, opts, false)
 	if err != nil {
 		return nil, err

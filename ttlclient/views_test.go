@@ -76,7 +76,7 @@ func TestAuthorizedViewIsGuardedAndFiltered(t *testing.T) {
 		ctx := context.Background()
 		const viewName = instanceName + "/tables/t/authorizedViews/v"
 		require.NoError(t, h.CreateTable(ctx, "t", mixedSchema()))
-		view, err := h.Client.OpenAuthorizedView("t", "v", mixedSchema())
+		view, err := h.Client.OpenAuthorizedView(ctx, "t", "v", mixedSchema())
 		require.NoError(t, err)
 		assert.Nil(t, view.Raw(), "no *bigtable.Table for a view")
 		assert.Equal(t, "t", view.Name())
@@ -193,11 +193,11 @@ func TestOpenAuthorizedViewVerifiesTheTable(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
 	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{famOne: strategy.OneSecond()}))
-	_, err := h.Client.OpenAuthorizedViewContext(ctx, "t", "v", strategy.Schema{famOne: strategy.DefaultExpiry(time.Hour)})
+	_, err := h.Client.OpenAuthorizedView(ctx, "t", "v", strategy.Schema{famOne: strategy.DefaultExpiry(time.Hour)})
 	assert.ErrorIs(t, err, gcrule.ErrMismatch)
-	_, err = h.Client.OpenAuthorizedView("t", "v", strategy.Schema{famOne: strategy.Sequence(0)})
+	_, err = h.Client.OpenAuthorizedView(ctx, "t", "v", strategy.Schema{famOne: strategy.Sequence(0)})
 	assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
-	_, err = h.Client.OpenAuthorizedView("t", "v", strategy.Schema{famOne: strategy.OneSecond()})
+	_, err = h.Client.OpenAuthorizedView(ctx, "t", "v", strategy.Schema{famOne: strategy.OneSecond()})
 	assert.NoError(t, err)
 }
 
@@ -284,7 +284,7 @@ func TestMaterializedViewIsReadOnlyAndFiltered(t *testing.T) {
 func TestOpenMaterializedViewMakesNoAdminCall(t *testing.T) {
 	h := bttestharness.New(t)
 	c := ttlclient.Wrap(h.Raw, ttlclient.WithLogger(quietLogger()))
-	_, err := c.Open("t", strategy.Schema{famOne: strategy.OneSecond()})
+	_, err := c.Open(context.Background(), "t", strategy.Schema{famOne: strategy.OneSecond()})
 	require.ErrorIs(t, err, ttlclient.ErrNoAdminClient)
 	mv, err := c.OpenMaterializedView("mv", strategy.Schema{famOne: strategy.OneSecond()})
 	require.NoError(t, err)

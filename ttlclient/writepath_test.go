@@ -40,7 +40,7 @@ func cloneOps(ops []*btpb.Mutation) []*btpb.Mutation {
 // on a longer qualifier), and the caller's operations stay as they were.
 func TestTableAPIClampedExplicitCellsBesideServerTimeCell(t *testing.T) {
 	schema := strategy.Schema{
-		famOne: strategy.OneSecond(strategy.WithMaxTTL(time.Hour), strategy.ClampTTL()),
+		famOne: strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
 		famDef: strategy.DefaultExpiry(defaultD),
 	}
 	for name, build := range map[string]func(m *bigtable.Mutation, far bigtable.Timestamp){

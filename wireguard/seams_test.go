@@ -88,7 +88,7 @@ func newSeamEnv(t *testing.T, h *bttestharness.Harness) *seamEnv {
 	require.NoError(t, h.CreateTable(ctx, "t", seamSchema))
 	g, err := wireguard.New(map[string]strategy.Schema{"t": seamSchema}, wireguard.WithClock(h.Clock))
 	require.NoError(t, err)
-	bt, err := h.Client.OpenContext(context.Background(), "t", seamSchema)
+	bt, err := h.Client.Open(context.Background(), "t", seamSchema)
 	require.NoError(t, err)
 	return &seamEnv{h: h, tbl: guardedClient(t, h.Addr, g).Open("t"), bt: bt, ctx: ctx}
 }

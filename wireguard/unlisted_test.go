@@ -80,7 +80,7 @@ func TestGuardUnlistedFamiliesPassAsUnmanaged(t *testing.T) {
 
 // The unlisted policy must be Unmanaged(): New refuses another.
 func TestGuardUnlistedFamiliesMustBeUnmanaged(t *testing.T) {
-	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.DefaultExpiry(time.Hour), strategy.Unmanaged().With(strategy.WithWriteTime())} {
+	for _, p := range []strategy.Policy{strategy.OneSecond(), strategy.DefaultExpiry(time.Hour), strategy.Sequence(2)} {
 		_, err := wireguard.New(map[string]strategy.Schema{"t": {"f": strategy.Unmanaged()}}, wireguard.WithUnlistedFamilies(p))
 		require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	}

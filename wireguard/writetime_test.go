@@ -16,8 +16,8 @@ import (
 
 var lifecycleSchema = strategy.Schema{
 	"wt":    strategy.OneSecond(strategy.WithWriteTime()),
-	"cap":   strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour)),
-	"clamp": strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour), strategy.ClampTTL()),
+	"cap":   strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour, strategy.RefuseLonger)),
+	"clamp": strategy.DefaultExpiry(time.Hour, strategy.WithMaxTTL(2*time.Hour, strategy.ClampLonger)),
 	"plain": strategy.Unmanaged(),
 }
 
@@ -62,7 +62,7 @@ func TestGuardAddsWriteTimeCompanions(t *testing.T) {
 	}
 
 	// bttl's client through the guard: reads hide the companion, WriteTime finds it.
-	bt, err := h.Client.OpenContext(context.Background(), "t", lifecycleSchema)
+	bt, err := h.Client.Open(context.Background(), "t", lifecycleSchema)
 	require.NoError(t, err)
 	row, err := bt.ReadRow(ctx, "rc")
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func auditCompanions(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "wt", ColumnFamilies: map[string]bigtable.Family{
 		"s": {GCPolicy: schema["s"].GCPolicy()},
 	}}))
-	tbl, err := ttlclient.Wrap(dc, ttlclient.WithAdminClient(ac, "p", "i")).OpenContext(context.Background(), "wt", schema)
+	tbl, err := ttlclient.Wrap(dc, ttlclient.WithAdminClient(ac, "p", "i")).Open(context.Background(), "wt", schema)
 	require.NoError(t, err)
 	for _, row := range []string{"a", "b", "c"} {
 		m := ttlclient.NewMutation()

@@ -218,7 +218,7 @@ func (c *client) open(id string) (dataTable, error) {
 	case c.ttl == nil:
 		t = apiTable{c.raw.Open(id)}
 	default:
-		tt, err := c.ttl.OpenContext(context.Background(), id, suiteSchema())
+		tt, err := c.ttl.Open(context.Background(), id, suiteSchema())
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "bttl test proxy: open %q: %v", id, err)
 		}

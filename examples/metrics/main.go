@@ -90,7 +90,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := h.CreateTable(ctx, "events", schema); err != nil {
 		return err
 	}
-	tbl, err := client.OpenContext(ctx, "events", schema)
+	tbl, err := client.Open(ctx, "events", schema)
 	if err != nil {
 		return err
 	}

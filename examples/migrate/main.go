@@ -112,7 +112,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := h.Admin.SetGCPolicy(ctx, table, family, adopted.GCPolicy()); err != nil {
 		return err
 	}
-	tbl, err := h.Client.OpenContext(ctx, table, ttlclient.Schema{family: adopted})
+	tbl, err := h.Client.Open(ctx, table, ttlclient.Schema{family: adopted})
 	if err != nil {
 		return err
 	}

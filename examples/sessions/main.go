@@ -71,7 +71,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// One-second expiry: a cell's timestamp is its expiry instant. The
 	// idle TTL keeps a read session alive; the debounce (default 0.1)
 	// refreshes it only once it has less than 27 minutes left.
-	schema := ttlclient.Schema{family: strategy.OneSecond(strategy.WithIdleTTL(idle))}
+	schema := ttlclient.Schema{family: strategy.OneSecond(strategy.WithIdleTTL(idle, strategy.DefaultIdleDebounce))}
 	tbl, err := h.Table(ctx, "web-sessions", schema)
 	if err != nil {
 		return err

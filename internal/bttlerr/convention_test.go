@@ -90,7 +90,6 @@ var sentinels = map[string]error{
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,
 	"ttlclient.ErrNoWriteTime":             ttlclient.ErrNoWriteTime,
 	"ttlclient.ErrCellMoved":               ttlclient.ErrCellMoved,
-	"ttlclient.ErrClientOption":            ttlclient.ErrClientOption,
 	"ttlclient.ErrReadOnlyView":            ttlclient.ErrReadOnlyView,
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,
@@ -118,6 +117,8 @@ var structErrors = map[string]error{
 	"scan.OptionError":               &scan.OptionError{Option: "workers", Reason: "r"},
 	"scan.CheckpointError":           &scan.CheckpointError{Path: "p", Reason: "r", Err: scan.ErrCheckpointClaimed},
 	"scan.RangeError":                &scan.RangeError{Err: strategy.ErrInvalidTTL},
+	"strategy.PolicyError":           &strategy.PolicyError{Policy: strategy.DefaultExpiry(time.Hour), Param: strategy.ParamMaxTTL, Reason: "r"},
+	"strategy.PolicyError (name)":    &strategy.PolicyError{Family: "a b", Param: strategy.ParamFamilyName, Reason: "r"},
 	"schemafile.Error":               &schemafile.Error{File: "f.yaml", Line: 1, Column: 2, Err: strategy.ErrInvalidPolicy},
 	"ttlclient.CellError":            &ttlclient.CellError{Table: "t", Family: "f", Err: strategy.ErrInvalidTTL},
 	"ttlclient.NoAdminError":         &ttlclient.NoAdminError{Table: "t"},
@@ -222,7 +223,7 @@ func TestWrappedThroughTwoPackagesShowsThePrefixOnce(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
 	c := ttlclient.Wrap(h.Raw, ttlclient.WithoutVerify())
-	_, err := c.OpenContext(ctx, "t", bad)
+	_, err := c.Open(ctx, "t", bad)
 	require.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 	onePrefix(t, "ttlclient.Open(strategy)", err.Error())
 	assert.Contains(t, err.Error(), `open table "t"`)

@@ -172,7 +172,7 @@ func TestBadInputRefusedBeforeAnyRPC(t *testing.T) {
 		require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "inter", ColumnFamilies: map[string]bigtable.Family{
 			"def": {GCPolicy: bigtable.IntersectionPolicy(bigtable.MaxAgePolicy(time.Hour), bigtable.MaxVersionsPolicy(2))},
 		}}))
-		_, err := h.Client.OpenContext(context.Background(), "inter", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour)})
+		_, err := h.Client.Open(context.Background(), "inter", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour)})
 		assert.ErrorIs(t, err, strategy.ErrUnsupportedGCRule)
 	})
 }

@@ -36,11 +36,38 @@ const (
 // Paths is every path, in the matrix's order.
 var Paths = []string{PathMutation, PathTableAPI, PathGuard, PathGuardReadFilter, PathTTLGuard, PathTTLGuardReadFilter}
 
-// FamilyOption is one option column of the matrix: Opts given to every
-// family whose strategy takes them.
+// FamilyOption is one option column of the matrix: options given to every
+// family whose strategy takes them. The options' types say which: Age to
+// both age families, OneSecond (WithDefaultTTL) to the one-second family
+// only; a sequence or unmanaged family takes none, so it keeps its base
+// policy in every column.
 type FamilyOption struct {
-	Name string
-	Opts []strategy.Option
+	Name      string
+	Age       []strategy.AgeOption       // options of both age strategies
+	OneSecond []strategy.OneSecondOption // options of the one-second strategy alone
+}
+
+// Policy is base with the column's options, when base's strategy takes
+// them all; ok is false, and the policy base, when it does not (the
+// options would not compile there).
+func (o FamilyOption) Policy(base strategy.Policy) (p strategy.Policy, ok bool) {
+	if len(o.Age) == 0 && len(o.OneSecond) == 0 {
+		return base, true
+	}
+	switch base.Kind() {
+	case strategy.KindOneSecond:
+		opts := append([]strategy.OneSecondOption(nil), o.OneSecond...)
+		for _, a := range o.Age {
+			opts = append(opts, a)
+		}
+		return strategy.OneSecond(opts...), base == strategy.OneSecond()
+	case strategy.KindDefaultExpiry:
+		if len(o.OneSecond) > 0 {
+			return base, false
+		}
+		return strategy.DefaultExpiry(base.DefaultTTL(), o.Age...), base == strategy.DefaultExpiry(base.DefaultTTL())
+	}
+	return base, false
 }
 
 // OptionMixed is the suite's own schema (Schema), whose families combine
@@ -74,36 +101,36 @@ func MatrixBases() map[string]strategy.Policy {
 // TTLs it draws, an idle TTL of 300ms is refreshed by most reads.
 var FamilyOptions = []FamilyOption{
 	{Name: "none"},
-	{Name: "WriteTime", Opts: []strategy.Option{strategy.WithWriteTime()}},
-	{Name: "SingleValue", Opts: []strategy.Option{strategy.SingleValue()}},
-	{Name: "MaxVersions", Opts: []strategy.Option{strategy.WithMaxVersions(2)}},
-	{Name: "IdleTTL", Opts: []strategy.Option{strategy.WithIdleTTL(300 * time.Millisecond), strategy.WithIdleDebounce(0.5)}},
-	{Name: "MaxTTL", Opts: []strategy.Option{strategy.WithMaxTTL(2 * time.Second)}},
-	{Name: "MaxTTL+ClampTTL", Opts: []strategy.Option{strategy.WithMaxTTL(2 * time.Second), strategy.ClampTTL()}},
-	{Name: "DefaultTTL", Opts: []strategy.Option{strategy.WithDefaultTTL(2 * time.Second)}},
+	{Name: "WriteTime", Age: []strategy.AgeOption{strategy.WithWriteTime()}},
+	{Name: "SingleValue", Age: []strategy.AgeOption{strategy.SingleValue()}},
+	{Name: "MaxVersions", Age: []strategy.AgeOption{strategy.WithMaxVersions(2)}},
+	{Name: "IdleTTL", Age: []strategy.AgeOption{strategy.WithIdleTTL(300*time.Millisecond, 0.5)}},
+	{Name: "MaxTTL", Age: []strategy.AgeOption{strategy.WithMaxTTL(2*time.Second, strategy.RefuseLonger)}},
+	{Name: "MaxTTL+ClampTTL", Age: []strategy.AgeOption{strategy.WithMaxTTL(2*time.Second, strategy.ClampLonger)}},
+	{Name: "DefaultTTL", OneSecond: []strategy.OneSecondOption{strategy.WithDefaultTTL(2 * time.Second)}},
 	// A pair: a refresh moves the cell and its write-time companion.
-	{Name: "WriteTime+IdleTTL", Opts: []strategy.Option{strategy.WithWriteTime(), strategy.WithIdleTTL(300 * time.Millisecond), strategy.WithIdleDebounce(0.5)}},
+	{Name: "WriteTime+IdleTTL", Age: []strategy.AgeOption{strategy.WithWriteTime(), strategy.WithIdleTTL(300*time.Millisecond, 0.5)}},
 	{Name: OptionMixed},
 }
 
 // MatrixSchema is the schema of option column opt and its families in
-// draw order. refused names the families whose strategy refuses the
-// option (strategy.Policy.Validate): they keep their base policy.
-func MatrixSchema(opt FamilyOption) (schema strategy.Schema, fams []string, refused map[string]error) {
+// draw order. inapplicable names the families whose strategy does not take
+// the option (its type does not fit, FamilyOption.Policy): they keep their
+// base policy. Every policy it returns is valid.
+func MatrixSchema(opt FamilyOption) (schema strategy.Schema, fams []string, inapplicable map[string]bool) {
 	if opt.Name == OptionMixed {
 		return Schema(), families, nil
 	}
 	schema = strategy.Schema{}
 	for fam, base := range MatrixBases() {
-		p := base.With(opt.Opts...)
-		if err := p.Validate(); err != nil && len(opt.Opts) > 0 {
-			if refused == nil {
-				refused = map[string]error{}
+		p, ok := opt.Policy(base)
+		if !ok {
+			if inapplicable == nil {
+				inapplicable = map[string]bool{}
 			}
-			refused[fam] = err
-			p = base
+			inapplicable[fam] = true
 		}
 		schema[fam] = p
 	}
-	return schema, MatrixFamilies, refused
+	return schema, MatrixFamilies, inapplicable
 }

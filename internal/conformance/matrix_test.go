@@ -222,7 +222,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	var guardOpts []wireguard.Option
 	switch c.path {
 	case conformance.PathMutation, conformance.PathTableAPI:
-		tbl, err := h.Client.OpenContext(context.Background(), table, schema)
+		tbl, err := h.Client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), h.Client.FlushIdleRefreshes
 		if c.path == conformance.PathTableAPI {
@@ -254,7 +254,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
 			ttlclient.WithKeyRedaction([]byte("matrix")))
 		t.Cleanup(func() { _ = client.Close() })
-		tbl, err := client.OpenContext(context.Background(), table, schema)
+		tbl, err := client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), client.FlushIdleRefreshes
 	}
@@ -265,16 +265,18 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	return st, err
 }
 
-// Every strategy x option the matrix uses is either taken or refused when
-// the schema is built, by every entry point that builds one (strategy,
-// ttlclient.Open, wireguard.New), and refused exactly where
-// docs/design.md#composition says.
+// Every strategy x option the matrix uses is either taken, by every entry
+// point that builds a schema (strategy, ttlclient.Open, wireguard.New), or
+// not expressible (the option's type does not fit the strategy), exactly
+// where docs/design.md#composition says; and the combinations of values
+// that types cannot keep out are refused by every entry point.
 func TestMatrixRefusesInvalidCombinations(t *testing.T) {
-	// refusedBy is the documented table: strategy -> the options it refuses.
-	refusedBy := map[string][]string{
+	// notTakenBy is the documented table: strategy -> the options its
+	// constructor does not take.
+	notTakenBy := map[string][]string{
 		conformance.FamOne:   nil,
-		conformance.FamDef:   nil,
-		conformance.FamSeq:   {"WriteTime", "SingleValue", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
+		conformance.FamDef:   {"DefaultTTL"},
+		conformance.FamSeq:   {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
 		conformance.FamPlain: {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
 	}
 	h := bttestharness.New(t)
@@ -282,7 +284,7 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 		t.Helper()
 		schema := strategy.Schema{"f": p, conformance.FamPlain: strategy.Unmanaged()}
 		errs := map[string]error{"strategy.Schema.Validate": schema.Validate()}
-		_, errs["ttlclient.Client.Open"] = h.Client.OpenContext(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
+		_, errs["ttlclient.Client.Open"] = h.Client.Open(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
 		_, errs["wireguard.New"] = wireguard.New(map[string]strategy.Schema{"t": schema})
 		for entry, err := range errs {
 			if wantRefused {
@@ -297,32 +299,40 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 			require.NoError(t, conformance.Schema().Validate())
 			continue
 		}
-		_, _, refused := conformance.MatrixSchema(opt)
+		schema, _, inapplicable := conformance.MatrixSchema(opt)
 		for fam, base := range conformance.MatrixBases() {
-			want := false
-			for _, o := range refusedBy[fam] {
-				want = want || o == opt.Name
+			notTaken := false
+			for _, o := range notTakenBy[fam] {
+				notTaken = notTaken || o == opt.Name
 			}
-			check(t, fam+"/"+opt.Name, base.With(opt.Opts...), want)
-			require.Equal(t, want, refused[fam] != nil, "MatrixSchema(%s) on %s", opt.Name, fam)
+			require.Equal(t, notTaken, inapplicable[fam], "MatrixSchema(%s) on %s", opt.Name, fam)
+			p, ok := opt.Policy(base)
+			require.Equal(t, !notTaken, ok, "%s on %s", opt.Name, fam)
+			if notTaken {
+				require.Equal(t, base, schema[fam], "%s keeps its base policy under %s", fam, opt.Name)
+				continue
+			}
+			require.Equal(t, p, schema[fam])
+			check(t, fam+"/"+opt.Name, p, false)
 		}
 	}
-	// Combinations of two options the matrix does not run, refused for
-	// what they combine.
+	// Values the matrix does not run, refused for what they are or what
+	// they combine: types cannot keep these out.
 	sec, ms := time.Second, time.Millisecond
 	for name, p := range map[string]strategy.Policy{
-		"default expiry D over MaxTTL":       strategy.DefaultExpiry(1500*ms, strategy.WithMaxTTL(sec)),
-		"IdleTTL over MaxTTL":                strategy.OneSecond(strategy.WithIdleTTL(3*sec), strategy.WithMaxTTL(2*sec)),
-		"IdleTTL over MaxTTL, even clamping": strategy.OneSecond(strategy.WithIdleTTL(3*sec), strategy.WithMaxTTL(2*sec), strategy.ClampTTL()),
-		"ClampTTL without MaxTTL":            strategy.OneSecond(strategy.ClampTTL()),
-		"one-second DefaultTTL over MaxTTL":  strategy.OneSecond(strategy.WithDefaultTTL(3*sec), strategy.WithMaxTTL(2*sec)),
-		"an idle debounce without IdleTTL":   strategy.DefaultExpiry(sec, strategy.WithIdleDebounce(0.5)),
+		"default expiry D over MaxTTL":       strategy.DefaultExpiry(1500*ms, strategy.WithMaxTTL(sec, strategy.RefuseLonger)),
+		"IdleTTL over MaxTTL":                strategy.OneSecond(strategy.WithIdleTTL(3*sec, strategy.DefaultIdleDebounce), strategy.WithMaxTTL(2*sec, strategy.RefuseLonger)),
+		"IdleTTL over MaxTTL, even clamping": strategy.OneSecond(strategy.WithIdleTTL(3*sec, strategy.DefaultIdleDebounce), strategy.WithMaxTTL(2*sec, strategy.ClampLonger)),
+		"a clamped max TTL of zero":          strategy.OneSecond(strategy.WithMaxTTL(0, strategy.ClampLonger)),
+		"one-second DefaultTTL over MaxTTL":  strategy.OneSecond(strategy.WithDefaultTTL(3*sec), strategy.WithMaxTTL(2*sec, strategy.RefuseLonger)),
+		"an idle debounce of a zero IdleTTL": strategy.DefaultExpiry(sec, strategy.WithIdleTTL(0, 0.5)),
+		"an idle debounce of 1":              strategy.DefaultExpiry(sec, strategy.WithIdleTTL(sec, 1)),
 	} {
 		check(t, name, p, true)
 	}
 	// ... and the clamping one-second default TTL over the cap is taken:
 	// the default is clamped like any TTL.
-	check(t, "one-second DefaultTTL over MaxTTL, clamping", strategy.OneSecond(strategy.WithDefaultTTL(3*sec), strategy.WithMaxTTL(2*sec), strategy.ClampTTL()), false)
+	check(t, "one-second DefaultTTL over MaxTTL, clamping", strategy.OneSecond(strategy.WithDefaultTTL(3*sec), strategy.WithMaxTTL(2*sec, strategy.ClampLonger)), false)
 }
 
 // guardRefusals is the matrix guard's wireguard.Recorder.

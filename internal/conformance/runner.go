@@ -44,7 +44,7 @@ func Schema() strategy.Schema {
 	return strategy.Schema{
 		FamOne: strategy.OneSecond(strategy.WithDefaultTTL(1500*time.Millisecond), strategy.WithMaxVersions(2), strategy.WithWriteTime()),
 		FamDef: strategy.DefaultExpiry(1500*time.Millisecond, strategy.WithWriteTime(),
-			strategy.WithIdleTTL(300*time.Millisecond), strategy.WithIdleDebounce(0.5)),
+			strategy.WithIdleTTL(300*time.Millisecond, 0.5)),
 		FamDefSV: strategy.DefaultExpiry(2*time.Second, strategy.SingleValue()),
 		FamSeq:   strategy.Sequence(3),
 		FamPlain: strategy.Unmanaged(),

@@ -16,7 +16,7 @@ import (
 // and still the newest.
 func TestIdleDueAndRefresh(t *testing.T) {
 	m := model.New(strategy.Schema{
-		"i": strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute)),
+		"i": strategy.DefaultExpiry(time.Hour, strategy.WithIdleTTL(10*time.Minute, strategy.DefaultIdleDebounce)),
 		"p": strategy.DefaultExpiry(time.Hour),
 	})
 	now := time.UnixMicro(1_700_000_000_000_000)

@@ -170,9 +170,9 @@ func TestPastMaxTimestamp(t *testing.T) {
 // timestamp of its own to assign.
 func TestMaxTTLClampAndWire(t *testing.T) {
 	capped := strategy.Schema{
-		"cap":   strategy.OneSecond(strategy.WithMaxTTL(2 * time.Second)),
-		"clamp": strategy.OneSecond(strategy.WithMaxTTL(2*time.Second), strategy.ClampTTL(), strategy.WithDefaultTTL(3*time.Second)),
-		"def":   strategy.DefaultExpiry(time.Second, strategy.WithMaxTTL(2*time.Second)),
+		"cap":   strategy.OneSecond(strategy.WithMaxTTL(2*time.Second, strategy.RefuseLonger)),
+		"clamp": strategy.OneSecond(strategy.WithMaxTTL(2*time.Second, strategy.ClampLonger), strategy.WithDefaultTTL(3*time.Second)),
+		"def":   strategy.DefaultExpiry(time.Second, strategy.WithMaxTTL(2*time.Second, strategy.RefuseLonger)),
 	}
 	at2s := int64(1_700_000_002_123_000) // ms(now + 2s)
 	set := func(fam string, kind model.OpKind, ttl time.Duration, ts int64) []model.Op {

@@ -14,28 +14,25 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// OpenContext passes the caller's context to the verifying admin call: a
-// cancelled context fails the open; a live one opens as Open does.
-func TestOpenContextUsesCallerContext(t *testing.T) {
+// Open passes the caller's context to the verifying admin call: a
+// cancelled context fails the open; a live one opens.
+func TestOpenUsesCallerContext(t *testing.T) {
 	h := bttestharness.New(t)
 	require.NoError(t, h.CreateTable(context.Background(), "t", mixedSchema()))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	tbl, err := h.Client.OpenContext(ctx, "t", mixedSchema())
+	tbl, err := h.Client.Open(ctx, "t", mixedSchema())
 	require.Error(t, err)
 	assert.Nil(t, tbl)
 	assert.Equal(t, codes.Canceled, status.Code(err), "err: %v", err)
 
 	// Without verification there is no admin call for the context to stop.
-	tbl, err = h.Client.OpenContext(ctx, "t", mixedSchema(), ttlclient.WithoutVerify())
+	tbl, err = h.Client.Open(ctx, "t", mixedSchema(), ttlclient.WithoutVerify())
 	require.NoError(t, err)
 	assert.Equal(t, "t", tbl.Name())
 
-	tbl, err = h.Client.OpenContext(context.Background(), "t", mixedSchema())
-	require.NoError(t, err)
-	assert.Equal(t, "t", tbl.Name())
-	tbl, err = h.Client.Open("t", mixedSchema())
+	tbl, err = h.Client.Open(context.Background(), "t", mixedSchema())
 	require.NoError(t, err)
 	assert.Equal(t, "t", tbl.Name())
 }
@@ -44,7 +41,7 @@ func TestOpenContextUsesCallerContext(t *testing.T) {
 // status.Code still says NotFound, as the admin API did.
 func TestOpenMissingTableIsErrTableNotFound(t *testing.T) {
 	h := bttestharness.New(t)
-	_, err := h.Client.OpenContext(context.Background(), "nosuchtable", ttlclient.Schema{"f": strategy.OneSecond()})
+	_, err := h.Client.Open(context.Background(), "nosuchtable", ttlclient.Schema{"f": strategy.OneSecond()})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ttlclient.ErrTableNotFound)
 	assert.Equal(t, codes.NotFound, status.Code(err))
