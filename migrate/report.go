@@ -187,10 +187,10 @@ type JobResult struct {
 	Family   string `json:"family"`
 	ToFamily string `json:"to_family,omitempty"`
 	// Now is the latest of the shards' Now.
-	Now string `json:"now"`
-	Job     Job    `json:"job"`
-	DryRun  bool   `json:"dry_run"`
-	Shards  int    `json:"shards"`
+	Now    string `json:"now"`
+	Job    Job    `json:"job"`
+	DryRun bool   `json:"dry_run"`
+	Shards int    `json:"shards"`
 	// Complete: every shard is complete: the job is done (a dry run's:
 	// would be); only then is the step after the migration due.
 	Complete bool `json:"complete"`

@@ -233,7 +233,7 @@ func writeJobResult(e *env, res *migrate.JobResult) {
 var nextInPlace = migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond()}.NextStep()
 
 var migrateResolveCommand = command{
-	name: "migrate resolve",
+	name:     "migrate resolve",
 	synopsis: []string{"-table T -family F -row R -column C -timestamp TS (-ttl D | -to TS | -delete) [-dry-run]"},
 	short:    "move or delete one cell (an ambiguous one migrate listed), pinned against concurrent change",
 	help: `Resolves one cell by hand, as bttl migrate lists ambiguous cells (its -json
