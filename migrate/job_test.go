@@ -95,14 +95,14 @@ func TestCopyCarriesMirroredDeletesAndCheckFindsTheOther(t *testing.T) {
 		rep := run() // step 4: copy again
 		assert.Equal(t, int64(2), rep.Moved, "r4's new value and r5's re-stamped cell")
 		want := map[key]string{
-			{"r1", "a", at(-time.Hour) + shift}: "r1/a", // revived: its source was deleted without the mirror
-			{"r1", "b", at(-2*time.Hour) + shift}: "r1/b",
-			{"r2", "b", at(-2*time.Hour) + shift}: "r2/b",
-			{"r3", "a", at(-time.Hour) + shift}: "r3/a",
-			{"r4", "a", at(-time.Hour) + shift}: "r4/a overwritten",
-			{"r4", "b", at(-2*time.Hour) + shift}: "r4/b",
+			{"r1", "a", at(-time.Hour) + shift}:               "r1/a", // revived: its source was deleted without the mirror
+			{"r1", "b", at(-2*time.Hour) + shift}:             "r1/b",
+			{"r2", "b", at(-2*time.Hour) + shift}:             "r2/b",
+			{"r3", "a", at(-time.Hour) + shift}:               "r3/a",
+			{"r4", "a", at(-time.Hour) + shift}:               "r4/a overwritten",
+			{"r4", "b", at(-2*time.Hour) + shift}:             "r4/b",
 			{"r5", "a", at(-2*time.Hour-time.Minute) + shift}: "r5/a",
-			{"r5", "b", at(-2*time.Hour) + shift}: "r5/b",
+			{"r5", "b", at(-2*time.Hour) + shift}:             "r5/b",
 		}
 		assert.Equal(t, want, stored(t, tbl, "g"), "every mirrored deletion reached the copies")
 
