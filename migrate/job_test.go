@@ -369,3 +369,46 @@ func TestWriteMetrics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"moved":7`)
 }
+
+// A writer already switched to the target deletes or overwrites a copied
+// cell: the copy run after the switch (step 6) copied its source back
+// (the deletion undone, the overwrite a collision) unless the change went
+// through the Mirror, which also removes the source.
+func TestSwitchedWriterChangesSurviveTheLastCopy(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged(), "g": strategy.Unmanaged()}))
+	tbl := h.Raw.Open("t")
+	ts := bigtable.Time(h.Clock.Now().Add(-time.Hour)).TruncateToMilliseconds()
+	shift := bigtable.Timestamp(24 * time.Hour / time.Microsecond)
+	for _, row := range []string{"plain", "mirrored", "overwritten"} {
+		m := bigtable.NewMutation()
+		m.Set("f", "a", ts, []byte(row))
+		require.NoError(t, tbl.Apply(ctx, row, m))
+	}
+	plan := migrate.Plan{Family: "f", From: strategy.DefaultExpiry(48 * time.Hour), To: strategy.DefaultExpiry(24 * time.Hour), ToFamily: "g"}
+	run := func() migrate.Stats {
+		mg, err := migrate.New(tbl, "t", plan, migrate.WithClock(h.Clock))
+		require.NoError(t, err)
+		rep, err := mg.Run(ctx)
+		require.NoError(t, err)
+		return rep.Stats
+	}
+	require.Equal(t, int64(3), run().Moved)
+	mirror, err := migrate.NewMirror(plan)
+	require.NoError(t, err)
+	plain := bigtable.NewMutation()
+	plain.DeleteTimestampRange("g", "a", ts+shift, ts+shift+1000)
+	require.NoError(t, tbl.Apply(ctx, "plain", plain))
+	m := bigtable.NewMutation()
+	mirror.DeleteTargetTimestampRange(m, "mirrored", "a", ts+shift, ts+shift+1000)
+	require.NoError(t, tbl.Apply(ctx, "mirrored", m))
+	m = bigtable.NewMutation()
+	mirror.SetTarget(m, "overwritten", "a", ts+shift, []byte("new"))
+	require.NoError(t, tbl.Apply(ctx, "overwritten", m))
+
+	st := run()
+	assert.Equal(t, int64(1), st.Moved, "the plain deletion is undone by the copy")
+	assert.Zero(t, st.Collisions, "the mirrored overwrite left no source to collide")
+	assert.Equal(t, map[key]string{{"plain", "a", ts + shift}: "plain", {"overwritten", "a", ts + shift}: "new"}, stored(t, tbl, "g"))
+}

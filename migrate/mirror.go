@@ -19,9 +19,12 @@ import (
 // Mirror of the plan. CheckCopy proves the result: no target cell without
 // its source.
 //
-// The methods mirror bigtable.Mutation's, on the source family, adding
-// to mut both the source's change and the target's mirror of it, so the
-// writer's one row mutation stays atomic. DeleteRow needs no mirror (it
+// The methods mirror bigtable.Mutation's, on the source family (Set,
+// DeleteTimestampRange) or the target (SetTarget,
+// DeleteTargetTimestampRange, for writers already switched), adding to
+// mut both the change and its mirror in the other family, so the writer's
+// one row mutation stays atomic. DeleteCellsInColumn and
+// DeleteCellsInFamily delete in both. DeleteRow needs no mirror (it
 // deletes every family). A Mirror holds the plan only: safe for
 // concurrent use, independent of ttlclient and wireguard (a plain
 // client's mutation, or one sent through either).
@@ -109,6 +112,51 @@ func (m *Mirror) deleteCopies(mut *bigtable.Mutation, row, column string, start,
 		return
 	}
 	mut.DeleteTimestampRange(m.plan.ToFamily, column, s, e)
+}
+
+// SetTarget and DeleteTargetTimestampRange are for writers already
+// switched to the target family (step 5 on): their change of a copied
+// cell also removes its source, which the next copy run would otherwise
+// copy back (a deleted cell revived, or an overwrite counted as a
+// collision).
+
+// SetTarget adds to mut a Set of value at ts in the target family's
+// column and the deletion of the source cell a copy would put at ts.
+func (m *Mirror) SetTarget(mut *bigtable.Mutation, row, column string, ts bigtable.Timestamp, value []byte) {
+	mut.Set(m.plan.ToFamily, column, ts, value)
+	if ts == bigtable.ServerTime {
+		return
+	}
+	ms := strategy.Millis(ts)
+	m.deleteSources(mut, row, column, ms, strategy.MilliEnd(ms))
+}
+
+// DeleteTargetTimestampRange adds to mut the deletion of the target
+// family's column's cells in [start, end) (end 0: no end) and of the
+// source cells a copy would put there.
+func (m *Mirror) DeleteTargetTimestampRange(mut *bigtable.Mutation, row, column string, start, end bigtable.Timestamp) {
+	mut.DeleteTimestampRange(m.plan.ToFamily, column, start, end)
+	m.deleteSources(mut, row, column, ceilMillis(start), ceilMillis(end))
+}
+
+// deleteSources deletes the source column's cells whose copies fall in
+// [start, end) of the target (whole milliseconds; end 0: no end).
+func (m *Mirror) deleteSources(mut *bigtable.Mutation, row, column string, start, end bigtable.Timestamp) {
+	d, ok := m.shift(row, column)
+	if !ok {
+		return
+	}
+	s, e := start-d, end
+	if end != 0 {
+		if e = end - d; e <= 0 {
+			return
+		}
+	}
+	s = max(s, 0)
+	if e != 0 && s >= e {
+		return
+	}
+	mut.DeleteTimestampRange(m.plan.Family, column, s, e)
 }
 
 // ceilMillis is the first whole millisecond at or after ts.

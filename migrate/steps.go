@@ -23,9 +23,11 @@ func (p Plan) Steps() []string {
 	}
 	steps := []string{
 		fmt.Sprintf("bttl apply a schema that adds family %q with the %s policy (creating a family deletes nothing; family %q keeps its rule)", t, p.To, f),
+		fmt.Sprintf("make every writer of %q build its deletions and overwrites with migrate.Mirror (a deletion, a column deleted to overwrite it, a Set at a stored timestamp, an Expire re-stamp: each also removes the copy in %q), from before the first copy until %q is dropped: the copy cannot see a deletion, and a copied cell whose source is gone would be served by %q", f, t, f, t),
 		fmt.Sprintf("run bttl migrate -to-family %s: it copies every live cell of %q to %q at the timestamp that keeps its expiry, while writers still write %q", t, f, t, f),
-		fmt.Sprintf("switch every writer to write %q through bttl with the %s schema", t, p.To),
-		fmt.Sprintf("run bttl migrate -to-family %s again: it copies what writers put in %q during the first run, and finds the rest copied; with %q no longer written, a further run reports nothing to copy", t, f, f),
+		fmt.Sprintf("run bttl migrate -to-family %s -check-copy: every cell of %q must be the copy of a stored cell of %q (exit 0); a cell it lists is a deletion no mirror carried: fix that writer, delete the cell with bttl migrate resolve -delete, and check again", t, t, f),
+		fmt.Sprintf("switch every writer to write %q through bttl with the %s schema; their deletions and overwrites of copied cells go through migrate.Mirror (SetTarget, DeleteTargetTimestampRange) until %q is dropped, or the next copy brings the source back", t, p.To, f),
+		fmt.Sprintf("run bttl migrate -to-family %s again: it copies what writers put in %q before they switched, and finds the rest copied; with %q no longer written, a further run reports nothing to copy", t, f, f),
 		fmt.Sprintf("bttl verify the final schema and switch readers to %q (between the writer switch and this step, readers of %q miss the writes made to %q)", t, f, t),
 		fmt.Sprintf("remove %q from the schema and drop it: every live cell is in %q", f, t),
 	}
