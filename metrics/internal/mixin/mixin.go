@@ -280,7 +280,7 @@ func (s *Source) ruleTests() ([]byte, error) {
 func (s *Source) runbook() []byte {
 	var b strings.Builder
 	b.WriteString("# Runbook: bttl's alerts\n\n<!-- " + generated + " -->\n\n")
-	b.WriteString("One section per alert of `metrics/alerts/bttl-rules.yaml`; each alert's\n`runbook_url` annotation links here. The dashboard (`metrics/dashboards/bttl.json`)\nhas a panel per alert, in its last row, showing what the alert evaluates.\n"+
+	b.WriteString("One section per alert of `metrics/alerts/bttl-rules.yaml`; each alert's\n`runbook_url` annotation links here. The dashboard (`metrics/dashboards/bttl.json`)\nhas a panel per alert, in its last row, showing what the alert evaluates.\n" +
 		"Procedures that answer no alert follow the alerts' sections.\n")
 	for _, a := range s.Alerts {
 		fmt.Fprintf(&b, "\n## %s\n\n", a.Name)
