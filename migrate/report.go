@@ -312,9 +312,9 @@ func realShard(rs []*ShardReport) scan.Shard {
 	return scan.Shard{}
 }
 
+// equal compares the plans (DryRun apart: ShardReport.DryRun says it).
 func (j Job) equal(o Job) bool {
 	a, b := j, o
-	a.DryRun, b.DryRun = false, false
 	return a.Migrate == b.Migrate && slices.Equal(a.TTL, b.TTL) && a.FirstSwitch == b.FirstSwitch && a.WrittenBefore == b.WrittenBefore &&
 		a.ClockSkew == b.ClockSkew && a.WriteTimeComplete == b.WriteTimeComplete && a.Expired == b.Expired && a.ExpiredAsOf == b.ExpiredAsOf
 }
