@@ -38,10 +38,10 @@
 //	                            [-expired keep|delete [-expect-expired N -expired-as-of T]]
 //	                            [-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]]
 //	                            [-checkpoint FILE|bigtable://T [-allow-ttl-change]] [-dry-run] [-json]
-//	                            [-metrics-out FILE]
+//	                            [-report bigtable://T/JOB] [-metrics-out FILE]
 //	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D -to-family G
 //	                            [-ttl D] [-ttl-rule R]... -check-copy [-json]
-//	bttl migrate merge [-json] [-metrics-out FILE] FILE...
+//	bttl [global flags] migrate merge [-json] [-metrics-out FILE] FILE|bigtable://TABLE/JOB...
 //	bttl [global flags] migrate resolve -table T -family F -row R -column C -timestamp TS (-ttl D | -to
 //	                                    TS | -delete) [-dry-run]
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]

@@ -23,7 +23,7 @@ var migrateCommand = command{
 	name: "migrate", needsSchema: true,
 	synopsis: []string{"-table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... " +
 		"[-first-switch T -written-before T [-clock-skew D] [-write-time-complete]] [-expired keep|delete [-expect-expired N -expired-as-of T]] " +
-		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T [-allow-ttl-change]] [-dry-run] [-json] [-metrics-out FILE]",
+		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T [-allow-ttl-change]] [-dry-run] [-json] [-report bigtable://T/JOB] [-metrics-out FILE]",
 		"-table T -family F -from real|one-second|default-expiry:D -to-family G [-ttl D] [-ttl-rule R]... -check-copy [-json]"},
 	short: "move a family's stored cells onto its strategy (real timestamps to one-second, D to D')",
 	help: `Moves the cells a family already holds onto the strategy the schema file gives
@@ -61,8 +61,10 @@ key range where a cell was left.
 A sharded run (-shard i/n) reports its shard only: the next step is due
 once every shard is done, which 'bttl migrate merge' of the shards' -json
 reports says. -json prints the run's report (schema in docs/design.md#migrate:
-every ambiguous cell, not only -examples of them); -metrics-out writes its
-figures as bttl_migrate_* gauges. 'bttl migrate resolve' moves or deletes
+every ambiguous cell, not only -examples of them); -report bigtable://T/JOB
+writes it to a row of table T of the instance (one per job and shard), for
+'bttl migrate merge bigtable://T/JOB'; -metrics-out writes its figures as
+bttl_migrate_* gauges. 'bttl migrate resolve' moves or deletes
 one ambiguous cell. With -checkpoint, a run whose TTL differs from an
 earlier run of the same migration recorded in the checkpoint (the same
 file, or any row of bigtable://T for the table) is refused unless
@@ -94,6 +96,8 @@ target family yet (docs/design.md#migrate, the copy steps).
 		fs.Var(countFlag{&a.inflight, 1}, "inflight", "conditional row mutations in flight per worker")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		fs.BoolVar(&a.json, "json", false, "print the run's report as JSON (every ambiguous cell listed) instead of text, for bttl migrate merge")
+		fs.StringVar(&a.report, "report", "", "also write the run's JSON report (as -json prints it) to a row of table T of the instance with `bigtable://T/JOB` "+
+			"(created when missing; one row per job and shard), for bttl migrate merge bigtable://T/JOB")
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the run's figures as bttl_migrate_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		fs.BoolVar(&a.allowTTLChange, "allow-ttl-change", false, "run although an earlier run of this migration in the -checkpoint store moved cells with another TTL")
 		fs.BoolVar(&a.checkCopy, "check-copy", false, "with -to-family: write nothing; list every target cell that is not the copy of a stored source cell (exit 1 when any)")
@@ -129,6 +133,7 @@ type migrateArgs struct {
 	every                   time.Duration
 	progressSet             bool
 	json                    bool
+	report                  string
 	metricsOut              string
 	allowTTLChange          bool
 	checkCopy               bool
@@ -154,8 +159,13 @@ func (a *migrateArgs) check() error {
 		return errors.New("-allow-ttl-change goes with -checkpoint, where earlier runs are recorded")
 	case a.checkCopy && a.toFamily == "":
 		return errors.New("-check-copy checks a copy: give -to-family")
-	case a.checkCopy && (a.dryRun || a.checkpoint != "" || a.metricsOut != "" || a.expired == migrate.DeleteExpired):
-		return errors.New("-check-copy writes nothing and reads the families whole: it excludes -dry-run, -checkpoint, -metrics-out and -expired delete")
+	case a.checkCopy && (a.dryRun || a.checkpoint != "" || a.metricsOut != "" || a.report != "" || a.expired == migrate.DeleteExpired):
+		return errors.New("-check-copy writes nothing and reads the families whole: it excludes -dry-run, -checkpoint, -report, -metrics-out and -expired delete")
+	}
+	if a.report != "" {
+		if _, err := parseReportDest(a.report); err != nil {
+			return fmt.Errorf("-report: %w", err)
+		}
 	}
 	return a.scan.check()
 }
@@ -270,6 +280,10 @@ func (a *migrateArgs) run(e *env) int {
 			return code
 		}
 	}
+	store, err := a.claimReport(e)
+	if err != nil {
+		return e.fail(fmt.Errorf("-report: %w", err))
+	}
 	text := e.stdout
 	if a.json {
 		text = io.Discard
@@ -313,6 +327,17 @@ func (a *migrateArgs) run(e *env) int {
 	if a.metricsOut != "" {
 		if err := migrate.WriteMetricsFile(a.metricsOut, report.Series()); err != nil {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
+		}
+	}
+	if store != nil {
+		b, err := json.MarshalIndent(report, "", "  ")
+		if err == nil {
+			ctx, cancel := e.step()
+			err = store.Save(ctx, append(b, '\n'))
+			cancel()
+		}
+		if err != nil {
+			return e.fail(fmt.Errorf("-report: %w", err))
 		}
 	}
 	if a.json {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -105,19 +106,23 @@ func cellText(s string, quoted bool) string {
 }
 
 var migrateMergeCommand = command{
-	name: "migrate merge", offline: true, args: "FILE...",
-	synopsis: []string{"[-json] [-metrics-out FILE] FILE..."},
+	name: "migrate merge", offline: true, args: "SOURCE...",
+	online:   readsBigtable,
+	synopsis: []string{"[-json] [-metrics-out FILE] FILE|bigtable://TABLE/JOB..."},
 	short:    "merge the -json reports of a migration's shards into the job's result",
-	help: `Merges the reports of every shard of one migration job (bttl migrate -json,
-one file per shard, each the shard's latest run) into the job's result:
-the counts summed (cells moved by every run of the job included), every
+	help: `Merges the reports of every shard of one migration job into the job's
+result. Each SOURCE is a file, one shard's bttl migrate -json output (its
+latest run), or bigtable://TABLE/JOB: every shard's report that bttl
+migrate -report bigtable://TABLE/JOB wrote to table TABLE of the instance
+(then -project and -instance are needed); a shard claimed but not written
+yet is a missing shard. The result has the counts summed (cells moved by every run of the job included), every
 ambiguous cell, and whether the job is done. The reports must be of the
 same table, families and plan (-ttl, window, ...), all dry runs or none,
 one per shard of the same count, their key pieces following each other
 with no gap or overlap: otherwise nothing is merged and the command exits
 1 saying why. A shard with something left to move makes the job not done:
 the result names it and exits 1. Only a done job prints the next step
-(bttl apply, in place). Needs no -schema and no connection.
+(bttl apply, in place). Needs no -schema. Flags go before the sources.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		m := &migrateMergeArgs{fs: fs}
@@ -135,27 +140,44 @@ type migrateMergeArgs struct {
 
 func (m *migrateMergeArgs) check() error {
 	if m.fs.NArg() == 0 {
-		return errors.New("give every shard's report: the files bttl migrate -json wrote")
+		return errors.New("give every shard's report: the files bttl migrate -json wrote, or bigtable://TABLE/JOB (bttl migrate -report)")
+	}
+	for _, a := range m.fs.Args() {
+		if strings.HasPrefix(a, scan.BigtableScheme) {
+			if _, err := parseReportDest(a); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 func (m *migrateMergeArgs) run(e *env) int {
 	var reports []*migrate.ShardReport
-	for _, path := range e.args {
-		b, err := os.ReadFile(path)
+	for _, src := range e.args {
+		if strings.HasPrefix(src, scan.BigtableScheme) {
+			d, _ := parseReportDest(src) // checked
+			rs, err := readMigrateReports(e, d)
+			var mm *mergeMismatch
+			if errors.As(err, &mm) {
+				fmt.Fprintf(e.stderr, "bttl migrate merge: %s\n", onePrefix(err.Error()))
+				return exitFindings
+			}
+			if err != nil {
+				return e.fail(err)
+			}
+			reports = append(reports, rs...)
+			continue
+		}
+		b, err := os.ReadFile(src)
 		if err != nil {
 			return e.fail(err)
 		}
-		var r migrate.ShardReport
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&r); err != nil || r.Version == 0 || r.Table == "" {
-			if err == nil {
-				err = errors.New("no version or table")
-			}
-			return e.fail(fmt.Errorf("%s: not a bttl migrate -json report: %w", path, err))
+		r, err := parseShardReport(src, b)
+		if err != nil {
+			return e.fail(err)
 		}
-		reports = append(reports, &r)
+		reports = append(reports, r)
 	}
 	res, err := migrate.Merge(reports...)
 	if err != nil {
@@ -391,4 +413,87 @@ func (a *resolveArgs) run(e *env) int {
 	}
 	fmt.Fprintf(e.stdout, "%s: %s\n", done, a.cell)
 	return exitOK
+}
+
+// Migration reports kept in Bigtable (migrate -report bigtable://T/JOB):
+// a row per job and shard, keyed migrateReportPrefix+JOB+"/"+i/n, laid
+// out as audit's reports are (report.go), in the same table if wanted:
+// an audit report's key starts with "audit/", a checkpoint's with the
+// scanned table's ID and "#".
+const migrateReportPrefix = "migrate/"
+
+func migrateReportKey(d reportDest, sh scan.Shard) string {
+	return migrateReportPrefix + d.job + "/" + sh.String()
+}
+
+// claimReport claims the shard's report row before the run (an earlier
+// report of the shard goes with the claim, so merge never takes it for
+// this run's); nil without -report.
+func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
+	if a.report == "" {
+		return nil, nil
+	}
+	d, _ := parseReportDest(a.report) // checked
+	sh := a.scan.shard
+	if !a.scan.sharded() {
+		sh = scan.Shard{Index: 0, Count: 1}
+	}
+	ctx, cancel := e.step()
+	defer cancel()
+	store, err := scan.NewBigtableStore(ctx, e.data, e.adminClient, d.table, migrateReportKey(d, sh))
+	if err == nil {
+		_, err = store.Open(ctx)
+	}
+	if err == nil {
+		err = store.Save(ctx, nil)
+	}
+	return store, err
+}
+
+// readMigrateReports reads every shard's report of job d. A shard whose
+// row is claimed but not written (its run going on, or stopped) is a
+// mismatch, as a missing shard is; a job with no row at all exits 2.
+func readMigrateReports(e *env, d reportDest) ([]*migrate.ShardReport, error) {
+	ctx, cancel := e.step()
+	defer cancel()
+	recs, err := scan.ReadBigtableRecords(ctx, e.data, d.table, migrateReportPrefix+d.job+"/")
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s: %w of job %q in table %q (bttl migrate -report %s writes them)", d, errNoReports, d.job, d.table, d)
+	}
+	keys := make([]string, 0, len(recs))
+	for k := range recs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []*migrate.ShardReport
+	for _, k := range keys {
+		name := scan.BigtableScheme + d.table + "/" + k
+		if recs[k] == nil {
+			return nil, &mergeMismatch{fmt.Errorf("%s: no report yet: that shard's run is going on, or stopped before it finished", name)}
+		}
+		r, err := parseShardReport(name, recs[k])
+		if err != nil {
+			return nil, err
+		}
+		if migrateReportKey(d, r.Shard) != k {
+			return nil, &mergeMismatch{fmt.Errorf("%s: holds the report of shard %s: not where bttl migrate writes it", name, r.Shard)}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseShardReport(name string, b []byte) (*migrate.ShardReport, error) {
+	var r migrate.ShardReport
+	err := json.NewDecoder(bytes.NewReader(b)).Decode(&r)
+	if err == nil && (r.Version == 0 || r.Table == "") {
+		err = errors.New("no version or table")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a bttl migrate -json report: %w", name, err)
+	}
+	return &r, nil
 }

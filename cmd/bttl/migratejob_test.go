@@ -223,3 +223,37 @@ func TestMigrateCheckCopy(t *testing.T) {
 		assert.Contains(t, r.stderr, "-check-copy checks a copy: give -to-family")
 	})
 }
+
+// Shards of a job runner write their reports to Bigtable (-report
+// bigtable://T/JOB), and merge reads them there: a shard not run yet is
+// missing (exit 1), a table that holds no report exits 2.
+func TestMigrateReportsInBigtable(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		createLegacy(t, ac)
+		now := time.Now().Add(-time.Second)
+		model := loadRealTimestamps(t, dc, "legacy", "f", 100, 3, now)
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		keys := writeFile(t, "keys", "row0000050\n")
+		run := func(i int) result {
+			return bttl(t, addr, "", append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+				"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"},
+				switchedAt(now)...)...)
+		}
+		r := bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+		assert.Equal(t, exitError, r.code, "no table holds the job's reports: %s", r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "not found")
+
+		require.Equal(t, exitOK, run(0).code)
+		r = bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "missing the report of shard(s) 1/2")
+
+		require.Equal(t, exitOK, run(1).code)
+		r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var res migrate.JobResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		assert.True(t, res.Complete)
+		assert.Equal(t, int64(len(model)), res.Total.MovedByJob())
+	})
+}
