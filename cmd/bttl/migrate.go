@@ -167,6 +167,9 @@ func (a *migrateArgs) check() error {
 			return fmt.Errorf("-report: %w", err)
 		}
 	}
+	if err := checkMetricsOut(a.metricsOut); err != nil {
+		return err
+	}
 	return a.scan.check()
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,7 +150,7 @@ func (m *migrateMergeArgs) check() error {
 			}
 		}
 	}
-	return nil
+	return checkMetricsOut(m.metricsOut)
 }
 
 func (m *migrateMergeArgs) run(e *env) int {
@@ -496,4 +497,18 @@ func parseShardReport(name string, b []byte) (*migrate.ShardReport, error) {
 		return nil, fmt.Errorf("%s: not a bttl migrate -json report: %w", name, err)
 	}
 	return &r, nil
+}
+
+// checkMetricsOut refuses, before anything is read, a -metrics-out whose
+// directory does not exist: found after a whole scan, it would lose the
+// run's figures.
+func checkMetricsOut(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("-metrics-out %s: directory %s does not exist", path, dir)
+	}
+	return nil
 }

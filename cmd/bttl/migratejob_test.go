@@ -257,3 +257,17 @@ func TestMigrateReportsInBigtable(t *testing.T) {
 		assert.Equal(t, int64(len(model)), res.Total.MovedByJob())
 	})
 }
+
+// A -metrics-out in a directory that does not exist is refused before
+// anything is read (found after the scan, it lost the run's figures).
+func TestMigrateMetricsOutCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "missing", "m.prom")
+	r := runRaw(context.Background(), "-schema", writeFile(t, "s.yaml", oneSecondSchema), "migrate", "-table", "legacy", "-family", "f", "-from", "real",
+		"-ttl", "30d", "-first-switch", "2026-01-01T00:00:00Z", "-written-before", "2026-01-01T00:00:00Z", "-metrics-out", bad)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "directory")
+	assert.Contains(t, r.stderr, "does not exist")
+	r = runRaw(context.Background(), "migrate", "merge", "-metrics-out", bad, "x.json")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "does not exist")
+}
