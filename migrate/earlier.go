@@ -33,10 +33,11 @@ func (e *TTLChangeError) Error() string {
 
 func (e *TTLChangeError) Unwrap() error { return ErrTTLChanged }
 
-// CheckEarlierRuns looks through checkpoint records (by name: a file
-// path, or a row key as scan.ReadBigtableRecords returns them) for a real
-// run of this Migrator's migration on its table that moved cells with
-// other TTL rules, and returns a *TTLChangeError (ErrTTLChanged) for the
+// CheckEarlierRuns looks through checkpoint records and shard reports
+// (ShardReport's JSON) by name (a file path, or a row key as
+// scan.ReadBigtableRecords returns them) for a real run of this
+// Migrator's migration on its table that moved cells with other TTL
+// rules, and returns a *TTLChangeError (ErrTTLChanged) for the
 // first in name order. Records of other tables, other migrations, dry
 // runs, runs that moved nothing, unreadable ones (not a migration's
 // checkpoint) and nil ones (claimed, not written) are skipped. Only what
@@ -52,22 +53,36 @@ func (m *Migrator) CheckEarlierRuns(records map[string][]byte) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		// A checkpoint record (scan's: table, job, ranges with their
+		// results) or a shard's report (ShardReport: table, job, dry_run,
+		// total).
 		var rec struct {
 			Table   string `json:"table"`
 			Job     Job    `json:"job"`
 			Updated string `json:"updated"`
-			Ranges  []struct {
-				Result json.RawMessage `json:"result"`
-			} `json:"ranges"`
+			// Ranges: a checkpoint's list; a report's count.
+			Ranges json.RawMessage `json:"ranges"`
+			DryRun bool            `json:"dry_run"`
+			Now    string          `json:"now"`
+			Total  *Counts         `json:"total"`
 		}
 		if records[name] == nil || json.Unmarshal(records[name], &rec) != nil {
 			continue
 		}
-		if rec.Table != m.table || rec.Job.Migrate != job.Migrate || rec.Job.DryRun || slices.Equal(rec.Job.TTL, job.TTL) {
+		if rec.Table != m.table || rec.Job.Migrate != job.Migrate || rec.Job.DryRun || rec.DryRun || slices.Equal(rec.Job.TTL, job.TTL) {
 			continue
 		}
 		var moved int64
-		for _, r := range rec.Ranges {
+		if rec.Total != nil {
+			moved, rec.Updated = rec.Total.MovedByJob(), rec.Now
+		}
+		var ranges []struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if rec.Total == nil && json.Unmarshal(rec.Ranges, &ranges) != nil {
+			continue // neither a checkpoint nor a report
+		}
+		for _, r := range ranges {
 			var st Stats
 			if len(r.Result) > 0 && json.Unmarshal(r.Result, &st) == nil {
 				moved += st.Moved + st.MovedBefore

@@ -412,3 +412,24 @@ func TestSwitchedWriterChangesSurviveTheLastCopy(t *testing.T) {
 	assert.Zero(t, st.Collisions, "the mirrored overwrite left no source to collide")
 	assert.Equal(t, map[key]string{{"plain", "a", ts + shift}: "plain", {"overwritten", "a", ts + shift}: "new"}, stored(t, tbl, "g"))
 }
+
+// A shard's report records its run too (-report without a checkpoint).
+func TestCheckEarlierRunsReadsReports(t *testing.T) {
+	h, tbl, now, _ := rowTable(t)
+	ctx := context.Background()
+	load(t, tbl, "f", 10, 2, now, day)
+	h.Clock.Set(now.Add(time.Second))
+	mg, err := migrate.New(tbl, "t", inPlace(now, 30*day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	rep, err := mg.Run(ctx)
+	require.NoError(t, err)
+	b, err := json.Marshal(mg.ShardReport(rep))
+	require.NoError(t, err)
+	longer, err := migrate.New(tbl, "t", inPlace(now, 60*day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	err = longer.CheckEarlierRuns(map[string][]byte{"report": b})
+	require.ErrorIs(t, err, migrate.ErrTTLChanged, "%s", b)
+	var te *migrate.TTLChangeError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, int64(20), te.Moved)
+}

@@ -67,8 +67,9 @@ writes it to a row of table T of the instance (one per job and shard), for
 bttl_migrate_* gauges. 'bttl migrate resolve' moves or deletes
 one ambiguous cell. With -checkpoint, a run whose TTL differs from an
 earlier run of the same migration recorded in the checkpoint (the same
-file, or any row of bigtable://T for the table) is refused unless
--allow-ttl-change: the cells would get two different lives.
+file, or any row of bigtable://T for the table) or in the -report table
+(any job's report) is refused unless -allow-ttl-change: the cells would
+get two different lives.
 
 -check-copy (a copy, -to-family) writes nothing: it reads both families and
 lists every cell of the target family that is not the copy of a stored
@@ -155,8 +156,8 @@ func (a *migrateArgs) check() error {
 		return errors.New("-expired delete needs -expect-expired N and -expired-as-of T, the count and instant a dry run printed: nothing is deleted on a guess")
 	case a.expired != migrate.DeleteExpired && (a.expectSet() || !a.expiredAsOf.IsZero()):
 		return errors.New("-expect-expired and -expired-as-of go with -expired delete")
-	case a.allowTTLChange && a.checkpoint == "":
-		return errors.New("-allow-ttl-change goes with -checkpoint, where earlier runs are recorded")
+	case a.allowTTLChange && a.checkpoint == "" && a.report == "":
+		return errors.New("-allow-ttl-change goes with -checkpoint or -report, where earlier runs are recorded")
 	case a.checkCopy && a.toFamily == "":
 		return errors.New("-check-copy checks a copy: give -to-family")
 	case a.checkCopy && (a.dryRun || a.checkpoint != "" || a.metricsOut != "" || a.report != "" || a.expired == migrate.DeleteExpired):
@@ -278,7 +279,7 @@ func (a *migrateArgs) run(e *env) int {
 	if a.checkCopy {
 		return a.runCheckCopy(e, m)
 	}
-	if a.checkpoint != "" && !a.allowTTLChange {
+	if (a.checkpoint != "" || a.report != "") && !a.allowTTLChange {
 		if code, done := a.checkEarlierRuns(e, m); done {
 			return code
 		}

@@ -30,20 +30,32 @@ import (
 // says the command ends with code.
 func (a *migrateArgs) checkEarlierRuns(e *env, m *migrate.Migrator) (code int, done bool) {
 	records := map[string][]byte{}
-	if id, ok := strings.CutPrefix(a.checkpoint, scan.BigtableScheme); ok {
+	read := func(flag, id, prefix string) error {
 		ctx, cancel := e.step()
-		recs, err := scan.ReadBigtableRecords(ctx, e.data, id, a.table+"#")
+		recs, err := scan.ReadBigtableRecords(ctx, e.data, id, prefix)
 		cancel()
 		if status.Code(err) == codes.NotFound {
-			recs, err = nil, nil // no checkpoint table yet: no earlier run
+			return nil // no such table yet: no earlier run
 		}
 		if err != nil {
-			return e.fail(fmt.Errorf("-checkpoint %s: reading earlier runs' records: %w", a.checkpoint, err)), true
+			return fmt.Errorf("%s: reading earlier runs' records: %w", flag, err)
 		}
 		for k, v := range recs {
-			records[a.checkpoint+"/"+k] = v
+			records[scan.BigtableScheme+id+"/"+k] = v
 		}
-	} else {
+		return nil
+	}
+	if a.report != "" {
+		d, _ := parseReportDest(a.report) // checked
+		if err := read("-report", d.table, migrateReportPrefix); err != nil {
+			return e.fail(err), true
+		}
+	}
+	if id, ok := strings.CutPrefix(a.checkpoint, scan.BigtableScheme); ok {
+		if err := read("-checkpoint", id, a.table+"#"); err != nil {
+			return e.fail(err), true
+		}
+	} else if a.checkpoint != "" {
 		b, err := os.ReadFile(a.checkpoint)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return e.fail(fmt.Errorf("-checkpoint: %w", err)), true

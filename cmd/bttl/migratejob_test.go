@@ -271,3 +271,25 @@ func TestMigrateMetricsOutCheckedFirst(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "does not exist")
 }
+
+// Without a checkpoint, the -report table records earlier runs too: a
+// job of another -ttl on the same migration is refused.
+func TestMigrateRefusesAnotherTTLFromReports(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 10, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	args := func(ttl, job string) []string {
+		return append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", ttl,
+			"-report", "bigtable://bttl-state/" + job}, switchedAt(now)...)
+	}
+	r := bttl(t, addr, "", args("30d", "first")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = bttl(t, addr, "", args("60d", "second")...)
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "bigtable://bttl-state/migrate/first/0/1")
+	assert.Contains(t, r.stderr, "moved 20 cell(s) with TTL ttl=720h0m0s")
+	r = bttl(t, addr, "", append(args("60d", "second"), "-allow-ttl-change")...)
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
