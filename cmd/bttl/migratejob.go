@@ -128,8 +128,9 @@ result. Each SOURCE is a file, one shard's bttl migrate -json output (its
 latest run), or bigtable://TABLE/JOB: every shard's report that bttl
 migrate -report bigtable://TABLE/JOB wrote to table TABLE of the instance
 (then -project and -instance are needed); a shard claimed but not written
-yet is a missing shard. The result has the counts summed (cells moved by every run of the job included), every
-ambiguous cell, and whether the job is done. The reports must be of the
+yet is a missing shard. The result has the counts summed (cells moved by
+every run of the job included), every ambiguous cell, and whether the job
+is done. The reports must be of the
 same table, families and plan (-ttl, window, ...), all dry runs or none,
 one per shard of the same count, their key pieces following each other
 with no gap or overlap: otherwise nothing is merged and the command exits
