@@ -37,6 +37,8 @@ type options struct {
 	dryRun      bool
 	maxExamples int
 	inflight    int
+	// allAmbiguous: every ambiguous cell is kept, not maxExamples.
+	allAmbiguous bool
 }
 
 // WithClock sets the clock that decides which cells are expired (default:
@@ -62,6 +64,12 @@ func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint
 // WithExamples keeps up to n examples of changed cells, and as many of
 // ambiguous ones, in Stats (default 5).
 func WithExamples(n int) Option { return func(m *options) { m.maxExamples = max(n, 0) } }
+
+// WithAllAmbiguous keeps every ambiguous cell the run reads in
+// Stats.AmbiguousExamples, not only the first WithExamples: the list an
+// operator resolves cell by cell (MoveCell, DeleteCell). Each takes memory
+// (its row key and column) until the Migrator is dropped.
+func WithAllAmbiguous() Option { return func(m *options) { m.allAmbiguous = true } }
 
 // DefaultInflight is the number of conditional row mutations a Run keeps in
 // flight per scan worker without WithInflight.
@@ -183,6 +191,14 @@ type Stats struct {
 	// at or before WrittenBefore + ClockSkew) with nothing to prove which
 	// wrote them: never moved or deleted.
 	Ambiguous int64
+	// MovedBefore and DeletedBefore are the cells earlier runs moved and
+	// deleted in the key ranges this run read again (ranges they left
+	// unfinished, recorded in the checkpoint): this run finds the moved
+	// ones on the target (counted in OnTarget too, while still stored),
+	// so without these a resumed job's counts would not add up to what it
+	// moved. A run killed in a range records nothing for it: what it
+	// moved there is found on the target, counted in OnTarget only.
+	MovedBefore, DeletedBefore int64
 	// Changed cells were changed or removed by someone else between the
 	// read and the move, or someone wrote a cell on their new timestamp
 	// (the predicate did not match): skipped, nothing overwritten.
@@ -233,6 +249,7 @@ type tally struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
 	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
 	ambiguous                                                 atomic.Int64
+	movedBefore, deletedBefore                                atomic.Int64
 }
 
 func (t *tally) stats() Stats {
@@ -241,6 +258,7 @@ func (t *tally) stats() Stats {
 		ExpiredDeleted: t.expiredDeleted.Load(), ExpiredLeft: t.expiredLeft.Load(), Changed: t.changed.Load(),
 		Collisions: t.collisions.Load(), TooLargeToPin: t.tooLarge.Load(), OutOfRange: t.outOfRange.Load(),
 		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(),
+		MovedBefore: t.movedBefore.Load(), DeletedBefore: t.deletedBefore.Load(),
 	}
 }
 
@@ -296,7 +314,7 @@ func (m *Migrator) example(x Example) {
 
 func (m *Migrator) ambiguousExample(x Example) {
 	m.mu.Lock()
-	if len(m.ambiguous) < m.maxExamples {
+	if m.allAmbiguous || len(m.ambiguous) < m.maxExamples {
 		m.ambiguous = append(m.ambiguous, x)
 	}
 	m.mu.Unlock()
@@ -366,9 +384,18 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
 	var all sync.WaitGroup
 	defer all.Wait() // a scan stopped by an error may leave rows in flight
-	return scan.RunRanges(ctx, m.tbl, m.table, func(scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
+	return scan.RunResumedRanges(ctx, m.tbl, m.table, func(_ scan.Range, prior json.RawMessage) (scan.RowFunc, func() (json.RawMessage, error)) {
 		var rg tally
 		n := countersOf(&m.total, &rg)
+		// An earlier run left this range unfinished: what it moved and
+		// deleted there is carried over (the rows no longer show it).
+		var was Stats
+		if len(prior) > 0 && json.Unmarshal(prior, &was) == nil {
+			for _, t := range []*tally{&m.total, &rg} {
+				t.movedBefore.Add(was.Moved + was.MovedBefore)
+				t.deletedBefore.Add(was.ExpiredDeleted + was.DeletedBefore)
+			}
+		}
 		var (
 			wg    sync.WaitGroup
 			sem   = make(chan struct{}, m.inflight)
@@ -419,32 +446,41 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 // withJob adds the checkpoint (WithCheckpoint), whose job is the plan, so
 // that a checkpoint is never resumed by another plan or a dry run.
 func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
-	p := m.plan
-	var rules []string
-	for _, r := range p.TTL {
-		rules = append(rules, r.String())
+	if m.checkpoint == "" {
+		return opts
 	}
-	job := struct {
-		Migrate           string   `json:"migrate"`
-		TTL               []string `json:"ttl,omitempty"`
-		FirstSwitch       string   `json:"first_switch,omitempty"`
-		WrittenBefore     string   `json:"written_before,omitempty"`
-		ClockSkew         string   `json:"clock_skew,omitempty"`
-		WriteTimeComplete bool     `json:"write_time_complete,omitempty"`
-		Expired           string   `json:"expired"`
-		ExpiredAsOf       string   `json:"expired_as_of,omitempty"`
-		DryRun            bool     `json:"dry_run,omitempty"`
-	}{Migrate: p.String(), TTL: rules, WriteTimeComplete: p.WriteTimeComplete, Expired: p.Expired.String(), DryRun: m.dryRun}
+	return append(opts, scan.WithCheckpoint(m.checkpoint, m.Job()))
+}
+
+// Job is a run's plan as its checkpoint records it (the checkpoint's job)
+// and its JSON report (ShardReport.Job) carries it: two runs are of one
+// job when their Jobs are equal.
+type Job struct {
+	// Migrate is Plan.String: the family, the source and target
+	// policies, in place or the family copied into.
+	Migrate string `json:"migrate"`
+	// TTL is the TTL rules (TTLRule.String), from real timestamps.
+	TTL               []string `json:"ttl,omitempty"`
+	FirstSwitch       string   `json:"first_switch,omitempty"`
+	WrittenBefore     string   `json:"written_before,omitempty"`
+	ClockSkew         string   `json:"clock_skew,omitempty"`
+	WriteTimeComplete bool     `json:"write_time_complete,omitempty"`
+	Expired           string   `json:"expired"`
+	ExpiredAsOf       string   `json:"expired_as_of,omitempty"`
+	DryRun            bool     `json:"dry_run,omitempty"`
+}
+
+// Job is the Migrator's plan as its checkpoint records it.
+func (m *Migrator) Job() Job {
+	p := m.plan
+	job := Job{Migrate: p.String(), TTL: p.TTL.strings(), WriteTimeComplete: p.WriteTimeComplete, Expired: p.Expired.String(), DryRun: m.dryRun}
 	if p.inPlace() {
 		job.FirstSwitch, job.WrittenBefore, job.ClockSkew = formatTime(p.FirstSwitch), formatTime(p.WrittenBefore), p.skew().String()
 	}
 	if !p.ExpiredAsOf.IsZero() {
 		job.ExpiredAsOf = formatTime(p.ExpiredAsOf)
 	}
-	if m.checkpoint == "" {
-		return opts
-	}
-	return append(opts, scan.WithCheckpoint(m.checkpoint, job))
+	return job
 }
 
 func (s Stats) plus(o Stats) Stats {
@@ -460,6 +496,8 @@ func (s Stats) plus(o Stats) Stats {
 	s.OutOfRange += o.OutOfRange
 	s.NotRealTimes += o.NotRealTimes
 	s.Ambiguous += o.Ambiguous
+	s.MovedBefore += o.MovedBefore
+	s.DeletedBefore += o.DeletedBefore
 	return s
 }
 

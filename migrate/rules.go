@@ -167,3 +167,12 @@ func ParseTTLRule(s string) (TTLRule, error) {
 	}
 	return r, nil
 }
+
+// strings is each rule's String (nil for none), as a Job records them.
+func (rs TTLRules) strings() []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.String())
+	}
+	return out
+}

@@ -106,6 +106,19 @@ func Run(ctx context.Context, tbl *bigtable.Table, table string, f RowFunc, opts
 // error (it is nil when the options or the checkpoint are refused, or
 // SampleRowKeys fails).
 func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFunc, opts ...Option) (*Summary, error) {
+	return RunResumedRanges(ctx, tbl, table, func(rg Range, _ json.RawMessage) (RowFunc, func() (json.RawMessage, error)) { return f(rg) }, opts...)
+}
+
+// ResumedRangeFunc is a RangeFunc that is also given, for a range an
+// earlier run read and left unfinished (its done returned an error
+// wrapping ErrUnfinished), the result that run recorded in the checkpoint
+// (nil otherwise): so that a result gathering events (cells a migration
+// moved) can carry the earlier attempts' over, which the range's rows,
+// read again, no longer show.
+type ResumedRangeFunc func(rg Range, prior json.RawMessage) (rows RowFunc, done func() (json.RawMessage, error))
+
+// RunResumedRanges is RunRanges with a ResumedRangeFunc.
+func RunResumedRanges(ctx context.Context, tbl *bigtable.Table, table string, f ResumedRangeFunc, opts ...Option) (*Summary, error) {
 	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
 	for _, o := range opts {
 		o(&c)
@@ -345,7 +358,7 @@ func plan(piece Range, sampled []string, target int) []plannedRange {
 type runner struct {
 	c        config
 	tbl      *bigtable.Table
-	f        RangeFunc
+	f        ResumedRangeFunc
 	ck       *checkpointFile
 	st       CheckpointStore // nil: no checkpoint
 	readOpts []bigtable.ReadOption
@@ -455,7 +468,10 @@ func (r *runner) progress(total int) Progress {
 // scanRange reads range i; an error stops the scan.
 func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error {
 	rg := r.ck.Ranges[i].Range // fixed at planning: read without the lock
-	rows, done := r.f(rg)
+	r.mu.Lock()
+	prior := r.ck.Ranges[i].Result // an unfinished range's result, recorded by an earlier run
+	r.mu.Unlock()
+	rows, done := r.f(rg, prior)
 	var ferr error
 	stopped := false
 	last, got := "", false // the last row delivered

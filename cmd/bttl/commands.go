@@ -45,7 +45,7 @@ type invocation struct {
 
 // commands is the command table, in the order help lists it.
 func commands() []command {
-	return []command{verifyCommand, planCommand, applyCommand, auditCommand, auditMergeCommand, migrateCommand,
+	return []command{verifyCommand, planCommand, applyCommand, auditCommand, auditMergeCommand, migrateCommand, migrateMergeCommand, migrateResolveCommand,
 		initCommand, lookupCommand, readCommand, helpCommand()}
 }
 

@@ -7,16 +7,18 @@
 // The commands ('bttl help COMMAND', or -h after the command, prints its
 // flags and help):
 //
-//	verify       compare each table's families and GC rules with the schema file
-//	plan         show the changes apply would make, with exact counts, and those it would refuse
-//	apply        make those changes (asks first; refuses data loss unless -force)
-//	audit        scan tables and report expired, mis-timestamped and excess cells
-//	audit merge  merge the reports of an audit's shards into the report of the whole
-//	migrate      move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
-//	init         write a schema file from the instance's tables and GC rules
-//	lookup       show one row's stored cells, whether a bttl read returns each, and why not
-//	read         the same for a range of rows, as cbt read takes it
-//	help         print bttl's help, or a command's (as -h after it does)
+//	verify           compare each table's families and GC rules with the schema file
+//	plan             show the changes apply would make, with exact counts, and those it would refuse
+//	apply            make those changes (asks first; refuses data loss unless -force)
+//	audit            scan tables and report expired, mis-timestamped and excess cells
+//	audit merge      merge the reports of an audit's shards into the report of the whole
+//	migrate          move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
+//	migrate merge    merge the -json reports of a migration's shards into the job's result
+//	migrate resolve  move or delete one cell (an ambiguous one migrate listed), pinned against concurrent change
+//	init             write a schema file from the instance's tables and GC rules
+//	lookup           show one row's stored cells, whether a bttl read returns each, and why not
+//	read             the same for a range of rows, as cbt read takes it
+//	help             print bttl's help, or a command's (as -h after it does)
 //
 // Usage:
 //
@@ -35,7 +37,13 @@
 //	                            [-first-switch T -written-before T [-clock-skew D] [-write-time-complete]]
 //	                            [-expired keep|delete [-expect-expired N -expired-as-of T]]
 //	                            [-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]]
-//	                            [-checkpoint FILE|bigtable://T] [-dry-run]
+//	                            [-checkpoint FILE|bigtable://T [-allow-ttl-change]] [-dry-run] [-json]
+//	                            [-report bigtable://T/JOB] [-metrics-out FILE]
+//	bttl [global flags] migrate -table T -family F -from real|one-second|default-expiry:D -to-family G
+//	                            [-ttl D] [-ttl-rule R]... -check-copy [-json]
+//	bttl [global flags] migrate merge [-json] [-metrics-out FILE] FILE|bigtable://TABLE/JOB...
+//	bttl [global flags] migrate resolve -table T -family F -row R -column C -timestamp TS (-ttl D | -to
+//	                                    TS | -delete) [-dry-run]
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE

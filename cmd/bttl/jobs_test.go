@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	migratepkg "github.com/bttl/bttl/migrate"
 )
 
 // The job examples in examples/jobs, as far as the test reads them.
@@ -395,6 +397,16 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	got := storedFamily(t, dcA, "events", "clicks")
 	assert.Equal(t, storedFamily(t, dcB, "events", "clicks"), got, "sharded, killed and resumed = one uninterrupted run")
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), got, "every cell at its timestamp + 30 days, none lost or doubled")
+	// The job's result, from the shards' reports in the emulator: done,
+	// and every cell counted once, moved by the job or (moved by the
+	// killed worker in a range it did not finish) found on the target.
+	jobReport := execBttl(t, bin, addrA, "migrate", "merge", "-json", flagValue(t, migrate, "report"))
+	require.Equal(t, exitOK, jobReport.code, jobReport.stderr)
+	var job migratepkg.JobResult
+	require.NoError(t, json.Unmarshal([]byte(jobReport.stdout), &job))
+	assert.True(t, job.Complete)
+	assert.EqualValues(t, len(model), job.Total.MovedByJob()+job.Total.OnTarget, "%+v", job.Total)
+	t.Logf("job result: %d moved by the job, %d found on the target", job.Total.MovedByJob(), job.Total.OnTarget)
 
 	// The audit job: tasks workers with Cloud Run's variables, each in a
 	// fresh directory, writing its report to the emulator (-report); the

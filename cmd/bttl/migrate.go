@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +23,8 @@ var migrateCommand = command{
 	name: "migrate", needsSchema: true,
 	synopsis: []string{"-table T -family F -from real|one-second|default-expiry:D [-to-family G] [-ttl D] [-ttl-rule R]... " +
 		"[-first-switch T -written-before T [-clock-skew D] [-write-time-complete]] [-expired keep|delete [-expect-expired N -expired-as-of T]] " +
-		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T] [-dry-run]"},
+		"[-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]] [-checkpoint FILE|bigtable://T [-allow-ttl-change]] [-dry-run] [-json] [-report bigtable://T/JOB] [-metrics-out FILE]",
+		"-table T -family F -from real|one-second|default-expiry:D -to-family G [-ttl D] [-ttl-rule R]... -check-copy [-json]"},
 	short: "move a family's stored cells onto its strategy (real timestamps to one-second, D to D')",
 	help: `Moves the cells a family already holds onto the strategy the schema file gives
 the target family (-family in place, or -to-family): real timestamps (-from
@@ -55,6 +57,25 @@ second run changes nothing and says so. -dry-run prints what would change.
 Exit 1 while any cell could not be moved (changed meanwhile, a collision,
 too large to pin, ambiguous): with -checkpoint, a rerun reads again every
 key range where a cell was left.
+
+A sharded run (-shard i/n) reports its shard only: the next step is due
+once every shard is done, which 'bttl migrate merge' of the shards' -json
+reports says. -json prints the run's report (schema in docs/design.md#migrate:
+every ambiguous cell, not only -examples of them); -report bigtable://T/JOB
+writes it to a row of table T of the instance (one per job and shard), for
+'bttl migrate merge bigtable://T/JOB'; -metrics-out writes its figures as
+bttl_migrate_* gauges. 'bttl migrate resolve' moves or deletes
+one ambiguous cell. With -checkpoint, a run whose TTL differs from an
+earlier run of the same migration recorded in the checkpoint (the same
+file, or any row of bigtable://T for the table) or in the -report table
+(any job's report) is refused unless -allow-ttl-change: the cells would
+get two different lives.
+
+-check-copy (a copy, -to-family) writes nothing: it reads both families and
+lists every cell of the target family that is not the copy of a stored
+source cell (a deletion in the source that writers did not mirror with
+migrate.Mirror), exit 1 when there is one. Exact while no writer writes the
+target family yet (docs/design.md#migrate, the copy steps).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		a := &migrateArgs{}
@@ -75,6 +96,12 @@ key range where a cell was left.
 		a.inflight = migrate.DefaultInflight
 		fs.Var(countFlag{&a.inflight, 1}, "inflight", "conditional row mutations in flight per worker")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
+		fs.BoolVar(&a.json, "json", false, "print the run's report as JSON (every ambiguous cell listed) instead of text, for bttl migrate merge")
+		fs.StringVar(&a.report, "report", "", "also write the run's JSON report (as -json prints it) to a row of table T of the instance with `bigtable://T/JOB` "+
+			"(created when missing; one row per job and shard), for bttl migrate merge bigtable://T/JOB")
+		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the run's figures as bttl_migrate_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
+		fs.BoolVar(&a.allowTTLChange, "allow-ttl-change", false, "run although an earlier run of this migration in the -checkpoint store moved cells with another TTL")
+		fs.BoolVar(&a.checkCopy, "check-copy", false, "with -to-family: write nothing; list every target cell that is not the copy of a stored source cell (exit 1 when any)")
 		a.examples = 5
 		fs.Var(countFlag{&a.examples, 0}, "examples", "show up to `n` changed cells")
 		a.scan.register(fs, "migrate")
@@ -106,6 +133,11 @@ type migrateArgs struct {
 	checkpoint              string
 	every                   time.Duration
 	progressSet             bool
+	json                    bool
+	report                  string
+	metricsOut              string
+	allowTTLChange          bool
+	checkCopy               bool
 }
 
 func (a *migrateArgs) check() error {
@@ -124,6 +156,20 @@ func (a *migrateArgs) check() error {
 		return errors.New("-expired delete needs -expect-expired N and -expired-as-of T, the count and instant a dry run printed: nothing is deleted on a guess")
 	case a.expired != migrate.DeleteExpired && (a.expectSet() || !a.expiredAsOf.IsZero()):
 		return errors.New("-expect-expired and -expired-as-of go with -expired delete")
+	case a.allowTTLChange && a.checkpoint == "" && a.report == "":
+		return errors.New("-allow-ttl-change goes with -checkpoint or -report, where earlier runs are recorded")
+	case a.checkCopy && a.toFamily == "":
+		return errors.New("-check-copy checks a copy: give -to-family")
+	case a.checkCopy && (a.dryRun || a.checkpoint != "" || a.metricsOut != "" || a.report != "" || a.expired == migrate.DeleteExpired):
+		return errors.New("-check-copy writes nothing and reads the families whole: it excludes -dry-run, -checkpoint, -report, -metrics-out and -expired delete")
+	}
+	if a.report != "" {
+		if _, err := parseReportDest(a.report); err != nil {
+			return fmt.Errorf("-report: %w", err)
+		}
+	}
+	if err := checkMetricsOut(a.metricsOut); err != nil {
+		return err
 	}
 	return a.scan.check()
 }
@@ -216,8 +262,11 @@ func (a *migrateArgs) run(e *env) int {
 		}
 	}
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight))}
-	if a.dryRun {
+	if a.dryRun || a.checkCopy {
 		opts = append(opts, migrate.WithDryRun())
+	}
+	if a.json {
+		opts = append(opts, migrate.WithAllAmbiguous())
 	}
 	if a.checkpoint != "" {
 		opts = append(opts, migrate.WithCheckpoint(a.checkpoint))
@@ -227,10 +276,26 @@ func (a *migrateArgs) run(e *env) int {
 		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", flagError(err))
 		return exitError
 	}
-	fmt.Fprintf(e.stdout, "table %q, %s\n", a.table, p)
+	if a.checkCopy {
+		return a.runCheckCopy(e, m)
+	}
+	if (a.checkpoint != "" || a.report != "") && !a.allowTTLChange {
+		if code, done := a.checkEarlierRuns(e, m); done {
+			return code
+		}
+	}
+	store, err := a.claimReport(e)
+	if err != nil {
+		return e.fail(fmt.Errorf("-report: %w", err))
+	}
+	text := e.stdout
+	if a.json {
+		text = io.Discard
+	}
+	fmt.Fprintf(text, "table %q, %s\n", a.table, p)
 	if !p.WrittenBefore.IsZero() {
 		legacy, bttl := p.Window()
-		fmt.Fprintf(e.stdout, "timestamps at or before %s are real write times (moved); after %s expiry instants (left alone); in between ambiguous unless proven\n",
+		fmt.Fprintf(text, "timestamps at or before %s are real write times (moved); after %s expiry instants (left alone); in between ambiguous unless proven\n",
 			formatRFC3339(legacy), formatRFC3339(bttl))
 	}
 	sopts, err := a.scan.options()
@@ -262,31 +327,82 @@ func (a *migrateArgs) run(e *env) int {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
 	}
 	st := rep.Stats
-	if a.scan.sharded() {
-		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
-	}
-	if n := resumed(rep.Scan); n > 0 {
-		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
-			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
-	}
-	writeMigrateStats(e.stdout, st, a.dryRun, rep.Now, a.toFamily)
-	if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
-		fmt.Fprintf(e.stdout, "to delete the %d expired cell(s) (after checking the examples): add -expired delete -expect-expired %d -expired-as-of %s\n",
-			st.ExpiredLeft, st.ExpiredLeft, formatRFC3339(rep.Now))
-	}
-	if st.Changes() > 0 || st.Unmoved() > 0 || a.dryRun {
-		fmt.Fprintln(e.stdout, "\nsteps for a live system (this command is the migration step):")
-		for i, s := range p.Steps() {
-			fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, s)
+	report := m.ShardReport(rep)
+	if a.metricsOut != "" {
+		if err := migrate.WriteMetricsFile(a.metricsOut, report.Series()); err != nil {
+			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
-	} else if next := p.NextStep(); next != "" {
-		fmt.Fprintf(e.stdout, "next: %s\n", next)
+	}
+	if store != nil {
+		b, err := json.MarshalIndent(report, "", "  ")
+		if err == nil {
+			ctx, cancel := e.step()
+			err = store.Save(ctx, append(b, '\n'))
+			cancel()
+		}
+		if err != nil {
+			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+	}
+	if a.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return e.fail(err)
+		}
+	} else {
+		a.writeText(e.stdout, p, rep)
 	}
 	if n := st.Unmoved(); n > 0 {
 		fmt.Fprintf(e.stderr, "bttl migrate: %d cell(s) not moved (see above); run bttl migrate again once they are dealt with (with -checkpoint, the rerun reads again every key range where a cell was left)\n", n)
 		return exitFindings
 	}
 	return exitOK
+}
+
+// writeText writes the run's report as text.
+func (a *migrateArgs) writeText(w io.Writer, p migrate.Plan, rep *migrate.Report) {
+	st := rep.Stats
+	if a.scan.sharded() {
+		fmt.Fprintf(w, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
+	}
+	if n := resumed(rep.Scan); n > 0 {
+		fmt.Fprintf(w, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
+			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved+rep.Earlier.MovedBefore, rep.Earlier.ExpiredDeleted+rep.Earlier.DeletedBefore)
+	}
+	st.AmbiguousExamples = st.AmbiguousExamples[:min(len(st.AmbiguousExamples), int(a.examples))]
+	writeMigrateStats(w, st, a.dryRun, rep.Now, a.toFamily)
+	if rep.Scan != nil && (resumed(rep.Scan) > 0 || st.MovedBefore > 0 || st.DeletedBefore > 0) {
+		total := st.Moved + st.MovedBefore + rep.Earlier.Moved + rep.Earlier.MovedBefore
+		del := st.ExpiredDeleted + st.DeletedBefore + rep.Earlier.ExpiredDeleted + rep.Earlier.DeletedBefore
+		what := "moved"
+		if a.toFamily != "" {
+			what = "copied"
+		}
+		fmt.Fprintf(w, "this job so far: %d cell(s) %s, %d deleted, as the checkpoint records them (runs killed mid-range record nothing for it: the cells they %s there are counted as already on the target)\n",
+			total, what, del, what)
+	}
+	if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
+		fmt.Fprintf(w, "to delete the %d expired cell(s) (after checking the examples): add -expired delete -expect-expired %d -expired-as-of %s\n",
+			st.ExpiredLeft, st.ExpiredLeft, formatRFC3339(rep.Now))
+	}
+	if st.Changes() > 0 || st.Unmoved() > 0 || a.dryRun {
+		fmt.Fprintln(w, "\nsteps for a live system (this command is the migration step):")
+		for i, s := range p.Steps() {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+		}
+		if a.scan.sharded() && st.Unmoved() == 0 && !a.dryRun {
+			fmt.Fprintf(w, "shard %s is done; the job is done once every shard's run exits 0: bttl migrate merge of the shards' -json reports says so\n", a.scan.shard)
+		}
+	} else if next := p.NextStep(); next != "" {
+		if a.scan.sharded() {
+			// Other shards may still run: the next step is the job's, due
+			// once every shard is done.
+			fmt.Fprintf(w, "shard %s is done; once every shard is (bttl migrate merge of the shards' -json reports says so), next: %s\n", a.scan.shard, next)
+		} else {
+			fmt.Fprintf(w, "next: %s\n", next)
+		}
+	}
 }
 
 func (a *migrateArgs) expectSet() bool { return a.expectGiven }
@@ -372,6 +488,8 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, t
 		what string
 	}{
 		{st.Moved, moved},
+		{st.MovedBefore, "moved by earlier runs in the key ranges read again (found on the target now, counted there too if still stored)"},
+		{st.DeletedBefore, "deleted by earlier runs in the key ranges read again"},
 		{st.OnTarget, "already on the target (nothing to do)"},
 		{st.ExpiredDeleted, "expired under the target, " + would + "deleted"},
 		{st.ExpiredLeft, "expired under the target as of " + formatRFC3339(now) + ": left as they are, neither moved nor copied"},

@@ -30,6 +30,16 @@ type Source struct {
 	// made of the alerts' panels.
 	Rows   []Row   `yaml:"rows"`
 	Alerts []Alert `yaml:"alerts"`
+	// Procedures are runbook sections that answer no alert (a migration
+	// job, undoing a wrong TTL), after the alerts'.
+	Procedures []Procedure `yaml:"procedures"`
+}
+
+// Procedure is a runbook section of its own: a title (its anchor is the
+// title in lower case, words joined by '-') and Markdown.
+type Procedure struct {
+	Title string `yaml:"title"`
+	Body  string `yaml:"body"`
 }
 
 // Row is a titled row of panels, two per line.
@@ -146,6 +156,12 @@ func (s *Source) check() error {
 			return fmt.Errorf("alert %s: its panel's title must say \"(alert %s ...)\"", a.Name, a.Name)
 		}
 		seen[a.Name] = true
+	}
+	for _, p := range s.Procedures {
+		if p.Title == "" || strings.TrimSpace(p.Body) == "" || seen[p.Title] {
+			return fmt.Errorf("procedure %q: a title of its own and a body are required", p.Title)
+		}
+		seen[p.Title] = true
 	}
 	return nil
 }
@@ -264,7 +280,8 @@ func (s *Source) ruleTests() ([]byte, error) {
 func (s *Source) runbook() []byte {
 	var b strings.Builder
 	b.WriteString("# Runbook: bttl's alerts\n\n<!-- " + generated + " -->\n\n")
-	b.WriteString("One section per alert of `metrics/alerts/bttl-rules.yaml`; each alert's\n`runbook_url` annotation links here. The dashboard (`metrics/dashboards/bttl.json`)\nhas a panel per alert, in its last row, showing what the alert evaluates.\n")
+	b.WriteString("One section per alert of `metrics/alerts/bttl-rules.yaml`; each alert's\n`runbook_url` annotation links here. The dashboard (`metrics/dashboards/bttl.json`)\nhas a panel per alert, in its last row, showing what the alert evaluates.\n" +
+		"Procedures that answer no alert follow the alerts' sections.\n")
 	for _, a := range s.Alerts {
 		fmt.Fprintf(&b, "\n## %s\n\n", a.Name)
 		fmt.Fprintf(&b, "Severity **%s**", a.Severity)
@@ -272,6 +289,9 @@ func (s *Source) runbook() []byte {
 			fmt.Fprintf(&b, ", after %s", a.For)
 		}
 		fmt.Fprintf(&b, ". %s\n\n```promql\n%s\n```\n\n%s\n", a.Comment, strings.TrimSpace(a.Expr), strings.TrimSpace(a.Runbook))
+	}
+	for _, p := range s.Procedures {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n", p.Title, strings.TrimSpace(p.Body))
 	}
 	return []byte(b.String())
 }

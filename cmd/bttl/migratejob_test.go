@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/migrate"
+)
+
+// Issue 35 item 5: each shard of a job reports its own run as JSON and
+// says the next step is the job's, due once every shard is done (it
+// printed "next: ... bttl apply" while other shards still ran); bttl
+// migrate merge of every shard's report gives the job's result and the
+// next step, -metrics-out its gauges, and refuses a missing shard or a
+// report of another TTL.
+func TestMigrateShardReportsMerge(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		createLegacy(t, ac)
+		now := time.Now().Add(-time.Second)
+		model := loadRealTimestamps(t, dc, "legacy", "f", 300, 5, now)
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		keys := writeFile(t, "keys", "row0000150\n")
+		dir := t.TempDir()
+		args := func(i int, extra ...string) []string {
+			return append(append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+				"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", filepath.Join(dir, fmt.Sprintf("ckpt%d", i))}, switchedAt(now)...), extra...)
+		}
+		report := func(i int) string { return filepath.Join(dir, fmt.Sprintf("shard%d.json", i)) }
+
+		r := bttl(t, addr, "", args(0, "-json")...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var sr migrate.ShardReport
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &sr), "-json prints the report only: %s", r.stdout)
+		assert.True(t, sr.Complete)
+		assert.Equal(t, "0/2", sr.Shard.String())
+		assert.Equal(t, int64(750), sr.Total.Moved, "rows 0-149 of 300")
+		require.NoError(t, os.WriteFile(report(0), []byte(r.stdout), 0o600))
+
+		// A rerun of a done shard, while shard 1 has not run: no bare
+		// "next:", the next step is the job's.
+		r = bttl(t, addr, "", args(0)...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.NotRegexp(t, `(?m)^next:`, r.stdout)
+		assert.Contains(t, r.stdout, "shard 0/2 is done; once every shard is (bttl migrate merge of the shards' -json reports says so), next: only once bttl migrate exits 0")
+
+		// The job's result needs every shard.
+		r = bttl(t, addr, "", "migrate", "merge", report(0))
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "missing the report of shard(s) 1/2")
+
+		r = bttl(t, addr, "", args(1, "-json", "-metrics-out", filepath.Join(dir, "shard1.prom"))...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		require.NoError(t, os.WriteFile(report(1), []byte(r.stdout), 0o600))
+		prom, err := os.ReadFile(filepath.Join(dir, "shard1.prom"))
+		require.NoError(t, err)
+		assert.Contains(t, string(prom), `bttl_migrate_cells{family="f",outcome="moved",shard="1/2",table="legacy",target="f"} 750`)
+
+		out := filepath.Join(dir, "job.prom")
+		r = bttl(t, addr, "", "migrate", "merge", "-metrics-out", out, report(1), report(0))
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) moved to their new timestamp by the job", len(model)))
+		assert.Contains(t, r.stdout, "the job is done: every shard left nothing to move. next: only once bttl migrate exits 0")
+		prom, err = os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Contains(t, string(prom), fmt.Sprintf(`bttl_migrate_cells{family="f",outcome="moved",shard="all",table="legacy",target="f"} %d`, len(model)))
+		assert.Contains(t, string(prom), `bttl_migrate_complete{family="f",shard="all",table="legacy",target="f"} 1`)
+
+		r = bttl(t, addr, "", "migrate", "merge", "-json", report(0), report(1))
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var res migrate.JobResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		assert.True(t, res.Complete)
+		assert.Equal(t, int64(len(model)), res.Total.MovedByJob())
+
+		// A shard run with another TTL is another job.
+		b, err := os.ReadFile(report(1))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(report(1), []byte(strings.Replace(string(b), "ttl=720h0m0s", "ttl=1440h0m0s", 1)), 0o600))
+		r = bttl(t, addr, "", "migrate", "merge", report(0), report(1))
+		assert.Equal(t, exitFindings, r.code)
+		assert.Contains(t, r.stderr, "reports of two jobs")
+
+		r = bttl(t, addr, "", "migrate", "merge", filepath.Join(dir, "ckpt0"))
+		assert.Equal(t, exitError, r.code, "a checkpoint is not a report: %s", r.stderr)
+		assert.Contains(t, r.stderr, "not a bttl migrate -json report")
+	})
+}
+
+// Issue 35 item 5: a second run of a migration with another -ttl was
+// accepted (a bigtable:// checkpoint keys its row by the job, so it
+// started afresh); it is refused, naming the earlier TTL, unless
+// -allow-ttl-change.
+func TestMigrateRefusesAnotherTTL(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		createLegacy(t, ac)
+		now := time.Now().Add(-time.Second)
+		loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		args := func(ttl string) []string {
+			return append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", ttl,
+				"-checkpoint", "bigtable://bttl-state"}, switchedAt(now)...)
+		}
+		r := bttl(t, addr, "", args("30d")...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		r = bttl(t, addr, "", args("30d")...)
+		require.Equal(t, exitOK, r.code, "the same TTL again: %s", r.stdout+r.stderr)
+
+		before := storedFamily(t, dc, "legacy", "f")
+		r = bttl(t, addr, "", args("60d")...)
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "other TTL rules")
+		assert.Contains(t, r.stderr, "moved 40 cell(s) with TTL ttl=720h0m0s; this run's is ttl=1440h0m0s")
+		assert.Contains(t, r.stderr, "-allow-ttl-change")
+		assert.Equal(t, before, storedFamily(t, dc, "legacy", "f"))
+
+		r = bttl(t, addr, "", append(args("60d"), "-allow-ttl-change")...)
+		assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	})
+}
+
+// Issue 35 item 5: every ambiguous cell is in -json (not capped by
+// -examples), and bttl migrate resolve moves or deletes each, pinned;
+// once all are resolved the run exits 0.
+func TestMigrateResolveAmbiguousCells(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		createLegacy(t, ac)
+		ctx := context.Background()
+		switched := time.Now().Add(-time.Second)
+		m := bigtable.NewMutation()
+		for i := 0; i < 4; i++ {
+			m.Set("f", fmt.Sprintf("c%d", i), bigtable.Time(switched.Add(-time.Duration(i+1)*time.Minute)).TruncateToMilliseconds(), []byte("which writer?"))
+		}
+		require.NoError(t, dc.Open("legacy").Apply(ctx, "r\xff", m))
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		at := switched.UTC().Format(time.RFC3339Nano)
+		args := []string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-first-switch", switched.Add(-time.Hour).UTC().Format(time.RFC3339Nano), "-written-before", at, "-clock-skew", "500ms", "-examples", "1"}
+		r := bttl(t, addr, "", append(args, "-json")...)
+		require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		var sr migrate.ShardReport
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &sr))
+		require.Len(t, sr.Ambiguous, 4, "every one, whatever -examples")
+		assert.True(t, sr.Ambiguous[0].Quoted, "a row key that is not UTF-8 is quoted")
+		assert.Equal(t, strconv.Quote("r\xff"), sr.Ambiguous[0].Row)
+
+		resolve := func(c migrate.ReportCell, how ...string) result {
+			return bttl(t, addr, "", append([]string{"migrate", "resolve", "-table", "legacy", "-family", c.Family, "-row", c.Row,
+				"-column", c.Column, "-timestamp", strconv.FormatInt(c.Timestamp, 10)}, how...)...)
+		}
+		r = resolve(sr.Ambiguous[0], "-ttl", "30d", "-dry-run")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "dry run: would move to")
+		r = resolve(sr.Ambiguous[0], "-ttl", "30d")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		r = resolve(sr.Ambiguous[0], "-delete")
+		assert.Equal(t, exitFindings, r.code, "moved already: nothing there")
+		assert.Contains(t, r.stderr, "no such cell")
+		for _, c := range sr.Ambiguous[1:] {
+			r = resolve(c, "-delete")
+			require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		}
+		got := storedFamily(t, dc, "legacy", "f")
+		ts := bigtable.Timestamp(sr.Ambiguous[0].Timestamp) + bigtable.Timestamp(30*24*time.Hour/time.Microsecond)
+		assert.Equal(t, map[cellKey]string{{"r\xff", "c0", ts}: "which writer?"}, got)
+
+		r = bttl(t, addr, "", args...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+		r = bttl(t, addr, "", "migrate", "resolve", "-table", "legacy", "-family", "f", "-row", "r", "-timestamp", "x", "-delete")
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, "-timestamp: want microseconds")
+		r = bttl(t, addr, "", "migrate", "resolve", "-table", "legacy", "-family", "f", "-row", "r", "-timestamp", "1", "-delete", "-ttl", "1d")
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, "give one of")
+	})
+}
+
+// Issue 35 item 8 from the command line: -check-copy lists the cell a
+// deletion in the source left in the copy, exit 1, and writes nothing.
+func TestMigrateCheckCopy(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		ctx := context.Background()
+		require.NoError(t, ac.CreateTable(ctx, "clicks"))
+		require.NoError(t, ac.CreateColumnFamily(ctx, "clicks", "f"))
+		require.NoError(t, ac.CreateColumnFamily(ctx, "clicks", "g"))
+		now := bigtable.Now().TruncateToMilliseconds()
+		m := bigtable.NewMutation()
+		m.Set("f", "a", now-1000, []byte("a"))
+		m.Set("f", "b", now-2000, []byte("b"))
+		require.NoError(t, dc.Open("clicks").Apply(ctx, "r1", m))
+		schema := writeFile(t, "s.yaml", "tables: {clicks: {f: {strategy: default-expiry, ttl: 48h}, g: {strategy: default-expiry, ttl: 24h}}}\n")
+		args := []string{"-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-to-family", "g"}
+		r := bttl(t, addr, "", args...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		r = bttl(t, addr, "", append(args, "-check-copy")...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "2 target cell(s), 2 the copy of a stored source cell")
+
+		del := bigtable.NewMutation()
+		del.DeleteTimestampRange("f", "a", now-1000, now)
+		require.NoError(t, dc.Open("clicks").Apply(ctx, "r1", del))
+		before := storedFamily(t, dc, "clicks", "g")
+		r = bttl(t, addr, "", append(args, "-check-copy")...)
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Regexp(t, regexp.MustCompile(`only in target: row "r1", column "a", timestamp \d+`), r.stdout)
+		assert.Contains(t, r.stderr, `1 cell(s) of family "g" are not the copy of a stored source cell`)
+		assert.Equal(t, before, storedFamily(t, dc, "clicks", "g"), "the check writes nothing")
+
+		r = bttl(t, addr, "", "-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-check-copy")
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, "-check-copy checks a copy: give -to-family")
+	})
+}
+
+// Shards of a job runner write their reports to Bigtable (-report
+// bigtable://T/JOB), and merge reads them there: a shard not run yet is
+// missing (exit 1), a table that holds no report exits 2.
+func TestMigrateReportsInBigtable(t *testing.T) {
+	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
+		createLegacy(t, ac)
+		now := time.Now().Add(-time.Second)
+		model := loadRealTimestamps(t, dc, "legacy", "f", 100, 3, now)
+		schema := writeFile(t, "s.yaml", oneSecondSchema)
+		keys := writeFile(t, "keys", "row0000050\n")
+		run := func(i int) result {
+			return bttl(t, addr, "", append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+				"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"},
+				switchedAt(now)...)...)
+		}
+		r := bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+		assert.Equal(t, exitError, r.code, "no table holds the job's reports: %s", r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "not found")
+
+		require.Equal(t, exitOK, run(0).code)
+		r = bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+		assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "missing the report of shard(s) 1/2")
+
+		require.Equal(t, exitOK, run(1).code)
+		r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var res migrate.JobResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		assert.True(t, res.Complete)
+		assert.Equal(t, int64(len(model)), res.Total.MovedByJob())
+	})
+}
+
+// A -metrics-out in a directory that does not exist is refused before
+// anything is read (found after the scan, it lost the run's figures).
+func TestMigrateMetricsOutCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "missing", "m.prom")
+	r := runRaw(context.Background(), "-schema", writeFile(t, "s.yaml", oneSecondSchema), "migrate", "-table", "legacy", "-family", "f", "-from", "real",
+		"-ttl", "30d", "-first-switch", "2026-01-01T00:00:00Z", "-written-before", "2026-01-01T00:00:00Z", "-metrics-out", bad)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "directory")
+	assert.Contains(t, r.stderr, "does not exist")
+	r = runRaw(context.Background(), "migrate", "merge", "-metrics-out", bad, "x.json")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "does not exist")
+}
+
+// Without a checkpoint, the -report table records earlier runs too: a
+// job of another -ttl on the same migration is refused.
+func TestMigrateRefusesAnotherTTLFromReports(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 10, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	args := func(ttl, job string) []string {
+		return append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", ttl,
+			"-report", "bigtable://bttl-state/" + job}, switchedAt(now)...)
+	}
+	r := bttl(t, addr, "", args("30d", "first")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = bttl(t, addr, "", args("60d", "second")...)
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "bigtable://bttl-state/migrate/first/0/1")
+	assert.Contains(t, r.stderr, "moved 20 cell(s) with TTL ttl=720h0m0s")
+	r = bttl(t, addr, "", append(args("60d", "second"), "-allow-ttl-change")...)
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
