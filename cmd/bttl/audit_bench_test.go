@@ -243,3 +243,73 @@ func BenchmarkAuditProfile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuditVsReadRows (issue 35's audit pace) measures, in one
+// process against one cbtemulator holding BenchmarkAuditPace's table, the
+// wall time of the whole `bttl audit` command (values stripped, 1 worker:
+// dial, SampleRowKeys, the scan, the GC rules' read, the report) against
+// the least an audit must receive: a plain client's ReadRows of the same
+// table with bigtable.StripValueFilter, one stream, its client dialled and
+// closed in the timing as the command's is. Each iteration runs both,
+// the order alternating, and reports each side's seconds and their ratio
+// (audit/readrows, the target being at most 1.2):
+//
+//	BTTL_AUDIT_BENCH_CELLS=200000 go test -run '^$' -bench BenchmarkAuditVsReadRows -benchtime 1x -count 10 ./cmd/bttl | tee audit-vs-readrows.txt
+//	benchstat audit-vs-readrows.txt
+func BenchmarkAuditVsReadRows(b *testing.B) {
+	if _, err := bttestharness.FindEmulator(); err != nil {
+		missing(b, "cbtemulator: %v", err)
+	}
+	setupAuditBench(b)
+	a := &auditBench
+	b.Setenv("BIGTABLE_EMULATOR_HOST", a.em.Addr)
+	args := []string{"-project", "p", "-instance", "i", "-schema", a.schema, "audit", "-table", "events", "-progress", "0"}
+	audit := func() {
+		if code := run(context.Background(), args, nil, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("bttl %v: exit %d", args, code)
+		}
+	}
+	readRows := func() {
+		ctx := context.Background()
+		c, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cells := 0
+		err = c.Open("events").ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+			for _, items := range r {
+				cells += len(items)
+			}
+			return true
+		}, bigtable.RowFilter(bigtable.StripValueFilter()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if cells != a.rows*a.perRow {
+			b.Fatalf("ReadRows received %d cells, want %d", cells, a.rows*a.perRow)
+		}
+	}
+	sides := []struct {
+		unit string
+		f    func()
+	}{{"bttl-audit-s", audit}, {"readrows-strip-s", readRows}}
+	sums := make([]time.Duration, len(sides))
+	var ratio float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		took := make([]time.Duration, len(sides))
+		for k := range sides {
+			j := (k + i) % len(sides) // alternate which goes first
+			start := time.Now()
+			sides[j].f()
+			took[j] = time.Since(start)
+			sums[j] += took[j]
+		}
+		ratio += took[0].Seconds() / took[1].Seconds()
+	}
+	for j, s := range sides {
+		b.ReportMetric(sums[j].Seconds()/float64(b.N), s.unit)
+	}
+	b.ReportMetric(ratio/float64(b.N), "audit/readrows")
+}
