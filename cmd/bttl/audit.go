@@ -226,6 +226,13 @@ func (a *auditArgs) run(e *env) int {
 	if !a.progressSet && tty {
 		every = time.Second
 	}
+	if a.checkpoint == "" && every == 0 {
+		// The scan's default cut (at least 64 ranges) serves checkpoints
+		// and progress; with neither, each range is only one more
+		// ReadRows to set up, on both sides (BENCHMARKS.md#audit-pace):
+		// 4 per worker still balance the workers.
+		sopts = append(sopts, scan.WithRanges(4*max(int(a.scan.workers), 1)))
+	}
 	var reports []*audit.Report
 	for _, t := range tables {
 		// No probe before the scan: its first call (SampleRowKeys, which
