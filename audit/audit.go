@@ -366,8 +366,10 @@ const NoGCRule = "none"
 // NoteGCRules records on each family of r the GC rule the table carries
 // (families, as gcrule.Admin.Families reads them) and whether it is the
 // one the family's strategy needs, so that findings are classified by the
-// family's adopted state (see Family.GCRule). A family missing from
-// families (created after the read) is left unknown.
+// family's adopted state (see Family.GCRule): in an age family not on its
+// rule, the cells counted Expired move to NotOnRule (GC keeps them by the
+// family's own rule). A family missing from families (created after the
+// read) is left unknown.
 func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 	for i := range r.Families {
 		f := &r.Families[i]
