@@ -41,11 +41,23 @@ type Family struct {
 	Cells    int64 `json:"cells"`
 	Bytes    int64 `json:"bytes"`
 	Live     int64 `json:"live_cells"`
-	// Expired: cells of an age family expired at now, still stored.
+	// Expired: cells of an age family expired at now, still stored, in a
+	// family whose GC rule is the one its strategy needs (or was not read):
+	// the stock GC is to collect.
 	Expired      int64 `json:"expired_cells"`
 	ExpiredBytes int64 `json:"expired_bytes"`
 	// OldestExpiry is the earliest expiry instant among them (zero: none).
 	OldestExpiry bigtable.Timestamp `json:"oldest_expiry,omitempty"`
+	// NotOnRule: cells of an age family that its strategy reads as expired
+	// at now, in a family whose GC rule was read and is not the one the
+	// strategy needs (another rule, or none): not stock GC failed to
+	// collect, since GC follows the family's rule, not the schema's. They
+	// are real write times of legacy writers, cells of a migration under
+	// way, or, with no rule at all, cells never collected
+	// (docs/design.md#not-on-rule). Report.NoteGCRules moves them here
+	// from Expired; they are counted in neither Expired nor Live.
+	NotOnRule      int64 `json:"not_on_rule_cells"`
+	NotOnRuleBytes int64 `json:"not_on_rule_bytes"`
 	// AtOrBeforeNow: cells of a one-second family whose timestamps are at
 	// or before now, as real or server timestamps are: a one-second
 	// adoption deletes them at once.
@@ -354,8 +366,10 @@ const NoGCRule = "none"
 // NoteGCRules records on each family of r the GC rule the table carries
 // (families, as gcrule.Admin.Families reads them) and whether it is the
 // one the family's strategy needs, so that findings are classified by the
-// family's adopted state (see Family.GCRule). A family missing from
-// families (created after the read) is left unknown.
+// family's adopted state (see Family.GCRule): in an age family not on its
+// rule, the cells counted Expired move to NotOnRule (GC keeps them by the
+// family's own rule). A family missing from families (created after the
+// read) is left unknown.
 func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 	for i := range r.Families {
 		f := &r.Families[i]
@@ -368,7 +382,32 @@ func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 			f.GCRule = gcrule.Describe(rule)
 		}
 		f.RuleMatches = f.managed && gcrule.Check(r.Table, f.Family, f.policy, cf) == nil
+		f.classifyByRule()
 	}
+}
+
+// classifyByRule moves the cells an age family's strategy reads as expired
+// from Expired to NotOnRule when the family's rule was read and is not the
+// one the strategy needs: GC collects by the rule the family carries, so
+// they are no GC lag (docs/design.md#not-on-rule). Idempotent.
+func (f *Family) classifyByRule() {
+	if !f.NotOnItsRule() || f.Expired == 0 {
+		return
+	}
+	if k := f.kind(); k != strategy.KindOneSecond.String() && k != strategy.KindDefaultExpiry.String() {
+		return
+	}
+	f.NotOnRule += f.Expired
+	f.NotOnRuleBytes += f.ExpiredBytes
+	f.Expired, f.ExpiredBytes, f.OldestExpiry = 0, 0, 0
+}
+
+// NotOnItsRule reports whether the family is managed and its GC rule was
+// read and is not the one its strategy needs (another rule, or none): a
+// family before or during a migration, or one whose rule was changed or
+// lost.
+func (f *Family) NotOnItsRule() bool {
+	return f.GCRule != "" && !f.RuleMatches && f.Strategy != notInSchema && f.kind() != strategy.KindUnmanaged.String()
 }
 
 // Adopted reports whether the family's GC rule was read and is the one its

@@ -200,6 +200,8 @@ func (s *Family) add(o *Family) {
 	if o.OldestExpiry != 0 && (s.OldestExpiry == 0 || o.OldestExpiry < s.OldestExpiry) {
 		s.OldestExpiry = o.OldestExpiry
 	}
+	s.NotOnRule += o.NotOnRule
+	s.NotOnRuleBytes += o.NotOnRuleBytes
 	s.AtOrBeforeNow += o.AtOrBeforeNow
 	s.BeyondKept += o.BeyondKept
 	s.BeyondKeptBytes += o.BeyondKeptBytes

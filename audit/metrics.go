@@ -28,11 +28,26 @@ const (
 	// MetricExpiredNotCollectedCells and ...Bytes: cells of an age family
 	// (one-second, default expiry) expired at Now, still stored: what GC
 	// has not collected yet, and what is billed for nothing.
+	// Cells of a family not on the GC rule its strategy needs
+	// (Family.NotOnItsRule) are not among them: GC follows the family's
+	// rule, so they are no GC lag; see MetricNotOnRuleCells.
 	MetricExpiredNotCollectedCells = "bttl_audit_expired_not_collected_cells"
 	MetricExpiredNotCollectedBytes = "bttl_audit_expired_not_collected_bytes"
 	// MetricOldestExpiry: the earliest expiry instant among them, in Unix
 	// seconds; absent when the family has no expired cell.
 	MetricOldestExpiry = "bttl_audit_expired_not_collected_oldest_expiry_timestamp_seconds"
+	// MetricNotOnRuleCells and ...Bytes: cells of an age family that its
+	// strategy reads as expired while the family is not on the GC rule the
+	// strategy needs (Family.NotOnRule): legacy real timestamps, a
+	// migration under way, or cells of a family with no rule. Absent when
+	// the rules were not read.
+	MetricNotOnRuleCells = "bttl_audit_not_on_rule_cells"
+	MetricNotOnRuleBytes = "bttl_audit_not_on_rule_bytes"
+	// MetricGCRuleMismatch: 1 for a managed family whose GC rule is not the
+	// one its strategy needs (another rule, or none:
+	// Family.NotOnItsRule), 0 for one on its rule; absent when the rules
+	// were not read.
+	MetricGCRuleMismatch = "bttl_audit_gc_rule_mismatch"
 	// MetricOneSecondAtOrBeforeNowCells: cells of a one-second family whose
 	// timestamps are at or before Now, as real or server timestamps are;
 	// not written for a family whose one-second GC rule is in place
@@ -128,9 +143,12 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		hidden       = gauge(MetricHiddenReservedCells, "Cells of a family with write times whose qualifiers are reserved (0xFF 0xFF) but not companions: hidden from every read through bttl.", tfs...)
 		live         = gauge(MetricLiveCells, "Cells the schema's strategy still serves.", tfs...)
 		liveBytes    = gauge(MetricLiveBytes, "Value bytes of the live cells.", tfs...)
-		expired      = gauge(MetricExpiredNotCollectedCells, "Expired cells of an age family still stored (not yet collected by GC): the stock, not reads of it.", tfs...)
+		expired      = gauge(MetricExpiredNotCollectedCells, "Expired cells of an age family still stored (not yet collected by GC), in a family on the GC rule its strategy needs: the stock, not reads of it (cells of a family not on its rule are bttl_audit_not_on_rule_cells).", tfs...)
 		expiredBytes = gauge(MetricExpiredNotCollectedBytes, "Value bytes of the expired cells still stored.", tfs...)
 		oldest       = gauge(MetricOldestExpiry, "Earliest expiry instant among the expired cells still stored, in Unix seconds.", tfs...)
+		notOnRule    = gauge(MetricNotOnRuleCells, "Cells of an age family its strategy reads as expired while the family is not on the GC rule the strategy needs (legacy real timestamps, a migration under way): GC follows the family's rule, so not GC lag.", tfs...)
+		notOnRuleB   = gauge(MetricNotOnRuleBytes, "Value bytes of the cells not on their rule yet.", tfs...)
+		mismatch     = gauge(MetricGCRuleMismatch, "1 when the managed family's GC rule is not the one its strategy needs (another rule, or none); 0 when it is.", tfs...)
 		atOrBefore   = gauge(MetricOneSecondAtOrBeforeNowCells, "Cells of a one-second family whose timestamp is at or before the audit's time (real or server timestamps): a one-second GC rule deletes them.", tfs...)
 		beyond       = gauge(MetricBeyondKeptCells, "Cells beyond the N versions kept per column.", tfs...)
 		beyondBytes  = gauge(MetricBeyondKeptBytes, "Value bytes of the cells beyond the N versions kept.", tfs...)
@@ -143,7 +161,7 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 		when         = gauge(MetricTimestamp, "When the audit's figures were taken, in Unix seconds.", "table")
 	)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, noRule, rows, largest, when)
+	reg.MustRegister(stored, storedBytes, companions, compBytes, hidden, live, liveBytes, expired, expiredBytes, oldest, notOnRule, notOnRuleB, mismatch, atOrBefore, beyond, beyondBytes, notSeq, realTimes, seqNumbers, noRule, rows, largest, when)
 
 	seen := map[string]bool{}
 	for i, r := range reports {
@@ -163,8 +181,9 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 			stored.WithLabelValues(l...).Set(float64(f.Cells))
 			storedBytes.WithLabelValues(l...).Set(float64(f.Bytes))
 			live.WithLabelValues(l...).Set(float64(f.Live))
-			// Every cell is live, expired or beyond the versions kept.
-			liveBytes.WithLabelValues(l...).Set(float64(f.Bytes - f.ExpiredBytes - f.BeyondKeptBytes))
+			// Every cell is live, expired, not on its rule yet or beyond
+			// the versions kept.
+			liveBytes.WithLabelValues(l...).Set(float64(f.Bytes - f.ExpiredBytes - f.NotOnRuleBytes - f.BeyondKeptBytes))
 			oneSecond, defaultExpiry, sequence := kind == strategy.KindOneSecond.String(), kind == strategy.KindDefaultExpiry.String(), kind == strategy.KindSequence.String()
 			if oneSecond || defaultExpiry {
 				seqNumbers.WithLabelValues(l...).Set(float64(f.SequenceNumbers))
@@ -172,6 +191,10 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 				expiredBytes.WithLabelValues(l...).Set(float64(f.ExpiredBytes))
 				if f.Expired > 0 {
 					oldest.WithLabelValues(l...).Set(seconds(f.OldestExpiry))
+				}
+				if f.GCRule != "" || f.NotOnRule > 0 {
+					notOnRule.WithLabelValues(l...).Set(float64(f.NotOnRule))
+					notOnRuleB.WithLabelValues(l...).Set(float64(f.NotOnRuleBytes))
 				}
 			}
 			if oneSecond && !f.Adopted() {
@@ -183,6 +206,11 @@ func gatherer(reports []*Report) (*prometheus.Registry, error) {
 					missing = 1
 				}
 				noRule.WithLabelValues(l...).Set(missing)
+				off := 0.0
+				if f.NotOnItsRule() {
+					off = 1
+				}
+				mismatch.WithLabelValues(l...).Set(off)
 			}
 			if f.writeTime() {
 				companions.WithLabelValues(l...).Set(float64(f.Companions))

@@ -48,14 +48,28 @@ func rulesReport() *audit.Report {
 	return rep
 }
 
-// The table's GC rules say what the figures mean.
+// The table's GC rules say what the figures mean: cells the strategy
+// reads as expired are expired stock only in a family on its rule; in one
+// not on it (here, with no rule at all) GC follows another rule, and they
+// are not on their rule yet.
 func ExampleReport_NoteGCRules() {
 	for _, f := range rulesReport().Families {
-		fmt.Printf("%s: rule %s, matches %v, %d expired\n", f.Family, f.GCRule, f.RuleMatches, f.Expired)
+		fmt.Printf("%s: rule %s, matches %v, %d expired, %d not on rule\n", f.Family, f.GCRule, f.RuleMatches, f.Expired, f.NotOnRule)
 	}
 	// Output:
-	// off: rule none, matches false, 1 expired
-	// on: rule max_age=1s, matches true, 1 expired
+	// off: rule none, matches false, 0 expired, 1 not on rule
+	// on: rule max_age=1s, matches true, 1 expired, 0 not on rule
+}
+
+// A family whose GC rule is not the one its strategy needs: before or
+// during a migration, or with its rule changed or lost.
+func ExampleFamily_NotOnItsRule() {
+	for _, f := range rulesReport().Families {
+		fmt.Printf("%s: not on its rule %v\n", f.Family, f.NotOnItsRule())
+	}
+	// Output:
+	// off: not on its rule true
+	// on: not on its rule false
 }
 
 // On its one-second rule, a family's cells at or before now are expired

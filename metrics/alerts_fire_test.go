@@ -66,6 +66,7 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 		{Family: "doc", Strategy: "sequence(N=3)", Cells: 4, NotSequence: 2, RealTimes: 2},
 		{Family: "session", Strategy: "one-second", Cells: 3, AtOrBeforeNow: 3, GCRule: "max_versions=1"},
 		{Family: "lost", Strategy: "one-second", GCRule: audit.NoGCRule},
+		{Family: "clicks", Strategy: "default-expiry(D=24h0m0s)", Cells: 7, NotOnRule: 7, GCRule: "max_age=1440h0m0s"},
 	}}
 	var auditFile bytes.Buffer
 	require.NoError(t, audit.WriteMetrics(&auditFile, []*audit.Report{rep}))

@@ -243,13 +243,18 @@ func (f *found) merge(g found) {
 // examination is one scan of a family for one change.
 type examination struct {
 	realTimestamps, ageOverSequence, notSequence, collectable, hidden found
-	realTimes                                                         int64
-	rows, cells                                                       int64
+	// passed: one-second cells at or before now stamped after
+	// WithWrittenBefore's bound: expiry instants already passed, not
+	// refused.
+	passed      found
+	realTimes   int64
+	rows, cells int64
 	// exact: every row was read (and, for the safety scan, it did not
 	// stop early); sampled: a sample was read.
 	exact, sampled bool
-	// now is the time the cells were classified at.
-	now bigtable.Timestamp
+	// now is the time the cells were classified at; legacyBound the
+	// WithWrittenBefore bound they were classified with (zero: none).
+	now, legacyBound bigtable.Timestamp
 }
 
 // offending counts the cells that make the change unsafe.
@@ -264,6 +269,7 @@ func (x *examination) merge(y *examination) {
 	x.notSequence.merge(y.notSequence)
 	x.collectable.merge(y.collectable)
 	x.hidden.merge(y.hidden)
+	x.passed.merge(y.passed)
 	x.realTimes += y.realTimes
 	x.rows += y.rows
 	x.cells += y.cells
@@ -274,12 +280,16 @@ type classifier struct {
 	c                              Change
 	now                            bigtable.Timestamp
 	isAge, versionsOnly, unchanged bool
+	// legacyBound (when hasBound): no real timestamp is stamped after it
+	// (WithWrittenBefore).
+	legacyBound bigtable.Timestamp
+	hasBound    bool
 }
 
-func newClassifier(c Change, now bigtable.Timestamp) classifier {
+func newClassifier(c Change, now bigtable.Timestamp, legacyBound bigtable.Timestamp, hasBound bool) classifier {
 	kind := c.Policy.Kind()
 	return classifier{
-		c: c, now: now,
+		c: c, now: now, legacyBound: legacyBound, hasBound: hasBound,
 		isAge:        kind == strategy.KindOneSecond || kind == strategy.KindDefaultExpiry,
 		versionsOnly: c.from.HasVersions && !c.from.HasAge,
 		// An unchanged rule deletes nothing new: only what the declared
@@ -323,6 +333,10 @@ func (k classifier) row(x *examination, r bigtable.Row) {
 			// collect what it deletes: nothing for this scan.
 		case k.isAge && ts < strategy.RealTimeFloor && !liveAfter:
 			x.ageOverSequence.add(it.Row, qual, ts, n)
+		case pol.Kind() == strategy.KindOneSecond && ts <= now && k.hasBound && ts > k.legacyBound:
+			// No real timestamp is stamped after the bound: an expiry
+			// instant already passed (docs/design.md#apply-after-migrate).
+			x.passed.add(it.Row, qual, ts, n)
 		case pol.Kind() == strategy.KindOneSecond && ts <= now:
 			x.realTimestamps.add(it.Row, qual, ts, n)
 		case k.isAge && k.versionsOnly && !liveAfter:
@@ -358,7 +372,8 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 	if !withBytes {
 		fs = append(fs, bigtable.StripValueFilter())
 	}
-	k := newClassifier(c, now)
+	bound, hasBound := p.legacyBound()
+	k := newClassifier(c, now, bound, hasBound)
 	tbl := p.data.Open(table)
 	if sampled {
 		return p.sample(ctx, tbl, table, k, fs)
@@ -391,7 +406,7 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 	}
 	// Merged in key order, so the first cell of each kind is the first
 	// read in key order, whatever the workers' order.
-	x := &examination{exact: !stopped, now: now}
+	x := &examination{exact: !stopped, now: now, legacyBound: k.legacyBound}
 	for _, r := range sum.Ranges {
 		if part := parts[r.Range]; part != nil {
 			x.merge(part)
@@ -417,7 +432,7 @@ func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table str
 	case 2:
 		opts = append(opts, bigtable.RowFilter(bigtable.ChainFilters(fs...)))
 	}
-	x := &examination{exact: true, sampled: true, now: k.now}
+	x := &examination{exact: true, sampled: true, now: k.now, legacyBound: k.legacyBound}
 	for _, rr := range ranges {
 		var rows int
 		stopped := false
@@ -474,7 +489,8 @@ func (x *examination) impact() *Impact {
 func (x *examination) refusals(table string, c Change, now bigtable.Timestamp, forced bool) []error {
 	var errs []error
 	if f := x.realTimestamps; f.cells > 0 {
-		errs = append(errs, &RealTimestampsError{Table: table, Family: c.Family, Cells: f.cells, Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Forced: forced})
+		errs = append(errs, &RealTimestampsError{Table: table, Family: c.Family, Cells: f.cells, Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Forced: forced,
+			LegacyBound: x.legacyBound, Passed: x.passed.cells})
 	}
 	if f := x.ageOverSequence; f.cells > 0 {
 		errs = append(errs, &SequenceCellsError{Table: table, Family: c.Family, From: c.From, To: c.To, Cells: f.cells, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})

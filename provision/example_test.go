@@ -499,3 +499,34 @@ func ExampleWithoutImpact() {
 	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
 	// Output: true true
 }
+
+// After a migration to one-second expiry, a moved cell whose expiry has
+// passed looks like a real timestamp by its timestamp alone. The instant
+// the last legacy writer stopped (migrate's -written-before) tells them
+// apart: such cells are reported, and the rule is applied without force.
+func ExampleWithWrittenBefore() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	now := h.Clock.Now()
+	lastLegacyWrite := now.Add(-time.Hour)
+	m := bigtable.NewMutation()
+	// A cell migrate moved, which expired a minute ago.
+	m.Set("session", "token", bigtable.Time(now.Add(-time.Minute)).TruncateToMilliseconds(), []byte("abc"))
+	if err := h.Raw.Open("events").Apply(ctx, "user#1", m); err != nil {
+		panic(err)
+	}
+
+	p := provision.New(admin, h.Raw, provision.WithClock(h.Clock))
+	_, err := p.PlanAndCheck(ctx, "events", exSchema)
+	fmt.Println("without it, refused:", errors.Is(err, provision.ErrRealTimestamps))
+
+	p = provision.New(admin, h.Raw, provision.WithClock(h.Clock), provision.WithWrittenBefore(lastLegacyWrite, 5*time.Second))
+	plan, err := p.PlanAndCheck(ctx, "events", exSchema)
+	fmt.Println("with it:", err, len(plan.Notes), "note")
+	fmt.Println(p.Execute(ctx, plan, exSchema))
+	// Output:
+	// without it, refused: true
+	// with it: <nil> 1 note
+	// <nil>
+}

@@ -47,15 +47,34 @@ type RealTimestampsError struct {
 	Exact, Sampled bool
 	// Forced: the change goes ahead (WithForce).
 	Forced bool
+	// LegacyBound is WithWrittenBefore's instant plus its clock skew (zero
+	// without it): the cells counted are stamped at or before it, where a
+	// real write time can be; those stamped after it, at or before now,
+	// are expiry instants already passed (Passed), not counted in Cells.
+	LegacyBound bigtable.Timestamp
+	Passed      int64
 }
 
 func (e *RealTimestampsError) Error() string {
-	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s (first: row %s, column %s, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
+	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s",
+		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now))
+	if e.LegacyBound != 0 {
+		s += fmt.Sprintf(" and at or before %s (-written-before plus the clock skew), where a real write time can be", formatTimestamp(e.LegacyBound))
+	}
+	s += fmt.Sprintf(" (first: row %s, column %s, timestamp %s); ", keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
+	if e.Passed > 0 {
+		s += fmt.Sprintf("%d other cell(s), stamped after it, are expiry instants already passed and not counted; ", e.Passed)
+	}
 	if e.Forced {
 		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
 	}
-	return s + "they would expire at once: move them first, or force"
+	if e.LegacyBound == 0 {
+		// What cannot be proven is reported: a timestamp alone does not
+		// say whether it is a write time or an expiry instant.
+		return s + "they would expire at once: move them first, or force; if they are cells bttl wrote or bttl migrate moved whose expiry has since passed, " +
+			"give the -written-before (and -clock-skew) the migration used, so that those stamped after it are told apart (docs/design.md#apply-after-migrate)"
+	}
+	return s + "they would expire at once: real write times, or bttl cells stamped in the switch window: move them first (bttl migrate lists them), or force"
 }
 
 func (e *RealTimestampsError) Unwrap() error { return ErrRealTimestamps }
@@ -132,6 +151,10 @@ type Plan struct {
 	Unchanged []Change
 	// Assumed names the families WithAssumeAdopted left unchecked.
 	Assumed []string
+	// Notes are what PlanAndCheck's safety scans found that is not
+	// refused but worth saying (cells WithWrittenBefore proved expiry
+	// instants already passed, a sampled scan); Write prints them.
+	Notes []string
 
 	// families are the table's families when planned.
 	families []string
@@ -188,6 +211,9 @@ func (p *Plan) Write(w io.Writer) {
 // others of Plan.Unchanged are checked by CheckAdoptions, which reports
 // what it refuses).
 func (p *Plan) writeAssumed(w io.Writer) {
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
 	if len(p.Assumed) > 0 {
 		fmt.Fprintf(w, "  stored data of family(ies) %s not checked against the declared strategy (assumed adopted)\n", strings.Join(quoteAll(p.Assumed), ", "))
 	}
@@ -222,6 +248,59 @@ type options struct {
 	// assumeAdopted: Plan leaves out families whose rule matches
 	// (WithAssumeAdopted).
 	assumeAdopted bool
+	// writtenBefore and skew are WithWrittenBefore's (writtenBefore zero:
+	// not given).
+	writtenBefore    time.Time
+	skew             time.Duration
+	hasWrittenBefore bool
+}
+
+// ErrInvalidOption reports an option the Provisioner cannot act on (a
+// WithWrittenBefore with no instant or a negative clock skew), before any
+// RPC.
+var ErrInvalidOption = errors.New("bttl: invalid provision option")
+
+// WithWrittenBefore gives the evidence that tells, in a family the change
+// puts on one-second expiry, cells whose expiry instant has passed from
+// real write times (docs/design.md#apply-after-migrate): no writer has
+// stored a real or server timestamp in the family since t, on a clock
+// within skew of this one, as the operator told bttl migrate
+// (-written-before, -clock-skew). A cell stamped after t + skew and at or
+// before now is then an expiry instant already passed (a bttl write, or a
+// cell migrate moved), which the one-second rule collects as it collects
+// any expired cell: counted and reported (Plan.Notes, Execute's output),
+// not refused. Cells stamped at or before t + skew are refused as before:
+// nothing tells a real write time there from an expiry instant. A zero t
+// or a negative skew is refused with ErrInvalidOption.
+func WithWrittenBefore(t time.Time, skew time.Duration) Option {
+	return func(p *options) { p.writtenBefore, p.skew, p.hasWrittenBefore = t, skew, true }
+}
+
+// legacyBound is WithWrittenBefore's t + skew as a timestamp (ok false
+// without it), saturating at the largest timestamp.
+func (o *options) legacyBound() (bigtable.Timestamp, bool) {
+	if !o.hasWrittenBefore {
+		return 0, false
+	}
+	t := o.writtenBefore.Add(o.skew)
+	if t.Before(o.writtenBefore) { // overflow of time.Time's range
+		return strategy.MaxTimestamp, true
+	}
+	// UnixMicro, not bigtable.Time: exact past 2262.
+	return bigtable.Timestamp(t.UnixMicro()), true
+}
+
+// validate refuses options that cannot be acted on, before any RPC.
+func (o *options) validate() error {
+	switch {
+	case !o.hasWrittenBefore:
+		return nil
+	case o.writtenBefore.IsZero():
+		return fmt.Errorf("%w: WithWrittenBefore: no instant (the zero time)", ErrInvalidOption)
+	case o.skew < 0:
+		return fmt.Errorf("%w: WithWrittenBefore: clock skew %s is negative", ErrInvalidOption, o.skew)
+	}
+	return nil
 }
 
 // WithForce lets Execute and Apply make a change the safety scans refuse
@@ -290,6 +369,9 @@ func New(admin *gcrule.Admin, data *bigtable.Client, opts ...Option) *Provisione
 // Plan compares the table with schema and returns the changes Apply makes.
 func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
 	if err := schema.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.validate(); err != nil {
 		return nil, err
 	}
 	fams, err := p.admin.Families(ctx, table)
@@ -419,7 +501,9 @@ func (p *Provisioner) PlanAndCheck(ctx context.Context, table string, schema str
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), true); err != nil {
+	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), true)
+	plan.Notes = notes
+	if err != nil {
 		if !errors.Is(err, ErrUnsafeAdoption) {
 			return nil, err
 		}
@@ -440,6 +524,9 @@ func (p *Provisioner) CheckUnchanged(ctx context.Context, plan *Plan) error {
 // sampled safety scan, a note per family saying it was not exhaustive.
 // planned takes the findings of Plan's exact scans where there are some.
 func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []Change, planned bool) (notes []string, err error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
 	var errs []error
 	now := p.now()
 	for _, c := range changes {
@@ -455,6 +542,13 @@ func (p *Provisioner) checkAdoptions(ctx context.Context, plan *Plan, changes []
 		if x.sampled && !x.exact {
 			notes = append(notes, fmt.Sprintf("safety scan of table %q, family %q: sampled %d row(s), not exhaustive: cells outside the sample were not checked",
 				plan.Table, c.Family, x.rows))
+		}
+		if f := x.passed; f.cells > 0 {
+			bound, _ := p.legacyBound()
+			notes = append(notes, fmt.Sprintf("table %q, family %q: %d cell(s) stamped after %s (-written-before plus the clock skew) and at or before now %s "+
+				"(first: row %s, column %s, timestamp %s): expiry instants already passed (bttl writes, or cells bttl migrate moved), not real timestamps; "+
+				"the one-second rule collects them as expired (docs/design.md#apply-after-migrate)",
+				plan.Table, c.Family, f.cells, formatTimestamp(bound), formatTimestamp(x.now), keytext.Quote(f.row), keytext.Quote(f.column), formatTimestamp(f.ts)))
 		}
 		errs = append(errs, x.refusals(plan.Table, c, x.now, p.force)...)
 	}

@@ -218,6 +218,16 @@ HOW
   printf '```sh\nbenchstat -filter '"'"'%s'"'"' 10-cells-per-row=%s 1-cell-per-row=%s\n```\n\n```text\n' '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s OR bttl-audit-server-cpu-s OR cbt-count-server-cpu-s OR bttl-audit-bytes-server-cpu-s)' "$OUT/audit-pace-10.txt" "$OUT/audit-pace-1.txt"
   benchstat -filter '.unit:(audit/count OR audit-bytes/read OR bttl-audit-s OR cbt-count-s OR bttl-audit-bytes-s OR cbt-read-s OR bttl-audit-cpu-s OR cbt-count-cpu-s OR bttl-audit-server-cpu-s OR cbt-count-server-cpu-s OR bttl-audit-bytes-server-cpu-s)' 10-cells-per-row="$OUT/audit-pace-10.txt" 1-cell-per-row="$OUT/audit-pace-1.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
   printf '```\n'
+  echo
+  # Measured by hand (BenchmarkAuditVsReadRows; the command is in the notes).
+  echo "## Audit against ReadRows (issue 35)"
+  echo
+  cat scripts/benchmarks-notes-audit-readrows.md
+  echo
+  AVR_FILTER='.unit:(audit/readrows OR audit-progress/readrows OR bttl-audit-s OR bttl-audit-progress-s OR readrows-strip-s OR bttl-audit-cpu-s OR bttl-audit-progress-cpu-s OR readrows-strip-cpu-s OR bttl-audit-server-cpu-s OR bttl-audit-progress-server-cpu-s OR readrows-strip-server-cpu-s)'
+  printf '```sh\nbenchstat -filter '"'"'%s'"'"' %s\n```\n\n```text\n' "$AVR_FILTER" "$OUT/audit-vs-readrows.txt"
+  benchstat -filter "$AVR_FILTER" "$OUT/audit-vs-readrows.txt" | sed -E '/^(goos|goarch|pkg|cpu): /d'
+  printf '```\n'
   cat <<PROF
 
 ## Profiles

@@ -32,7 +32,10 @@ var auditCommand = command{
 	short: "scan tables and report expired, mis-timestamped and excess cells",
 	help: `Scans each table and reports per family: live cells, expired cells not yet
 collected (finding "expired"), managed families with no GC rule, whose
-expired cells are never collected ("no-gc-rule"), real or server timestamps
+expired cells are never collected ("no-gc-rule"), families whose GC rule is
+not the one their strategy needs ("not-on-rule": cells the strategy reads
+as expired are kept by that rule, as before or during a migration, and are
+counted as not on their rule, not as expired), real or server timestamps
 in one-second families not yet on their rule (on it, those are expired
 cells) and real times in sequence families ("real-timestamps"), other
 timestamps that are not sequence numbers in sequence families
@@ -223,6 +226,13 @@ func (a *auditArgs) run(e *env) int {
 	if !a.progressSet && tty {
 		every = time.Second
 	}
+	if a.checkpoint == "" && every == 0 {
+		// The scan's default cut (at least 64 ranges) serves checkpoints
+		// and progress; with neither, each range is only one more
+		// ReadRows to set up, on both sides (BENCHMARKS.md#audit-pace):
+		// 4 per worker still balance the workers.
+		sopts = append(sopts, scan.WithRanges(4*max(int(a.scan.workers), 1)))
+	}
 	var reports []*audit.Report
 	for _, t := range tables {
 		// No probe before the scan: its first call (SampleRowKeys, which
@@ -393,6 +403,8 @@ func findings(reports []*audit.Report) []string {
 			has[findExpired] = has[findExpired] || f.Expired > 0
 			has[findRealTimestamps] = has[findRealTimestamps] || (f.AtOrBeforeNow > 0 && !f.Adopted()) || f.RealTimes > 0
 			has[findNoGCRule] = has[findNoGCRule] || f.NeverCollected()
+			// A family with no rule is "no-gc-rule" already.
+			has[findNotOnRule] = has[findNotOnRule] || (f.NotOnItsRule() && !f.NeverCollected())
 			has[findNotSequence] = has[findNotSequence] || f.NotSequence > 0
 			has[findSequenceNumbers] = has[findSequenceNumbers] || f.SequenceNumbers > 0
 			has[findBeyondKept] = has[findBeyondKept] || f.BeyondKept > 0
@@ -510,9 +522,9 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 		fmt.Fprintf(w, "table %q at %s: %d rows, %d cells (values not read: no byte figures; -bytes reads them)\n", r.Table, ts(r.Now), r.Rows, r.Cells)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tSTRATEGY\tCELLS\tLIVE\tEXPIRED\tEXPIRED BYTES\tOLDEST EXPIRY\tAT/BEFORE NOW\tBEYOND N")
+	fmt.Fprintln(tw, "FAMILY\tSTRATEGY\tCELLS\tLIVE\tEXPIRED\tEXPIRED BYTES\tOLDEST EXPIRY\tNOT ON RULE\tAT/BEFORE NOW\tBEYOND N")
 	for _, f := range r.Families {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, num(f.ExpiredBytes), ts(f.OldestExpiry), f.AtOrBeforeNow, f.BeyondKept)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\n", f.Family, f.Strategy, f.Cells, f.Live, f.Expired, num(f.ExpiredBytes), ts(f.OldestExpiry), f.NotOnRule, f.AtOrBeforeNow, f.BeyondKept)
 	}
 	_ = tw.Flush()
 	for _, f := range r.Families {
@@ -522,11 +534,18 @@ func writeReportBytes(w io.Writer, r *audit.Report, withBytes bool) {
 				"(first: row %s, column %s, %s): a one-second adoption would delete them at once\n", f.Family, f.AtOrBeforeNow, keytext.Quote(x.Row), keytext.Quote(x.Column), ts(x.Timestamp))
 		}
 		switch {
-		case f.NeverCollected() && f.Expired > 0:
-			fmt.Fprintf(w, "! family %q: %d expired cell(s)%s, never collected: the family has no GC rule (oldest expired %s; bttl apply sets the rule its strategy needs)\n",
-				f.Family, f.Expired, bytesOf(f.ExpiredBytes), ts(f.OldestExpiry))
+		case f.NeverCollected() && f.NotOnRule > 0:
+			fmt.Fprintf(w, "! family %q: %d cell(s)%s its strategy reads as expired, never collected: the family has no GC rule (bttl apply sets the rule its strategy needs)\n",
+				f.Family, f.NotOnRule, bytesOf(f.NotOnRuleBytes))
 		case f.NeverCollected():
 			fmt.Fprintf(w, "! family %q: no GC rule: cells that expire will never be collected (bttl apply sets the rule its strategy needs)\n", f.Family)
+		case f.NotOnItsRule():
+			// Not GC lag: GC follows the rule the family carries.
+			fmt.Fprintf(w, "! family %q: not on its rule yet: its GC rule is %s, not the one %s needs", f.Family, f.GCRule, f.Strategy)
+			if f.NotOnRule > 0 {
+				fmt.Fprintf(w, "; %d cell(s)%s its strategy reads as expired are kept by that rule (legacy real timestamps, or a migration under way), not expired stock GC failed to collect", f.NotOnRule, bytesOf(f.NotOnRuleBytes))
+			}
+			fmt.Fprintf(w, " (bttl plan shows what setting the rule does; bttl migrate moves legacy cells first)\n")
 		case f.Expired > 0:
 			fmt.Fprintf(w, "! family %q: %d expired cell(s)%s, not yet collected by GC (oldest expired %s)\n", f.Family, f.Expired, bytesOf(f.ExpiredBytes), ts(f.OldestExpiry))
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,4 +243,105 @@ func BenchmarkAuditProfile(b *testing.B) {
 			b.Fatalf("bttl %v: exit %d", args, code)
 		}
 	}
+}
+
+// BenchmarkAuditVsReadRows (issue 35's audit pace) measures, in one
+// process against one cbtemulator holding BenchmarkAuditPace's table, the
+// wall time of the whole `bttl audit` command (values stripped, 1 worker:
+// dial, SampleRowKeys, the scan, the GC rules' read, the report) against
+// the least an audit must receive: a plain client's ReadRows of the same
+// table with bigtable.StripValueFilter, one stream, its client dialled and
+// closed in the timing as the command's is. A third side is the same audit
+// with -progress (as on a terminal), which keeps the scan engine's default
+// cut of at least 64 key ranges; without progress or a checkpoint the
+// command reads 4 ranges per worker. Each iteration runs the three, the
+// order rotating, and reports each side's seconds, its own CPU (user and
+// system of this process while it ran) and the emulator's CPU, and the
+// ratios to ReadRows (target: audit/readrows at most 1.2):
+//
+//	BTTL_AUDIT_BENCH_CELLS=200000 go test -run '^$' -bench BenchmarkAuditVsReadRows -benchtime 1x -count 10 ./cmd/bttl | tee audit-vs-readrows.txt
+//	benchstat audit-vs-readrows.txt
+func BenchmarkAuditVsReadRows(b *testing.B) {
+	if _, err := bttestharness.FindEmulator(); err != nil {
+		missing(b, "cbtemulator: %v", err)
+	}
+	setupAuditBench(b)
+	a := &auditBench
+	b.Setenv("BIGTABLE_EMULATOR_HOST", a.em.Addr)
+	audit := func(extra ...string) func() {
+		args := append([]string{"-project", "p", "-instance", "i", "-schema", a.schema, "audit", "-table", "events"}, extra...)
+		return func() {
+			if code := run(context.Background(), args, nil, io.Discard, io.Discard); code != exitOK {
+				b.Fatalf("bttl %v: exit %d", args, code)
+			}
+		}
+	}
+	readRows := func() {
+		ctx := context.Background()
+		c, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cells := 0
+		err = c.Open("events").ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+			for _, items := range r {
+				cells += len(items)
+			}
+			return true
+		}, bigtable.RowFilter(bigtable.StripValueFilter()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if cells != a.rows*a.perRow {
+			b.Fatalf("ReadRows received %d cells, want %d", cells, a.rows*a.perRow)
+		}
+	}
+	sides := []struct {
+		name string
+		f    func()
+	}{
+		{"readrows-strip", readRows},
+		{"bttl-audit", audit("-progress", "0")},
+		{"bttl-audit-progress", audit("-progress", "1h")},
+	}
+	self := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	serverCPU := func() time.Duration {
+		d, err := a.em.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	wall, cpu, srv := make([]time.Duration, len(sides)), make([]time.Duration, len(sides)), make([]time.Duration, len(sides))
+	ratios := make([]float64, len(sides))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		took := make([]time.Duration, len(sides))
+		for k := range sides {
+			j := (k + i) % len(sides) // rotate which goes first
+			c0, s0, start := self(), serverCPU(), time.Now()
+			sides[j].f()
+			took[j] = time.Since(start)
+			cpu[j] += self() - c0
+			srv[j] += serverCPU() - s0
+			wall[j] += took[j]
+		}
+		for j := range sides {
+			ratios[j] += took[j].Seconds() / took[0].Seconds()
+		}
+	}
+	for j, s := range sides {
+		b.ReportMetric(wall[j].Seconds()/float64(b.N), s.name+"-s")
+		b.ReportMetric(cpu[j].Seconds()/float64(b.N), s.name+"-cpu-s")
+		b.ReportMetric(srv[j].Seconds()/float64(b.N), s.name+"-server-cpu-s")
+	}
+	b.ReportMetric(ratios[1]/float64(b.N), "audit/readrows")
+	b.ReportMetric(ratios[2]/float64(b.N), "audit-progress/readrows")
 }

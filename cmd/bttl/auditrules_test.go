@@ -53,11 +53,17 @@ func TestAuditClassifiesByTheFamilysRule(t *testing.T) {
 	assert.True(t, out.Tables[0].Families[byFam["norule"]].NeverCollected())
 	assert.Contains(t, out.Findings, "no-gc-rule")
 	assert.Contains(t, out.Findings, "real-timestamps", "the legacy family, not yet on its rule")
+	assert.Contains(t, out.Findings, "not-on-rule", "the legacy family")
+	legacy := out.Tables[0].Families[byFam["legacy"]]
+	assert.Equal(t, [2]int64{0, 1}, [2]int64{legacy.Expired, legacy.NotOnRule}, "the legacy family's cell is not on its rule, not expired stock")
 
 	r = bttl(t, addr, "", "-schema", schema, "audit", "-now", now)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, `! family "norule": 1 expired cell(s), never collected: the family has no GC rule`)
+	assert.Contains(t, r.stdout, `! family "norule": 1 cell(s) its strategy reads as expired, never collected: the family has no GC rule`)
 	assert.NotContains(t, r.stdout, `family "norule": 1 expired cell(s), not yet collected`)
+	// Not on its rule (max versions 1): kept by that rule, no GC lag.
+	assert.Contains(t, r.stdout, `! family "legacy": not on its rule yet: its GC rule is max_versions=1, not the one one-second needs; 1 cell(s) its strategy reads as expired are kept by that rule`)
+	assert.NotContains(t, r.stdout, `family "legacy": 1 expired cell(s)`)
 	assert.NotContains(t, r.stdout, `! family "adopted" (one-second): 1 cell(s) with timestamps at or before now`)
 	assert.Contains(t, r.stdout, `! family "adopted": 1 expired cell(s), not yet collected by GC`)
 	assert.Contains(t, r.stdout, `! family "legacy" (one-second): 1 cell(s) with timestamps at or before now`)
@@ -80,6 +86,11 @@ func TestAuditClassifiesByTheFamilysRule(t *testing.T) {
 	assert.Contains(t, s, `bttl_audit_gc_rule_missing{family="adopted",strategy="one-second",table="sessions"} 0`)
 	assert.NotContains(t, s, `bttl_audit_one_second_at_or_before_now_cells{family="adopted"`)
 	assert.Contains(t, s, `bttl_audit_one_second_at_or_before_now_cells{family="legacy",strategy="one-second",table="sessions"} 1`)
+	assert.Contains(t, s, `bttl_audit_not_on_rule_cells{family="legacy",strategy="one-second",table="sessions"} 1`)
+	assert.Contains(t, s, `bttl_audit_expired_not_collected_cells{family="legacy",strategy="one-second",table="sessions"} 0`)
+	assert.Contains(t, s, `bttl_audit_gc_rule_mismatch{family="legacy",strategy="one-second",table="sessions"} 1`)
+	assert.Contains(t, s, `bttl_audit_gc_rule_mismatch{family="adopted",strategy="one-second",table="sessions"} 0`)
+	assert.Contains(t, s, `bttl_audit_expired_not_collected_cells{family="adopted",strategy="one-second",table="sessions"} 1`)
 }
 
 func readFileString(t *testing.T, path string) string {

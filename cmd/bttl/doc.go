@@ -24,7 +24,9 @@
 //
 //	bttl [global flags] verify [-table T] [-assume-adopted]
 //	bttl [global flags] plan [-table T] [-family F,G] [-workers N] [-assume-adopted]
+//	                         [-written-before TIME [-clock-skew D]]
 //	bttl [global flags] apply [-table T] [-family F,G] [-yes] [-force] [-assume-adopted]
+//	                          [-written-before TIME [-clock-skew D]]
 //	bttl [global flags] audit [-table T] [-json] [-prefix P | -start K -end K] [-sample F] [-limit N]
 //	                          [-bytes] [-fail-on LIST] [-metrics-out FILE] [-progress D] [-workers N]
 //	                          [-cells-per-second R] [-shard I/N [-shard-keys FILE]]

@@ -109,6 +109,7 @@ const (
 	findExpired        = "expired"
 	findRealTimestamps = "real-timestamps"
 	findNoGCRule       = "no-gc-rule"
+	findNotOnRule      = "not-on-rule"
 	findBeyondKept     = "beyond-kept"
 	findLargeRows      = "large-rows"
 	// A sequence family holding timestamps that are not seq*1000.
@@ -120,7 +121,7 @@ const (
 	findHiddenReserved = "hidden-reserved"
 )
 
-var allFindings = []string{findExpired, findNoGCRule, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers, findHiddenReserved}
+var allFindings = []string{findExpired, findNoGCRule, findNotOnRule, findRealTimestamps, findBeyondKept, findLargeRows, findNotSequence, findSequenceNumbers, findHiddenReserved}
 
 // failOnFlag is a comma-separated list of findings, or "all".
 type failOnFlag struct{ p *[]string }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,8 +14,11 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/strategy"
 )
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
@@ -26,7 +30,11 @@ write time where they apply. Families the schema does not name are read
 untouched. -json prints one object per row ({"row", "now", "cells"}), each
 cell as filters.CellReport's JSON form, so a program can decode it with the
 library (filters.Explain is the same classification). Reads the stored
-cells with no filter: ReadRow/ReadRows only.
+cells with no filter (ReadRow/ReadRows) and the table's GC rules
+(GetTable): an expired cell of a family not on the rule its strategy needs
+is said to be kept by that rule (a real timestamp, or a cell not migrated
+yet), not one GC failed to collect; -json keeps the library's reasons and
+carries the row's families' rules as "gc_rules" ({"rule", "matches"}).
 `
 
 var lookupCommand = command{
@@ -112,11 +120,18 @@ func (l *lookupArgs) run(e *env) int {
 	now = now.UTC() // -json's "now" is UTC, as every time bttl prints
 	ctx, cancel := e.step()
 	defer cancel()
+	rules := l.familyRules(ctx, e, table, schema)
 	tbl := e.data.Open(table)
 	rows := 0
 	show := func(r bigtable.Row) error {
 		rows++
-		return writeCells(e.stdout, l.json, r, now, filters.Explain(schema, r, bigtable.Timestamp(now.UnixMicro())))
+		cells := filters.Explain(schema, r, bigtable.Timestamp(now.UnixMicro()))
+		if !l.json {
+			// -json keeps the library's classification, which a program
+			// decodes; its rows carry the rules (gc_rules) instead.
+			cells = rules.annotate(cells)
+		}
+		return writeCells(e.stdout, l.json, r, now, cells, rules)
 	}
 	var err error
 	if l.single {
@@ -153,17 +168,79 @@ func (l *lookupArgs) run(e *env) int {
 	return exitOK
 }
 
+// familyRule is a managed family's GC rule as the table carries it, and
+// whether it is the one the family's strategy needs.
+type familyRule struct {
+	Rule    string `json:"rule"`
+	Matches bool   `json:"matches"`
+}
+
+// familyRules are the managed families' rules (nil when not read).
+type familyRules map[string]familyRule
+
+// familyRules reads the table's GC rules, so that an expired cell of a
+// family not on its rule is not called one GC failed to collect
+// (docs/design.md#not-on-rule). Rules that cannot be read are said on
+// stderr; the cells are then classified by the schema alone.
+func (l *lookupArgs) familyRules(ctx context.Context, e *env, table string, schema strategy.Schema) familyRules {
+	fams, err := e.admin.Families(ctx, table)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bttl %s: table %q: GC rules not read (%v): expired cells are not told from cells not on their rule yet\n", e.name, table, onePrefix(err.Error()))
+		return nil
+	}
+	out := familyRules{}
+	for f, p := range schema {
+		cf, ok := fams[f]
+		if !ok || !p.Managed() {
+			continue
+		}
+		rule := audit.NoGCRule
+		if r := cf.GetGcRule(); r != nil && r.GetRule() != nil {
+			rule = gcrule.Describe(r)
+		}
+		out[f] = familyRule{Rule: rule, Matches: gcrule.Check(table, f, p, cf) == nil}
+	}
+	return out
+}
+
+// expiredReasonTail ends filters.Explain's reason for an expired cell.
+const expiredReasonTail = "; a complete GC would have removed it"
+
+// annotate rewrites, for the text output, the reason of each expired cell
+// of a family not on its rule: that rule keeps the cell.
+func (rules familyRules) annotate(cells []filters.CellReport) []filters.CellReport {
+	for i, c := range cells {
+		fr, ok := rules[c.Family]
+		if !ok || fr.Matches || c.Visibility != filters.Expired {
+			continue
+		}
+		cells[i].Reason = strings.TrimSuffix(c.Reason, expiredReasonTail) + fmt.Sprintf(
+			"; not on its rule yet: the family's GC rule is %s, not the one %s needs, and keeps it (a real timestamp, a cell not migrated yet, or a rule lost), not a cell GC failed to collect", fr.Rule, c.Strategy)
+	}
+	return cells
+}
+
 // rowJSON is one row in -json output.
 type rowJSON struct {
 	Row       *string              `json:"row,omitempty"`
 	RowBase64 []byte               `json:"row_base64,omitempty"`
 	Now       time.Time            `json:"now"`
 	Cells     []filters.CellReport `json:"cells"`
+	// GCRules are the rules of the row's managed families (when read).
+	GCRules familyRules `json:"gc_rules,omitempty"`
 }
 
-func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells []filters.CellReport) error {
+func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells []filters.CellReport, rules familyRules) error {
 	if asJSON {
 		j := rowJSON{Now: now, Cells: cells}
+		for f := range r {
+			if fr, ok := rules[f]; ok {
+				if j.GCRules == nil {
+					j.GCRules = familyRules{}
+				}
+				j.GCRules[f] = fr
+			}
+		}
 		if key := r.Key(); utf8.ValidString(key) {
 			j.Row = &key
 		} else {

@@ -178,3 +178,41 @@ func TestReadRange(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "-prefix excludes -start and -end")
 }
+
+// Issue 35, item 2: a cell the schema reads as expired in a family still on
+// a legacy rule (max age 60d, schema one-second) is kept by that rule, not
+// one GC failed to collect: lookup says so, and -json gives the rules
+// beside the library's classification. In a family on its rule the same
+// cell reads as expired, as before.
+func TestLookupTellsNotOnRuleFromExpired(t *testing.T) {
+	ac, dc, addr := serverClients(t, "bttest")
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "users", ColumnFamilies: map[string]bigtable.Family{
+		"legacy":  {GCPolicy: bigtable.MaxAgePolicy(60 * 24 * time.Hour)},
+		"adopted": {GCPolicy: bigtable.MaxAgePolicy(time.Second)},
+	}}))
+	schemaPath := writeFile(t, "schema.yaml", "tables: {users: {legacy: {strategy: one-second}, adopted: {strategy: one-second}}}\n")
+	// Classified at a fixed instant after both cells (the servers' GC runs
+	// on real time and keeps cells stamped in the future).
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	m := bigtable.NewMutation()
+	m.Set("legacy", "c", bigtable.Time(at.Add(-time.Minute)), []byte("real"))
+	m.Set("adopted", "c", bigtable.Time(at.Add(-time.Minute)), []byte("gone"))
+	require.NoError(t, dc.Open("users").Apply(ctx, "u1", m))
+
+	r := bttl(t, addr, "", "-schema", schemaPath, "lookup", "-now", at.Format(time.RFC3339Nano), "users", "u1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	blocks := strings.SplitAfter(r.stdout, "\n    bttl: ")
+	require.Len(t, blocks, 3, r.stdout)
+	assert.Contains(t, r.stdout, "not on its rule yet: the family's GC rule is max_age=")
+	assert.Equal(t, 1, strings.Count(r.stdout, "not on its rule yet"), "only the legacy family's cell: %s", r.stdout)
+	assert.Equal(t, 1, strings.Count(r.stdout, "a complete GC would have removed it"), "the adopted family's cell: %s", r.stdout)
+
+	r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "-json", "-now", at.Format(time.RFC3339Nano), "users", "u1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var got rowJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	assert.False(t, got.GCRules["legacy"].Matches)
+	assert.True(t, got.GCRules["adopted"].Matches)
+	assert.Equal(t, "max_age=1s", got.GCRules["adopted"].Rule)
+}

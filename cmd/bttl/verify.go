@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
@@ -43,7 +45,7 @@ func assumeAdoptedFlag(fs *flag.FlagSet) *bool {
 
 var planCommand = command{
 	name: "plan", needsSchema: true,
-	synopsis: []string{"[-table T] [-family F,G] [-workers N] [-assume-adopted]"},
+	synopsis: []string{"[-table T] [-family F,G] [-workers N] [-assume-adopted] [-written-before TIME [-clock-skew D]]"},
 	short:    "show the changes apply would make, with exact counts, and those it would refuse",
 	help: `Shows the family and GC-rule changes apply would make, how many stored cells
 a lowering change makes collectable (an exact count: each such family is
@@ -53,7 +55,8 @@ write-time family whose rule already matches but whose stored cells the
 strategy would hide (-assume-adopted skips that scan). Changes nothing.
 Exit status 1 when apply would refuse a change (as apply then exits), 0
 otherwise. -family plans the named families only, as apply -family makes
-them.
+them. -written-before tells cells whose expiry has passed from real
+timestamps, as apply takes it.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
@@ -62,13 +65,15 @@ them.
 		workers := int64(1)
 		fs.Var(countFlag{&workers, 1}, "workers", "read this many key ranges of a family at once (`n` streams)")
 		assume := assumeAdoptedFlag(fs)
-		return invocation{run: func(e *env) int { return plan(e, *only, *fams, int(workers), *assume) }}
+		var lw legacyWindow
+		lw.register(fs)
+		return invocation{check: lw.check, run: func(e *env) int { return plan(e, *only, *fams, int(workers), *assume, lw.options()...) }}
 	},
 }
 
 var applyCommand = command{
 	name: "apply", needsSchema: true,
-	synopsis: []string{"[-table T] [-family F,G] [-yes] [-force] [-assume-adopted]"},
+	synopsis: []string{"[-table T] [-family F,G] [-yes] [-force] [-assume-adopted] [-written-before TIME [-clock-skew D]]"},
 	short:    "make those changes (asks first; refuses data loss unless -force)",
 	help: `Creates missing tables and families and sets the GC rules the schema's
 strategies need, after showing the plan and asking for confirmation (-yes:
@@ -81,6 +86,13 @@ the same way (-assume-adopted skips them). A refusal holds back every change
 of the run: -family F,G applies the named families' changes only, so a safe
 change need not wait for a refused one (the families not named are left as
 they are).
+A timestamp alone does not say whether a cell at or before now is a real
+write time (one-second expiry would delete it) or an expiry instant already
+passed (a cell bttl wrote or bttl migrate moved, which the rule collects as
+expired): after a migration, -written-before T (and -clock-skew), the
+instant migrate was given, says no real timestamp was written after T, so
+cells stamped after T plus the skew are counted as expired, not refused;
+those at or before it are still refused (docs/design.md#apply-after-migrate).
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
@@ -90,7 +102,9 @@ they are).
 		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
 		sample := int64(10_000)
 		fs.Var(countFlag{&sample, 1}, "sample-rows", "no effect: the count of cells a lowering change makes collectable is exact (kept so that scripts still run)")
-		return invocation{run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume) }}
+		var lw legacyWindow
+		lw.register(fs)
+		return invocation{check: lw.check, run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, lw.options()...) }}
 	},
 }
 
@@ -235,12 +249,45 @@ func (e *env) familyTables(only string, families []string) ([]string, map[string
 	return kept, schemas, nil
 }
 
-func plan(e *env, only string, families []string, workers int, assumeAdopted bool) int {
+// legacyWindow is -written-before and -clock-skew of plan and apply
+// (provision.WithWrittenBefore), as migrate takes them.
+type legacyWindow struct {
+	writtenBefore time.Time
+	clockSkew     time.Duration
+	skewSet       bool
+}
+
+func (l *legacyWindow) register(fs *flag.FlagSet) {
+	fs.Var(timeFlag{&l.writtenBefore}, "written-before", "the `instant` (RFC 3339) after which no writer stored a real or server timestamp in the families (migrate's -written-before): "+
+		"a one-second family's cells stamped after it (plus -clock-skew) and at or before now are expiry instants already passed, not refused")
+	l.clockSkew = migrate.DefaultClockSkew
+	fs.Var(durationFlag{p: &l.clockSkew, set: &l.skewSet}, "clock-skew", "with -written-before: how far writers' clocks may be off (a `duration`; 0 means the default)")
+}
+
+func (l *legacyWindow) check() error {
+	if l.skewSet && l.writtenBefore.IsZero() {
+		return errors.New("-clock-skew needs -written-before")
+	}
+	return nil
+}
+
+func (l *legacyWindow) options() []provision.Option {
+	if l.writtenBefore.IsZero() {
+		return nil
+	}
+	skew := l.clockSkew
+	if skew == 0 {
+		skew = migrate.DefaultClockSkew
+	}
+	return []provision.Option{provision.WithWrittenBefore(l.writtenBefore, skew)}
+}
+
+func plan(e *env, only string, families []string, workers int, assumeAdopted bool, extra ...provision.Option) int {
 	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
-	opts := []provision.Option{provision.WithWorkers(workers)}
+	opts := append([]provision.Option{provision.WithWorkers(workers)}, extra...)
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
@@ -255,12 +302,12 @@ func plan(e *env, only string, families []string, workers int, assumeAdopted boo
 	return exitOK
 }
 
-func apply(e *env, only string, families []string, yes, force, assumeAdopted bool) int {
+func apply(e *env, only string, families []string, yes, force, assumeAdopted bool, extra ...provision.Option) int {
 	tables, schemas, err := e.familyTables(only, families)
 	if err != nil {
 		return e.fail(err)
 	}
-	var opts []provision.Option
+	opts := extra
 	if force {
 		opts = append(opts, provision.WithForce())
 	}
