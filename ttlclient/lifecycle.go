@@ -92,7 +92,7 @@ type expireSettings struct {
 
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
-// newest live cell. A negative ts (Auto included) is refused
+// newest live cell. A negative ts (bigtable.ServerTime included) is refused
 // (strategy.ErrBeforeEpoch).
 func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
 	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }

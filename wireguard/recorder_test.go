@@ -55,7 +55,7 @@ func TestGuardRecordsRefusals(t *testing.T) {
 
 	_, err = e.plain.PrepareStatement(e.ctx, "SELECT _key FROM legacy", nil)
 	require.Error(t, err)
-	assert.Equal(t, [][3]string{{"", "", "sql_query"}}, log.take())
+	assert.Equal(t, [][3]string{{"", "", "unfiltered_sql"}}, log.take())
 
 	m = bigtable.NewMutation()
 	m.Set("plain", "c", bigtable.Now(), []byte("v"))

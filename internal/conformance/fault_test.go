@@ -135,8 +135,8 @@ func TestRetryKeepsTheFirstTimestamp(t *testing.T) {
 		f.mu.Unlock()
 	}()
 	m := ttlclient.NewMutation()
-	m.Set("one", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	m.Set("def", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
+	m.SetTTL("one", "c", time.Hour, []byte("v"))
+	m.SetTTL("def", "c", 30*time.Minute, []byte("v"))
 	require.NoError(t, tbl.Apply(ctx, "row", m))
 	require.GreaterOrEqual(t, f.before.Load()+f.after.Load(), int64(3), "faults injected")
 	require.True(t, h.Clock.Now().After(start), "the clock moved during the retries")
@@ -223,7 +223,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 			keys[i] = fmt.Sprintf("row%05d", i)
 			m := ttlclient.NewMutation()
 			for c := range 12 {
-				m.Set("def", fmt.Sprintf("c%02d", c), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Duration(1+c)*time.Minute))
+				m.SetTTL("def", fmt.Sprintf("c%02d", c), time.Duration(1+c)*time.Minute, []byte("v"))
 			}
 			muts[i] = m
 		}
@@ -256,7 +256,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 			return h.CreateTable(context.Background(), "bulk", schema) == nil
 		}, 30*time.Second, 100*time.Millisecond, "admin client reconnects")
 		m := ttlclient.NewMutation()
-		m.Set("def", "c", ttlclient.Auto, []byte("again"))
+		m.Set("def", "c", bigtable.ServerTime, []byte("again"))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, tbl.Apply(ctx, "row", m))
