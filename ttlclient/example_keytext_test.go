@@ -31,6 +31,6 @@ func ExampleWithKeyRedaction() {
 		fmt.Println(ce.Row, ce.Column)
 	}
 	// Output:
-	// (table "events", row [redacted 20 bytes hmac:b81cdfa74712], family "doc", column [redacted 15 bytes hmac:d1d89a3af67b], timestamp bigtable.ServerTime, sequence -1)
+	// (table "events", row [redacted 20 bytes hmac:b81cdfa74712], family "doc", column [redacted 15 bytes hmac:d1d89a3af67b], sequence -1)
 	// user:ada@example.com ada@example.com
 }

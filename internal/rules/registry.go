@@ -22,7 +22,7 @@ type Reason struct {
 	Info   string // google.rpc.ErrorInfo reason (domain ErrorDomain)
 	Metric string // bttl_refusals_total's reason label
 	Rule   string // the wire guard's rule name, in its status and PreconditionFailure
-	Anchor string // docs/design.md#Anchor
+	Anchor string // the anchor of its section in docs/design.md
 }
 
 // ErrorDomain is the domain of the ErrorInfo detail of bttl's refusals.

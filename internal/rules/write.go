@@ -234,6 +234,17 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 			chk = strategy.NewExplicitCheck(p, nowMicros)
 		}
 		send := m
+		if t.writeTime && p.HasWriteTime() {
+			// A write to a write-time family's reserved qualifiers, in the
+			// mutation's order (Complete adds the companions).
+			if q := qualifierOf(m); q != nil && strings.HasPrefix(string(q), strategy.ReservedQualifierStart) {
+				err := ErrReservedColumn
+				if strings.HasPrefix(string(q), strategy.WriteTimePrefix) {
+					err = errCompanionSent
+				}
+				return nil, t.refuse(i, m, intent, err)
+			}
+		}
 		switch x := m.GetMutation().(type) {
 		case *btpb.Mutation_SetCell_:
 			if t.Mode == ModeClient && len(x.SetCell.GetValue()) > MaxValueBytes {
@@ -432,6 +443,18 @@ func (t *Table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*b
 		return ms, nil
 	}
 	return out, nil
+}
+
+// qualifierOf is the qualifier of a SetCell or DeleteFromColumn, nil for
+// other kinds.
+func qualifierOf(m *btpb.Mutation) []byte {
+	if s := m.GetSetCell(); s != nil {
+		return s.GetColumnQualifier()
+	}
+	if d := m.GetDeleteFromColumn(); d != nil {
+		return d.GetColumnQualifier()
+	}
+	return nil
 }
 
 // ReadModifyWrite refuses a rule on a managed family (the server picks
