@@ -26,14 +26,14 @@ import (
 func plant(t *testing.T, e *env) map[string][]float64 {
 	t.Helper()
 	m := ttlclient.NewMutation()
-	m.SetTTL(famOne, "a", time.Hour, []byte("v"))       // expired 2h ago
-	m.SetTTL(famOne, "b", 149*time.Minute, []byte("v")) // expired 31m ago
-	m.SetTTL(famOne, "c", 10*time.Hour, []byte("v"))    // live
-	m.SetTTL(famDef, "x", 10*time.Minute, []byte("v"))  // expired 2h50m ago
-	m.Set(famDef, "y", bigtable.ServerTime, []byte("v"))                                     // default 1h: expired 2h ago
-	m.SetTTL(famDef, "z", 5*time.Hour, []byte("v"))     // live
-	m.Set(famPlain, "p", 1000, []byte("v"))                                             // never expires
-	for seq := int64(1); seq <= 3; seq++ {                                              // one version hidden, not expired by age
+	m.SetTTL(famOne, "a", time.Hour, []byte("v"))        // expired 2h ago
+	m.SetTTL(famOne, "b", 149*time.Minute, []byte("v"))  // expired 31m ago
+	m.SetTTL(famOne, "c", 10*time.Hour, []byte("v"))     // live
+	m.SetTTL(famDef, "x", 10*time.Minute, []byte("v"))   // expired 2h50m ago
+	m.Set(famDef, "y", bigtable.ServerTime, []byte("v")) // default 1h: expired 2h ago
+	m.SetTTL(famDef, "z", 5*time.Hour, []byte("v"))      // live
+	m.Set(famPlain, "p", 1000, []byte("v"))              // never expires
+	for seq := int64(1); seq <= 3; seq++ {               // one version hidden, not expired by age
 		m.SetVersion(famSeq, "s", seq, []byte("v"))
 	}
 	require.NoError(t, e.tbl.Apply(e.ctx, "r1", m))

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/gcrule"
@@ -670,4 +671,75 @@ func ExampleClient_Verify() {
 	// true
 	// doc | wrong max versions | expected max_versions=5 | actual max_versions=2
 	// <nil>
+}
+
+func ExampleClientOptions() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx) // stands in for Cloud Bigtable
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// A bigtable client of your own, dialled with bttl's interceptor,
+	// then wrapped: Table.API() and reads with options work on it.
+	opts := append(exDialOptions(h.Addr), ttlclient.ClientOptions()...)
+	raw, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, opts...)
+	if err != nil {
+		panic(err)
+	}
+	defer raw.Close()
+	client := ttlclient.Wrap(raw, ttlclient.WithoutVerify())
+	tbl, err := client.Open("events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	m := bigtable.NewMutation()
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1")) // the family's default TTL
+	fmt.Println(tbl.API().Apply(ctx, "user#1", m))
+
+	// Without the interceptor, what needs it is refused before any request.
+	plain, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, exDialOptions(h.Addr)...)
+	if err != nil {
+		panic(err)
+	}
+	defer plain.Close()
+	undialed, err := ttlclient.Wrap(plain, ttlclient.WithoutVerify()).Open("events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	err = undialed.API().Apply(ctx, "user#1", m)
+	fmt.Println(errors.Is(err, ttlclient.ErrNotDialed), status.Code(err))
+	// Output:
+	// <nil>
+	// true FailedPrecondition
+}
+
+func ExampleDialOptions() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// A connection of your own: dial it with bttl's interceptor.
+	conn, err := grpc.NewClient(h.Addr, append(ttlclient.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		panic(err)
+	}
+	raw, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, option.WithGRPCConn(conn))
+	if err != nil {
+		panic(err)
+	}
+	defer raw.Close()
+	tbl, err := ttlclient.Wrap(raw, ttlclient.WithoutVerify()).Open("events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	// A read with options: the interceptor puts the TTL filter before the
+	// caller's filter on the wire.
+	_, err = tbl.ReadRow(ctx, "user#1", bigtable.RowFilter(bigtable.LatestNFilter(1)))
+	fmt.Println(err)
+	// Output: <nil>
 }

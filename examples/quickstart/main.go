@@ -53,7 +53,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	m := ttlclient.NewMutation()
 	m.SetTTL("session", "token", 30*time.Minute, []byte("abc"))
-	m.Set("clicks", "home", bigtable.ServerTime, []byte("1 click"))                                       // default 48h
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1 click"))  // default 48h
 	m.SetTTL("clicks", "promo", time.Hour, []byte("2 clicks"))       // shorter
 	m.SetTTL("clicks", "checkout", 72*time.Hour, []byte("3 clicks")) // longer
 	for v := int64(1); v <= 3; v++ {

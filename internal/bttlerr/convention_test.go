@@ -85,7 +85,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrNoAdminClient":           ttlclient.ErrNoAdminClient,
 	"ttlclient.ErrTableNotFound":           ttlclient.ErrTableNotFound,
 	"ttlclient.ErrUnsupportedReadOption":   ttlclient.ErrUnsupportedReadOption,
-	"ttlclient.ErrNotDialed":      ttlclient.ErrNotDialed,
+	"ttlclient.ErrNotDialed":               ttlclient.ErrNotDialed,
 	"ttlclient.ErrNotApplicable":           ttlclient.ErrNotApplicable,
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,
 	"ttlclient.ErrNoWriteTime":             ttlclient.ErrNoWriteTime,

@@ -234,9 +234,11 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 			chk = strategy.NewExplicitCheck(p, nowMicros)
 		}
 		send := m
-		if t.writeTime && p.HasWriteTime() {
-			// A write to a write-time family's reserved qualifiers, in the
-			// mutation's order (Complete adds the companions).
+		if t.Mode == ModeClient && t.writeTime && p.HasWriteTime() {
+			// bttl's client refuses a write to a write-time family's
+			// reserved qualifiers in the mutation's order, with the cell's
+			// other checks; the guard, in Complete, once every cell of
+			// both branches has passed (docs/design.md#rules).
 			if q := qualifierOf(m); q != nil && strings.HasPrefix(string(q), strategy.ReservedQualifierStart) {
 				err := ErrReservedColumn
 				if strings.HasPrefix(string(q), strategy.WriteTimePrefix) {
