@@ -265,12 +265,15 @@ func (c *wireCall) rewrite(method string, req any) (any, error) {
 		out.Filter = t.rules.Filter(now, r.GetFilter())
 		return out, nil
 	}
-	if c.writes || c.reads {
-		// A marked call whose request is not the generated type the
-		// client sends: bttl cannot apply its rules to it.
-		return nil, c.refuse("", rules.Refuse(fmt.Errorf("%w: %s request of type %T", rules.ErrUnclassifiable, strings.TrimPrefix(method, service), req)))
+	switch method {
+	case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodReadRows:
+		if c.writes || c.reads {
+			// A data call whose request is not the generated type the
+			// client sends: bttl cannot apply its rules to it.
+			return nil, c.refuse("", rules.Refuse(fmt.Errorf("%w: %s request of type %T", rules.ErrUnclassifiable, strings.TrimPrefix(method, service), req)))
+		}
 	}
-	return req, nil
+	return req, nil // another call made under the mark (the client's own): untouched
 }
 
 // mutations applies the table's rules to one row's mutations.
