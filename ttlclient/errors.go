@@ -50,9 +50,6 @@ var (
 	// ErrTableNotFound: Open's verification found no such table (the admin
 	// API's NotFound, wrapped: status.Code still gives NotFound).
 	ErrTableNotFound = rules.ErrTableNotFound
-	// ErrUnsupportedReadOption: a read option whose filter the library cannot
-	// see, so it could not put the TTL filter first.
-	ErrUnsupportedReadOption = rules.ErrUnsupportedReadOption
 	// ErrNotDialed: a call that needs bttl's interceptor on the client's
 	// connection (Table.API's writes, a read with options of a table with
 	// managed families) on a client whose connection does not carry it;

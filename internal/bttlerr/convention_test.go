@@ -84,7 +84,6 @@ var sentinels = map[string]error{
 	"ttlclient.ErrInvalidTimestampRange":   ttlclient.ErrInvalidTimestampRange,
 	"ttlclient.ErrNoAdminClient":           ttlclient.ErrNoAdminClient,
 	"ttlclient.ErrTableNotFound":           ttlclient.ErrTableNotFound,
-	"ttlclient.ErrUnsupportedReadOption":   ttlclient.ErrUnsupportedReadOption,
 	"ttlclient.ErrNotDialed":               ttlclient.ErrNotDialed,
 	"ttlclient.ErrNotApplicable":           ttlclient.ErrNotApplicable,
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,

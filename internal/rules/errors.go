@@ -18,7 +18,6 @@ var (
 	ErrInvalidTimestampRange   = errors.New("bttl: invalid timestamp range")
 	ErrNoAdminClient           = errors.New("bttl: no admin client to verify GC rules")
 	ErrTableNotFound           = errors.New("bttl: table not found")
-	ErrUnsupportedReadOption   = errors.New("bttl: unsupported read option")
 	ErrClientOption            = errors.New("bttl: client option given to Open")
 	ErrNotApplicable           = errors.New("bttl: operation does not apply to the family's strategy")
 	ErrReservedColumn          = errors.New("bttl: column qualifier reserved for write-time companions")

@@ -61,7 +61,6 @@ var Registry = []Reason{
 	row(ErrRowKeyTooLong, inv, "row_key_too_long", "row-key-too-long", anch),
 	row(ErrValueTooLarge, inv, "value_too_large", "value-too-large", anch),
 	row(ErrInvalidTimestampRange, inv, "invalid_timestamp_range", "invalid-timestamp-range", anch),
-	row(ErrUnsupportedReadOption, inv, "unsupported_read_option", "unsupported-read-option", "read-filters"),
 	row(filters.ErrFilterTooLarge, inv, "filter_too_large", "filter-too-large", "read-filters"),
 	row(ErrClientOption, inv, "client_option", "client-option", "client-options"),
 	row(strategy.ErrServerTimestamp, pre, "server_timestamp", "server-timestamp", anch),

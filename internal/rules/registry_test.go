@@ -78,7 +78,7 @@ func ownByName(name string) error {
 		"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
-		"ErrUnsupportedReadOption": ErrUnsupportedReadOption, "ErrClientOption": ErrClientOption, "ErrNotApplicable": ErrNotApplicable,
+		"ErrClientOption": ErrClientOption, "ErrNotApplicable": ErrNotApplicable,
 		"ErrReservedColumn": ErrReservedColumn, "ErrNoWriteTime": ErrNoWriteTime, "ErrCellMoved": ErrCellMoved,
 		"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
 		"ErrNotDialed": ErrNotDialed, "ErrUnclassifiable": ErrUnclassifiable,
