@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -71,6 +72,16 @@ type Table struct {
 	filters     *filters.Builder
 	writeTime   bool
 	singleValue bool
+	hasAge      bool // some family expires by age: the TTL filter changes with time
+	// ttl is the TTL filter of one millisecond, shared by the reads of
+	// that millisecond: a request's filter is only read (marshalled), and
+	// a caller's is chained after it, never into it.
+	ttl atomic.Pointer[cachedTTL]
+}
+
+type cachedTTL struct {
+	milli int64
+	f     *btpb.RowFilter
 }
 
 // NewTable checks schema and returns its rules. fb is the table's filter
@@ -87,6 +98,7 @@ func NewTable(id string, schema strategy.Schema, unlisted *strategy.Policy, mode
 		t.Schema[f] = p
 		t.writeTime = t.writeTime || p.HasWriteTime()
 		t.singleValue = t.singleValue || p.IsSingleValue()
+		t.hasAge = t.hasAge || p.MaxAge() > 0
 	}
 	return t, nil
 }
@@ -485,7 +497,19 @@ func (t *Table) Filter(now time.Time, caller *btpb.RowFilter) *btpb.RowFilter {
 	if !t.filters.Managed() {
 		return caller
 	}
-	return filters.ChainProto(t.filters.TTLProto(bigtable.Timestamp(now.UnixMicro())), caller)
+	return filters.ChainProto(t.ttlProto(bigtable.Timestamp(now.UnixMicro())), caller)
+}
+
+// ttlProto is the TTL filter at now, built once per millisecond (once for
+// good when no family expires by age).
+func (t *Table) ttlProto(now bigtable.Timestamp) *btpb.RowFilter {
+	milli := int64(strategy.Millis(now)) / 1000
+	if c := t.ttl.Load(); c != nil && (c.milli == milli || !t.hasAge) {
+		return c.f
+	}
+	f := t.filters.TTLProto(now)
+	t.ttl.Store(&cachedTTL{milli: milli, f: f})
+	return f
 }
 
 // Same reports whether a and b are the same slice (the rules return their
