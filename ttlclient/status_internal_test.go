@@ -29,7 +29,7 @@ var sentinelsByName = map[string]error{
 	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 	"ErrInvalidTimestampRange": ErrInvalidTimestampRange,
-	"ErrMismatch": gcrule.ErrMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
+	"ErrMismatch":              gcrule.ErrMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 	"ErrFilterTooLarge": filters.ErrFilterTooLarge, "ErrNotDialed": ErrNotDialed,
 	"ErrTTLTooLong": strategy.ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
 	"ErrCellTooLargeToPin": filters.ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,

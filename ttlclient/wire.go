@@ -56,6 +56,7 @@ type wireCall struct {
 	refused atomic.Pointer[CellError]
 	// rowsLimit is the ReadRows request's limit, for a shadow read.
 	rowsLimit atomic.Int64
+	limitSeen atomic.Bool
 
 	mu   sync.Mutex
 	rows []*CellError // the rows of MutateRows requests refused
@@ -257,7 +258,10 @@ func (c *wireCall) rewrite(method string, req any) (any, error) {
 		}
 		return r, nil
 	case *btpb.ReadRowsRequest:
-		c.rowsLimit.Store(r.GetRowsLimit())
+		if c.limitSeen.CompareAndSwap(false, true) {
+			// The first attempt's: a resumed read asks for what is left.
+			c.rowsLimit.Store(r.GetRowsLimit())
+		}
 		if !c.reads || !t.filters.Managed() {
 			return r, nil
 		}
