@@ -316,20 +316,23 @@ func (w *wireState) peek() bool {
 
 // checkWire reports whether the client's connection carries bttl's
 // interceptor: nil when it does, else ErrNotDialed naming what to use.
-// The first call probes: a SampleRowKeys on table marked as a probe, which
-// the interceptor answers without sending; without it, the probe is one
-// harmless RPC (a read of row-key samples).
+// The first call probes: a SampleRowKeys on the table, marked as a probe
+// and with its context already cancelled, which the interceptor answers
+// and which, without it, gRPC fails before sending anything.
 func (t *Table) checkWire(ctx context.Context, what string) error {
 	w := t.wireState
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.known {
+		// The probe's context is cancelled before the call: gRPC runs the
+		// interceptors first and, without them, fails the call on the
+		// cancelled context before anything is sent. So the probe sends
+		// nothing either way.
 		c := &wireCall{t: t, probe: true}
-		_, err := t.raw.SampleRowKeys(c.mark(ctx))
-		if ctx.Err() != nil {
-			return ctx.Err() // not known yet: probe again on the next call
-		}
-		w.known, w.ok = true, c.seen.Load() && err != nil
+		pctx, cancel := context.WithCancel(c.mark(context.WithoutCancel(ctx)))
+		cancel()
+		_, _ = t.raw.SampleRowKeys(pctx)
+		w.known, w.ok = true, c.seen.Load()
 	}
 	if w.ok {
 		return nil
