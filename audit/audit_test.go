@@ -102,7 +102,7 @@ func TestScanCountsWriteTimeCompanionsApart(t *testing.T) {
 	tbl := h.MustTable(t, "wt", schema)
 	for i, row := range []string{"a", "b", "c"} {
 		m := ttlclient.NewMutation()
-		m.Set("s", "tok", ttlclient.Auto, []byte{'v', byte('0' + i)})
+		m.Set("s", "tok", bigtable.ServerTime, []byte{'v', byte('0' + i)})
 		require.NoError(t, tbl.Apply(ctx, row, m))
 	}
 	rep, err := audit.Scan(ctx, h.Raw.Open("wt"), "wt", schema, bigtable.Time(h.Clock.Now()))

@@ -37,7 +37,7 @@ func TestEmulatorRestartKeepsAddress(t *testing.T) {
 	schema := strategy.Schema{"s": strategy.DefaultExpiry(time.Hour)}
 	tbl := h.MustTable(t, "t", schema)
 	m := ttlclient.NewMutation()
-	m.Set("s", "c", ttlclient.Auto, []byte("v"))
+	m.Set("s", "c", bigtable.ServerTime, []byte("v"))
 	require.NoError(t, tbl.Apply(ctx, "r", m))
 
 	require.NoError(t, e.Restart(ctx))
@@ -61,7 +61,7 @@ func TestEmulatorCPUTime(t *testing.T) {
 	var after time.Duration
 	for i := 0; i < 100_000 && after-before < 20*time.Millisecond; i++ {
 		m := ttlclient.NewMutation()
-		m.Set("s", "c", ttlclient.Auto, []byte("v"))
+		m.Set("s", "c", bigtable.ServerTime, []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, fmt.Sprintf("r%d", i), m))
 		after, err = e.CPUTime()
 		require.NoError(t, err)

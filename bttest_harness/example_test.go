@@ -51,7 +51,7 @@ func ExampleStart() {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	fmt.Println(tbl.Apply(ctx, "user#1", m))
 	// Output: <nil>
 }
@@ -96,7 +96,7 @@ func ExampleHarness_MustTable() {
 		h := bttestharness.New(t)
 		tbl := h.MustTable(t, "events", schema) // fails t on error
 		m := ttlclient.NewMutation()
-		m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+		m.SetTTL("session", "token", time.Minute, []byte("abc"))
 		if err := tbl.Apply(context.Background(), "user#1", m); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func ExampleHarness_Stored() {
 	defer h.Close()
 	tbl, _ := h.Table(ctx, "events", schema)
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	_ = tbl.Apply(ctx, "user#1", m)
 
 	h.Clock.Advance(time.Hour)

@@ -98,7 +98,9 @@ func StartWithConfig(ctx context.Context, cfg Config) (*Harness, error) {
 		}
 		h.Server, h.Addr = srv, srv.Addr
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, cfg.DialOptions...)
+	// bttl's interceptor (ttlclient.DialOptions), as ttlclient.NewClient
+	// installs it: Table.API and reads with options need it.
+	dial := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, ttlclient.DialOptions()...), cfg.DialOptions...)
 	conn, err := grpc.NewClient(h.Addr, dial...)
 	if err != nil {
 		h.Close()

@@ -38,8 +38,8 @@ func BenchmarkReadRowShadowSampling(b *testing.B) {
 	require.NoError(b, err)
 	m := ttlclient.NewMutation()
 	for _, ttl := range []time.Duration{time.Minute, 2 * time.Minute, 10 * time.Hour} {
-		m.Set(famOne, ttl.String(), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
-		m.Set(famDef, ttl.String(), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
+		m.SetTTL(famOne, ttl.String(), ttl, []byte("v"))
+		m.SetTTL(famDef, ttl.String(), ttl, []byte("v"))
 	}
 	require.NoError(b, tbl.Apply(ctx, "r1", m))
 	h.Clock.Advance(time.Hour)

@@ -47,7 +47,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)
 	}
@@ -245,7 +245,7 @@ func writeThroughBttl(rec ttlclient.Recorder) {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	m.Set("meta", "owner", 0, []byte("ada"))
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)

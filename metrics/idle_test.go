@@ -29,7 +29,7 @@ func TestIdleRefreshResults(t *testing.T) {
 	assert.Nil(t, series(t, e.rec, metrics.IdleRefreshesTotal, "table", table), "no series for a table without an idle TTL")
 
 	m := ttlclient.NewMutation()
-	m.Set(famIdle, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute)) // due: 1m left of 1h
+	m.SetTTL(famIdle, "c", time.Minute, []byte("v")) // due: 1m left of 1h
 	require.NoError(t, tbl.Apply(e.ctx, "s", m))
 	for i := 0; i < 3; i++ {
 		_, err := tbl.ReadRow(e.ctx, "s")

@@ -40,9 +40,9 @@ const (
 	// with an idle TTL (strategy.WithIdleTTL), by what became of them
 	// (LabelResult: ttlclient.IdleResult's names).
 	IdleRefreshesTotal = "bttl_idle_refreshes_total"
-	// ClientIncompatibleTotal counts tables opened on a client whose
-	// cloud.google.com/go/bigtable version failed a compatibility check
-	// (ttlclient.CheckCompatibility), by check (LabelCheck).
+	// ClientIncompatibleTotal counts a table's calls refused because its
+	// client's connection lacks bttl's interceptor (ttlclient.ErrNotDialed),
+	// by check (LabelCheck: "interceptor").
 	ClientIncompatibleTotal = "bttl_client_incompatible_total"
 )
 
@@ -188,7 +188,7 @@ func New(opts ...Option) *Recorder {
 		hFailed   = "Shadow reads that failed (the caller's read is unaffected)."
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
 		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
-		hIncompat = "Tables opened on a client whose cloud.google.com/go/bigtable version failed a bttl compatibility check, by check: what then fails is in ttlclient.CheckCompatibility's error."
+		hIncompat = "Calls of a table refused because its client's connection lacks bttl's interceptor (ttlclient.ErrNotDialed), by check (interceptor)."
 		hIdle     = "Cells reads returned from families with an idle TTL, by result: refreshed, skipped (not due: the debounce), dropped (queue full or client closed), failed, conflict (changed before the refresh)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)

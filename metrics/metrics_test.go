@@ -26,19 +26,19 @@ import (
 func plant(t *testing.T, e *env) map[string][]float64 {
 	t.Helper()
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))       // expired 2h ago
-	m.Set(famOne, "b", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(149*time.Minute)) // expired 31m ago
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(10*time.Hour))    // live
-	m.Set(famDef, "x", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(10*time.Minute))  // expired 2h50m ago
-	m.Set(famDef, "y", ttlclient.Auto, []byte("v"))                                     // default 1h: expired 2h ago
-	m.Set(famDef, "z", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(5*time.Hour))     // live
-	m.Set(famPlain, "p", 1000, []byte("v"))                                             // never expires
-	for seq := int64(1); seq <= 3; seq++ {                                              // one version hidden, not expired by age
-		m.Set(famSeq, "s", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(seq))
+	m.SetTTL(famOne, "a", time.Hour, []byte("v"))        // expired 2h ago
+	m.SetTTL(famOne, "b", 149*time.Minute, []byte("v"))  // expired 31m ago
+	m.SetTTL(famOne, "c", 10*time.Hour, []byte("v"))     // live
+	m.SetTTL(famDef, "x", 10*time.Minute, []byte("v"))   // expired 2h50m ago
+	m.Set(famDef, "y", bigtable.ServerTime, []byte("v")) // default 1h: expired 2h ago
+	m.SetTTL(famDef, "z", 5*time.Hour, []byte("v"))      // live
+	m.Set(famPlain, "p", 1000, []byte("v"))              // never expires
+	for seq := int64(1); seq <= 3; seq++ {               // one version hidden, not expired by age
+		m.SetVersion(famSeq, "s", seq, []byte("v"))
 	}
 	require.NoError(t, e.tbl.Apply(e.ctx, "r1", m))
 	m2 := ttlclient.NewMutation()
-	m2.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour)) // expired 2h ago
+	m2.SetTTL(famOne, "a", time.Hour, []byte("v")) // expired 2h ago
 	require.NoError(t, e.tbl.Apply(e.ctx, "r2", m2))
 	e.h.Clock.Advance(3 * time.Hour)
 
@@ -211,7 +211,7 @@ func TestShadowReadWalksTheCallersRows(t *testing.T) {
 	// A row with only expired cells returns nothing to the caller, but its
 	// expired cells were walked past.
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famOne, "a", time.Minute, []byte("v"))
 	require.NoError(t, e.tbl.Apply(e.ctx, "r3", m))
 	e.h.Clock.Advance(2 * time.Minute)
 	row, err := e.tbl.ReadRow(e.ctx, "r3")

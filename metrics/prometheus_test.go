@@ -217,10 +217,10 @@ func startWorkload(t *testing.T) *workload {
 	// minutes after writing, and live ones.
 	for i := 0; i < 5; i++ {
 		m := ttlclient.NewMutation()
-		m.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
-		m.Set(famDef, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
-		m.Set(famDef, "b", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(10*time.Hour))
-		m.Set(famSeq, "a", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(int64(i+1)))
+		m.SetTTL(famOne, "a", 30*time.Minute, []byte("v"))
+		m.SetTTL(famDef, "a", 30*time.Minute, []byte("v"))
+		m.SetTTL(famDef, "b", 10*time.Hour, []byte("v"))
+		m.SetVersion(famSeq, "a", int64(i+1), []byte("v"))
 		require.NoError(t, e.tbl.Apply(e.ctx, fmt.Sprintf("r%d", i), m))
 	}
 	// The stock, measured by an audit at the same instant, written as a
@@ -276,14 +276,14 @@ func startWorkload(t *testing.T) *workload {
 		for i := 0; i < 3000; i++ { // at most 5 minutes
 			_ = e.tbl.ReadRows(ctx, bigtable.PrefixRange("r"), func(bigtable.Row) bool { return true })
 			m := ttlclient.NewMutation()
-			m.Set(famOne, "w", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-			m.Set(famDef, "w", ttlclient.Auto, []byte("v"))
+			m.SetTTL(famOne, "w", time.Hour, []byte("v"))
+			m.Set(famDef, "w", bigtable.ServerTime, []byte("v"))
 			_ = e.tbl.Apply(ctx, fmt.Sprintf("w%d", i%10), m)
 			bad := ttlclient.NewMutation()
 			bad.Set(famOne, "w", bigtable.ServerTime, []byte("v"))
 			_ = e.tbl.Apply(ctx, "w0", bad)
 			im := ttlclient.NewMutation()
-			im.Set(famIdle, fmt.Sprintf("c%d", i), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+			im.SetTTL(famIdle, fmt.Sprintf("c%d", i), time.Minute, []byte("v"))
 			_ = idleTbl.Apply(ctx, "session", im)
 			_, _ = idleTbl.ReadRow(ctx, "session")
 			select {

@@ -36,9 +36,9 @@ func auditStock(t *testing.T, e *env, tableName string) *audit.Report {
 		if i >= plantedStock {
 			ttl = 100 * time.Hour
 		}
-		m.Set(famDef, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
-		m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(100*time.Hour))
-		m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(int64(i+1)))
+		m.SetTTL(famDef, "c", ttl, []byte("v"))
+		m.SetTTL(famOne, "c", 100*time.Hour, []byte("v"))
+		m.SetVersion(famSeq, "c", int64(i+1), []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, "stock#"+string(rune('a'+i)), m))
 	}
 	now := e.h.Clock.Now().Add(2 * time.Hour)

@@ -79,7 +79,7 @@ func TestConcurrentWriterThroughBTTLKeepsEveryValue(t *testing.T) {
 		ttl := time.Hour + time.Duration(i)*time.Millisecond // distinct timestamps
 		v := fmt.Sprintf("writer %d", i)
 		mut := ttlclient.NewMutation()
-		mut.Set("f", col, ttlclient.Auto, []byte(v), ttlclient.WithTTL(ttl))
+		mut.SetTTL("f", col, ttl, []byte(v))
 		require.NoError(t, w.Apply(ctx, row, mut))
 		written[key{row, col, bigtable.Time(at.Add(ttl))}] = v
 		if migrating.Load() {
@@ -145,9 +145,9 @@ func TestDefaultExpiryChangeKeepsExpiryInstants(t *testing.T) {
 				col := fmt.Sprintf("c%d-%s", i, back)
 				v := []byte(fmt.Sprintf("r%d %s", r, col))
 				if ttl == 0 {
-					mut.Set("f", col, ttlclient.Auto, v)
+					mut.Set("f", col, bigtable.ServerTime, v)
 				} else {
-					mut.Set("f", col, ttlclient.Auto, v, ttlclient.WithTTL(ttl+time.Duration(r)*time.Minute))
+					mut.SetTTL("f", col, ttl+time.Duration(r)*time.Minute, v)
 				}
 			}
 			require.NoError(t, src.Apply(ctx, fmt.Sprintf("row%03d", r), mut))

@@ -77,7 +77,7 @@ func TestStaggeredWritersNeverReviveAnExpiredToken(t *testing.T) {
 				a, err := h.Client.Open(context.Background(), "t", schema, ttlclient.WithoutVerify())
 				require.NoError(t, err)
 				tok := ttlclient.NewMutation()
-				tok.Set("f", "v", ttlclient.Auto, []byte("token"), ttlclient.WithTTL(time.Minute))
+				tok.SetTTL("f", "v", time.Minute, []byte("token"))
 				require.NoError(t, a.Apply(ctx, "token", tok))
 				// B, still legacy, at t0+5m.
 				h.Clock.Set(t0.Add(5 * time.Minute))
@@ -85,7 +85,7 @@ func TestStaggeredWritersNeverReviveAnExpiredToken(t *testing.T) {
 				// B switched at t0+10m and writes through bttl at t0+12m.
 				h.Clock.Set(t0.Add(12 * time.Minute))
 				bw := ttlclient.NewMutation()
-				bw.Set("f", "v", ttlclient.Auto, []byte("b through bttl"), ttlclient.WithTTL(time.Hour))
+				bw.SetTTL("f", "v", time.Hour, []byte("b through bttl"))
 				require.NoError(t, a.Apply(ctx, "b-bttl", bw))
 				before := stored(t, raw, "f")
 

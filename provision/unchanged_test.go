@@ -98,7 +98,7 @@ func TestWriteTimeOverReservedColumnsRefused(t *testing.T) {
 	wt, err := h.Client.Open(context.Background(), "t", withWT)
 	require.NoError(t, err)
 	m := ttlclient.NewMutation()
-	m.Set("s", "tok", ttlclient.Auto, []byte("v"))
+	m.Set("s", "tok", bigtable.ServerTime, []byte("v"))
 	require.NoError(t, wt.Apply(ctx, "r2", m))
 
 	var out bytes.Buffer

@@ -102,7 +102,7 @@ func TestShadowReadKeepsCallerContextValues(t *testing.T) {
 	rec := newShadowRecorder()
 	tbl := h.MustTable(t, "t", mixedSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(1))
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
+	m.SetTTL(famOne, "c", time.Hour, []byte("v"))
 	require.NoError(t, tbl.Apply(context.Background(), "r", m))
 
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), traceKey{}, "row-read"))

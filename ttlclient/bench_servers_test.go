@@ -35,7 +35,7 @@ type benchSchema struct {
 
 type benchCell struct {
 	family, column string
-	opt            ttlclient.CellOption
+	opt            cellOpt
 	ttl            time.Duration // the TTL opt gives, on an age family
 	unmanaged      bool          // written at rawTS, with no option
 	rawTS          func(now time.Time) bigtable.Timestamp
@@ -53,13 +53,13 @@ func benchSchemas() []benchSchema {
 			c := benchCell{family: s.fam, column: fmt.Sprintf("col%02d", i)}
 			switch s.fam {
 			case famOne:
-				c.opt, c.ttl = ttlclient.WithTTL(time.Hour), time.Hour
+				c.opt, c.ttl = withTTL(time.Hour), time.Hour
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(time.Hour)) }
 			case famDef:
-				c.opt, c.ttl = ttlclient.WithTTL(30*time.Minute), 30*time.Minute
+				c.opt, c.ttl = withTTL(30*time.Minute), 30*time.Minute
 				c.rawTS = func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(-30 * time.Minute)) }
 			case famSeq:
-				c.opt = ttlclient.WithSequence(7)
+				c.opt = withSeq(7)
 				c.rawTS = func(time.Time) bigtable.Timestamp { return 7000 }
 			default:
 				c.unmanaged = true
@@ -171,7 +171,7 @@ func (e *serverEnv) ttlMutation(cells int) *ttlclient.Mutation {
 		if c.unmanaged {
 			m.Set(c.family, c.column, c.rawTS(now), benchValue)
 		} else {
-			m.Set(c.family, c.column, ttlclient.Auto, benchValue, c.opt)
+			setCell(m, c.family, c.column, bigtable.ServerTime, benchValue, c.opt)
 		}
 	}
 	return m

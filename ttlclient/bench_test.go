@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
@@ -36,7 +37,7 @@ const (
 type benchStrategy struct {
 	name   string
 	policy strategy.Policy
-	opt    ttlclient.CellOption
+	opt    cellOpt
 	ttl    time.Duration // the TTL opt gives, on an age family
 	rawTS  func(now time.Time) bigtable.Timestamp
 }
@@ -46,21 +47,21 @@ func benchStrategies() []benchStrategy {
 		{
 			name:   "one-second",
 			policy: strategy.OneSecond(),
-			opt:    ttlclient.WithTTL(time.Hour),
+			opt:    withTTL(time.Hour),
 			ttl:    time.Hour,
 			rawTS:  func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(time.Hour)) },
 		},
 		{
 			name:   "default-expiry",
 			policy: strategy.DefaultExpiry(time.Hour),
-			opt:    ttlclient.WithTTL(30 * time.Minute),
+			opt:    withTTL(30 * time.Minute),
 			ttl:    30 * time.Minute,
 			rawTS:  func(now time.Time) bigtable.Timestamp { return bigtable.Time(now.Add(-30 * time.Minute)) },
 		},
 		{
 			name:   "sequence",
 			policy: strategy.Sequence(3),
-			opt:    ttlclient.WithSequence(7),
+			opt:    withSeq(7),
 			rawTS:  func(time.Time) bigtable.Timestamp { return 7000 },
 		},
 	}
@@ -130,7 +131,7 @@ func (e *benchEnv) ttlMutation() *ttlclient.Mutation {
 func ttlMutation(s benchStrategy) *ttlclient.Mutation {
 	m := ttlclient.NewMutation()
 	for _, c := range benchColumns {
-		m.Set(benchFam, c, ttlclient.Auto, benchValue, s.opt)
+		setCell(m, benchFam, c, bigtable.ServerTime, benchValue, s.opt)
 	}
 	return m
 }
@@ -147,7 +148,7 @@ func (e *benchEnv) load(b *testing.B, prefix string, n, cells int) {
 		for i := start; i < end; i++ {
 			m := ttlclient.NewMutation()
 			for _, c := range benchColumns[:cells] {
-				m.Set(benchFam, c, ttlclient.Auto, benchValue, e.s.opt)
+				setCell(m, benchFam, c, bigtable.ServerTime, benchValue, e.s.opt)
 			}
 			keys = append(keys, rowKey(prefix, i))
 			muts = append(muts, m)
@@ -354,11 +355,7 @@ func BenchmarkReadFilter(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					clock.Advance(tick)
-					opts, err := tbl.ReadOptions()
-					if err != nil {
-						b.Fatal(err)
-					}
-					benchSinkOpt = opts[0]
+					benchSinkFilter = tbl.ReadFilter()
 				}
 			})
 		})
@@ -366,8 +363,9 @@ func BenchmarkReadFilter(b *testing.B) {
 }
 
 var (
-	benchSinkMut *bigtable.Mutation
-	benchSinkOpt bigtable.ReadOption
+	benchSinkMut    *bigtable.Mutation
+	benchSinkOpt    bigtable.ReadOption
+	benchSinkFilter *btpb.RowFilter
 )
 
 func fourFamilySchema() strategy.Schema {
@@ -660,28 +658,10 @@ func BenchmarkInterleavedBuild(b *testing.B) {
 			}
 			benchSinkMut = bm
 		}
-		api := func() {
-			ts := bigtable.Timestamp(7000)
-			if s.ttl > 0 {
-				var err error
-				if ts, err = tbl.Timestamp(benchFam, s.ttl); err != nil {
-					b.Fatal(err)
-				}
-			}
-			m := bigtable.NewMutation()
-			for _, c := range benchColumns {
-				m.Set(benchFam, c, ts, benchValue)
-			}
-			bm, err := tbl.BuildAPI("row", m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			benchSinkMut = bm
-		}
 		sides := []struct {
 			name  string
 			build func()
-		}{{"raw", raw}, {"ttl", lib}, {"api", api}}
+		}{{"raw", raw}, {"ttl", lib}}
 		const block = 100
 		spent := make([]time.Duration, len(sides))
 		allocs := make([]uint64, len(sides))

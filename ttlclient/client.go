@@ -17,6 +17,7 @@ import (
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
@@ -169,14 +170,9 @@ type Client struct {
 	shadows shadowPool     // shadow reads of tables with a Recorder
 	sql     sqlSchemas     // the schemas of what was opened, for PrepareStatement
 	refresh refreshPool    // time-to-idle refreshes
-	// incompatible are the client-version checks that failed when the
-	// client was made (CheckCompatibility), counted at each Open.
-	incompatible []CompatibilityFailure
-	// layout is bigtable.Mutation's layout, checked when the client was
-	// made (nil, and layoutErr, when the check failed): its tables' writes
-	// read it, never the check.
-	layout    *rawLayout
-	layoutErr error
+	// wire: whether the client's connection carries bttl's interceptor
+	// (wire.go), probed once by the first call that needs it.
+	wire wireState
 }
 
 // ClientConfig is the configuration of NewClientWithConfig: the bigtable
@@ -213,7 +209,11 @@ func NewClient(ctx context.Context, project, instance string, opts ...option.Cli
 // bigtable.NewClientWithConfig with config.ClientConfig, and an admin
 // client as NewClient does. config.Options are the client's bttl options.
 func NewClientWithConfig(ctx context.Context, project, instance string, config ClientConfig, opts ...option.ClientOption) (*Client, error) {
-	raw, err := bigtable.NewClientWithConfig(ctx, project, instance, config.ClientConfig, opts...)
+	// The session data plane carries requests inside streams bttl's
+	// interceptor cannot rewrite: the client runs on the classic RPCs.
+	btcfg := config.ClientConfig
+	btcfg.DisableSession = true
+	raw, err := bigtable.NewClientWithConfig(ctx, project, instance, btcfg, append(append([]option.ClientOption(nil), opts...), ClientOptions()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -230,10 +230,11 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 // Wrap uses an existing client, with opts as the client's options (see
 // ClientOption). Close leaves raw open: its owner closes it.
 //
-// NewClient, NewClientWithConfig and Wrap run CheckCompatibility and log
-// a failure once, as a warning on the client's logger; each Open then
-// counts it on the table's recorder (CompatibilityRecorder). The client is
-// made either way: what then fails is in CompatibilityFailure.Effect.
+// What needs bttl's interceptor on raw's connection (Table.API, reads
+// with options) works when raw was dialled with ClientOptions (or its
+// connection with DialOptions), and is otherwise refused with
+// ErrNotDialed before any request; the first such call probes the
+// connection (docs/design.md#tableapi).
 func Wrap(raw *bigtable.Client, opts ...ClientOption) *Client {
 	return newClient(raw, opts)
 }
@@ -245,8 +246,6 @@ func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	cfg := c.config(nil)
 	c.shadows.limit = cfg.shadowLimit
 	c.refresh.workers, c.refresh.queueLimit = cfg.idleWorkers, cfg.idleQueue
-	c.layout, c.layoutErr = layout()
-	c.checkCompatibility()
 	return c
 }
 
@@ -370,7 +369,6 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
-		c.recordIncompatible(rec)
 	}
 	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
 		recordOpenRefusal(rec, err)
@@ -424,8 +422,12 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		idleFams:    idleFamilies(own),
 		refresh:     &c.refresh,
 		unlisted:    cfg.unlisted,
-		layout:      c.layout,
-		layoutErr:   c.layoutErr,
+		wireState:   &c.wire,
+		rec:         rec,
+	}
+	t.rules, err = rules.NewTable(table, own, cfg.unlisted, rules.ModeClient, fb)
+	if err != nil {
+		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)

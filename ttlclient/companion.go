@@ -3,8 +3,8 @@ package ttlclient
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"github.com/bttl/bttl/internal/rules"
 	"strings"
 	"time"
 
@@ -41,7 +41,7 @@ func (t *Table) readCompanion(ctx context.Context, row, family, column string, m
 // the column holds several live cells with its value, written at different
 // times, so which one it became is not known. Read the cell again and ask
 // for the cell that read returns.
-var ErrCellMoved = errors.New("bttl: cell moved since it was read, and its value is not unique in its column")
+var ErrCellMoved = rules.ErrCellMoved
 
 // WriteTime is the real time item was written (to the millisecond), like
 // Cassandra's WRITETIME: item is a cell read through this table from a

@@ -25,22 +25,22 @@ func TestStoredTimestampFollowsStrategy(t *testing.T) {
 
 	cases := []struct {
 		name, fam string
-		opt       []ttlclient.CellOption
+		opt       []cellOpt
 		ts        bigtable.Timestamp
 		want      bigtable.Timestamp
 	}{
-		{"one-second ttl 90s", famOne, []ttlclient.CellOption{ttlclient.WithTTL(90 * time.Second)}, ttlclient.Auto, ms(now + 90_000_000)},
-		{"default-expiry ttl 30m (shorter than D)", famDef, []ttlclient.CellOption{ttlclient.WithTTL(30 * time.Minute)}, ttlclient.Auto, ms(now + 1_800_000_000 - d)},
-		{"default-expiry ttl 3h (longer than D)", famDef, []ttlclient.CellOption{ttlclient.WithTTL(3 * time.Hour)}, ttlclient.Auto, ms(now + 10_800_000_000 - d)},
-		{"default-expiry default ttl", famDef, nil, ttlclient.Auto, ms(now)},
-		{"sequence 7", famSeq, []ttlclient.CellOption{ttlclient.WithSequence(7)}, ttlclient.Auto, 7000},
+		{"one-second ttl 90s", famOne, []cellOpt{withTTL(90 * time.Second)}, bigtable.ServerTime, ms(now + 90_000_000)},
+		{"default-expiry ttl 30m (shorter than D)", famDef, []cellOpt{withTTL(30 * time.Minute)}, bigtable.ServerTime, ms(now + 1_800_000_000 - d)},
+		{"default-expiry ttl 3h (longer than D)", famDef, []cellOpt{withTTL(3 * time.Hour)}, bigtable.ServerTime, ms(now + 10_800_000_000 - d)},
+		{"default-expiry default ttl", famDef, nil, bigtable.ServerTime, ms(now)},
+		{"sequence 7", famSeq, []cellOpt{withSeq(7)}, bigtable.ServerTime, 7000},
 		{"unmanaged keeps microseconds rounded down", famPlain, nil, 1_234_567, 1_234_000},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			row := fmt.Sprintf("r%d", i)
 			m := ttlclient.NewMutation()
-			m.Set(c.fam, "c", c.ts, []byte("v"), c.opt...)
+			setCell(m, c.fam, "c", c.ts, []byte("v"), c.opt...)
 			e.apply(t, row, m)
 			got := e.storedTimestamp(t, row, c.fam, "c")
 			assert.Equal(t, c.want, got)
@@ -53,10 +53,10 @@ func TestStoredTimestampFollowsStrategy(t *testing.T) {
 func TestExpiredButNotCollectedIsHidden(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "short", ttlclient.Auto, []byte("1s-short"), ttlclient.WithTTL(10*time.Minute))
-	m.Set(famOne, "long", ttlclient.Auto, []byte("1s-long"), ttlclient.WithTTL(2*time.Hour))
-	m.Set(famDef, "short", ttlclient.Auto, []byte("def-short"), ttlclient.WithTTL(10*time.Minute))
-	m.Set(famDef, "long", ttlclient.Auto, []byte("def-long"), ttlclient.WithTTL(2*time.Hour))
+	m.SetTTL(famOne, "short", 10*time.Minute, []byte("1s-short"))
+	m.SetTTL(famOne, "long", 2*time.Hour, []byte("1s-long"))
+	m.SetTTL(famDef, "short", 10*time.Minute, []byte("def-short"))
+	m.SetTTL(famDef, "long", 2*time.Hour, []byte("def-long"))
 	e.apply(t, "row", m)
 	require.Len(t, e.read(t, "row"), 4)
 
@@ -101,7 +101,7 @@ func columns(cs []string) []string {
 func TestServerGCCollectsOneSecondCell(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(2*time.Second))
+	m.SetTTL(famOne, "c", 2*time.Second, []byte("v"))
 	e.apply(t, "row", m)
 	require.Len(t, e.stored(t, "row"), 1)
 	// The server's GC runs on real time; poll it with a deadline.
@@ -121,7 +121,7 @@ func TestSequenceKeepsNVersions(t *testing.T) {
 		row := fmt.Sprintf("doc%d", attempt)
 		for seq := int64(1); seq <= 5; seq++ {
 			m := ttlclient.NewMutation()
-			m.Set(famSeq, "body", ttlclient.Auto, []byte(fmt.Sprintf("v%d", seq)), ttlclient.WithSequence(seq))
+			m.SetVersion(famSeq, "body", seq, []byte(fmt.Sprintf("v%d", seq)))
 			e.apply(t, row, m)
 		}
 		old := bigtable.RowFilter(bigtable.ValueFilter("^v1$"))
@@ -143,7 +143,7 @@ func TestLatestNOnAgeFamilyCountsLiveCells(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	for _, ttl := range []time.Duration{10 * time.Minute, 20 * time.Minute} {
 		m := ttlclient.NewMutation()
-		m.Set(famDef, "c", ttlclient.Auto, []byte(ttl.String()), ttlclient.WithTTL(ttl))
+		m.SetTTL(famDef, "c", ttl, []byte(ttl.String()))
 		e.apply(t, "row", m)
 	}
 	latest := bigtable.RowFilter(bigtable.LatestNFilter(1))
@@ -169,12 +169,12 @@ func TestOneReadAcrossAllStrategies(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	for _, row := range []string{"a", "b"} {
 		m := ttlclient.NewMutation()
-		m.Set(famOne, "gone", ttlclient.Auto, []byte(row), ttlclient.WithTTL(time.Minute))
-		m.Set(famOne, "kept", ttlclient.Auto, []byte(row), ttlclient.WithTTL(time.Hour))
-		m.Set(famDef, "gone", ttlclient.Auto, []byte(row), ttlclient.WithTTL(time.Minute))
-		m.Set(famDef, "kept", ttlclient.Auto, []byte(row), ttlclient.WithTTL(3*time.Hour))
+		m.SetTTL(famOne, "gone", time.Minute, []byte(row))
+		m.SetTTL(famOne, "kept", time.Hour, []byte(row))
+		m.SetTTL(famDef, "gone", time.Minute, []byte(row))
+		m.SetTTL(famDef, "kept", 3*time.Hour, []byte(row))
 		for seq := int64(1); seq <= 4; seq++ {
-			m.Set(famSeq, "v", ttlclient.Auto, []byte(row), ttlclient.WithSequence(seq))
+			m.SetVersion(famSeq, "v", seq, []byte(row))
 		}
 		m.Set(famPlain, "old", 1000, []byte(row))
 		e.apply(t, row, m)
@@ -193,11 +193,11 @@ func TestOneReadAcrossAllStrategies(t *testing.T) {
 func TestSingleValueLastWriteWins(t *testing.T) {
 	e := newEnv(t, strategy.Schema{"s": strategy.DefaultExpiry(time.Hour, strategy.SingleValue())})
 	first := ttlclient.NewMutation()
-	first.Set("s", "c", ttlclient.Auto, []byte("first, 3h"), ttlclient.WithTTL(3*time.Hour))
+	first.SetTTL("s", "c", 3*time.Hour, []byte("first, 3h"))
 	e.apply(t, "row", first)
 	e.h.Clock.Advance(time.Second)
 	second := ttlclient.NewMutation()
-	second.Set("s", "c", ttlclient.Auto, []byte("second, 10m"), ttlclient.WithTTL(10*time.Minute))
+	second.SetTTL("s", "c", 10*time.Minute, []byte("second, 10m"))
 	e.apply(t, "row", second)
 
 	r, err := e.tbl.ReadRow(e.ctx, "row", bigtable.RowFilter(bigtable.LatestNFilter(1)))
@@ -220,7 +220,7 @@ func TestSingleValueLastWriteWins(t *testing.T) {
 func TestCondMutationIgnoresExpiredCells(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famDef, "lock", ttlclient.Auto, []byte("held"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famDef, "lock", time.Minute, []byte("held"))
 	e.apply(t, "row", m)
 	e.h.Clock.Advance(5 * time.Minute)
 	require.Len(t, e.stored(t, "row"), 1, "the expired cell is still stored")
@@ -229,7 +229,7 @@ func TestCondMutationIgnoresExpiredCells(t *testing.T) {
 	onTrue.Set(famPlain, "branch", 1000, []byte("true"))
 	onFalse := ttlclient.NewMutation()
 	onFalse.Set(famPlain, "branch", 1000, []byte("false"))
-	onFalse.Set(famDef, "lock", ttlclient.Auto, []byte("taken"), ttlclient.WithTTL(time.Minute))
+	onFalse.SetTTL(famDef, "lock", time.Minute, []byte("taken"))
 	var matched bool
 	cond := ttlclient.NewCondMutation(bigtable.ColumnFilter("^lock$"), onTrue, onFalse)
 	require.NoError(t, e.tbl.Apply(e.ctx, "row", cond, bigtable.GetCondMutationResult(&matched)))
@@ -250,8 +250,8 @@ func TestReadOptionsKeepCallerSemantics(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	for _, row := range []string{"a", "b", "c"} {
 		m := ttlclient.NewMutation()
-		m.Set(famDef, "x", ttlclient.Auto, []byte(row+"x"))
-		m.Set(famDef, "y", ttlclient.Auto, []byte(row+"y"))
+		m.Set(famDef, "x", bigtable.ServerTime, []byte(row+"x"))
+		m.Set(famDef, "y", bigtable.ServerTime, []byte(row+"y"))
 		e.apply(t, row, m)
 	}
 	var keys []string

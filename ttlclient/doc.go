@@ -9,9 +9,14 @@
 //		"meta":   strategy.Unmanaged(),
 //	})
 //	m := ttlclient.NewMutation()                                        // was bigtable.NewMutation
-//	m.Set("clicks", "home", ttlclient.Auto, value, ttlclient.WithTTL(time.Hour))
+//	m.SetTTL("clicks", "home", time.Hour, value)                       // or Set, exactly bigtable's
 //	err = tbl.Apply(ctx, "user#1", m)
 //	row, err := tbl.ReadRow(ctx, "user#1", bigtable.RowFilter(bigtable.LatestNFilter(1)))
+//
+// NewClient dials bttl's interceptor, which gives Table.API's
+// *bigtable.Mutation and a read's bigtable.RowFilter the table's rules on
+// the wire (bttl reads neither); a client you Wrap gets it from
+// ClientOptions (docs/design.md#tableapi).
 //
 // Writes: managed-family timestamps are computed from each cell's TTL (or
 // sequence number) and the table's clock, truncated to the millisecond, and

@@ -11,10 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/bttl/bttl/filters"
-	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
-	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/internal/rules"
 )
 
 // Sentinel errors. Every refusal wraps one of them, or one of the package
@@ -25,53 +23,50 @@ import (
 // nothing.
 var (
 	// ErrUnknownFamily: a write to a family the schema does not name.
-	ErrUnknownFamily = errors.New("bttl: family not in the table's schema")
+	ErrUnknownFamily = rules.ErrUnknownFamily
 	// ErrServerAssignedTimestamp: ReadModifyWrite, AddToCell or MergeToCell
 	// on a managed family, where the server picks the timestamp.
-	ErrServerAssignedTimestamp = errors.New("bttl: operation lets the server pick the timestamp of a managed family")
+	ErrServerAssignedTimestamp = rules.ErrServerAssignedTimestamp
 	// ErrNilMutation: a nil mutation.
-	ErrNilMutation = errors.New("bttl: nil mutation")
+	ErrNilMutation = rules.ErrNilMutation
 	// ErrEmptyMutation: a mutation with no operations.
-	ErrEmptyMutation = errors.New("bttl: mutation has no operations")
+	ErrEmptyMutation = rules.ErrEmptyMutation
 	// ErrNestedCondition: a conditional mutation inside a conditional one.
-	ErrNestedCondition = errors.New("bttl: conditional mutations cannot be nested")
+	ErrNestedCondition = rules.ErrNestedCondition
 	// ErrConditionalInBulk: a conditional mutation given to ApplyBulk.
-	ErrConditionalInBulk = errors.New("bttl: conditional mutations cannot be applied in bulk")
+	ErrConditionalInBulk = rules.ErrConditionalInBulk
 	// ErrEmptyRowKey: an empty row key.
-	ErrEmptyRowKey = errors.New("bttl: empty row key")
+	ErrEmptyRowKey = rules.ErrEmptyRowKey
 	// ErrRowKeyTooLong: a row key over 4 KiB.
-	ErrRowKeyTooLong = errors.New("bttl: row key over 4 KiB")
+	ErrRowKeyTooLong = rules.ErrRowKeyTooLong
 	// ErrValueTooLarge: a cell value over 100 MiB.
-	ErrValueTooLarge = errors.New("bttl: cell value over 100 MiB")
+	ErrValueTooLarge = rules.ErrValueTooLarge
 	// ErrInvalidTimestampRange: a delete range with a negative bound or an
 	// end not after its start.
-	ErrInvalidTimestampRange = errors.New("bttl: invalid timestamp range")
+	ErrInvalidTimestampRange = rules.ErrInvalidTimestampRange
 	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
 	// see *NoAdminError.
-	ErrNoAdminClient = errors.New("bttl: no admin client to verify GC rules")
+	ErrNoAdminClient = rules.ErrNoAdminClient
 	// ErrTableNotFound: Open's verification found no such table (the admin
 	// API's NotFound, wrapped: status.Code still gives NotFound).
-	ErrTableNotFound = errors.New("bttl: table not found")
-	// ErrUnsupportedReadOption: a read option whose filter the library cannot
-	// see, so it could not put the TTL filter first.
-	ErrUnsupportedReadOption = errors.New("bttl: unsupported read option")
-	// ErrMutationUnreadable: a *bigtable.Mutation or *bigtable.ReadModifyWrite
-	// given to Table.API could not be read in full: this client version lays
-	// them out differently from the one bttl checks for (every such call then
-	// fails), or it holds an operation bttl does not know. Nothing is sent.
-	ErrMutationUnreadable = errors.New("bttl: cannot read *bigtable.Mutation")
+	ErrTableNotFound = rules.ErrTableNotFound
+	// ErrNotDialed: a call that needs bttl's interceptor on the client's
+	// connection (Table.API's writes, a read with options of a table with
+	// managed families) on a client whose connection does not carry it;
+	// see Wrap and ClientOptions.
+	ErrNotDialed = rules.ErrNotDialed
 
 	// ErrNotApplicable: a lifecycle operation (Expiry, Expire, WriteTime) on a
 	// family whose cells do not expire by age: a sequence or unmanaged family.
-	ErrNotApplicable = errors.New("bttl: operation does not apply to the family's strategy")
+	ErrNotApplicable = rules.ErrNotApplicable
 	// ErrReservedColumn: a column whose qualifier starts with 0xFF 0xFF in a
 	// family with write-time companions (strategy.WithWriteTime), where such
 	// qualifiers hold the companions.
-	ErrReservedColumn = errors.New("bttl: column qualifier reserved for write-time companions")
+	ErrReservedColumn = rules.ErrReservedColumn
 	// ErrNoWriteTime: a cell of a write-time family without its companion:
 	// written before the family had strategy.WithWriteTime, past bttl (a raw
 	// client), or collected since it was read.
-	ErrNoWriteTime = errors.New("bttl: no write time recorded for the cell")
+	ErrNoWriteTime = rules.ErrNoWriteTime
 )
 
 // Limits Bigtable enforces, checked before any RPC.
@@ -92,7 +87,6 @@ type CellError struct {
 	Timestamp bigtable.Timestamp // the caller's timestamp, when one was given
 	TTL       time.Duration      // the cell's TTL, when one was given
 	Sequence  int64              // the cell's sequence number, when one was given
-	Options   []CellOption       // the cell options, when more than one was given
 	Err       error              // wraps a sentinel
 
 	// named: the refused operation names Family, so the message names it
@@ -121,8 +115,8 @@ func (e *CellError) Error() string {
 	}
 	switch e.Timestamp {
 	case 0:
-	case Auto: // bigtable.ServerTime, -1: not a timestamp to print as one
-		b.WriteString(", timestamp ttlclient.Auto")
+	case bigtable.ServerTime: // -1: not a timestamp to print as one
+		b.WriteString(", timestamp bigtable.ServerTime")
 	default:
 		fmt.Fprintf(&b, ", timestamp %d", e.Timestamp)
 	}
@@ -131,9 +125,6 @@ func (e *CellError) Error() string {
 	}
 	if e.Sequence != 0 {
 		fmt.Fprintf(&b, ", sequence %d", e.Sequence)
-	}
-	if len(e.Options) > 0 {
-		fmt.Fprintf(&b, ", options %v", e.Options)
 	}
 	b.WriteString(")")
 	return b.String()
@@ -163,66 +154,10 @@ func (e *NoAdminError) GRPCStatus() *status.Status { return refusalStatus(ErrNoA
 
 func (e *SQLError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
 
-// statusCodes is the gRPC code of each sentinel's refusals: InvalidArgument
-// when the call itself is malformed or out of range whatever the table
-// holds; FailedPrecondition when the call is well formed but the schema, a
-// family's strategy, the clock, the client's setup or the stored data rule
-// it out; Aborted when a cell the call read changed since, so the caller
-// reads again and retries (ErrCellMoved).
-// docs/design.md#refusal-status-codes has the same table.
-var statusCodes = []struct {
-	err  error
-	code codes.Code
-}{
-	{strategy.ErrInvalidPolicy, codes.InvalidArgument},
-	{strategy.ErrUnsupportedGCRule, codes.InvalidArgument},
-	{strategy.ErrInvalidTTL, codes.InvalidArgument},
-	{strategy.ErrTimestampOverflow, codes.InvalidArgument},
-	{strategy.ErrBeforeEpoch, codes.InvalidArgument},
-	{strategy.ErrInvalidSequence, codes.InvalidArgument},
-	{strategy.ErrWrongCellOption, codes.InvalidArgument},
-	{strategy.ErrTTLTooLong, codes.InvalidArgument},
-	{ErrReservedColumn, codes.InvalidArgument},
-	{ErrNilMutation, codes.InvalidArgument},
-	{ErrEmptyMutation, codes.InvalidArgument},
-	{ErrNestedCondition, codes.InvalidArgument},
-	{ErrConditionalInBulk, codes.InvalidArgument},
-	{ErrEmptyRowKey, codes.InvalidArgument},
-	{ErrRowKeyTooLong, codes.InvalidArgument},
-	{ErrValueTooLarge, codes.InvalidArgument},
-	{ErrInvalidTimestampRange, codes.InvalidArgument},
-	{ErrUnsupportedReadOption, codes.InvalidArgument},
-	{filters.ErrFilterTooLarge, codes.InvalidArgument},
-
-	{strategy.ErrServerTimestamp, codes.FailedPrecondition},
-	{strategy.ErrAlreadyExpired, codes.FailedPrecondition},
-	{ErrUnknownFamily, codes.FailedPrecondition},
-	{ErrServerAssignedTimestamp, codes.FailedPrecondition},
-	{gcrule.ErrMismatch, codes.FailedPrecondition},
-	{ErrNoAdminClient, codes.FailedPrecondition},
-	{ErrTableNotFound, codes.NotFound},
-	{ErrMutationUnreadable, codes.FailedPrecondition},
-	{ErrNotApplicable, codes.FailedPrecondition},
-	{filters.ErrCellTooLargeToPin, codes.FailedPrecondition},
-	{ErrNoWriteTime, codes.FailedPrecondition},
-	{ErrReadOnlyView, codes.FailedPrecondition},
-	{ErrUnfilteredSQL, codes.FailedPrecondition},
-	{ErrSQLUnknownTable, codes.FailedPrecondition},
-
-	// The cell a call read changed since: read it again and retry.
-	{ErrCellMoved, codes.Aborted},
-}
-
-// StatusCode is the gRPC code of a refusal wrapping err's sentinel (see
-// statusCodes), codes.Unknown when err wraps none.
-func StatusCode(err error) codes.Code {
-	for _, s := range statusCodes {
-		if errors.Is(err, s.err) {
-			return s.code
-		}
-	}
-	return codes.Unknown
-}
+// StatusCode is the gRPC code of a refusal wrapping err's sentinel, from
+// bttl's refusal registry (docs/design.md#refusal-status-codes):
+// codes.Unknown when err wraps none.
+func StatusCode(err error) codes.Code { return rules.Code(err) }
 
 // refusalStatus is the status of a refusal whose cause is err and whose
 // message is msg. A cause that carries a gRPC status itself (a server's
@@ -241,7 +176,7 @@ func refusalStatus(err error, msg string) *status.Status {
 	if code == codes.Unknown {
 		return st // not a refusal (a failed Open's own error, say): no reason to give
 	}
-	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: RefusalReason(err), Domain: "github.com/bttl/bttl"}); e == nil {
+	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: rules.Of(err).Info, Domain: rules.ErrorDomain}); e == nil {
 		st = d
 	}
 	return st

@@ -43,7 +43,7 @@ func ExampleClient_FlushIdleRefreshes() {
 	h, tbl := exSessions(ctx)
 	defer h.Close()
 	m := ttlclient.NewMutation()
-	m.Set("s", "user", ttlclient.Auto, []byte("ada"), ttlclient.WithTTL(30*time.Minute))
+	m.SetTTL("s", "user", 30*time.Minute, []byte("ada"))
 	if err := tbl.Apply(ctx, "sid#1", m); err != nil {
 		panic(err)
 	}

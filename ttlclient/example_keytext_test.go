@@ -22,7 +22,7 @@ func ExampleWithKeyRedaction() {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("doc", "ada@example.com", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-1))
+	m.SetVersion("doc", "ada@example.com", -1, []byte("v"))
 	err = tbl.Apply(ctx, "user:ada@example.com", m)
 	msg := err.Error()
 	fmt.Println(msg[strings.Index(msg, "(table"):]) // after the sentinel's text
@@ -31,6 +31,6 @@ func ExampleWithKeyRedaction() {
 		fmt.Println(ce.Row, ce.Column)
 	}
 	// Output:
-	// (table "events", row [redacted 20 bytes hmac:b81cdfa74712], family "doc", column [redacted 15 bytes hmac:d1d89a3af67b], timestamp ttlclient.Auto, sequence -1)
+	// (table "events", row [redacted 20 bytes hmac:b81cdfa74712], family "doc", column [redacted 15 bytes hmac:d1d89a3af67b], sequence -1)
 	// user:ada@example.com ada@example.com
 }

@@ -1,6 +1,7 @@
 package ttlclient_test
 
 import (
+	"cloud.google.com/go/bigtable"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ func exExpired(ctx context.Context, opts ...ttlclient.ClientOption) (*bttestharn
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)
 	}
@@ -73,7 +74,7 @@ func ExampleWithRecorder() {
 	defer client.Close()
 
 	bad := ttlclient.NewMutation()
-	bad.Set("session", "token", ttlclient.Auto, []byte("x")) // no TTL on a one-second family
+	bad.Set("session", "token", bigtable.ServerTime, []byte("x")) // no TTL on a one-second family
 	fmt.Println("refused:", errors.Is(tbl.Apply(ctx, "user#1", bad), strategy.ErrServerTimestamp))
 
 	fams, _ := reg.Gather()

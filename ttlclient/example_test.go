@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/gcrule"
@@ -87,7 +88,7 @@ func ExampleNewClient() {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1"))
 	fmt.Println(tbl.Apply(ctx, "user#1", m))
 	// Output: <nil>
 }
@@ -155,7 +156,7 @@ func ExampleWithClock() {
 	tbl, _ := ttlclient.Wrap(h.Raw, ttlclient.WithClock(clock),
 		ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance)).Open(ctx, "events", exSchema)
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	_ = tbl.Apply(ctx, "user#1", m)
 
 	r, _ := tbl.ReadRow(ctx, "user#1")
@@ -212,10 +213,10 @@ func ExampleTable_Apply() {
 	defer h.Close()
 
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))                                     // 48h, the default
-	m.Set("clicks", "promo", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))      // 1h
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute)) // 1m
-	m.Set("meta", "owner", bigtable.Now(), []byte("ada"))                                    // untouched
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1")) // 48h, the default
+	m.SetTTL("clicks", "promo", time.Hour, []byte("2"))       // 1h
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))  // 1m
+	m.Set("meta", "owner", bigtable.Now(), []byte("ada"))     // untouched
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		panic(err)
 	}
@@ -238,9 +239,9 @@ func ExampleTable_ApplyBulk() {
 	defer h.Close()
 
 	good := ttlclient.NewMutation()
-	good.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	good.Set("clicks", "home", bigtable.ServerTime, []byte("1"))
 	bad := ttlclient.NewMutation()
-	bad.Set("doc", "body", ttlclient.Auto, []byte("v0"), ttlclient.WithSequence(0))
+	bad.SetVersion("doc", "body", 0, []byte("v0"))
 
 	// A refused row does not stop the others: its error is at its index.
 	errs, err := tbl.ApplyBulk(ctx, []string{"a", "b"}, []*ttlclient.Mutation{good, bad})
@@ -259,7 +260,7 @@ func ExampleTable_ReadRow() {
 
 	m := ttlclient.NewMutation()
 	for v := int64(1); v <= 3; v++ {
-		m.Set("doc", "body", ttlclient.Auto, []byte(fmt.Sprintf("v%d", v)), ttlclient.WithSequence(v))
+		m.SetVersion("doc", "body", v, []byte(fmt.Sprintf("v%d", v)))
 	}
 	_ = tbl.Apply(ctx, "doc#1", m)
 
@@ -281,7 +282,7 @@ func ExampleTable_ReadRows() {
 
 	for i, ttl := range []time.Duration{time.Hour, 72 * time.Hour} {
 		m := ttlclient.NewMutation()
-		m.Set("clicks", "page", ttlclient.Auto, []byte("x"), ttlclient.WithTTL(ttl))
+		m.SetTTL("clicks", "page", ttl, []byte("x"))
 		_ = tbl.Apply(ctx, fmt.Sprintf("customer-%d", i), m)
 	}
 	h.Clock.Advance(49 * time.Hour)
@@ -336,7 +337,7 @@ func ExampleTable_Raw() {
 	defer h.Close()
 
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	_ = tbl.Apply(ctx, "user#1", m)
 	h.Clock.Advance(time.Hour)
 
@@ -366,7 +367,7 @@ func ExampleTable_Policy() {
 
 func ExampleNewMutation() {
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "home", ttlclient.Auto, []byte("1"))
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1"))
 	fmt.Printf("%T\n", m)
 	// Output: *ttlclient.Mutation
 }
@@ -377,7 +378,7 @@ func ExampleNewCondMutation() {
 	defer h.Close()
 
 	lock := ttlclient.NewMutation()
-	lock.Set("session", "lock", ttlclient.Auto, []byte("held"), ttlclient.WithTTL(time.Minute))
+	lock.SetTTL("session", "lock", time.Minute, []byte("held"))
 	_ = tbl.Apply(ctx, "job#1", lock)
 	h.Clock.Advance(2 * time.Minute) // the lock expired, GC has not run
 
@@ -393,34 +394,34 @@ func ExampleNewCondMutation() {
 	// Output: meta:outcome=lock acquired
 }
 
-func ExampleWithTTL() {
+func ExampleMutation_SetTTL() {
 	ctx := context.Background()
 	h, tbl := exTable(ctx)
 	defer h.Close()
 
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "short", ttlclient.Auto, []byte("1h"), ttlclient.WithTTL(time.Hour))
-	m.Set("clicks", "long", ttlclient.Auto, []byte("72h"), ttlclient.WithTTL(72*time.Hour))
+	m.SetTTL("clicks", "short", time.Hour, []byte("1h"))
+	m.SetTTL("clicks", "long", 72*time.Hour, []byte("72h"))
 	_ = tbl.Apply(ctx, "user#1", m)
 	h.Clock.Advance(50 * time.Hour)
 	r, _ := tbl.ReadRow(ctx, "user#1")
 	fmt.Println(exCells(r))
 
 	zero := ttlclient.NewMutation()
-	zero.Set("clicks", "x", ttlclient.Auto, nil, ttlclient.WithTTL(0))
+	zero.SetTTL("clicks", "x", 0, nil)
 	fmt.Println(errors.Is(tbl.Apply(ctx, "user#1", zero), strategy.ErrInvalidTTL))
 	// Output:
 	// clicks:long=72h
 	// true
 }
 
-func ExampleWithSequence() {
+func ExampleMutation_SetVersion() {
 	ctx := context.Background()
 	h, tbl := exTable(ctx)
 	defer h.Close()
 
 	m := ttlclient.NewMutation()
-	m.Set("doc", "body", ttlclient.Auto, []byte("rev 7"), ttlclient.WithSequence(7))
+	m.SetVersion("doc", "body", 7, []byte("rev 7"))
 	_ = tbl.Apply(ctx, "doc#1", m)
 	stored, _ := tbl.Raw().ReadRow(ctx, "doc#1")
 	fmt.Println(stored["doc"][0].Timestamp) // seq * 1000
@@ -489,8 +490,8 @@ func exWrite(ctx context.Context, tbl *ttlclient.Table, row string, m *ttlclient
 
 func exSeed(ctx context.Context, tbl *ttlclient.Table) {
 	m := ttlclient.NewMutation()
-	m.Set("clicks", "a", ttlclient.Auto, []byte("1"))
-	m.Set("clicks", "b", ttlclient.Auto, []byte("2"))
+	m.Set("clicks", "a", bigtable.ServerTime, []byte("1"))
+	m.Set("clicks", "b", bigtable.ServerTime, []byte("2"))
 	m.Set("meta", "owner", 1000, []byte("ada"))
 	_ = tbl.Apply(ctx, "r", m)
 }
@@ -667,4 +668,75 @@ func ExampleClient_Verify() {
 	// true
 	// doc | wrong max versions | expected max_versions=5 | actual max_versions=2
 	// <nil>
+}
+
+func ExampleClientOptions() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx) // stands in for Cloud Bigtable
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// A bigtable client of your own, dialled with bttl's interceptor,
+	// then wrapped: Table.API() and reads with options work on it.
+	opts := append(exDialOptions(h.Addr), ttlclient.ClientOptions()...)
+	raw, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, opts...)
+	if err != nil {
+		panic(err)
+	}
+	defer raw.Close()
+	client := ttlclient.Wrap(raw, ttlclient.WithoutVerify())
+	tbl, err := client.Open(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	m := bigtable.NewMutation()
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1")) // the family's default TTL
+	fmt.Println(tbl.API().Apply(ctx, "user#1", m))
+
+	// Without the interceptor, what needs it is refused before any request.
+	plain, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, exDialOptions(h.Addr)...)
+	if err != nil {
+		panic(err)
+	}
+	defer plain.Close()
+	undialed, err := ttlclient.Wrap(plain, ttlclient.WithoutVerify()).Open(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	err = undialed.API().Apply(ctx, "user#1", m)
+	fmt.Println(errors.Is(err, ttlclient.ErrNotDialed), status.Code(err))
+	// Output:
+	// <nil>
+	// true FailedPrecondition
+}
+
+func ExampleDialOptions() {
+	ctx := context.Background()
+	h, _ := bttestharness.Start(ctx)
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", exSchema); err != nil {
+		panic(err)
+	}
+
+	// A connection of your own: dial it with bttl's interceptor.
+	conn, err := grpc.NewClient(h.Addr, append(ttlclient.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		panic(err)
+	}
+	raw, err := bigtable.NewClient(ctx, bttestharness.Project, bttestharness.Instance, option.WithGRPCConn(conn))
+	if err != nil {
+		panic(err)
+	}
+	defer raw.Close()
+	tbl, err := ttlclient.Wrap(raw, ttlclient.WithoutVerify()).Open(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	// A read with options: the interceptor puts the TTL filter before the
+	// caller's filter on the wire.
+	_, err = tbl.ReadRow(ctx, "user#1", bigtable.RowFilter(bigtable.LatestNFilter(1)))
+	fmt.Println(err)
+	// Output: <nil>
 }

@@ -73,7 +73,7 @@ func ExampleClient_OpenAuthorizedView() {
 		panic(err)
 	}
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL("session", "token", time.Minute, []byte("abc"))
 	if err := view.Apply(ctx, "user-1", m); err != nil {
 		panic(err)
 	}

@@ -82,7 +82,7 @@ func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64)
 			oldTTL = time.Second
 		}
 		m := ttlclient.NewMutation()
-		m.Set(fam, "c", ttlclient.Auto, []byte("old"), ttlclient.WithTTL(oldTTL))
+		m.SetTTL(fam, "c", oldTTL, []byte("old"))
 		require.NoError(t, tbl.Apply(ctx, row, m))
 		now := h.Clock.Now()
 		oldTS, err := p.WriteTimestamp(now, oldTTL)
@@ -119,7 +119,7 @@ func raceExpire(t *testing.T, h *bttestharness.Harness, rounds int, seed uint64)
 			defer wg.Done()
 			<-go1
 			w := ttlclient.NewMutation()
-			w.Set(fam, "c", ttlclient.Auto, []byte("new"), ttlclient.WithTTL(writerTTL))
+			w.SetTTL(fam, "c", writerTTL, []byte("new"))
 			writeErr = tbl.Apply(ctx, row, w)
 		}()
 		close(go1)

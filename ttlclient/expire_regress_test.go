@@ -68,8 +68,8 @@ func TestExpireColumnDeletesAVersionShiftedOntoAnExpiredCell(t *testing.T) {
 func TestExpireRowWithACellTooLargeToPinMovesNothing(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "a", ttlclient.Auto, []byte("small"), ttlclient.WithTTL(time.Minute))
-	m.Set(famOne, "b", ttlclient.Auto, bytes.Repeat([]byte("x"), 20<<10), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famOne, "a", time.Minute, []byte("small"))
+	m.SetTTL(famOne, "b", time.Minute, bytes.Repeat([]byte("x"), 20<<10))
 	e.apply(t, "r", m)
 	before := e.stored(t, "r")
 	moved, err := e.tbl.ExpireRow(e.ctx, "r", time.Hour)
@@ -106,7 +106,7 @@ func TestExpireCellAtANegativeTimestampIsRefused(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	e.setTTL(t, "r", famDef, "c", "v", 10*time.Minute)
 	before := e.stored(t, "r")
-	for _, ts := range []bigtable.Timestamp{-1, -999, -1000, ttlclient.Auto} {
+	for _, ts := range []bigtable.Timestamp{-1, -999, -1000, bigtable.ServerTime} {
 		applied, err := e.tbl.Expire(e.ctx, "r", famDef, "c", time.Hour, ttlclient.ExpireCellAt(ts))
 		require.ErrorIs(t, err, strategy.ErrBeforeEpoch, "ts %d", ts)
 		assert.False(t, applied)

@@ -17,7 +17,7 @@ import (
 func (e *env) setTTL(t *testing.T, row, fam, col, value string, ttl time.Duration) {
 	t.Helper()
 	m := ttlclient.NewMutation()
-	m.Set(fam, col, ttlclient.Auto, []byte(value), ttlclient.WithTTL(ttl))
+	m.SetTTL(fam, col, ttl, []byte(value))
 	e.apply(t, row, m)
 }
 
@@ -108,10 +108,10 @@ func TestExpireColumnKeepsTheVersionsOrderAndSpacing(t *testing.T) {
 func TestExpireRowMovesEveryAgeFamilyAndLeavesTheOthers(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "a", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Minute))
-	m.Set(famOne, "b", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Minute))
-	m.Set(famDef, "c", ttlclient.Auto, []byte("3"), ttlclient.WithTTL(time.Minute))
-	m.Set(famSeq, "s", ttlclient.Auto, []byte("4"), ttlclient.WithSequence(9))
+	m.SetTTL(famOne, "a", time.Minute, []byte("1"))
+	m.SetTTL(famOne, "b", time.Minute, []byte("2"))
+	m.SetTTL(famDef, "c", time.Minute, []byte("3"))
+	m.SetVersion(famSeq, "s", 9, []byte("4"))
 	m.Set(famPlain, "p", 7000, []byte("5"))
 	e.apply(t, "r", m)
 	moved, err := e.tbl.ExpireRow(e.ctx, "r", 2*time.Hour)

@@ -11,19 +11,19 @@ import (
 
 // Build exposes the write path without I/O, for the pure benchmarks and
 // allocation tests: what Apply does before its RPC.
-// The first build of m may send m's own cells, as Apply does; building m
-// again builds them anew.
 func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
 	return t.build(row, m, t.clock.Now(), false)
 }
 
-// MutationRecord is m's recorded operation i: for a Mutation's own, the
-// proto its first Apply sends.
-func MutationRecord(m *Mutation, i int) *btpb.Mutation { return m.ops[i] }
-
-// ReadOptions exposes the read path without I/O: the options ReadRow sends.
-func (t *Table) ReadOptions(opts ...bigtable.ReadOption) ([]bigtable.ReadOption, error) {
-	return t.readOptions(opts)
+// BuildOps is what Build sends for a mutation that is not conditional, as
+// the data API's protos.
+func (t *Table) BuildOps(row string, m *Mutation) ([]*btpb.Mutation, error) {
+	now := t.clock.Now()
+	ms, err := t.stamp(row, m, now)
+	if err != nil {
+		return nil, err
+	}
+	return t.complete(row, ms, now)
 }
 
 // Filters is the table's filter builder.
@@ -49,3 +49,7 @@ func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, belo
 func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
 	t.afterIdleRead(context.Background(), r, now)
 }
+
+// ReadFilter is the filter bttl's interceptor sends for a read of the
+// table without a filter of the caller's, at the table's clock.
+func (t *Table) ReadFilter() *btpb.RowFilter { return t.rules.Filter(t.clock.Now(), nil) }

@@ -73,29 +73,28 @@ func (c guardCase) rowKey() string {
 }
 
 func guardCases() []guardCase {
-	set := func(fam string, ts bigtable.Timestamp, opts ...ttlclient.CellOption) func(*ttlclient.Mutation) {
-		return func(m *ttlclient.Mutation) { m.Set(fam, "c", ts, []byte("v"), opts...) }
+	set := func(fam string, ts bigtable.Timestamp, opts ...cellOpt) func(*ttlclient.Mutation) {
+		return func(m *ttlclient.Mutation) { setCell(m, fam, "c", ts, []byte("v"), opts...) }
 	}
 	nearMax := time.UnixMicro(int64(strategy.MaxTimestamp) - int64(time.Hour/time.Microsecond))
-	return append(manyOptionCases(), []guardCase{
+	return append([]guardCase(nil), []guardCase{
 		{name: "server timestamp on one-second family", want: strategy.ErrServerTimestamp, family: famOne, build: set(famOne, bigtable.ServerTime)},
 		{name: "server timestamp on sequence family", want: strategy.ErrServerTimestamp, family: famSeq, build: set(famSeq, bigtable.ServerTime)},
 		{name: "real timestamp on one-second family", want: strategy.ErrAlreadyExpired, family: famOne, build: set(famOne, 1_700_000_000_000_000)},
 		{name: "explicit expired timestamp on default-expiry family", want: strategy.ErrAlreadyExpired, family: famDef, build: set(famDef, 1000)},
-		{name: "zero TTL", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(0))},
-		{name: "negative TTL", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(-time.Second))},
-		{name: "TTL below timestamp precision", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(999*time.Microsecond))},
-		{name: "NaN-like TTL from a float conversion", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Duration(math.Inf(1))))},
-		{name: "TTL overflowing int64", want: strategy.ErrTimestampOverflow, family: famOne, clock: nearMax, build: set(famOne, ttlclient.Auto, ttlclient.WithTTL(math.MaxInt64))},
-		{name: "default-expiry timestamp before the epoch", want: strategy.ErrBeforeEpoch, family: famDef, clock: time.Unix(60, 0), build: set(famDef, ttlclient.Auto, ttlclient.WithTTL(time.Second))},
+		{name: "zero TTL", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, bigtable.ServerTime, withTTL(0))},
+		{name: "negative TTL", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, bigtable.ServerTime, withTTL(-time.Second))},
+		{name: "TTL below timestamp precision", want: strategy.ErrInvalidTTL, family: famOne, build: set(famOne, bigtable.ServerTime, withTTL(999*time.Microsecond))},
+		{name: "NaN-like TTL from a float conversion", want: strategy.ErrInvalidTTL, family: famDef, build: set(famDef, bigtable.ServerTime, withTTL(time.Duration(math.Inf(1))))},
+		{name: "TTL overflowing int64", want: strategy.ErrTimestampOverflow, family: famOne, clock: nearMax, build: set(famOne, bigtable.ServerTime, withTTL(math.MaxInt64))},
+		{name: "default-expiry timestamp before the epoch", want: strategy.ErrBeforeEpoch, family: famDef, clock: time.Unix(60, 0), build: set(famDef, bigtable.ServerTime, withTTL(time.Second))},
 		{name: "negative explicit timestamp", want: strategy.ErrBeforeEpoch, family: famDef, build: set(famDef, -5000)},
-		{name: "sequence zero", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(0))},
-		{name: "sequence negative", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(-3))},
-		{name: "sequence overflowing", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithSequence(math.MaxInt64))},
+		{name: "sequence zero", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, bigtable.ServerTime, withSeq(0))},
+		{name: "sequence negative", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, bigtable.ServerTime, withSeq(-3))},
+		{name: "sequence overflowing", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, bigtable.ServerTime, withSeq(math.MaxInt64))},
 		{name: "sequence timestamp not a multiple of 1000", want: strategy.ErrInvalidSequence, family: famSeq, build: set(famSeq, 2500)},
-		{name: "TTL on sequence family", want: strategy.ErrWrongCellOption, family: famSeq, build: set(famSeq, ttlclient.Auto, ttlclient.WithTTL(time.Hour))},
-		{name: "sequence on age family", want: strategy.ErrWrongCellOption, family: famDef, build: set(famDef, ttlclient.Auto, ttlclient.WithSequence(1))},
-		{name: "TTL with explicit timestamp", want: strategy.ErrWrongCellOption, family: famOne, build: set(famOne, 5000, ttlclient.WithTTL(time.Hour))},
+		{name: "TTL on sequence family", want: strategy.ErrWrongCellOption, family: famSeq, build: set(famSeq, bigtable.ServerTime, withTTL(time.Hour))},
+		{name: "sequence on age family", want: strategy.ErrWrongCellOption, family: famDef, build: set(famDef, bigtable.ServerTime, withSeq(1))},
 		{name: "AddToCell on managed family", want: ttlclient.ErrServerAssignedTimestamp, family: famDef, build: func(m *ttlclient.Mutation) {
 			m.AddIntToCell(famDef, "c", 0, 1)
 		}},
@@ -113,82 +112,9 @@ func guardCases() []guardCase {
 		// A valid cell before the refused one: nothing of the row is written.
 		{name: "refusal after a valid cell", want: strategy.ErrServerTimestamp, family: famOne, build: func(m *ttlclient.Mutation) {
 			m.Set(famPlain, "ok", 1000, []byte("v"))
-			m.Set(famOne, "c", ttlclient.Auto, []byte("v"))
+			m.Set(famOne, "c", bigtable.ServerTime, []byte("v"))
 		}},
 	}...)
-}
-
-// manyOptionCases: issue 14, finding 3. A Set given more than one cell
-// option kept the last and dropped the others silently (a Sequence(2)
-// family stored WithTTL(1h), WithSequence(5) at 5000). Every pair, in
-// either order, on every strategy, is refused.
-func manyOptionCases() []guardCase {
-	pairs := []struct {
-		name string
-		opts []ttlclient.CellOption
-	}{
-		{"WithTTL twice", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithTTL(2 * time.Hour)}},
-		{"WithTTL twice, same value", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithTTL(time.Hour)}},
-		{"WithSequence twice", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithSequence(6)}},
-		{"WithTTL then WithSequence", []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5)}},
-		{"WithSequence then WithTTL", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithTTL(time.Hour)}},
-		{"three options", []ttlclient.CellOption{ttlclient.WithSequence(5), ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(7)}},
-	}
-	var out []guardCase
-	for _, fam := range []string{famOne, famDef, famSeq, famPlain, "onedef"} {
-		for _, pair := range pairs {
-			fam, opts := fam, pair.opts
-			out = append(out, guardCase{
-				name: pair.name + " on " + fam, want: strategy.ErrWrongCellOption, family: fam,
-				build: func(m *ttlclient.Mutation) { m.Set(fam, "c", ttlclient.Auto, []byte("v"), opts...) },
-			})
-		}
-	}
-	return out
-}
-
-// The refusal of several cell options names them, and a conditional
-// mutation's branches are checked too.
-func TestManyCellOptionsNamed(t *testing.T) {
-	e, counter := newCountingEnv(t, mixedSchema())
-	before := counter.n.Load()
-	m := ttlclient.NewMutation()
-	m.Set(famSeq, "sq", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5))
-	err := e.tbl.Apply(e.ctx, "row", m)
-	require.ErrorIs(t, err, strategy.ErrWrongCellOption)
-	var ce *ttlclient.CellError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, famSeq, ce.Family)
-	assert.Equal(t, "sq", ce.Column)
-	assert.Equal(t, []ttlclient.CellOption{ttlclient.WithTTL(time.Hour), ttlclient.WithSequence(5)}, ce.Options)
-	assert.Zero(t, ce.TTL)
-	assert.Zero(t, ce.Sequence)
-	assert.Contains(t, err.Error(), "options [WithTTL(1h0m0s) WithSequence(5)]")
-	assert.Contains(t, err.Error(), `family "seq", column "sq"`)
-
-	// The options are copied: reusing the slice after Set changes nothing.
-	opts := []ttlclient.CellOption{ttlclient.WithSequence(1), ttlclient.WithSequence(2)}
-	m = ttlclient.NewMutation()
-	m.Set(famPlain, "ok", 1000, []byte("v"))
-	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), opts...)
-	opts[0] = ttlclient.WithTTL(time.Minute)
-	for _, cond := range []*ttlclient.Mutation{
-		ttlclient.NewCondMutation(nil, m, nil),
-		ttlclient.NewCondMutation(nil, nil, m),
-	} {
-		err = e.tbl.Apply(e.ctx, "row", cond)
-		require.ErrorIs(t, err, strategy.ErrWrongCellOption)
-		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, []ttlclient.CellOption{ttlclient.WithSequence(1), ttlclient.WithSequence(2)}, ce.Options)
-	}
-	assert.Equal(t, before, counter.n.Load(), "a refused write sent an RPC")
-	assertTableEmpty(t, e)
-
-	// One option that fits is still accepted, on the same mutation type.
-	m = ttlclient.NewMutation()
-	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(5))
-	require.NoError(t, e.tbl.Apply(e.ctx, "row", m))
-	assert.Equal(t, bigtable.Timestamp(5000), e.storedTimestamp(t, "row", famSeq, "c"))
 }
 
 // Acceptance 6: every guardrail refuses with its sentinel before any RPC,
@@ -256,7 +182,7 @@ func TestGuardrailsOnOtherEntryPoints(t *testing.T) {
 
 	// The family default makes Auto valid on a one-second family.
 	m := ttlclient.NewMutation()
-	m.Set("onedef", "c", ttlclient.Auto, []byte("v"))
+	m.Set("onedef", "c", bigtable.ServerTime, []byte("v"))
 	require.NoError(t, e.tbl.Apply(e.ctx, "row", m))
 	assert.Equal(t, bigtable.Timestamp(e.h.Clock.Now().Add(time.Minute).UnixMicro()), e.storedTimestamp(t, "row", "onedef", "c"))
 }
@@ -276,7 +202,7 @@ func TestApplyBulkRefusesOnlyBadRows(t *testing.T) {
 			continue // needs its own clock or row key
 		}
 		good := ttlclient.NewMutation()
-		good.Set(famDef, "c", ttlclient.Auto, []byte("good"))
+		good.Set(famDef, "c", bigtable.ServerTime, []byte("good"))
 		keys = append(keys, "good"+string(rune('a'+i)))
 		muts = append(muts, good)
 		wants = append(wants, nil)
@@ -335,7 +261,7 @@ func assertTableEmpty(t *testing.T, e *env) {
 func TestCellErrorNamesTheCell(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famSeq, "body", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-2))
+	m.SetVersion(famSeq, "body", -2, []byte("v"))
 	err := e.tbl.Apply(e.ctx, "doc-1", m)
 	var ce *ttlclient.CellError
 	require.True(t, errors.As(err, &ce))

@@ -122,3 +122,27 @@ func storedTimestampIn(t *testing.T, h *bttestharness.Harness, table, row, fam, 
 // quietLogger drops the WithoutVerify warning, which would land in the
 // middle of test and benchmark output.
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// cellOpt says how a test sets a cell: with its own TTL (Mutation.SetTTL),
+// its version (SetVersion), or neither (Set).
+type cellOpt struct {
+	ttl time.Duration
+	seq int64
+	set bool // seq, not ttl
+}
+
+func withTTL(d time.Duration) cellOpt { return cellOpt{ttl: d} }
+func withSeq(n int64) cellOpt         { return cellOpt{seq: n, set: true} }
+
+// setCell sets fam:col in m: Set with ts when no option is given, else
+// SetTTL or SetVersion with the one option (ts then unused).
+func setCell(m *ttlclient.Mutation, fam, col string, ts bigtable.Timestamp, v []byte, opts ...cellOpt) {
+	switch {
+	case len(opts) == 0:
+		m.Set(fam, col, ts, v)
+	case opts[0].set:
+		m.SetVersion(fam, col, opts[0].seq, v)
+	default:
+		m.SetTTL(fam, col, opts[0].ttl, v)
+	}
+}

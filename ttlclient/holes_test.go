@@ -31,8 +31,8 @@ func TestTTLTimestampFromNanoseconds(t *testing.T) {
 	ttl := time.Millisecond + 500*time.Nanosecond
 
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
-	m.Set(famDef, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(defaultD+ttl))
+	m.SetTTL(famOne, "c", ttl, []byte("v"))
+	m.SetTTL(famDef, "c", defaultD+ttl, []byte("v"))
 	e.apply(t, "row", m)
 	assert.Equal(t, baseMicros+2000, e.storedTimestamp(t, "row", famOne, "c"), "one-second: ms(now+ttl)")
 	assert.Equal(t, baseMicros+2000, e.storedTimestamp(t, "row", famDef, "c"), "default expiry: ms(now+ttl-D)")
@@ -58,8 +58,8 @@ func TestPastMaxTimestamp(t *testing.T) {
 	e.h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp) - 1))
 	m := ttlclient.NewMutation()
 	m.Set(famOne, "c", strategy.MaxTimestamp, []byte("v"))
-	m.Set(famDef, "c", ttlclient.Auto, []byte("v"))
-	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(1))
+	m.Set(famDef, "c", bigtable.ServerTime, []byte("v"))
+	m.SetVersion(famSeq, "c", 1, []byte("v"))
 	m.Set(famPlain, "c", strategy.MaxTimestamp, []byte("v"))
 	e.apply(t, "row", m)
 	require.Len(t, e.read(t, "row"), 4, "all live just before the end")
@@ -98,15 +98,15 @@ func TestPastMaxTimestamp(t *testing.T) {
 		for name, c := range map[string]struct {
 			fam  string
 			ts   bigtable.Timestamp
-			opts []ttlclient.CellOption
+			opts []cellOpt
 			want error
 		}{
 			"explicit MaxTimestamp": {famOne, strategy.MaxTimestamp, nil, strategy.ErrAlreadyExpired},
-			"WithTTL(1ms)":          {famOne, ttlclient.Auto, []ttlclient.CellOption{ttlclient.WithTTL(time.Millisecond)}, strategy.ErrTimestampOverflow},
-			"family default TTL":    {"onedef", ttlclient.Auto, nil, strategy.ErrTimestampOverflow},
+			"WithTTL(1ms)":          {famOne, bigtable.ServerTime, []cellOpt{withTTL(time.Millisecond)}, strategy.ErrTimestampOverflow},
+			"family default TTL":    {"onedef", bigtable.ServerTime, nil, strategy.ErrTimestampOverflow},
 		} {
 			w := ttlclient.NewMutation()
-			w.Set(c.fam, "new", c.ts, []byte("v"), c.opts...)
+			setCell(w, c.fam, "new", c.ts, []byte("v"), c.opts...)
 			assert.ErrorIs(t, e.tbl.Apply(e.ctx, "fresh", w), c.want, name)
 		}
 		stored, err := e.h.Stored(e.ctx, "t", "fresh")
@@ -174,8 +174,8 @@ func shadowEnv(t *testing.T) (*env, *shadowRecorder) {
 	e := &env{h: h, tbl: tbl, ctx: context.Background()}
 	for i := range 8 {
 		m := ttlclient.NewMutation()
-		m.Set(famOne, "a", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-		m.Set(famOne, "b", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour+time.Millisecond))
+		m.SetTTL(famOne, "a", time.Hour, []byte("v"))
+		m.SetTTL(famOne, "b", time.Hour+time.Millisecond, []byte("v"))
 		if i < 4 {
 			m.Set(famPlain, "c", 1000, []byte("v"))
 		}

@@ -337,7 +337,7 @@ func TestIdleFailingRefreshKeepsTheRead(t *testing.T) {
 	e, moves, rec := newIdleEnv(t)
 	big := bytes.Repeat([]byte("x"), 20<<10)
 	m := ttlclient.NewMutation()
-	m.Set(famIdleOne, "big", ttlclient.Auto, big, ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famIdleOne, "big", time.Minute, big)
 	e.apply(t, "r", m)
 	e.setTTL(t, "r", famIdleDef, "c", "small", time.Minute)
 	want, err := e.tbl.Raw().ReadRow(e.ctx, "r", bigtable.RowFilter(e.tbl.Filters().TTL(e.tbl.Now())))
@@ -398,7 +398,7 @@ func TestIdleFailingRefreshKeepsTheReadOnCbtemulator(t *testing.T) {
 	tbl := h.MustTable(t, "t", idleSchema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
 	e := &env{h: h, tbl: tbl, ctx: context.Background()}
 	m := ttlclient.NewMutation()
-	m.Set(famIdleOne, "big", ttlclient.Auto, bytes.Repeat([]byte("x"), 20<<10), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famIdleOne, "big", time.Minute, bytes.Repeat([]byte("x"), 20<<10))
 	e.apply(t, "r", m)
 	want, err := tbl.Raw().ReadRow(e.ctx, "r", bigtable.RowFilter(tbl.Filters().TTL(tbl.Now())))
 	require.NoError(t, err)

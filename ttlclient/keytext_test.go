@@ -55,7 +55,7 @@ func keyRefusals(t *testing.T, e *env, tbl *ttlclient.Table, extra ...ttlclient.
 	out := map[string]error{}
 
 	m := ttlclient.NewMutation()
-	m.Set(famSeq, secretCol, ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-2))
+	m.SetVersion(famSeq, secretCol, -2, []byte("v"))
 	out["Apply"] = tbl.Apply(ctx, secretRow, m)
 
 	errs, err := tbl.ApplyBulk(ctx, []string{secretRow}, []*ttlclient.Mutation{m})
@@ -71,7 +71,7 @@ func keyRefusals(t *testing.T, e *env, tbl *ttlclient.Table, extra ...ttlclient.
 	_, out["ApplyReadModifyWrite"] = tbl.ApplyReadModifyWrite(ctx, secretRow, rmw)
 
 	reserved := ttlclient.NewMutation()
-	reserved.Set(famWT, "\xff\xff"+secretCol, ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+	reserved.SetTTL(famWT, "\xff\xff"+secretCol, time.Minute, []byte("v"))
 	out["reserved column"] = tbl.Apply(ctx, secretRow, reserved)
 
 	_, out["Expiry"] = tbl.Expiry(bigtable.ReadItem{Row: secretRow, Column: secretCol, Timestamp: 1000})
@@ -120,7 +120,7 @@ func TestRefusalsShowKeysQuotedAndCut(t *testing.T) {
 	// A newline in a key cannot end the log line; a quote cannot close
 	// the key early.
 	m := ttlclient.NewMutation()
-	m.Set(famSeq, "c\"\n", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-2))
+	m.SetVersion(famSeq, "c\"\n", -2, []byte("v"))
 	err := e.tbl.Apply(ctx, "u1\nlevel=ERROR msg=forged", m)
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Contains(t, err.Error(), `row "u1\nlevel=ERROR msg=forged", family "seq", column "c\"\n"`)
@@ -142,7 +142,7 @@ func TestRefusalsShowKeysQuotedAndCut(t *testing.T) {
 	// A 10 KB qualifier too.
 	longCol := strings.Repeat("q", 10<<10)
 	m = ttlclient.NewMutation()
-	m.Set(famSeq, longCol, ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-2))
+	m.SetVersion(famSeq, longCol, -2, []byte("v"))
 	err = e.tbl.Apply(ctx, "r", m)
 	assert.Contains(t, err.Error(), `column "`+strings.Repeat("q", 64)+`"...(10240 bytes)`)
 	require.True(t, errors.As(err, &ce))
@@ -163,7 +163,7 @@ func TestWithKeyRedactionKeepsKeysOutOfMessagesAndLogs(t *testing.T) {
 	// A time-to-idle refresh that fails (a value too large to pin) is
 	// logged with its error.
 	m := ttlclient.NewMutation()
-	m.Set(famIdleOne, secretCol, ttlclient.Auto, bytes.Repeat([]byte("x"), 20<<10), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famIdleOne, secretCol, time.Minute, bytes.Repeat([]byte("x"), 20<<10))
 	e.apply(t, secretRow, m)
 	_, err := e.tbl.ReadRow(e.ctx, secretRow)
 	require.NoError(t, err)
@@ -213,6 +213,6 @@ func TestWithKeyRedactionKeepsKeysOutOfMessagesAndLogs(t *testing.T) {
 	// A table opened without the option, on the same client, quotes.
 	plain := e.h.MustTable(t, "t", keytextSchema())
 	m = ttlclient.NewMutation()
-	m.Set(famSeq, secretCol, ttlclient.Auto, []byte("v"), ttlclient.WithSequence(-2))
+	m.SetVersion(famSeq, secretCol, -2, []byte("v"))
 	assert.Contains(t, plain.Apply(e.ctx, secretRow, m).Error(), strconv.Quote(secretRow))
 }

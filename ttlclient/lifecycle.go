@@ -92,14 +92,14 @@ type expireSettings struct {
 
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
-// newest live cell. A negative ts (Auto included) is refused
+// newest live cell. A negative ts (bigtable.ServerTime included) is refused
 // (strategy.ErrBeforeEpoch).
 func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
 	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }
 }
 
 // expireTimestamp checks a lifecycle write: row key, family, column and
-// TTL, with the same guardrails as a write with WithTTL(ttl) (cap,
+// TTL, with the same guardrails as a write with SetTTL(..., ttl, ...) (cap,
 // overflow, below 1ms), and returns the policy and the timestamp a cell
 // given ttl now gets.
 func (t *Table) expireTimestamp(row, family, column string, ttl time.Duration) (strategy.Policy, bigtable.Timestamp, error) {
@@ -156,7 +156,7 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 
 // Expire gives a cell of row a new TTL, like Redis EXPIRE: the column's
 // newest live cell, or the one ExpireCellAt names. The cell moves to the
-// timestamp a write with WithTTL(ttl) gets now (its family's convention),
+// timestamp a write with SetTTL(..., ttl, ...) gets now (its family's convention),
 // and leaves its old one, in one atomic conditional row mutation whose
 // predicate pins the exact cell (column, timestamp, value): a concurrent
 // writer's value is never overwritten or deleted, nor, when Expire takes

@@ -44,7 +44,7 @@ func exCell(ctx context.Context, tbl *ttlclient.Table, row, family, column strin
 
 func exSet(ctx context.Context, tbl *ttlclient.Table, row, family, column, value string, ttl time.Duration) {
 	m := ttlclient.NewMutation()
-	m.Set(family, column, ttlclient.Auto, []byte(value), ttlclient.WithTTL(ttl))
+	m.SetTTL(family, column, ttl, []byte(value))
 	if err := tbl.Apply(ctx, row, m); err != nil {
 		panic(err)
 	}
@@ -61,7 +61,7 @@ func ExampleTable_Expiry() {
 	fmt.Println(exp.UTC().Format(time.RFC3339), err)
 
 	m := ttlclient.NewMutation()
-	m.Set("doc", "body", ttlclient.Auto, []byte("v1"), ttlclient.WithSequence(1))
+	m.SetVersion("doc", "body", 1, []byte("v1"))
 	_ = tbl.Apply(ctx, "u1", m)
 	_, err = tbl.Expiry(exCell(ctx, tbl, "u1", "doc", "body"))
 	fmt.Println(errors.Is(err, ttlclient.ErrNotApplicable))

@@ -37,7 +37,7 @@ func TestExpiryReadBackEqualsTheWrittenTTL(t *testing.T) {
 	for _, fam := range []string{famOne, famDef} {
 		for _, ttl := range ttls {
 			m := ttlclient.NewMutation()
-			m.Set(fam, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(ttl))
+			m.SetTTL(fam, "c", ttl, []byte("v"))
 			row := fam + "/" + ttl.String()
 			e.apply(t, row, m)
 			it := e.readCell(t, row, fam, "c")
@@ -58,7 +58,7 @@ func TestExpiryReadBackEqualsTheWrittenTTL(t *testing.T) {
 func TestExpiryOfASequenceOrUnmanagedCellIsNotApplicable(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(7))
+	m.SetVersion(famSeq, "c", 7, []byte("v"))
 	m.Set(famPlain, "c", 5000, []byte("v"))
 	e.apply(t, "r", m)
 	for _, fam := range []string{famSeq, famPlain} {
@@ -125,8 +125,8 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 	cancel()
 
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "ok", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	m.Set("capped", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(25*time.Hour))
+	m.SetTTL(famOne, "ok", time.Hour, []byte("v"))
+	m.SetTTL("capped", "c", 25*time.Hour, []byte("v"))
 	err := e.tbl.Apply(cancelled, "r", m)
 	require.ErrorIs(t, err, strategy.ErrTTLTooLong)
 	var ce *ttlclient.CellError
@@ -136,7 +136,7 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 	assert.Empty(t, e.stored(t, "r"), "nothing written, not even the cell within its TTL")
 
 	m = ttlclient.NewMutation()
-	m.Set("clamped", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(300*24*time.Hour))
+	m.SetTTL("clamped", "c", 300*24*time.Hour, []byte("v"))
 	e.apply(t, "r", m)
 	assert.Equal(t, 24*time.Hour, e.remaining(t, "r", "clamped", "c"), "clamped to the cap")
 
@@ -151,7 +151,7 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 	e.h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp) - time.Hour.Microseconds()))
 	for _, fam := range []string{famOne, famDef} {
 		m = ttlclient.NewMutation()
-		m.Set(fam, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(3*time.Hour))
+		m.SetTTL(fam, "c", 3*time.Hour, []byte("v"))
 		err = e.tbl.Apply(cancelled, "over", m)
 		require.ErrorIs(t, err, strategy.ErrTimestampOverflow, fam)
 	}

@@ -17,7 +17,7 @@ import (
 func TestMoveCellMovesThePinnedCellOnly(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famDef, "c", ttlclient.Auto, []byte("old"), ttlclient.WithTTL(10*time.Minute))
+	m.SetTTL(famDef, "c", 10*time.Minute, []byte("old"))
 	e.apply(t, "r", m)
 	oldTS := e.storedTimestamp(t, "r", famDef, "c")
 	newTS := oldTS + bigtable.Timestamp(time.Hour/time.Microsecond)
@@ -38,12 +38,12 @@ func TestMoveCellMovesThePinnedCellOnly(t *testing.T) {
 func TestMoveCellDoesNotMatchAnotherValueAtTheSameTimestamp(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famDef, "c", ttlclient.Auto, []byte("v1"), ttlclient.WithTTL(10*time.Minute))
+	m.SetTTL(famDef, "c", 10*time.Minute, []byte("v1"))
 	e.apply(t, "r", m)
 	ts := e.storedTimestamp(t, "r", famDef, "c")
 	// A concurrent writer replaced the value in the same millisecond.
 	m = ttlclient.NewMutation()
-	m.Set(famDef, "c", ttlclient.Auto, []byte("v2"), ttlclient.WithTTL(10*time.Minute))
+	m.SetTTL(famDef, "c", 10*time.Minute, []byte("v2"))
 	e.apply(t, "r", m)
 	require.Equal(t, ts, e.storedTimestamp(t, "r", famDef, "c"))
 
@@ -56,11 +56,11 @@ func TestMoveCellDoesNotMatchAnotherValueAtTheSameTimestamp(t *testing.T) {
 func TestMoveCellKeepsANewerCell(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("old"), ttlclient.WithTTL(time.Minute))
+	m.SetTTL(famOne, "c", time.Minute, []byte("old"))
 	e.apply(t, "r", m)
 	oldTS := e.storedTimestamp(t, "r", famOne, "c")
 	m = ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("new"), ttlclient.WithTTL(2*time.Minute))
+	m.SetTTL(famOne, "c", 2*time.Minute, []byte("new"))
 	e.apply(t, "r", m)
 	newer := oldTS + 60_000_000
 
@@ -76,7 +76,7 @@ func TestMoveCellKeepsANewerCell(t *testing.T) {
 func TestMoveCellNeverRevivesAnExpiredCell(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Second))
+	m.SetTTL(famOne, "c", time.Second, []byte("v"))
 	e.apply(t, "r", m)
 	ts := e.storedTimestamp(t, "r", famOne, "c")
 	e.h.Clock.Advance(2 * time.Second) // expired, not collected yet (GC runs on the server's own clock)
@@ -94,7 +94,7 @@ func TestMoveCellRefusesAValueTooLargeToPin(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	big := bytes.Repeat([]byte("x"), 20<<10)
 	m := ttlclient.NewMutation()
-	m.Set(famDef, "c", ttlclient.Auto, big, ttlclient.WithTTL(10*time.Minute))
+	m.SetTTL(famDef, "c", 10*time.Minute, big)
 	e.apply(t, "r", m)
 	ts := e.storedTimestamp(t, "r", famDef, "c")
 

@@ -1,19 +1,13 @@
 package ttlclient
 
 import (
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
-)
 
-// Auto asks the library to assign a cell's timestamp: from its TTL, its
-// sequence number or the family's default. It is bigtable.ServerTime, so code
-// that wrote server timestamps keeps compiling; on a managed family the
-// library, not the server, picks the value.
-const Auto = bigtable.ServerTime
+	"github.com/bttl/bttl/internal/rules"
+)
 
 type opKind uint8
 
@@ -27,138 +21,26 @@ const (
 	opMergeBytes
 )
 
-type cellOptKind uint8
-
-const (
-	cellOptNone cellOptKind = iota
-	cellOptTTL
-	cellOptSeq
-	cellOptMany // more than one option: refused when applied; n indexes Mutation.manyOpts
-)
-
-// CellOption sets a cell's TTL or sequence number. It is a small value so
-// passing one allocates nothing.
-type CellOption struct {
-	kind cellOptKind
-	ttl  time.Duration
-	seq  int64
-}
-
-// WithTTL gives the cell its own TTL (age families). Cells without one get
-// the family's default TTL.
-func WithTTL(d time.Duration) CellOption { return CellOption{kind: cellOptTTL, ttl: d} }
-
-// WithSequence gives the cell its version number on a sequence family; the
-// timestamp written is seq*1000.
-func WithSequence(seq int64) CellOption { return CellOption{kind: cellOptSeq, seq: seq} }
-
-// String is the option as it was written: WithTTL(1h0m0s), WithSequence(5).
-func (co CellOption) String() string {
-	switch co.kind {
-	case cellOptTTL:
-		return "WithTTL(" + co.ttl.String() + ")"
-	case cellOptSeq:
-		return "WithSequence(" + strconv.FormatInt(co.seq, 10) + ")"
-	}
-	return "CellOption{}"
-}
-
-// op is one change as the write path reads it: decoded from the recorded
-// operation (Mutation.decode) on the stack, never stored. n holds whichever of
-// the TTL, sequence number, range end or integer value its kind and cell
-// option call for.
+// op is one change of a Mutation, as its method recorded it.
 type op struct {
-	kind    opKind
-	cellOpt cellOptKind
-	family  string
-	column  string
-	ts      bigtable.Timestamp
-	n       int64
-	value   []byte
-}
-
-func (o *op) ttl() time.Duration      { return time.Duration(o.n) }
-func (o *op) seq() int64              { return o.n }
-func (o *op) end() bigtable.Timestamp { return bigtable.Timestamp(o.n) }
-func (o *op) intValue() int64         { return o.n }
-
-func (co CellOption) value() int64 {
-	if co.kind == cellOptSeq {
-		return co.seq
-	}
-	return int64(co.ttl)
-}
-
-// ownedOp is one change recorded by a Mutation's methods, in one
-// allocation. Its first field is the operation proto a Set sends:
-// Mutation.ops holds &pb, so the record of a Set is the cell the first
-// Apply sends, its timestamp written in place (see Mutation), and nothing
-// is built again.
-// The caller's own values (timestamp, option) stay beside it, because the
-// timestamp sent is computed from them at every Apply.
-type ownedOp struct {
-	pb   btpb.Mutation // a Set's operation; empty (never sent) for other kinds
-	set  btpb.Mutation_SetCell_
-	cell btpb.Mutation_SetCell // a Set's cell; every kind's family, column and value
-	ts   bigtable.Timestamp    // as given: a Set's or an aggregate's timestamp, a range's start
-	n    int64
-	kind opKind
-	opt  cellOptKind
-	// q holds a short qualifier, so that the usual column costs no
-	// allocation of its own; 16 bytes keep the record in the 224-byte size
-	// class.
-	q [16]byte
-}
-
-// initialOps is the room a mutation's first change reserves for its
-// operation pointers: a row of up to 8 changes grows no slice, and a larger
-// one grows it by doubling, as the client's does. 8 pointers (64 bytes)
-// rather than 16 keep the usual small row small.
-const initialOps = 8
-
-// record appends a change of kind on family:column and returns it for
-// the caller to complete.
-func (m *Mutation) record(kind opKind, family, column string, ts bigtable.Timestamp, value []byte) *ownedOp {
-	w := &ownedOp{kind: kind, ts: ts}
-	w.cell.FamilyName = family
-	if len(column) <= len(w.q) {
-		w.cell.ColumnQualifier = w.q[:len(column):len(column)]
-		copy(w.q[:], column)
-	} else {
-		w.cell.ColumnQualifier = []byte(column)
-	}
-	w.cell.Value = value
-	if m.ops == nil {
-		m.ops = make([]*btpb.Mutation, 0, initialOps)
-	}
-	m.ops = append(m.ops, &w.pb)
-	return w
+	kind           opKind
+	family, column string
+	ts             bigtable.Timestamp // Set's, an aggregate's, a range's start
+	end            bigtable.Timestamp // a range's end
+	intent         rules.Intent       // SetTTL's or SetVersion's
+	n              int64              // AddIntToCell's value
+	value          []byte
 }
 
 // Mutation is a set of changes for one row, like bigtable.Mutation, whose
-// managed-family timestamps the Table assigns when it is applied.
+// managed-family timestamps the Table assigns when it is applied: a plain
+// list of typed changes, converted once per Apply into the
+// bigtable.Mutation sent (built with the client's own methods).
 //
 // Like a bigtable.Mutation, it may be applied again, and by several
-// goroutines at once, but not changed while it is being applied. A request
-// once sent is never changed by the library: applying the Mutation again
-// builds a new request, so an interceptor may keep the one it saw.
+// goroutines at once, but not changed while it is being applied.
 type Mutation struct {
-	// ops are the changes as the client's own operation protos. A
-	// Mutation's own (borrowed false) are each the pb of an ownedOp: the
-	// first Apply to send them (the one that claims spent) writes the
-	// timestamps of its Sets into them and sends them as they are; from
-	// then on they belong to that request and are only read, and every
-	// later Apply (or one concurrent with it, or the same Mutation twice in
-	// one ApplyBulk) builds its cells anew. Borrowed ops are a
-	// *bigtable.Mutation's (the TableAPI path): never written to, sent as
-	// they are where the rewrite leaves them so.
-	ops      []*btpb.Mutation
-	borrowed bool
-	caller   *bigtable.Mutation // the borrowed ops' mutation
-	spent    atomic.Bool
-	// manyOpts holds the options of each Set given more than one, for the
-	// refusal to name them.
-	manyOpts [][]CellOption
+	ops []op
 
 	isConditional bool
 	cond          bigtable.Filter
@@ -175,64 +57,209 @@ func NewCondMutation(cond bigtable.Filter, mtrue, mfalse *Mutation) *Mutation {
 	return &Mutation{isConditional: true, cond: cond, mtrue: mtrue, mfalse: mfalse}
 }
 
-// Set sets a value in family:column. On an unmanaged family ts is written
-// as given, truncated to the millisecond. On a managed family:
-//   - with WithTTL or WithSequence, or ts == Auto, the library assigns the
-//     timestamp (the family's default TTL when no option is given);
-//   - otherwise ts is taken as the family's convention defines it: the expiry
-//     instant (one-second), a real write time (default expiry) or seq*1000
-//     (sequence), and refused if the cell would be expired on arrival.
-//
-// A TTL and an explicit ts together are refused: say one or the other.
-// So is more than one cell option, even two of the same kind: no option
-// is chosen by its order. Every refusal is strategy.ErrWrongCellOption, when the
-// mutation is applied.
-func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte, opts ...CellOption) {
-	w := m.record(opSet, family, column, ts, value)
-	switch len(opts) {
-	case 0:
-	case 1:
-		w.opt, w.n = opts[0].kind, opts[0].value()
-	default:
-		w.opt, w.n = cellOptMany, int64(len(m.manyOpts))
-		m.manyOpts = append(m.manyOpts, append([]CellOption(nil), opts...))
-	}
-	w.set.SetCell = &w.cell
-	w.pb.Mutation = &w.set
+// Set sets a value in family:column, exactly as bigtable.Mutation.Set. On
+// an unmanaged family ts is written as given, truncated to the
+// millisecond. On a managed family ts is taken as the family's convention
+// defines it: the expiry instant (one-second), a real write time (default
+// expiry) or seq*1000 (sequence), refused if the cell would be expired on
+// arrival or over the family's max TTL; bigtable.ServerTime asks for the
+// family's default TTL (refused on a family without one). Give a cell its
+// own TTL with SetTTL, its version with SetVersion.
+func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byte) {
+	m.add(op{kind: opSet, family: family, column: column, ts: ts, value: value})
+}
+
+// SetTTL sets a value in family:column that lives ttl from the time the
+// mutation is applied (one-second and default-expiry families; refused on
+// others with strategy.ErrWrongCellOption). A ttl over a family's max TTL
+// is clamped when the family clamps, refused otherwise.
+func (m *Mutation) SetTTL(family, column string, ttl time.Duration, value []byte) {
+	m.add(op{kind: opSet, family: family, column: column, ts: bigtable.ServerTime,
+		intent: rules.Intent{Kind: rules.IntentTTL, TTL: ttl}, value: value})
+}
+
+// SetVersion sets version seq of a value in family:column, a sequence
+// family (timestamp seq*1000; refused on others with
+// strategy.ErrWrongCellOption).
+func (m *Mutation) SetVersion(family, column string, seq int64, value []byte) {
+	m.add(op{kind: opSet, family: family, column: column, ts: bigtable.ServerTime,
+		intent: rules.Intent{Kind: rules.IntentSequence, Seq: seq}, value: value})
 }
 
 // DeleteCellsInColumn deletes all the cells of family:column.
 func (m *Mutation) DeleteCellsInColumn(family, column string) {
-	m.record(opDeleteColumn, family, column, 0, nil)
+	m.add(op{kind: opDeleteColumn, family: family, column: column})
 }
 
 // DeleteTimestampRange deletes the cells of family:column whose stored
 // timestamps are in [start, end); end 0 means infinity. On a managed family
 // the stored timestamp is the strategy's, not the write time.
 func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
-	m.record(opDeleteRange, family, column, start, nil).n = int64(end)
+	m.add(op{kind: opDeleteRange, family: family, column: column, ts: start, end: end})
 }
 
 // DeleteCellsInFamily deletes all the cells of family.
 func (m *Mutation) DeleteCellsInFamily(family string) {
-	m.record(opDeleteFamily, family, "", 0, nil)
+	m.add(op{kind: opDeleteFamily, family: family})
 }
 
 // DeleteRow deletes the entire row.
-func (m *Mutation) DeleteRow() {
-	m.record(opDeleteRow, "", "", 0, nil)
+func (m *Mutation) DeleteRow() { m.add(op{kind: opDeleteRow}) }
+
+// initialOps is the room a mutation's first change reserves: a row of up
+// to 8 changes grows no slice.
+const initialOps = 8
+
+func (m *Mutation) add(o op) {
+	if m.ops == nil {
+		m.ops = make([]op, 0, initialOps)
+	}
+	m.ops = append(m.ops, o)
 }
 
 // AddIntToCell adds to an aggregate cell. Refused on a managed family: the
 // server merges into a cell whose timestamp no strategy controls.
 func (m *Mutation) AddIntToCell(family, column string, ts bigtable.Timestamp, value int64) {
-	m.record(opAddInt, family, column, ts, nil).n = value
+	m.add(op{kind: opAddInt, family: family, column: column, ts: ts, n: value})
 }
 
 // MergeBytesToCell merges into an aggregate cell. Refused on a managed
 // family, like AddIntToCell.
 func (m *Mutation) MergeBytesToCell(family, column string, ts bigtable.Timestamp, value []byte) {
-	m.record(opMergeBytes, family, column, ts, value)
+	m.add(op{kind: opMergeBytes, family: family, column: column, ts: ts, value: value})
+}
+
+// protos is m's changes as the data API's protos (the protos the
+// client's own methods build), with each cell's intent beside it: what
+// internal/rules reads. They are m's for one Apply: built together (a
+// few allocations for all the cells), stamped in place.
+func (m *Mutation) protos() ([]*btpb.Mutation, []rules.Intent) {
+	nCol := 0
+	for i := range m.ops {
+		nCol += len(m.ops[i].column)
+	}
+	// One allocation holds every change's proto and, for a Set, its cell.
+	type record struct {
+		pb   btpb.Mutation
+		set  btpb.Mutation_SetCell_
+		cell btpb.Mutation_SetCell
+	}
+	recs := make([]record, len(m.ops))
+	cols := make([]byte, nCol)
+	col := func(c string) []byte {
+		q := cols[:len(c):len(c)]
+		copy(q, c)
+		cols = cols[len(c):]
+		return q
+	}
+	out := make([]*btpb.Mutation, len(m.ops))
+	var intents []rules.Intent
+	for i := range m.ops {
+		o := &m.ops[i]
+		pb := &recs[i].pb
+		switch o.kind {
+		case opSet:
+			cell, set := &recs[i].cell, &recs[i].set
+			cell.FamilyName, cell.ColumnQualifier, cell.TimestampMicros, cell.Value = o.family, col(o.column), int64(o.ts), o.value
+			set.SetCell = cell
+			pb.Mutation = set
+			if o.intent.Kind != rules.IntentNone {
+				if intents == nil {
+					intents = make([]rules.Intent, len(m.ops))
+				}
+				intents[i] = o.intent
+			}
+		case opDeleteColumn:
+			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+				FamilyName: o.family, ColumnQualifier: col(o.column)}}
+		case opDeleteRange:
+			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+				FamilyName: o.family, ColumnQualifier: col(o.column),
+				TimeRange: &btpb.TimestampRange{StartTimestampMicros: int64(o.ts), EndTimestampMicros: int64(o.end)}}}
+		case opDeleteFamily:
+			pb.Mutation = &btpb.Mutation_DeleteFromFamily_{DeleteFromFamily: &btpb.Mutation_DeleteFromFamily{FamilyName: o.family}}
+		case opDeleteRow:
+			pb.Mutation = &btpb.Mutation_DeleteFromRow_{DeleteFromRow: &btpb.Mutation_DeleteFromRow{}}
+		case opAddInt:
+			pb.Mutation = &btpb.Mutation_AddToCell_{AddToCell: &btpb.Mutation_AddToCell{
+				FamilyName:      o.family,
+				ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: col(o.column)}},
+				Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: int64(o.ts)}},
+				Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: o.n}},
+			}}
+		case opMergeBytes:
+			pb.Mutation = &btpb.Mutation_MergeToCell_{MergeToCell: &btpb.Mutation_MergeToCell{
+				FamilyName:      o.family,
+				ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: col(o.column)}},
+				Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: int64(o.ts)}},
+				Input:           &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: o.value}},
+			}}
+		}
+		out[i] = pb
+	}
+	return out, intents
+}
+
+// sendOps is the bigtable.Mutation for m's own changes, stamped as ms (one
+// proto per change, in order), built with the client's own methods from
+// m's values (no conversion of a qualifier back to a string).
+func (m *Mutation) sendOps(ms []*btpb.Mutation) *bigtable.Mutation {
+	b := bigtable.NewMutation()
+	for i := range m.ops {
+		o := &m.ops[i]
+		switch o.kind {
+		case opSet:
+			b.Set(o.family, o.column, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), o.value)
+		case opDeleteColumn:
+			b.DeleteCellsInColumn(o.family, o.column)
+		case opDeleteRange:
+			b.DeleteTimestampRange(o.family, o.column, o.ts, o.end)
+		case opDeleteFamily:
+			b.DeleteCellsInFamily(o.family)
+		case opDeleteRow:
+			b.DeleteRow()
+		case opAddInt:
+			b.AddIntToCell(o.family, o.column, o.ts, o.n)
+		case opMergeBytes:
+			b.MergeBytesToCell(o.family, o.column, o.ts, o.value)
+		}
+	}
+	return b
+}
+
+// toBigtable is the bigtable.Mutation holding ms, built with the client's
+// own methods (its protos are the ones those methods build, so what is
+// sent is ms).
+func toBigtable(ms []*btpb.Mutation) *bigtable.Mutation {
+	b := bigtable.NewMutation()
+	for _, pb := range ms {
+		switch x := pb.GetMutation().(type) {
+		case *btpb.Mutation_SetCell_:
+			c := x.SetCell
+			b.Set(c.GetFamilyName(), string(c.GetColumnQualifier()), bigtable.Timestamp(c.GetTimestampMicros()), c.GetValue())
+		case *btpb.Mutation_DeleteFromColumn_:
+			d := x.DeleteFromColumn
+			if r := d.GetTimeRange(); r != nil {
+				b.DeleteTimestampRange(d.GetFamilyName(), string(d.GetColumnQualifier()),
+					bigtable.Timestamp(r.GetStartTimestampMicros()), bigtable.Timestamp(r.GetEndTimestampMicros()))
+			} else {
+				b.DeleteCellsInColumn(d.GetFamilyName(), string(d.GetColumnQualifier()))
+			}
+		case *btpb.Mutation_DeleteFromFamily_:
+			b.DeleteCellsInFamily(x.DeleteFromFamily.GetFamilyName())
+		case *btpb.Mutation_DeleteFromRow_:
+			b.DeleteRow()
+		case *btpb.Mutation_AddToCell_:
+			a := x.AddToCell
+			b.AddIntToCell(a.GetFamilyName(), string(a.GetColumnQualifier().GetRawValue()),
+				bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros()), a.GetInput().GetIntValue())
+		case *btpb.Mutation_MergeToCell_:
+			a := x.MergeToCell
+			b.MergeBytesToCell(a.GetFamilyName(), string(a.GetColumnQualifier().GetRawValue()),
+				bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros()), a.GetInput().GetRawValue())
+		}
+	}
+	return b
 }
 
 // ReadModifyWrite mirrors bigtable.ReadModifyWrite. The server picks the

@@ -2,13 +2,12 @@ package ttlclient
 
 import (
 	"context"
-	"errors"
+	"github.com/bttl/bttl/internal/rules"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
-	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -121,59 +120,12 @@ func WithShadowRand(f func() float64) Option {
 	})
 }
 
-// refusalReasons names every sentinel, in snake_case, for the refusal
-// counter's reason label. The names are part of the metrics' contract.
-var refusalReasons = []struct {
-	err  error
-	name string
-}{
-	{strategy.ErrInvalidPolicy, "invalid_policy"},
-	{strategy.ErrUnsupportedGCRule, "unsupported_gc_rule"},
-	{strategy.ErrInvalidTTL, "invalid_ttl"},
-	{strategy.ErrTimestampOverflow, "timestamp_overflow"},
-	{strategy.ErrBeforeEpoch, "before_epoch"},
-	{strategy.ErrInvalidSequence, "invalid_sequence"},
-	{strategy.ErrServerTimestamp, "server_timestamp"},
-	{strategy.ErrAlreadyExpired, "already_expired"},
-	{strategy.ErrWrongCellOption, "wrong_cell_option"},
-	{ErrUnknownFamily, "unknown_family"},
-	{ErrServerAssignedTimestamp, "server_assigned_timestamp"},
-	{ErrNilMutation, "nil_mutation"},
-	{ErrEmptyMutation, "empty_mutation"},
-	{ErrNestedCondition, "nested_condition"},
-	{ErrConditionalInBulk, "conditional_in_bulk"},
-	{ErrEmptyRowKey, "empty_row_key"},
-	{ErrRowKeyTooLong, "row_key_too_long"},
-	{ErrValueTooLarge, "value_too_large"},
-	{ErrInvalidTimestampRange, "invalid_timestamp_range"},
-	{gcrule.ErrMismatch, "gc_rule_mismatch"},
-	{ErrNoAdminClient, "no_admin_client"},
-	{ErrTableNotFound, "table_not_found"},
-	{ErrUnsupportedReadOption, "unsupported_read_option"},
-	{filters.ErrFilterTooLarge, "filter_too_large"},
-	{ErrMutationUnreadable, "mutation_unreadable"},
-	{strategy.ErrTTLTooLong, "ttl_too_long"},
-	{ErrNotApplicable, "not_applicable"},
-	{ErrReservedColumn, "reserved_column"},
-	{filters.ErrCellTooLargeToPin, "cell_too_large_to_pin"},
-	{ErrNoWriteTime, "no_write_time"},
-	{ErrCellMoved, "cell_moved"},
-	{ErrReadOnlyView, "read_only_view"},
-	{ErrUnfilteredSQL, "unfiltered_sql"},
-	{ErrSQLUnknownTable, "sql_unknown_table"},
-}
-
 // RefusalReason is the stable snake_case name of the sentinel err wraps
-// ("server_timestamp" for strategy.ErrServerTimestamp, ...), "other" when it wraps
-// none.
-func RefusalReason(err error) string {
-	for _, r := range refusalReasons {
-		if errors.Is(err, r.err) {
-			return r.name
-		}
-	}
-	return "other"
-}
+// ("server_timestamp" for strategy.ErrServerTimestamp, ...), "other" when
+// it wraps none: the refusal counter's reason label, from bttl's refusal
+// registry, the same on every path (the wire guard's refusals count under
+// it too). The names are part of the metrics' contract.
+func RefusalReason(err error) string { return rules.Metric(err) }
 
 // observer is a table's link to its Recorder. A table without a Recorder
 // has a nil observer, and every method starts with a nil check, so the

@@ -83,6 +83,5 @@ func TestEverySentinelHasAReason(t *testing.T) {
 		}
 		seen[reason] = name
 	}
-	assert.Len(t, seen, len(refusalReasons), "every reason belongs to a declared sentinel")
 	assert.Equal(t, "other", RefusalReason(errors.New("not a refusal")))
 }

@@ -20,11 +20,15 @@ import (
 // Allocation counts are deterministic, unlike timings: these tests guard the
 // pure hot paths against regressions in CI.
 
-// Building and rewriting a 10-cell mutation costs 14 allocations (the
-// library's Mutation and its operation slice, grown once, a record per
-// cell that is also the cell sent, and the sent bigtable.Mutation), where
-// building the bigtable.Mutation with the same cells costs 46: four per
-// cell and five for growing the ops slice.
+// Issue 34: a Mutation is a plain list of changes, converted once per
+// Apply into protos for bttl's rules (stamped in place: they are the
+// Apply's own) and sent as a bigtable.Mutation built with the client's
+// own methods, with no private memory read or written. A 10-cell build
+// costs what the client's own build does (46: four per cell and five for
+// growing the ops slice) plus the Mutation itself (the struct and its
+// change list: 3) and the one conversion (every change's proto in one
+// allocation, their qualifiers in one, the slice of them: 3), and 1 of
+// slack for the rules' bookkeeping: at most raw + 7.
 func TestMutationBuildAllocs(t *testing.T) {
 	for _, s := range benchStrategies() {
 		t.Run(s.name, func(t *testing.T) {
@@ -46,96 +50,9 @@ func TestMutationBuildAllocs(t *testing.T) {
 				benchSinkMut = bm
 			})
 			t.Logf("raw %.0f allocs, ttlclient %.0f", raw, lib)
-			assert.LessOrEqual(t, lib, raw, "build+rewrite of 10 cells: raw %v allocs", raw)
-			assert.LessOrEqual(t, lib, 14.0, "build+rewrite of 10 cells")
+			assert.LessOrEqual(t, lib, raw+7, "build+rewrite of 10 cells: raw %v allocs", raw)
 		})
 	}
-}
-
-// Sizing the sent mutation's ops reads bigtable.Mutation's layout; on a
-// client version whose layout bttl cannot read, the build is the same
-// mutation, only grown by appending.
-func TestMutationBuildWithoutRawLayout(t *testing.T) {
-	for _, s := range benchStrategies() {
-		t.Run(s.name, func(t *testing.T) {
-			clock := bttestharness.NewManualClock(time.Now())
-			tbl := openOffline(t, strategy.Schema{benchFam: s.policy}, ttlclient.WithClock(clock))
-			sized, err := tbl.Build("row", ttlMutation(s))
-			require.NoError(t, err)
-			restore := ttlclient.BreakMutationReader()
-			defer restore()
-			// A client made now fails the check: its tables build without
-			// the layout.
-			broken := openOffline(t, strategy.Schema{benchFam: s.policy}, ttlclient.WithClock(clock), ttlclient.WithLogger(quietLogger()))
-			grown, err := broken.Build("row", ttlMutation(s))
-			require.NoError(t, err)
-			assert.Equal(t, grown, sized)
-		})
-	}
-}
-
-// A read's filter costs at most one allocation per managed family while the
-// clock stays in one millisecond (the filter and its option are reused), and
-// the rebuild for a new millisecond stays bounded.
-func TestReadFilterAllocs(t *testing.T) {
-	schema := fourFamilySchema()
-	managed := 0
-	for _, p := range schema {
-		if p.Managed() {
-			managed++
-		}
-	}
-	clock := bttestharness.NewManualClock(time.Now())
-	tbl := openOffline(t, schema, ttlclient.WithClock(clock))
-	read := func() {
-		opts, err := tbl.ReadOptions()
-		if err != nil || len(opts) != 1 {
-			panic(err)
-		}
-		benchSinkOpt = opts[0]
-	}
-	same := testing.AllocsPerRun(100, read)
-	assert.LessOrEqual(t, same, float64(managed), "read in the same millisecond")
-	assert.LessOrEqual(t, same, 1.0, "only the returned slice")
-
-	// Every read in a new millisecond: one array, a range and a chain per
-	// age family, the interleave, the option and the caches.
-	age := 2
-	moving := testing.AllocsPerRun(100, func() {
-		clock.Advance(time.Millisecond)
-		read()
-	})
-	assert.LessOrEqual(t, moving, float64(6+2*age), "read in a new millisecond")
-
-	// A caller's filter adds its chain: one allocation for the filters and
-	// slice, one for the chain, one for the option.
-	user := bigtable.RowFilter(bigtable.LatestNFilter(1))
-	limit := bigtable.LimitRows(10)
-	withUser := testing.AllocsPerRun(100, func() {
-		opts, err := tbl.ReadOptions(user, limit)
-		if err != nil || len(opts) != 2 {
-			panic(err)
-		}
-		benchSinkOpt = opts[1]
-	})
-	t.Logf("allocs per read: same millisecond %.0f, new millisecond %.0f, with a caller's filter %.0f", same, moving, withUser)
-	assert.LessOrEqual(t, withUser, float64(managed), "read with a caller's filter")
-}
-
-// The caller's RowFilter is read in place, without reflect's copy, and
-// still lands after the TTL filter. The clock is fixed so that the read and
-// the expected filter see the same millisecond.
-func TestReadOptionsKeepsCallerFilterLast(t *testing.T) {
-	clock := bttestharness.NewManualClock(time.Now())
-	tbl := openOffline(t, fourFamilySchema(), ttlclient.WithClock(clock))
-	user := bigtable.LatestNFilter(2)
-	limit := bigtable.LimitRows(3)
-	opts, err := tbl.ReadOptions(bigtable.RowFilter(bigtable.PassAllFilter()), limit, bigtable.RowFilter(user))
-	require.NoError(t, err)
-	require.Len(t, opts, 2)
-	assert.Equal(t, limit, opts[0])
-	want := bigtable.RowFilter(bigtable.ChainFilters(tbl.Filters().TTL(tbl.Now()), user))
-	assert.Equal(t, want, opts[1])
 }
 
 // The managed families' branches select a family by exact name (a column
@@ -148,8 +65,8 @@ func TestFamilySelectionIsExactName(t *testing.T) {
 		"axb": strategy.Unmanaged(),
 	})
 	m := ttlclient.NewMutation()
-	m.Set("a.b", "short", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Minute))
-	m.Set("a.b", "long", ttlclient.Auto, []byte("2"), ttlclient.WithTTL(time.Hour))
+	m.SetTTL("a.b", "short", time.Minute, []byte("1"))
+	m.SetTTL("a.b", "long", time.Hour, []byte("2"))
 	m.Set("axb", "old", 1000, []byte("3")) // a timestamp far in the past
 	e.apply(t, "row", m)
 	e.h.Clock.Advance(2 * time.Minute)

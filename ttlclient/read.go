@@ -2,11 +2,8 @@ package ttlclient
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 	"sync"
 	"time"
-	"unsafe"
 
 	"cloud.google.com/go/bigtable"
 
@@ -18,58 +15,32 @@ import (
 // shadow read it may leave behind; idle.go has the time-to-idle look at
 // the rows returned (docs/design.md#code-paths).
 
-// readOptions replaces the caller's RowFilter (the last one wins, as in the
-// client) with Chain(ttl, caller's). It is on every read's path: without a
-// caller filter it costs the one slice it returns.
-func (t *Table) readOptions(opts []bigtable.ReadOption) ([]bigtable.ReadOption, error) {
+// readCall is the mark of a read and the options to send: on a
+// connection carrying bttl's interceptor the interceptor puts the TTL
+// filter before the request's filter (the caller's RowFilter, whichever
+// option gave it), so opts go as they are; without it, a read with no
+// option gets the TTL filter as its RowFilter, and a read with options,
+// one of which may be a RowFilter bttl cannot see, is refused
+// (ErrNotDialed) rather than sent without the TTL filter or without the
+// caller's filter.
+func (t *Table) readCall(ctx context.Context, opts []bigtable.ReadOption) (*wireCall, []bigtable.ReadOption, error) {
+	call := &wireCall{t: t, reads: true}
 	if !t.filters.Managed() {
-		return opts, nil
+		return call, opts, nil
 	}
-	var user bigtable.Filter
-	hasUser := false
-	for _, o := range opts {
-		if isRowFilter(o) {
-			f, ok := rowFilterOf(o)
-			if !ok {
-				t.obs.refused("", ErrUnsupportedReadOption)
-				return nil, &codedError{fmt.Errorf("%w: cannot read the filter of bigtable.RowFilter in this client version", ErrUnsupportedReadOption)}
-			}
-			user, hasUser = f, true
+	if len(opts) == 0 {
+		if w := t.wireState; w.peek() {
+			return call, opts, nil
 		}
-	}
-	now := t.now()
-	var ttlOpt bigtable.ReadOption
-	var out []bigtable.ReadOption
-	if user == nil {
-		ttlOpt = t.ttlOption(now)
-		out = make([]bigtable.ReadOption, 0, len(opts)+1)
-	} else {
-		// One allocation holds the chain's two filters and, for the usual
-		// few options, the returned slice.
-		buf := new(readBuf)
-		buf.chain = [2]bigtable.Filter{t.filters.TTL(now), user}
-		ttlOpt = bigtable.RowFilter(bigtable.ChainFilters(buf.chain[:]...))
-		if len(opts) < len(buf.opts) {
-			out = buf.opts[:0]
-		} else {
-			out = make([]bigtable.ReadOption, 0, len(opts)+1)
+		if t.checkWire(ctx, "") != nil {
+			return call, []bigtable.ReadOption{t.ttlOption(t.now())}, nil
 		}
+		return call, opts, nil
 	}
-	if !hasUser {
-		out = append(out, opts...)
-	} else {
-		for _, o := range opts {
-			if !isRowFilter(o) {
-				out = append(out, o)
-			}
-		}
+	if err := t.checkWire(ctx, "a read with options"); err != nil {
+		return nil, nil, err
 	}
-	return append(out, ttlOpt), nil
-}
-
-type readBuf struct {
-	chain [2]bigtable.Filter
-	opts  [4]bigtable.ReadOption
+	return call, opts, nil
 }
 
 // cachedOption is the TTL filter of one millisecond as a read option.
@@ -88,58 +59,6 @@ func (t *Table) ttlOption(now bigtable.Timestamp) bigtable.ReadOption {
 	o := bigtable.RowFilter(t.filters.TTL(now))
 	t.ttlOpt.Store(&cachedOption{milli: milli, opt: o})
 	return o
-}
-
-// bigtable.RowFilter returns an opaque ReadOption, and the last RowFilter
-// given is the one a read uses. To put the TTL filter first while callers
-// keep passing bigtable.RowFilter, the table has to see the caller's filter:
-// it reads it out of the option's one field. The layout is checked once at
-// start-up against the client version in use; if it ever changes, reads
-// that carry a RowFilter fail with ErrUnsupportedReadOption instead of
-// dropping either filter. CheckCompatibility reports it (check
-// "row-filter"), and NewClient and Wrap log it.
-var (
-	rowFilterType  = reflect.TypeOf(bigtable.RowFilter(bigtable.PassAllFilter()))
-	filterType     = reflect.TypeOf((*bigtable.Filter)(nil)).Elem()
-	rowFilterKnown = rowFilterType.Kind() == reflect.Struct &&
-		rowFilterType.NumField() == 1 &&
-		rowFilterType.Field(0).Type == filterType &&
-		rowFilterType.Size() == filterType.Size() &&
-		rowFilterSelfCheck()
-)
-
-// isRowFilter reports whether opt is a bigtable.RowFilter option.
-func isRowFilter(opt bigtable.ReadOption) bool {
-	return opt != nil && reflect.TypeOf(opt) == rowFilterType
-}
-
-// rowFilterOf returns the filter inside a bigtable.RowFilter option. It is
-// on every read's path, so it reads the boxed struct in place rather than
-// copying it through reflect (which allocated once per read).
-func rowFilterOf(opt bigtable.ReadOption) (bigtable.Filter, bool) {
-	if !rowFilterKnown {
-		return nil, false
-	}
-	return unboxRowFilter(opt), true
-}
-
-// unboxRowFilter reads the Filter field of the rowFilter struct opt holds.
-// A struct of two words is stored behind the interface's data pointer, and
-// its only field is at offset 0.
-func unboxRowFilter(opt bigtable.ReadOption) bigtable.Filter {
-	type iface struct {
-		tab  unsafe.Pointer
-		data unsafe.Pointer
-	}
-	return *(*bigtable.Filter)((*iface)(unsafe.Pointer(&opt)).data)
-}
-
-// rowFilterSelfCheck proves the in-place read on this client version: it
-// must give back the filter an option was made with.
-func rowFilterSelfCheck() bool {
-	want := bigtable.LatestNFilter(7)
-	got := unboxRowFilter(bigtable.RowFilter(want))
-	return got != nil && reflect.TypeOf(got) == reflect.TypeOf(want) && got.String() == want.String()
 }
 
 // afterReadRow may start a shadow read of row, after the caller's read of
@@ -168,21 +87,11 @@ type shadowScan struct {
 	rows    bigtable.RowSet // the shadow read's own copy: the caller may reuse its row set
 	f       func(bigtable.Row) bool
 	reverse bool
-	limit   int64 // the read's LimitRows, 0 for none, -1 when unreadable
+	limit   int64 // the read's LimitRows, 0 for none (from the request the interceptor saw)
 	stopped bool
 	n       int64
 	last    string
 }
-
-// limitRows reads the limit out of a bigtable.LimitRows option, whose type
-// hides it: -1 if this client version's layout is not the one known.
-var (
-	limitRowsType  = reflect.TypeOf(bigtable.LimitRows(1))
-	limitRowsKnown = limitRowsType.Kind() == reflect.Struct && limitRowsType.NumField() == 1 &&
-		limitRowsType.Field(0).Type.Kind() == reflect.Int64 && limitOf(bigtable.LimitRows(7)) == 7
-)
-
-func limitOf(opt bigtable.ReadOption) int64 { return reflect.ValueOf(opt).Field(0).Int() }
 
 // copyRowSet is a copy of rows that shares nothing the caller can change:
 // a RowList's or RowRangeList's backing array is the caller's, and may be
@@ -218,14 +127,8 @@ func (o *observer) sampleRowsSlow(rows bigtable.RowSet, opts []bigtable.ReadOpti
 	}
 	s := &shadowScan{o: o, rows: own}
 	for _, opt := range opts {
-		switch {
-		case opt == bigtable.ReverseScan():
+		if opt == bigtable.ReverseScan() {
 			s.reverse = true
-		case opt != nil && reflect.TypeOf(opt) == limitRowsType:
-			// The last LimitRows wins, as in the client.
-			if s.limit = -1; limitRowsKnown {
-				s.limit = max(limitOf(opt), 0)
-			}
 		}
 	}
 	return s
@@ -253,8 +156,9 @@ func (s *shadowScan) each(r bigtable.Row) bool {
 
 // done starts the shadow read of a sampled ReadRows, made with ctx, that
 // returned err.
-func (s *shadowScan) done(ctx context.Context, err error) {
+func (s *shadowScan) done(ctx context.Context, call *wireCall, err error) {
 	if s != nil && err == nil {
+		s.limit = max(call.rowsLimit.Load(), 0)
 		s.doneSlow(ctx)
 	}
 }
@@ -264,7 +168,7 @@ func (s *shadowScan) doneSlow(ctx context.Context) {
 	// the read reached it: the scan ended at the last row returned. A read
 	// that returned fewer rows than its limit walked the whole row set,
 	// and so does the shadow read.
-	reachedLimit := s.limit > 0 && s.n >= s.limit || s.limit < 0 && s.n > 0
+	reachedLimit := s.limit > 0 && s.n >= s.limit
 	if !s.stopped && !reachedLimit {
 		s.last = ""
 	}

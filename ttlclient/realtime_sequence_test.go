@@ -21,7 +21,7 @@ func TestRealTimeRefusedInSequenceFamily(t *testing.T) {
 	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row", m), strategy.ErrInvalidSequence)
 	for seq := int64(1); seq <= 3; seq++ {
 		m := ttlclient.NewMutation()
-		m.Set(famSeq, "c", ttlclient.Auto, []byte("rev"), ttlclient.WithSequence(seq))
+		m.SetVersion(famSeq, "c", seq, []byte("rev"))
 		e.apply(t, "row", m)
 	}
 	r, err := e.tbl.ReadRow(e.ctx, "row", bigtable.RowFilter(bigtable.LatestNFilter(1)))
@@ -30,9 +30,9 @@ func TestRealTimeRefusedInSequenceFamily(t *testing.T) {
 	assert.Equal(t, bigtable.Timestamp(3000), r[famSeq][0].Timestamp)
 
 	m = ttlclient.NewMutation()
-	m.Set(famSeq, "d", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(strategy.MaxSequence+1))
+	m.SetVersion(famSeq, "d", strategy.MaxSequence+1, []byte("v"))
 	assert.ErrorIs(t, e.tbl.Apply(e.ctx, "row2", m), strategy.ErrInvalidSequence)
 	m = ttlclient.NewMutation()
-	m.Set(famSeq, "d", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(strategy.MaxSequence))
+	m.SetVersion(famSeq, "d", strategy.MaxSequence, []byte("v"))
 	require.NoError(t, e.tbl.Apply(e.ctx, "row2", m))
 }

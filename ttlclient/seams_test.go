@@ -104,8 +104,8 @@ func TestGuardedConnectionKeepsWriteTimes(t *testing.T) {
 			c, tbl := guardedTable(t, h, "wt", schema, readFilter)
 			written := h.Clock.Now().Truncate(time.Millisecond)
 			m := ttlclient.NewMutation()
-			m.Set("s", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-			m.Set("i", "c", ttlclient.Auto, []byte("w"), ttlclient.WithTTL(10*time.Second))
+			m.SetTTL("s", "c", time.Hour, []byte("v"))
+			m.SetTTL("i", "c", 10*time.Second, []byte("w"))
 			require.NoError(t, tbl.Apply(ctx, "r", m))
 			h.Clock.Advance(2 * time.Second)
 
@@ -154,7 +154,7 @@ func TestGuardedConnectionExpirePurgesHiddenVersions(t *testing.T) {
 				ttl time.Duration
 			}{{"old", 2 * time.Hour}, {"new", 3 * time.Hour}} {
 				m := ttlclient.NewMutation()
-				m.Set("f", "c", ttlclient.Auto, []byte(w.v), ttlclient.WithTTL(w.ttl))
+				m.SetTTL("f", "c", w.ttl, []byte(w.v))
 				require.NoError(t, tbl.Apply(ctx, "r", m))
 			}
 			applied, err := tbl.Expire(ctx, "r", "f", "c", time.Hour)
@@ -184,7 +184,7 @@ func TestWriteTimeFollowsARefreshedCell(t *testing.T) {
 		tbl := h.MustTable(t, "idlewt", schema)
 		write := func(row string) time.Time {
 			m := ttlclient.NewMutation()
-			m.Set("s", "user", ttlclient.Auto, []byte("alice"), ttlclient.WithTTL(10*time.Second))
+			m.SetTTL("s", "user", 10*time.Second, []byte("alice"))
 			require.NoError(t, tbl.Apply(ctx, row, m))
 			return h.Clock.Now().Truncate(time.Millisecond)
 		}
@@ -243,7 +243,7 @@ func TestWriteTimeOfAMovedCellWithARepeatedValue(t *testing.T) {
 		var written []time.Time
 		for _, ttl := range []time.Duration{time.Hour, 2 * time.Hour} {
 			m := ttlclient.NewMutation()
-			m.Set("s", "c", ttlclient.Auto, []byte("same"), ttlclient.WithTTL(ttl))
+			m.SetTTL("s", "c", ttl, []byte("same"))
 			require.NoError(t, tbl.Apply(ctx, "r", m))
 			written = append(written, h.Clock.Now().Truncate(time.Millisecond))
 			h.Clock.Advance(time.Second)
@@ -329,10 +329,10 @@ func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
 		tbl := h.MustTable(t, "max", strategy.Schema{"s": strategy.OneSecond(strategy.WithWriteTime())})
 		written := h.Clock.Now().Truncate(time.Millisecond)
 		m := ttlclient.NewMutation()
-		m.Set("s", "a", ttlclient.Auto, []byte("a"), ttlclient.WithTTL(time.Hour))
+		m.SetTTL("s", "a", time.Hour, []byte("a"))
 		m.Set("s", "forever", math.MaxInt64, []byte("f"))
 		m.Set("s", "forever2", math.MaxInt64, []byte("g"))
-		m.Set("s", "z", ttlclient.Auto, []byte("z"), ttlclient.WithTTL(2*time.Hour))
+		m.SetTTL("s", "z", 2*time.Hour, []byte("z"))
 		require.NoError(t, tbl.Apply(ctx, "r", m))
 		h.Clock.Advance(time.Second)
 
@@ -383,7 +383,7 @@ func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
 			"cap": strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxTTL(49*time.Hour, strategy.RefuseLonger)),
 		})
 		m := ttlclient.NewMutation()
-		m.Set("d", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(72*time.Hour))
+		m.SetTTL("d", "c", 72*time.Hour, []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, "r", m))
 		r, err := tbl.ReadRow(ctx, "r")
 		require.NoError(t, err)
@@ -418,7 +418,7 @@ func TestExpireNeverLiftsOverAConcurrentWrite(t *testing.T) {
 			t.Run(op, func(t *testing.T) {
 				row := "r" + op
 				m := ttlclient.NewMutation()
-				m.Set("f", "c", ttlclient.Auto, []byte("a"), ttlclient.WithTTL(time.Hour))
+				m.SetTTL("f", "c", time.Hour, []byte("a"))
 				require.NoError(t, tbl.Apply(ctx, row, m))
 				concurrent := strategy.Millis(bigtable.Time(h.Clock.Now().Add(2 * time.Hour)))
 				hooks.before("CheckAndMutateRow", func() {
@@ -461,7 +461,7 @@ func TestExpireToWhereTheCellIsSendsNothing(t *testing.T) {
 		ctx := context.Background()
 		tbl := h.MustTable(t, "same", strategy.Schema{"f": strategy.OneSecond()})
 		m := ttlclient.NewMutation()
-		m.Set("f", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
+		m.SetTTL("f", "c", time.Hour, []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, "r", m))
 		before := hooks.count("CheckAndMutateRow")
 		applied, err := tbl.Expire(ctx, "r", "f", "c", time.Hour)
@@ -502,7 +502,7 @@ func TestExpireChecksLivenessJustBeforeTheMutation(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				row := c.name
 				m := ttlclient.NewMutation()
-				m.Set("f", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Minute))
+				m.SetTTL("f", "c", time.Minute, []byte("v"))
 				require.NoError(t, tbl.Apply(ctx, row, m))
 				ts := storedTimestampIn(t, h, "window", row, "f", "c")
 				start := h.Clock.Now()

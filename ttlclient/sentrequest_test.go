@@ -2,6 +2,7 @@ package ttlclient_test
 
 import (
 	"bytes"
+	"cloud.google.com/go/bigtable"
 	"context"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -117,8 +117,8 @@ func TestSentRequestNeverChanges(t *testing.T) {
 	ctx := context.Background()
 
 	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	m.Set(famDef, "d", ttlclient.Auto, []byte("w"))
+	m.SetTTL(famOne, "c", time.Hour, []byte("v"))
+	m.Set(famDef, "d", bigtable.ServerTime, []byte("w"))
 	m.Set(famPlain, "p", 5000, []byte("x"))
 
 	require.NoError(t, tbl.Apply(ctx, "r1", m))
@@ -141,42 +141,4 @@ func TestSentRequestNeverChanges(t *testing.T) {
 	// later Applies computed.
 	assert.NotEqual(t, stamps[0][0], stamps[1][0], "the second Apply computed other timestamps")
 	assert.Equal(t, []int64{5000}, stamps[0][2:], "the unmanaged cell keeps the caller's timestamp")
-}
-
-// The first Apply sends the Mutation's own records, their timestamps
-// written in place; any later one builds its cells anew, and the first
-// request keeps its timestamps. A refused Apply gives the records back.
-func TestMutationRecordsSentOnce(t *testing.T) {
-	clock := bttestharness.NewManualClock(time.Now())
-	tbl := openOffline(t, strategy.Schema{famOne: strategy.OneSecond(), famPlain: strategy.Unmanaged()}, ttlclient.WithClock(clock))
-	m := ttlclient.NewMutation()
-	m.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	m.Set("nosuch", "c", ttlclient.Auto, []byte("v"))
-	_, err := tbl.Build("row", m)
-	require.ErrorIs(t, err, ttlclient.ErrUnknownFamily)
-
-	ok := ttlclient.NewMutation()
-	ok.Set(famOne, "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	bm1, err := tbl.Build("row", ok)
-	require.NoError(t, err)
-	first := sentOps(t, bm1)[0]
-	assert.Same(t, ttlclient.MutationRecord(ok, 0), first, "the first Apply sends the record itself")
-	sentTS := first.GetSetCell().TimestampMicros
-
-	clock.Advance(time.Minute)
-	bm2, err := tbl.Build("row", ok)
-	require.NoError(t, err)
-	again := sentOps(t, bm2)[0]
-	assert.NotSame(t, first, again, "a second Apply builds its cells anew")
-	assert.Equal(t, sentTS+int64(time.Minute/time.Microsecond), again.GetSetCell().TimestampMicros)
-	assert.Equal(t, sentTS, first.GetSetCell().TimestampMicros, "the first request keeps its timestamp")
-
-	// The refused build sent nothing: m's records are still free, and the
-	// next build that succeeds sends them.
-	refusedRecord := ttlclient.MutationRecord(m, 0)
-	both := openOffline(t, strategy.Schema{famOne: strategy.OneSecond(), "nosuch": strategy.Unmanaged()}, ttlclient.WithClock(clock))
-	bm3, err := both.Build("row", m)
-	require.NoError(t, err)
-	assert.Same(t, refusedRecord, sentOps(t, bm3)[0], "a refused Apply gives the records back")
-
 }

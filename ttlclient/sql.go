@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bttl/bttl/internal/rules"
 	"sort"
 	"strings"
 	"sync"
@@ -19,13 +20,13 @@ var (
 	// temporal arguments bound every family of a table alike, so the query
 	// would return expired cells GC has not collected yet; see *SQLError
 	// for the families, and docs/design.md#sql.
-	ErrUnfilteredSQL = errors.New("bttl: SQL query reads managed families with no TTL filter")
+	ErrUnfilteredSQL = rules.ErrUnfilteredSQL
 	// ErrSQLUnknownTable: the library cannot tell whether a SQL query reads
 	// managed families: it reads a table this client has not opened (so its
 	// schema is unknown), or its text could not be classified (a subquery,
 	// pipe syntax, a FROM it cannot place, a join, a path, a comment or
 	// string left open). See *SQLError.
-	ErrSQLUnknownTable = errors.New("bttl: cannot tell which families a SQL query reads")
+	ErrSQLUnknownTable = rules.ErrSQLUnknownTable
 )
 
 // SQLError is a refused SQL query: the query, the table it reads (empty

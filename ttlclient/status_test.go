@@ -122,10 +122,10 @@ func TestRefusalNamesTheEmptyFamily(t *testing.T) {
 	assert.NotContains(t, err.Error(), "family")
 }
 
-// A refusal of a cell written with ttlclient.Auto says so, not
+// A refusal of a cell written with bigtable.ServerTime says so, not
 // "timestamp -1".
 func TestCellErrorNamesAuto(t *testing.T) {
-	e := &ttlclient.CellError{Table: "t", Family: "f", Timestamp: ttlclient.Auto, Err: strategy.ErrServerTimestamp}
-	assert.Contains(t, e.Error(), "timestamp ttlclient.Auto")
+	e := &ttlclient.CellError{Table: "t", Family: "f", Timestamp: bigtable.ServerTime, Err: strategy.ErrServerTimestamp}
+	assert.Contains(t, e.Error(), "timestamp bigtable.ServerTime")
 	assert.NotContains(t, e.Error(), "timestamp -1")
 }

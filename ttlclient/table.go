@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/strategy"
 )
@@ -44,10 +46,13 @@ type Table struct {
 
 	mark *wiremark.Mark // marks this table's requests for the wire guard (Table.wire)
 
-	// layout is the client's checked layout of bigtable.Mutation
-	// (rawmutation.go), nil when the check failed, with layoutErr, why.
-	layout    *rawLayout
-	layoutErr error
+	// rules are the table's write and read rules (internal/rules), the
+	// wire guard's too.
+	rules *rules.Table
+	// wireState: whether the client's connection carries bttl's
+	// interceptor (wire.go), the client's.
+	wireState *wireState
+	rec       TableRecorder // nil without a Recorder
 }
 
 // Name is the table's name.
@@ -157,7 +162,7 @@ func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed 
 // becomes of the refresh. So is ReadRows'.
 func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOption) (bigtable.Row, error) {
 	start := t.obs.begin()
-	opts, err := t.readOptions(opts)
+	call, opts, err := t.readCall(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +171,7 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 	if t.idleFams != nil {
 		now = t.now()
 	}
-	r, err := t.raw.ReadRow(t.wire(ctx), row, opts...)
+	r, err := t.raw.ReadRow(t.wire(call.mark(ctx)), row, opts...)
 	t.obs.afterReadRow(ctx, row, err)
 	if t.idleFams != nil && err == nil && r != nil {
 		t.afterIdleRead(ctx, r, now)
@@ -181,14 +186,14 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 // read (WithShadowSampling) reads its own copy.
 func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtable.Row) bool, opts ...bigtable.ReadOption) error {
 	start := t.obs.begin()
-	opts, err := t.readOptions(opts)
+	call, opts, err := t.readCall(ctx, opts)
 	if err != nil {
 		return err
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(t.wire(ctx), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
-	sh.done(ctx, err)
+	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
+	sh.done(ctx, call, err)
 	return err
 }
 
@@ -212,15 +217,15 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 	if len(m.ops) == 0 {
 		return nil, t.refuse(row, "", "", ErrEmptyMutation)
 	}
+	rs := make([]*btpb.ReadModifyWriteRule, len(m.ops))
+	for i, o := range m.ops {
+		rs[i] = &btpb.ReadModifyWriteRule{FamilyName: o.family, ColumnQualifier: []byte(o.column)}
+	}
+	if r := t.rules.ReadModifyWrite(rs); r != nil {
+		return nil, t.refusal(row, r)
+	}
 	rmw := bigtable.NewReadModifyWrite()
 	for _, o := range m.ops {
-		p, ok := t.policy(o.family)
-		if !ok {
-			return nil, t.refuseOp(row, o.family, o.column, ErrUnknownFamily)
-		}
-		if p.Managed() {
-			return nil, t.refuseOp(row, o.family, o.column, fmt.Errorf("%w: ReadModifyWrite on a %s family", ErrServerAssignedTimestamp, p.Kind()))
-		}
 		if o.isAppend {
 			rmw.AppendValue(o.family, o.column, o.appendValue)
 		} else {

@@ -19,24 +19,31 @@ var _ bigtable.TableAPI = tableAPI{}
 // bigtable.Client.OpenTable returns, so that code written against the plain
 // client, and its *bigtable.Mutation values, run through bttl unchanged.
 //
-// Its Apply and ApplyBulk give a *bigtable.Mutation exactly the semantics of
-// a Mutation: on a managed family a server timestamp (bigtable.ServerTime,
-// which is Auto) means the library assigns it from the family's default TTL
-// (refused where there is none), an explicit timestamp follows the family's
+// Its Apply and ApplyBulk give a *bigtable.Mutation the semantics of a
+// Mutation: on a managed family a server timestamp (bigtable.ServerTime)
+// means the library assigns it from the family's default TTL (refused
+// where there is none), an explicit timestamp follows the family's
 // convention, conditional mutations get the TTL filter before their
-// predicate, and every guardrail refuses before any RPC with the same
-// sentinel errors. ApplyReadModifyWrite is refused on managed families;
-// reads are filtered as Table's.
+// predicate, and every guardrail refuses before the request is sent.
+// ApplyReadModifyWrite is refused on managed families; reads are filtered
+// as Table's.
 //
-// A *bigtable.Mutation has no accessors: the library reads its fields in
-// place, after checking, when the client is made, that it can on the
-// client version in use (CheckCompatibility; a failure is logged then). If
-// it cannot, or a mutation holds an operation it does not know, the write
-// fails with ErrMutationUnreadable and nothing is sent.
+// bttl does not read a *bigtable.Mutation (its fields are the client's
+// own): the rules are applied to the request protos by bttl's interceptor
+// on the client's connection (docs/design.md#tableapi), which NewClient
+// and NewClientWithConfig install, and ClientOptions installs on a client
+// you Wrap. On a client without it every call of API's writes is refused
+// with ErrNotDialed before any request. A refusal is the *CellError a
+// Mutation's would be (errors.Is with the same sentinels), counted on the
+// recorder once; in ApplyBulk a refused row's error is at its index and
+// the other rows are written, as in Table.ApplyBulk (the interceptor
+// leaves the row out of the request and answers it itself). The client's
+// own checks come first and refuse the whole call: a conditional mutation
+// in ApplyBulk, for one.
 //
 // Per-cell TTLs: pass Table.Timestamp(family, ttl) to Set. Code written for
-// bttl should prefer Mutation and WithTTL/WithSequence, which say what the
-// timestamp means and are checked against the family when applied.
+// bttl should prefer Mutation's SetTTL and SetVersion, which say what the
+// timestamp means.
 func (t *Table) API() bigtable.TableAPI { return tableAPI{t} }
 
 // ReadRow is Table.ReadRow.
@@ -54,6 +61,78 @@ func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
 	return a.t.SampleRowKeys(ctx)
 }
 
+// Apply applies m with the table's rules, on the wire.
+func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
+	t := a.t
+	if err := t.checkRowKey(row); err != nil {
+		return err
+	}
+	if m == nil {
+		return t.refuse(row, "", "", ErrNilMutation)
+	}
+	if err := t.checkWire(ctx, "Table.API"); err != nil {
+		return err
+	}
+	start := t.obs.begin()
+	call := &wireCall{t: t, writes: true}
+	t.obs.wrote(start)
+	return call.result(t.raw.Apply(t.wire(call.mark(ctx)), row, m, opts...))
+}
+
+// ApplyBulk applies muts with the table's rules, on the wire.
+func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigtable.Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
+	t := a.t
+	if len(rowKeys) != len(muts) {
+		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
+	}
+	if err := t.checkWire(ctx, "Table.API"); err != nil {
+		return nil, err
+	}
+	var refused []error
+	for i, m := range muts {
+		err := t.checkRowKey(rowKeys[i])
+		if err == nil && m == nil {
+			err = t.refuse(rowKeys[i], "", "", ErrNilMutation)
+		}
+		if err != nil {
+			if refused == nil {
+				refused = make([]error, len(muts))
+			}
+			refused[i] = err
+		}
+	}
+	start := t.obs.begin()
+	call := &wireCall{t: t, writes: true}
+	t.obs.wrote(start)
+	ctx = t.wire(call.mark(ctx))
+	var errs []error
+	var err error
+	if refused == nil {
+		errs, err = t.raw.ApplyBulk(ctx, rowKeys, muts, opts...)
+	} else {
+		errs, err = applyPassed(ctx, rowKeys, muts, refused, t.raw.ApplyBulk, opts)
+	}
+	return call.bulkResults(rowKeys, errs), err
+}
+
+// ApplyReadModifyWrite applies m, refused on a managed family, on the
+// wire.
+func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigtable.ReadModifyWrite) (bigtable.Row, error) {
+	t := a.t
+	if err := t.checkRowKey(row); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, t.refuse(row, "", "", ErrNilMutation)
+	}
+	if err := t.checkWire(ctx, "Table.API"); err != nil {
+		return nil, err
+	}
+	call := &wireCall{t: t, writes: true}
+	r, err := t.raw.ApplyReadModifyWrite(t.wire(call.mark(ctx)), row, m)
+	return r, call.result(err)
+}
+
 // Timestamp is the timestamp to pass to bigtable.Mutation.Set for a cell of
 // family that must live ttl from now, at the table's clock: for code that
 // keeps building *bigtable.Mutation and applies it through API. Applied
@@ -65,7 +144,7 @@ func (a tableAPI) SampleRowKeys(ctx context.Context) ([]string, error) {
 // milliseconds can expire before the write arrives and is then refused
 // (strategy.ErrAlreadyExpired).
 //
-// It fails like Mutation.Set(family, column, Auto, v, WithTTL(ttl)) does:
+// It fails like Mutation.SetTTL(family, column, ttl, v) does:
 // ErrUnknownFamily, strategy.ErrWrongCellOption on a sequence or unmanaged family,
 // strategy.ErrInvalidTTL, strategy.ErrTimestampOverflow, strategy.ErrBeforeEpoch, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {

@@ -108,7 +108,7 @@ func BenchmarkTableAPIBuild(b *testing.B) {
 	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
 		e := newBenchEnv(b, s)
 		tm := e.ttlMutation()
-		bm := e.apiMutation(b)
+		_ = e.apiMutation(b)
 		b.Run("impl=ttl", func(b *testing.B) {
 			b.ReportAllocs()
 			fresh := make([]*ttlclient.Mutation, 1024)
@@ -136,13 +136,6 @@ func BenchmarkTableAPIBuild(b *testing.B) {
 				}
 			}
 		})
-		b.Run("impl=api", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := e.ttl.BuildAPI("row", bm); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+
 	})
 }

@@ -2,15 +2,15 @@ package ttlclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/bttl/bttl/internal/rules"
 
 	"cloud.google.com/go/bigtable"
 )
 
 // ErrReadOnlyView: a write to a materialized view, which Bigtable computes
 // from its query and never accepts writes to. Nothing is sent.
-var ErrReadOnlyView = errors.New("bttl: a materialized view is read-only")
+var ErrReadOnlyView = rules.ErrReadOnlyView
 
 // OpenAuthorizedView returns a handle on the authorized view of table, as
 // bigtable.Client.OpenAuthorizedView does, that behaves exactly as a Table

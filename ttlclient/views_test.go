@@ -85,8 +85,8 @@ func TestAuthorizedViewIsGuardedAndFiltered(t *testing.T) {
 		// The bttl API: the library assigns the default TTL's timestamp.
 		shim.reset()
 		m := ttlclient.NewMutation()
-		m.Set(famDef, "d", ttlclient.Auto, []byte("def"))
-		m.Set(famOne, "live", ttlclient.Auto, []byte("live"), ttlclient.WithTTL(time.Minute))
+		m.Set(famDef, "d", bigtable.ServerTime, []byte("def"))
+		m.SetTTL(famOne, "live", time.Minute, []byte("live"))
 		require.NoError(t, view.Apply(ctx, "r", m))
 		sent := shim.requests("MutateRow")
 		require.Len(t, sent, 1)

@@ -80,7 +80,7 @@ func TestReadsHideCompanions(t *testing.T) {
 	e := newEnv(t, writeTimeSchema())
 	m := ttlclient.NewMutation()
 	for _, c := range []string{"a", "b", "\xfe"} {
-		m.Set("def", c, ttlclient.Auto, []byte(c), ttlclient.WithTTL(time.Hour))
+		m.SetTTL("def", c, time.Hour, []byte(c))
 	}
 	e.apply(t, "r", m)
 	assert.Equal(t, []string{"def:a@" + itoa(int64(e.now())) + "=a", "def:b@" + itoa(int64(e.now())) + "=b", "def:\xfe@" + itoa(int64(e.now())) + "=\xfe"}, e.read(t, "r"))
@@ -99,7 +99,7 @@ func TestReadsHideCompanions(t *testing.T) {
 func TestWriteTimeErrorsAndReservedColumns(t *testing.T) {
 	e := newEnv(t, writeTimeSchema())
 	m := ttlclient.NewMutation()
-	m.Set(famSeq, "c", ttlclient.Auto, []byte("v"), ttlclient.WithSequence(1))
+	m.SetVersion(famSeq, "c", 1, []byte("v"))
 	m.Set("plain", "c", 1000, []byte("v"))
 	e.apply(t, "r", m)
 	for _, fam := range []string{famSeq, "plain"} {
@@ -121,7 +121,7 @@ func TestWriteTimeErrorsAndReservedColumns(t *testing.T) {
 	before := e.stored(t, "r")
 	for _, col := range []string{"\xff\xff", "\xff\xffx", strategy.WriteTimePrefix + "c"} {
 		m := ttlclient.NewMutation()
-		m.Set("def", col, ttlclient.Auto, []byte("v"))
+		m.Set("def", col, bigtable.ServerTime, []byte("v"))
 		require.ErrorIs(t, e.tbl.Apply(e.ctx, "r", m), ttlclient.ErrReservedColumn)
 		m = ttlclient.NewMutation()
 		m.DeleteCellsInColumn("one", col)
@@ -132,7 +132,7 @@ func TestWriteTimeErrorsAndReservedColumns(t *testing.T) {
 	assert.Equal(t, before, e.stored(t, "r"))
 	// A column starting with one 0xFF byte is an ordinary column.
 	m = ttlclient.NewMutation()
-	m.Set("def", "\xffa", ttlclient.Auto, []byte("v"))
+	m.Set("def", "\xffa", bigtable.ServerTime, []byte("v"))
 	e.apply(t, "r", m)
 }
 
@@ -168,8 +168,8 @@ func TestCompanionIsCollectedWithItsCell(t *testing.T) {
 			tbl := h.MustTable(t, "gc", writeTimeSchema())
 			h.Clock.Set(time.Now()) // the servers' GC runs on real time
 			m := ttlclient.NewMutation()
-			m.Set("one", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Millisecond))
-			m.Set("def", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Millisecond))
+			m.SetTTL("one", "c", time.Millisecond, []byte("v"))
+			m.SetTTL("def", "c", time.Millisecond, []byte("v"))
 			m.Set("plain", "keep", 1000, []byte("row stays"))
 			require.NoError(t, tbl.Apply(ctx, "r", m))
 			r, err := h.Stored(ctx, tbl.Name(), "r")

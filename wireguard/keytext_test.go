@@ -166,7 +166,7 @@ func TestGuardRefusalDetailFollowsTheKeyChoice(t *testing.T) {
 		}
 		err = g.UnaryClientInterceptor()(context.Background(), "/google.bigtable.v2.Bigtable/MutateRow", req, &btpb.MutateRowResponse{}, nil, invoker)
 		st := status.Convert(err)
-		require.Len(t, st.Details(), 1)
+		require.Len(t, st.Details(), 2, "a PreconditionFailure, then the ErrorInfo of the refusal registry")
 		pf, ok := st.Details()[0].(*errdetails.PreconditionFailure)
 		require.True(t, ok)
 		require.Len(t, pf.Violations, 1)

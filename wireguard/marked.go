@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
 )
 
@@ -41,9 +42,11 @@ func (g *Guard) passesMarked(ctx context.Context, method string) (bool, error) {
 	if t == nil {
 		return false, nil
 	}
-	if !m.Follows(t.schema, t.unlisted) {
-		return false, refusal(method, RuleSchemaMismatch, t.id, fmt.Sprintf(
+	if !m.Follows(t.Schema, t.Unlisted) {
+		err := refusal(method, rules.ErrSchemaMismatch, t.id, fmt.Sprintf(
 			"the request was computed by bttl's client for a schema of %q other than the guard's; open the table with the guard's schema", t.id))
+		err.(*guardRefusal).table = t.id
+		return false, err
 	}
 	return true, nil
 }

@@ -1,6 +1,9 @@
 package wireguard_test
 
 import (
+	"context"
+
+	"google.golang.org/grpc"
 	"sync"
 	"testing"
 
@@ -55,7 +58,7 @@ func TestGuardRecordsRefusals(t *testing.T) {
 
 	_, err = e.plain.PrepareStatement(e.ctx, "SELECT _key FROM legacy", nil)
 	require.Error(t, err)
-	assert.Equal(t, [][3]string{{"", "", "sql_query"}}, log.take())
+	assert.Equal(t, [][3]string{{"", "", "unfiltered_sql"}}, log.take())
 
 	m = bigtable.NewMutation()
 	m.Set("plain", "c", bigtable.Now(), []byte("v"))
@@ -74,4 +77,27 @@ func TestGuardRefusalOfAViewLabelsNoTable(t *testing.T) {
 	_, err = sendReadRows(t, g, &btpb.ReadRowsRequest{MaterializedViewName: "projects/p/instances/i/materializedViews/other"})
 	require.Error(t, err)
 	assert.Equal(t, [][3]string{{"", "", "undeclared_materialized_view"}}, log.take())
+}
+
+// Issue 35 item 7 / issue 34: the Recorder's labels were parsed back out
+// of the refusal's subject ("TABLE/FAMILY:COLUMN"). They now come from the
+// refusal itself: a domain-scoped project, a column holding '/' and ':'
+// (quoted or redacted in the subject) leave them as they are.
+func TestGuardLabelsComeFromTheRefusal(t *testing.T) {
+	log := &refusalLog{}
+	g, err := wireguard.New(map[string]strategy.Schema{"t": {"one": strategy.OneSecond(), "two": strategy.OneSecond()}},
+		wireguard.WithRecorder(log), wireguard.WithKeyRedaction([]byte("k")))
+	require.NoError(t, err)
+	for _, fam := range []string{"one", "two"} {
+		req := &btpb.MutateRowRequest{TableName: "projects/example.com:p/instances/i/tables/t", RowKey: []byte("r"),
+			Mutations: []*btpb.Mutation{{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+				FamilyName: fam, ColumnQualifier: []byte("x/y:z"), TimestampMicros: -1}}}}}
+		invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			t.Fatal("a refused request was sent")
+			return nil
+		}
+		err := g.UnaryClientInterceptor()(context.Background(), "/google.bigtable.v2.Bigtable/MutateRow", req, &btpb.MutateRowResponse{}, nil, invoker)
+		require.Error(t, err)
+		assert.Equal(t, [][3]string{{"t", fam, "server_timestamp"}}, log.take(), fam)
+	}
 }

@@ -52,12 +52,3 @@ func (g *Guard) unlistedFor(id string) *strategy.Policy {
 	}
 	return g.unlisted
 }
-
-// policy is fam's policy: the schema's, else the unlisted families' when
-// WithUnlistedFamilies was given; ok is false for a family neither covers.
-func (t *table) policy(fam string) (p strategy.Policy, ok bool) {
-	if p, ok = t.schema[fam]; ok || t.unlisted == nil {
-		return p, ok
-	}
-	return *t.unlisted, true
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bttl/bttl/internal/rules"
 	"os"
 	"regexp"
 	"strings"
@@ -126,7 +127,9 @@ func (g *Guard) emulatorOptions(addr string) []option.ClientOption {
 		// Never silently unguarded: every request of the client fails,
 		// saying why.
 		why := fmt.Sprintf("BIGTABLE_EMULATOR_HOST=%q: the guard could not dial it (%v); the client's requests are refused rather than sent unguarded", addr, err)
-		refuse := func(method string) error { return refusal(method, RuleNotInstalled, addr, why) }
+		refuse := func(method string) error {
+			return refusal(method, rules.ErrGuardNotInstalled, addr, why).(*guardRefusal).st.Err()
+		}
 		conn, err = grpc.NewClient("passthrough:///bttl-wireguard-not-installed",
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithChainUnaryInterceptor(func(_ context.Context, method string, _, _ any, _ *grpc.ClientConn, _ grpc.UnaryInvoker, _ ...grpc.CallOption) error {

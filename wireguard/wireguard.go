@@ -2,12 +2,10 @@ package wireguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/api/option"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -16,16 +14,18 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/wirestream"
 	"github.com/bttl/bttl/strategy"
 )
 
 // Rule names, as they appear in a refusal's message and in its
-// errdetails.PreconditionFailure violation type.
+// errdetails.PreconditionFailure violation type: each is the Rule of a row
+// of bttl's one refusal registry (internal/rules), which also gives the
+// refusal's metric reason (a test checks every name against it).
 const (
 	RuleServerTimestamp         = "server-timestamp"          // SetCell with timestamp -1 on a managed family
 	RuleExpiredOnArrival        = "expired-on-arrival"        // one-second family: timestamp <= now; default expiry: older than D
@@ -155,15 +155,12 @@ type viewDecl struct {
 	schema strategy.Schema
 }
 
+// table is a guarded table's (or declared view's) rules, the one rule set
+// bttl's client applies too (internal/rules), in its wire mode.
 type table struct {
-	id          string
-	schema      strategy.Schema
-	filters     *filters.Builder
-	writeTime   bool   // some family records write times (strategy.WithWriteTime)
-	singleValue bool   // some family is strategy.SingleValue
-	probe       string // the guard's Verify probe family
-	unlisted    *strategy.Policy
-	keyText     keytext.Text // how refusals show row keys and qualifiers
+	*rules.Table
+	id      string
+	keyText keytext.Text // how refusals show row keys and qualifiers
 }
 
 // New guards the tables named by schemas' keys. Keys are table IDs, as in
@@ -183,18 +180,15 @@ func New(schemas map[string]strategy.Schema, opts ...Option) (*Guard, error) {
 		if id == "" || strings.Contains(id, "/") {
 			return nil, fmt.Errorf("%w: %s ID %q", strategy.ErrInvalidPolicy, kind, id)
 		}
-		fb, err := filters.New(s)
+		rt, err := rules.NewTable(id, s, g.unlistedFor(id), rules.ModeGuard, nil)
 		if err != nil {
 			return nil, bttlerr.Wrap(err, "wire guard: %s %q", kind, id)
 		}
-		t := &table{id: id, schema: make(strategy.Schema, len(s)), filters: fb, probe: g.probe, unlisted: g.unlistedFor(id), keyText: g.keyText}
-		for f, p := range s {
-			t.schema[f] = p
-			t.writeTime = t.writeTime || p.HasWriteTime()
-			t.singleValue = t.singleValue || p.IsSingleValue()
+		rt.Probe = g.probe
+		for _, p := range s {
 			g.managed = g.managed || p.Managed()
 		}
-		return t, nil
+		return &table{Table: rt, id: id, keyText: g.keyText}, nil
 	}
 	for id, s := range schemas {
 		t, err := newTable("table", id, s)
@@ -246,7 +240,7 @@ func (g *Guard) DialOptions() []grpc.DialOption {
 	}
 }
 
-func (g *Guard) now() bigtable.Timestamp { return bigtable.Timestamp(g.clock.Now().UnixMicro()) }
+func (g *Guard) now() time.Time { return g.clock.Now() }
 
 // active: the guard guards something; a guard with nothing to guard lets
 // every call through untouched.
@@ -319,7 +313,14 @@ func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 		}
 		// Open the stream only once the request is known, so a refused
 		// one never reaches the server.
-		return newLazyStream(g, ctx, desc, cc, method, streamer, opts), nil
+		return wirestream.New(ctx, desc, cc, method, streamer, opts,
+			func(m any) (any, error) {
+				out, err := g.check(method, m)
+				return out, g.refused(err)
+			},
+			func() error {
+				return g.refused(refusal(method, rules.ErrUnclassifiable, "", wirestream.ErrClosedBeforeSend.Error()))
+			}), nil
 	}
 }
 
@@ -342,7 +343,7 @@ func (g *Guard) refuseByMethod(method string) error {
 	case method == methodPrepareQuery || method == methodExecuteQuery:
 		return g.checkSQL(method)
 	case strings.HasPrefix(method, methodOpenPrefix):
-		return refusal(method, RuleSessionDataPlane, "*",
+		return refusal(method, rules.ErrSessionDataPlane, "*",
 			"the session data plane bypasses the bttl wire guard; create the client with bigtable.ClientConfig{DisableSession: true}")
 	}
 	return nil
@@ -358,12 +359,12 @@ func (g *Guard) check(method string, req any) (any, error) {
 		if err != nil || t == nil {
 			return r, err
 		}
-		ms, v := t.checkMutations(g.now(), r.GetMutations())
+		ms, v := t.Mutations(g.now(), r.GetMutations(), nil)
 		if v != nil {
-			return nil, v.status(method, r.GetRowKey(), -1)
+			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
-		if !sameSlice(ms, r.GetMutations()) {
-			c := shallowCopy(r)
+		if !rules.Same(ms, r.GetMutations()) {
+			c := rules.ShallowCopy(r)
 			c.Mutations = ms
 			return c, nil
 		}
@@ -376,21 +377,21 @@ func (g *Guard) check(method string, req any) (any, error) {
 		now := g.now()
 		var entries []*btpb.MutateRowsRequest_Entry // a copy, once an entry changes
 		for i, e := range r.GetEntries() {
-			ms, v := t.checkMutations(now, e.GetMutations())
+			ms, v := t.Mutations(now, e.GetMutations(), nil)
 			if v != nil {
-				return nil, v.status(method, e.GetRowKey(), i)
+				return nil, t.status(v, method, e.GetRowKey(), i)
 			}
-			if !sameSlice(ms, e.GetMutations()) {
+			if !rules.Same(ms, e.GetMutations()) {
 				if entries == nil {
 					entries = append([]*btpb.MutateRowsRequest_Entry(nil), r.GetEntries()...)
 				}
-				c := shallowCopy(e)
+				c := rules.ShallowCopy(e)
 				c.Mutations = ms
 				entries[i] = c
 			}
 		}
 		if entries != nil {
-			c := shallowCopy(r)
+			c := rules.ShallowCopy(r)
 			c.Entries = entries
 			return c, nil
 		}
@@ -404,28 +405,31 @@ func (g *Guard) check(method string, req any) (any, error) {
 		// Both branches' cells are checked before either branch's
 		// companions, as ttlclient checks a conditional mutation: the
 		// refusal is the same whichever branch holds the worse cell.
-		for _, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
-			if v := t.checkEach(now, ms); v != nil {
-				return nil, v.status(method, r.GetRowKey(), -1)
+		var branches [2][]*btpb.Mutation
+		for i, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
+			out, v := t.Stamp(now, ms, nil)
+			if v != nil {
+				return nil, t.status(v, method, r.GetRowKey(), -1)
 			}
+			branches[i] = out
 		}
-		mtrue, v := t.complete(now, r.GetTrueMutations())
+		mtrue, v := t.Complete(now, branches[0])
 		if v != nil {
-			return nil, v.status(method, r.GetRowKey(), -1)
+			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
-		mfalse, v := t.complete(now, r.GetFalseMutations())
+		mfalse, v := t.Complete(now, branches[1])
 		if v != nil {
-			return nil, v.status(method, r.GetRowKey(), -1)
+			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
-		filter := g.readFilter && t.filters.Managed()
-		if filter || !sameSlice(mtrue, r.GetTrueMutations()) || !sameSlice(mfalse, r.GetFalseMutations()) {
+		filter := g.readFilter && t.Filters().Managed()
+		if filter || !rules.Same(mtrue, r.GetTrueMutations()) || !rules.Same(mfalse, r.GetFalseMutations()) {
 			// A shallow copy: the caller's request is left as it is, so
 			// a retry sends the same predicate once more, and row keys
 			// and mutations are shared, not copied.
-			c := shallowCopy(r)
+			c := rules.ShallowCopy(r)
 			c.TrueMutations, c.FalseMutations = mtrue, mfalse
 			if filter {
-				c.PredicateFilter = filters.ChainProto(t.filters.TTLProto(now), r.GetPredicateFilter())
+				c.PredicateFilter = t.Filter(now, r.GetPredicateFilter())
 			}
 			return c, nil
 		}
@@ -435,19 +439,17 @@ func (g *Guard) check(method string, req any) (any, error) {
 		if err != nil || t == nil {
 			return r, err
 		}
-		for _, rule := range r.GetRules() {
-			if v := t.checkRMW(rule); v != nil {
-				return nil, v.status(method, r.GetRowKey(), -1)
-			}
+		if v := t.ReadModifyWrite(r.GetRules()); v != nil {
+			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
 		return r, nil
 	case methodReadRows:
 		r, t, err := decodeAndResolve[*btpb.ReadRowsRequest](g, method, req)
-		if err != nil || t == nil || !t.filters.Managed() {
+		if err != nil || t == nil || !t.Filters().Managed() {
 			return r, err
 		}
-		c := shallowCopy(r)
-		c.Filter = filters.ChainProto(t.filters.TTLProto(g.now()), r.GetFilter())
+		c := rules.ShallowCopy(r)
+		c.Filter = t.Filter(g.now(), r.GetFilter())
 		return c, nil
 	}
 	return req, g.refuseByMethod(method)
@@ -459,7 +461,7 @@ func (g *Guard) checkSQL(method string) error {
 	if !g.managed || g.sqlAllowed {
 		return nil
 	}
-	return refusal(method, RuleSQL, "*", "the guard cannot filter SQL queries, which could return expired cells of guarded tables; "+
+	return refusal(method, rules.ErrUnfilteredSQL, "*", "the guard cannot filter SQL queries, which could return expired cells of guarded tables; "+
 		"read with ReadRows, or install the guard with wireguard.WithSQLAllowed() to accept that")
 }
 
@@ -479,10 +481,10 @@ func decodeAndResolve[M resourceNames](g *Guard, method string, req any) (M, *ta
 	var zero M
 	r, err := decode[M](req)
 	if err != nil {
-		return zero, nil, refusal(method, RuleUnclassifiable, "", err.Error())
+		return zero, nil, refusal(method, rules.ErrUnclassifiable, "", err.Error())
 	}
 	if paths := unknownFields(r.ProtoReflect(), "", nil); len(paths) > 0 {
-		return zero, nil, refusal(method, RuleUnclassifiable, "", fmt.Sprintf(
+		return zero, nil, refusal(method, rules.ErrUnclassifiable, "", fmt.Sprintf(
 			"the request carries fields %v that the guard's protos (cloud.google.com/go/bigtable v1.58.0) do not know", paths))
 	}
 	var mv string
@@ -491,7 +493,7 @@ func decodeAndResolve[M resourceNames](g *Guard, method string, req any) (M, *ta
 	}
 	res, err := resolve(r.GetTableName(), r.GetAuthorizedViewName(), mv)
 	if err != nil {
-		return zero, nil, refusal(method, RuleUnclassifiable, "", err.Error())
+		return zero, nil, refusal(method, rules.ErrUnclassifiable, "", err.Error())
 	}
 	if !res.materialized {
 		return r, g.tables[res.id], nil
@@ -499,7 +501,7 @@ func decodeAndResolve[M resourceNames](g *Guard, method string, req any) (M, *ta
 	if t, ok := g.views[res.id]; ok {
 		return r, t, nil
 	}
-	return zero, nil, refusal(method, RuleUndeclaredMaterializedView, res.name, fmt.Sprintf(
+	return zero, nil, refusal(method, rules.ErrUndeclaredMaterializedView, res.name, fmt.Sprintf(
 		"materialized view %q was not declared with wireguard.WithMaterializedView, so the guard cannot tell which TTL filter its reads need", res.id))
 }
 
@@ -532,181 +534,51 @@ func decode[M proto.Message](req any) (M, error) {
 }
 
 // refusal is a FailedPrecondition for a whole request, with a
-// PreconditionFailure detail carrying rule.
-func refusal(method, rule, subject, reason string) error {
-	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), rule, bttlerr.Trim(reason))
-	return withViolation(status.New(codes.FailedPrecondition, msg), rule, subject, reason)
+// PreconditionFailure detail carrying the rule of err's registry row.
+func refusal(method string, err error, subject, reason string) error {
+	row := rules.Of(err)
+	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: %s", strings.TrimPrefix(method, service), row.Rule, bttlerr.Trim(reason))
+	return &guardRefusal{st: withViolation(status.New(codes.FailedPrecondition, msg), row, subject, reason), reason: row}
 }
 
-func withViolation(st *status.Status, rule, subject, description string) error {
+// guardRefusal is a refusal of the guard with what its Recorder labels:
+// the registry row, the guarded table (or view) and the family of its
+// schema, "" for none. The caller gets st alone (Guard.refused).
+type guardRefusal struct {
+	st            *status.Status
+	reason        *rules.Reason
+	table, family string
+}
+
+func (e *guardRefusal) Error() string              { return e.st.Err().Error() }
+func (e *guardRefusal) GRPCStatus() *status.Status { return e.st }
+
+func withViolation(st *status.Status, row *rules.Reason, subject, description string) *status.Status {
 	if d, err := st.WithDetails(&errdetails.PreconditionFailure{Violations: []*errdetails.PreconditionFailure_Violation{{
-		Type: rule, Subject: subject, Description: description,
-	}}}); err == nil {
+		Type: row.Rule, Subject: subject, Description: description,
+	}}}, &errdetails.ErrorInfo{Reason: row.Info, Domain: rules.ErrorDomain}); err == nil {
 		st = d
 	}
-	return st.Err()
+	return st
 }
 
-// shallowCopy returns a new message with m's fields; message-typed fields
-// (row sets, mutations) are shared, not copied.
-func shallowCopy[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	if u := src.GetUnknown(); len(u) > 0 {
-		dst.SetUnknown(u)
-	}
-	return dst.Interface().(M)
-}
-
-// violation is one refused mutation.
-type violation struct {
-	rule, table, family, column string
-	err                         error
-	text                        keytext.Text
-}
-
-func (t *table) violation(rule, family string, column []byte, err error) *violation {
-	return &violation{rule: rule, table: t.id, family: family, column: string(column), err: err, text: t.keyText}
-}
-
-// checkMutations applies docs/design.md#guardrails to a row's mutations,
-// and returns them with what bttl's client would add: the column delete
-// before each SetCell of a strategy.SingleValue family, and the write-time
-// companions of a family with strategy.WithWriteTime (ms itself when
-// nothing is missing).
-func (t *table) checkMutations(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
-	if v := t.checkEach(now, ms); v != nil {
-		return nil, v
-	}
-	return t.complete(now, ms)
-}
-
-// complete is checkMutations after checkEach: the single-value deletes and
-// the companions (whose refusal of a forged companion comes last).
-func (t *table) complete(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *violation) {
-	if t.singleValue {
-		ms = t.addSingleValueDeletes(ms)
-	}
-	if !t.writeTime {
-		return ms, nil
-	}
-	return t.addCompanions(now, ms)
-}
-
-func (t *table) checkEach(now bigtable.Timestamp, ms []*btpb.Mutation) *violation {
-	for _, m := range ms {
-		var fam string
-		var col []byte
-		switch x := m.GetMutation().(type) {
-		case *btpb.Mutation_SetCell_:
-			fam, col = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier()
-			if _, named := t.schema[fam]; !named && fam == t.probe {
-				// Before the unlisted families: the probe never passes.
-				return t.violation(RuleVerifyProbe, fam, col, errors.New("the probe of Guard.Verify: this guard is installed; nothing was sent"))
-			}
-			p, ok := t.policy(fam)
-			if !ok {
-				return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
-			}
-			if !p.Managed() {
-				continue
-			}
-			ts := bigtable.Timestamp(x.SetCell.GetTimestampMicros())
-			if ts == bigtable.ServerTime {
-				return t.violation(RuleServerTimestamp, fam, col, fmt.Errorf("%w: a %s family", strategy.ErrServerTimestamp, p.Kind()))
-			}
-			sent, err := p.CheckExplicit(now, ts)
-			if err != nil {
-				if !errors.Is(err, strategy.ErrAlreadyExpired) { // that message gives now itself
-					err = fmt.Errorf("%w (now %d)", err, now)
-				}
-				return t.violation(ruleOf(err), fam, col, err)
-			}
-			if p.Kind() != strategy.KindSequence && sent != strategy.Millis(ts) {
-				// A family that clamps TTLs lowered this one: the guard
-				// refuses rather than rewrite the caller's timestamp.
-				return t.violation(RuleTTLTooLong, fam, col, fmt.Errorf("%w: timestamp %d is over the family's max TTL %s (the wire guard does not clamp)",
-					strategy.ErrTTLTooLong, ts, p.MaxTTL()))
-			}
-			continue
-		case *btpb.Mutation_AddToCell_:
-			fam, col = x.AddToCell.GetFamilyName(), x.AddToCell.GetColumnQualifier().GetRawValue()
-			if v := t.checkServerAssigned(fam, col, "AddToCell"); v != nil {
-				return v
-			}
-			continue
-		case *btpb.Mutation_MergeToCell_:
-			fam, col = x.MergeToCell.GetFamilyName(), x.MergeToCell.GetColumnQualifier().GetRawValue()
-			if v := t.checkServerAssigned(fam, col, "MergeToCell"); v != nil {
-				return v
-			}
-			continue
-		case *btpb.Mutation_DeleteFromColumn_:
-			fam, col = x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier()
-		case *btpb.Mutation_DeleteFromFamily_:
-			fam = x.DeleteFromFamily.GetFamilyName()
-		case *btpb.Mutation_DeleteFromRow_:
-			continue // names no family
-		default:
-			// A kind of mutation newer than the guard's protos arrives
-			// with no oneof set: what it writes is unknown.
-			return t.violation(RuleUnclassifiable, "", nil, errors.New("a mutation of a kind the guard does not know"))
-		}
-		if _, ok := t.policy(fam); !ok {
-			return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
-		}
-	}
-	return nil
-}
-
-func (t *table) checkServerAssigned(fam string, col []byte, op string) *violation {
-	p, ok := t.policy(fam)
-	if !ok {
-		return t.violation(RuleUnknownFamily, fam, col, errUnknownFamily)
-	}
-	if p.Managed() {
-		return t.violation(RuleServerAssignedTimestamp, fam, col, fmt.Errorf("%s on a %s family: the server would pick the timestamp", op, p.Kind()))
-	}
-	return nil
-}
-
-func (t *table) checkRMW(r *btpb.ReadModifyWriteRule) *violation {
-	return t.checkServerAssigned(r.GetFamilyName(), r.GetColumnQualifier(), "ReadModifyWrite")
-}
-
-var errUnknownFamily = errors.New("family not in the table's schema")
-
-func ruleOf(err error) string {
-	switch {
-	case errors.Is(err, strategy.ErrServerTimestamp):
-		return RuleServerTimestamp
-	case errors.Is(err, strategy.ErrAlreadyExpired):
-		return RuleExpiredOnArrival
-	case errors.Is(err, strategy.ErrBeforeEpoch):
-		return RuleBeforeEpoch
-	case errors.Is(err, strategy.ErrInvalidSequence):
-		return RuleInvalidSequence
-	case errors.Is(err, strategy.ErrTTLTooLong):
-		return RuleTTLTooLong
-	}
-	return "invalid-timestamp"
-}
-
-// status is the FailedPrecondition refusal: the message names the rule,
-// table, family, column and row; a PreconditionFailure detail carries the
-// rule, table, family and column. Row and column are shown as
+// status is the FailedPrecondition refusal of v: the message names the
+// rule, table, family, column and row; a PreconditionFailure detail
+// carries the rule, table, family and column. Row and column are shown as
 // docs/design.md#keys-in-messages says: quoted and cut, or redacted.
-func (v *violation) status(method string, row []byte, entry int) error {
+func (t *table) status(v *rules.Refusal, method string, row []byte, entry int) error {
 	where := ""
 	if entry >= 0 {
 		where = fmt.Sprintf(", entry %d (the whole request is refused)", entry)
 	}
-	col, desc := v.text.Key(v.column), bttlerr.Trim(v.text.Scrub(v.err.Error(), v.column, string(row)))
+	column := string(v.Column)
+	col, desc := t.keyText.Key(column), bttlerr.Trim(t.keyText.Scrub(v.Err.Error(), column, string(row)))
 	msg := fmt.Sprintf("bttl: wire guard refused %s: rule %s: table %q, family %q, column %s, row %s%s: %s",
-		strings.TrimPrefix(method, service), v.rule, v.table, v.family, col, v.text.Key(string(row)), where, desc)
-	return withViolation(status.New(codes.FailedPrecondition, msg), v.rule, v.table+"/"+v.family+":"+col, desc)
+		strings.TrimPrefix(method, service), v.Reason.Rule, t.id, v.Family, col, t.keyText.Key(string(row)), where, desc)
+	fam := v.Family
+	if _, ok := t.Schema[fam]; !ok {
+		fam = ""
+	}
+	st := withViolation(status.New(codes.FailedPrecondition, msg), v.Reason, t.id+"/"+v.Family+":"+col, desc)
+	return &guardRefusal{st: st, reason: v.Reason, table: t.id, family: fam}
 }

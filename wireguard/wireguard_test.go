@@ -262,7 +262,7 @@ func TestRefusalCarriesPreconditionFailure(t *testing.T) {
 	assert.False(t, sent)
 	st := status.Convert(err)
 	assert.Equal(t, codes.FailedPrecondition, st.Code())
-	require.Len(t, st.Details(), 1)
+	require.Len(t, st.Details(), 2, "a PreconditionFailure, then the ErrorInfo of the refusal registry")
 	pf, ok := st.Details()[0].(*errdetails.PreconditionFailure)
 	require.True(t, ok)
 	assert.Equal(t, wireguard.RuleServerTimestamp, pf.Violations[0].Type)

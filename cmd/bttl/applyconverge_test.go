@@ -59,7 +59,7 @@ func TestApplyConvergesAfterACleanMigrate(t *testing.T) {
 			defer tick.Stop()
 			for k := 0; ; k++ {
 				m := ttlclient.NewMutation()
-				m.Set("f", "c", ttlclient.Auto, []byte("live"), ttlclient.WithTTL(time.Duration(k%1000+1)*time.Millisecond))
+				m.SetTTL("f", "c", time.Duration(k%1000+1)*time.Millisecond, []byte("live"))
 				if live.Apply(wctx, fmt.Sprintf("live#%02d", k%20), m) == nil {
 					written++
 				}

@@ -40,7 +40,7 @@ func auditCompanions(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client
 	require.NoError(t, err)
 	for _, row := range []string{"a", "b", "c"} {
 		m := ttlclient.NewMutation()
-		m.Set("s", "tok", ttlclient.Auto, []byte("v"))
+		m.Set("s", "tok", bigtable.ServerTime, []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, row, m))
 	}
 	file := writeFile(t, "s.yaml", "tables:\n  wt:\n    s: {strategy: default-expiry, ttl: 48h, write_time: true}\n")

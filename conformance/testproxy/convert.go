@@ -13,8 +13,7 @@ import (
 )
 
 // mutationSink is what the suite's mutations are replayed into: a
-// *bigtable.Mutation or a *ttlclient.Mutation, whose methods differ only in
-// ttlclient's optional cell options.
+// *bigtable.Mutation or a *ttlclient.Mutation, whose methods are the same.
 type mutationSink interface {
 	Set(family, column string, ts bigtable.Timestamp, value []byte)
 	DeleteCellsInColumn(family, column string)
@@ -25,7 +24,7 @@ type mutationSink interface {
 	MergeBytesToCell(family, column string, ts bigtable.Timestamp, value []byte)
 }
 
-// ttlSink adapts *ttlclient.Mutation (its Set takes cell options).
+// ttlSink is a *ttlclient.Mutation as a mutationSink.
 type ttlSink struct{ *ttlclient.Mutation }
 
 func (s ttlSink) Set(family, column string, ts bigtable.Timestamp, value []byte) {

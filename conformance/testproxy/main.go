@@ -125,6 +125,11 @@ func (s *server) CreateClient(ctx context.Context, req *pb.CreateClientRequest) 
 	}
 	v := variants[*variant]
 	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if v.ttl {
+		// bttl's interceptor, as ttlclient.NewClient dials it: Table.API
+		// and reads with options are rewritten on the wire.
+		dial = append(dial, ttlclient.DialOptions()...)
+	}
 	if v.guard {
 		schemas := map[string]strategy.Schema{}
 		for _, id := range suiteTables {

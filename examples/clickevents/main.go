@@ -85,9 +85,9 @@ func run(ctx context.Context, out io.Writer) error {
 			m := ttlclient.NewMutation()
 			page := []byte(fmt.Sprintf("/page/%d", e))
 			if ttl := ttlOf(customers[c]); ttl != defaultTTL {
-				m.Set(family, "url", ttlclient.Auto, page, ttlclient.WithTTL(ttl))
+				m.SetTTL(family, "url", ttl, page)
 			} else {
-				m.Set(family, "url", ttlclient.Auto, page) // the family's default, 48h
+				m.Set(family, "url", bigtable.ServerTime, page) // the family's default, 48h
 			}
 			keys = append(keys, fmt.Sprintf("%s%sevent-%d", customers[c], rowKeySeparate, e))
 			muts = append(muts, m)

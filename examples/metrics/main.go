@@ -98,11 +98,11 @@ func run(ctx context.Context, out io.Writer) error {
 	const users = 20
 	for u := 0; u < users; u++ {
 		m := ttlclient.NewMutation()
-		m.Set("session", "token", ttlclient.Auto, []byte("t"), ttlclient.WithTTL(30*time.Minute))
-		m.Set("clicks", "promo", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Hour))
-		m.Set("clicks", "home", ttlclient.Auto, []byte("2")) // the 48h default
-		m.Set("clicks", "checkout", ttlclient.Auto, []byte("3"), ttlclient.WithTTL(72*time.Hour))
-		m.Set("doc", "body", ttlclient.Auto, []byte("rev"), ttlclient.WithSequence(int64(u+1)))
+		m.SetTTL("session", "token", 30*time.Minute, []byte("t"))
+		m.SetTTL("clicks", "promo", time.Hour, []byte("1"))
+		m.Set("clicks", "home", bigtable.ServerTime, []byte("2")) // the 48h default
+		m.SetTTL("clicks", "checkout", 72*time.Hour, []byte("3"))
+		m.SetVersion("doc", "body", int64(u+1), []byte("rev"))
 		m.Set("meta", "owner", 1000, []byte("ada"))
 		if err := tbl.Apply(ctx, fmt.Sprintf("user#%02d", u), m); err != nil {
 			return err

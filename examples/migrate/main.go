@@ -126,8 +126,8 @@ func run(ctx context.Context, out io.Writer) error {
 	// migrated yet keep writing real and server timestamps, and their cells
 	// simply get the default TTL.
 	m := ttlclient.NewMutation()
-	m.Set(family, "new-default", ttlclient.Auto, []byte("1"))
-	m.Set(family, "new-ttl-1h", ttlclient.Auto, []byte("1"), ttlclient.WithTTL(time.Hour))
+	m.Set(family, "new-default", bigtable.ServerTime, []byte("1"))
+	m.SetTTL(family, "new-ttl-1h", time.Hour, []byte("1"))
 	if err := tbl.Apply(ctx, row, m); err != nil {
 		return err
 	}

@@ -55,9 +55,9 @@ func run(ctx context.Context, out io.Writer) error {
 
 	t0 := h.Clock.Now()
 	m := ttlclient.NewMutation()
-	m.Set(family, "otp", ttlclient.Auto, []byte("417302"), ttlclient.WithTTL(30*time.Second))
-	m.Set(family, "token", ttlclient.Auto, []byte("tok-abc"), ttlclient.WithTTL(20*time.Minute))
-	m.Set(family, "cart", ttlclient.Auto, []byte("3 items"), ttlclient.WithTTL(24*time.Hour))
+	m.SetTTL(family, "otp", 30*time.Second, []byte("417302"))
+	m.SetTTL(family, "token", 20*time.Minute, []byte("tok-abc"))
+	m.SetTTL(family, "cart", 24*time.Hour, []byte("3 items"))
 	// An explicit timestamp on a one-second family is the expiry instant.
 	m.Set(family, "banner", bigtable.Time(t0.Add(time.Hour)), []byte("sale ends at t0+1h"))
 	if err := tbl.Apply(ctx, row, m); err != nil {

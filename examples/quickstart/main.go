@@ -52,12 +52,12 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 
 	m := ttlclient.NewMutation()
-	m.Set("session", "token", ttlclient.Auto, []byte("abc"), ttlclient.WithTTL(30*time.Minute))
-	m.Set("clicks", "home", ttlclient.Auto, []byte("1 click"))                                       // default 48h
-	m.Set("clicks", "promo", ttlclient.Auto, []byte("2 clicks"), ttlclient.WithTTL(time.Hour))       // shorter
-	m.Set("clicks", "checkout", ttlclient.Auto, []byte("3 clicks"), ttlclient.WithTTL(72*time.Hour)) // longer
+	m.SetTTL("session", "token", 30*time.Minute, []byte("abc"))
+	m.Set("clicks", "home", bigtable.ServerTime, []byte("1 click"))  // default 48h
+	m.SetTTL("clicks", "promo", time.Hour, []byte("2 clicks"))       // shorter
+	m.SetTTL("clicks", "checkout", 72*time.Hour, []byte("3 clicks")) // longer
 	for v := int64(1); v <= 3; v++ {
-		m.Set("doc", "body", ttlclient.Auto, []byte(fmt.Sprintf("revision %d", v)), ttlclient.WithSequence(v))
+		m.SetVersion("doc", "body", v, []byte(fmt.Sprintf("revision %d", v)))
 	}
 	m.Set("meta", "owner", 1000, []byte("ada"))
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {

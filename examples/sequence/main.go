@@ -115,7 +115,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// A late writer with a lower version does not become "latest".
 	late := ttlclient.NewMutation()
-	late.Set(revs, "body", ttlclient.Auto, []byte("replayed old edit"), ttlclient.WithSequence(2))
+	late.SetVersion(revs, "body", 2, []byte("replayed old edit"))
 	if err := tbl.Apply(ctx, doc, late); err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	fmt.Fprintln(out, "\nguardrails:")
 	bad := ttlclient.NewMutation()
-	bad.Set(revs, "body", ttlclient.Auto, []byte("x"), ttlclient.WithSequence(0))
+	bad.SetVersion(revs, "body", 0, []byte("x"))
 	err = tbl.Apply(ctx, doc, bad)
 	fmt.Fprintf(out, "  sequence 0: refused=%t: %v\n", errors.Is(err, strategy.ErrInvalidSequence), err)
 	noSeq := ttlclient.NewMutation()
@@ -156,7 +156,7 @@ func saveRevision(ctx context.Context, tbl *ttlclient.Table, body string) (int64
 	seq := int64(binary.BigEndian.Uint64(r[meta][0].Value))
 
 	m := ttlclient.NewMutation()
-	m.Set(revs, "body", ttlclient.Auto, []byte(body), ttlclient.WithSequence(seq))
+	m.SetVersion(revs, "body", seq, []byte(body))
 	return seq, tbl.Apply(ctx, doc, m)
 }
 

@@ -85,7 +85,7 @@ func run(ctx context.Context, out io.Writer) error {
 	t0 := h.Clock.Now()
 	for _, u := range users {
 		m := ttlclient.NewMutation()
-		m.Set(family, column, ttlclient.Auto, []byte(u.name), ttlclient.WithTTL(idle))
+		m.SetTTL(family, column, idle, []byte(u.name))
 		if err := tbl.Apply(ctx, "sid#"+u.name, m); err != nil {
 			return err
 		}

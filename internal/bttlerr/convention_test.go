@@ -84,8 +84,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrInvalidTimestampRange":   ttlclient.ErrInvalidTimestampRange,
 	"ttlclient.ErrNoAdminClient":           ttlclient.ErrNoAdminClient,
 	"ttlclient.ErrTableNotFound":           ttlclient.ErrTableNotFound,
-	"ttlclient.ErrUnsupportedReadOption":   ttlclient.ErrUnsupportedReadOption,
-	"ttlclient.ErrMutationUnreadable":      ttlclient.ErrMutationUnreadable,
+	"ttlclient.ErrNotDialed":               ttlclient.ErrNotDialed,
 	"ttlclient.ErrNotApplicable":           ttlclient.ErrNotApplicable,
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,
 	"ttlclient.ErrNoWriteTime":             ttlclient.ErrNoWriteTime,
@@ -123,7 +122,6 @@ var structErrors = map[string]error{
 	"ttlclient.CellError":            &ttlclient.CellError{Table: "t", Family: "f", Err: strategy.ErrInvalidTTL},
 	"ttlclient.NoAdminError":         &ttlclient.NoAdminError{Table: "t"},
 	"ttlclient.SQLError":             &ttlclient.SQLError{Query: "SELECT 1", Err: ttlclient.ErrUnfilteredSQL},
-	"ttlclient.CompatibilityError":   &ttlclient.CompatibilityError{Version: "v1", Failed: []ttlclient.CompatibilityFailure{{Check: "mutation", Err: ttlclient.ErrMutationUnreadable}, {Check: "row-filter", Err: ttlclient.ErrUnsupportedReadOption}}},
 	"wireguard.VerifyError":          &wireguard.VerifyError{Table: "t", Reason: "r", Err: status.Error(codes.FailedPrecondition, "bttl: wire guard refused MutateRow: rule verify-probe")},
 	"scan.StallError (not ReadRows)": &scan.StallError{Interval: time.Second, Step: "SampleRowKeys"},
 }

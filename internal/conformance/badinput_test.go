@@ -85,8 +85,14 @@ func TestBadInputRefusedBeforeAnyRPC(t *testing.T) {
 		build func(m *ttlclient.Mutation) // nil: a nil mutation
 		want  error
 	}
-	set := func(fam string, ts bigtable.Timestamp, value []byte, opts ...ttlclient.CellOption) func(*ttlclient.Mutation) {
-		return func(m *ttlclient.Mutation) { m.Set(fam, "c", ts, value, opts...) }
+	set := func(fam string, ts bigtable.Timestamp, value []byte) func(*ttlclient.Mutation) {
+		return func(m *ttlclient.Mutation) { m.Set(fam, "c", ts, value) }
+	}
+	setTTL := func(fam string, ttl time.Duration) func(*ttlclient.Mutation) {
+		return func(m *ttlclient.Mutation) { m.SetTTL(fam, "c", ttl, []byte("v")) }
+	}
+	setVersion := func(fam string, seq int64) func(*ttlclient.Mutation) {
+		return func(m *ttlclient.Mutation) { m.SetVersion(fam, "c", seq, []byte("v")) }
 	}
 	v := []byte("v")
 	const noRow = "\x00none"
@@ -95,17 +101,17 @@ func TestBadInputRefusedBeforeAnyRPC(t *testing.T) {
 		{name: "unknown family", build: set("nope", 1000, v), want: ttlclient.ErrUnknownFamily},
 		{name: "empty row key", row: noRow, build: set("plain", 1000, v), want: ttlclient.ErrEmptyRowKey},
 		{name: "row key over 4 KiB", row: strings.Repeat("k", ttlclient.MaxRowKeyBytes+1), build: set("plain", 1000, v), want: ttlclient.ErrRowKeyTooLong},
-		{name: "value over 100 MiB", build: set("def", ttlclient.Auto, huge), want: ttlclient.ErrValueTooLarge},
-		{name: "TTL of 0", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(0)), want: strategy.ErrInvalidTTL},
-		{name: "negative TTL", build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(-time.Hour)), want: strategy.ErrInvalidTTL},
-		{name: "huge TTL overflowing the timestamp", clock: endOfTime, build: set("one", ttlclient.Auto, v, ttlclient.WithTTL(math.MaxInt64)), want: strategy.ErrTimestampOverflow},
-		{name: "math.MaxInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MaxInt64)), want: strategy.ErrInvalidSequence},
-		{name: "math.MinInt64 sequence", build: set("seq", ttlclient.Auto, v, ttlclient.WithSequence(math.MinInt64)), want: strategy.ErrInvalidSequence},
+		{name: "value over 100 MiB", build: set("def", bigtable.ServerTime, huge), want: ttlclient.ErrValueTooLarge},
+		{name: "TTL of 0", build: setTTL("def", 0), want: strategy.ErrInvalidTTL},
+		{name: "negative TTL", build: setTTL("one", -time.Hour), want: strategy.ErrInvalidTTL},
+		{name: "huge TTL overflowing the timestamp", clock: endOfTime, build: setTTL("one", math.MaxInt64), want: strategy.ErrTimestampOverflow},
+		{name: "math.MaxInt64 sequence", build: setVersion("seq", math.MaxInt64), want: strategy.ErrInvalidSequence},
+		{name: "math.MinInt64 sequence", build: setVersion("seq", math.MinInt64), want: strategy.ErrInvalidSequence},
 		{name: "nil mutation", want: ttlclient.ErrNilMutation},
 		{name: "mutation with no operations", build: func(*ttlclient.Mutation) {}, want: ttlclient.ErrEmptyMutation},
 	}
 	for name, d := range nanLike() {
-		c := bad{name: "TTL from a " + name + " conversion", build: set("def", ttlclient.Auto, v, ttlclient.WithTTL(d)), want: strategy.ErrInvalidTTL}
+		c := bad{name: "TTL from a " + name + " conversion", build: setTTL("def", d), want: strategy.ErrInvalidTTL}
 		if d >= time.Millisecond {
 			// A platform that saturates to math.MaxInt64 instead: a
 			// 292-year TTL is valid today, so check it where it overflows.

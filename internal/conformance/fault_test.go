@@ -135,8 +135,8 @@ func TestRetryKeepsTheFirstTimestamp(t *testing.T) {
 		f.mu.Unlock()
 	}()
 	m := ttlclient.NewMutation()
-	m.Set("one", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Hour))
-	m.Set("def", "c", ttlclient.Auto, []byte("v"), ttlclient.WithTTL(30*time.Minute))
+	m.SetTTL("one", "c", time.Hour, []byte("v"))
+	m.SetTTL("def", "c", 30*time.Minute, []byte("v"))
 	require.NoError(t, tbl.Apply(ctx, "row", m))
 	require.GreaterOrEqual(t, f.before.Load()+f.after.Load(), int64(3), "faults injected")
 	require.True(t, h.Clock.Now().After(start), "the clock moved during the retries")
@@ -223,7 +223,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 			keys[i] = fmt.Sprintf("row%05d", i)
 			m := ttlclient.NewMutation()
 			for c := range 12 {
-				m.Set("def", fmt.Sprintf("c%02d", c), ttlclient.Auto, []byte("v"), ttlclient.WithTTL(time.Duration(1+c)*time.Minute))
+				m.SetTTL("def", fmt.Sprintf("c%02d", c), time.Duration(1+c)*time.Minute, []byte("v"))
 			}
 			muts[i] = m
 		}
@@ -256,7 +256,7 @@ func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 			return h.CreateTable(context.Background(), "bulk", schema) == nil
 		}, 30*time.Second, 100*time.Millisecond, "admin client reconnects")
 		m := ttlclient.NewMutation()
-		m.Set("def", "c", ttlclient.Auto, []byte("again"))
+		m.Set("def", "c", bigtable.ServerTime, []byte("again"))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, tbl.Apply(ctx, "row", m))
@@ -286,4 +286,60 @@ func (s *onEOF) RecvMsg(m any) error {
 		s.fn()
 	}
 	return err
+}
+
+// Issue 34: through Table.API the interceptor assigns a server-timestamp
+// cell's timestamp on each attempt it sees. The client does not retry a
+// mutation carrying a server timestamp (mutationsAreRetryable, v1.58.0),
+// so a write the server applied and then reported Unavailable is not sent
+// again: one cell, and the caller sees the Unavailable. A cell with an
+// explicit timestamp is retried and rewritten the same way each time:
+// still one cell. The clock moves a second at each fault, so a second
+// attempt with a reassigned timestamp would store a second cell.
+func TestTimestampAssignedOnceAcrossRetries(t *testing.T) {
+	h, f := newFlaky(t, 0)
+	schema := strategy.Schema{"def": strategy.DefaultExpiry(time.Hour), "one": strategy.OneSecond()}
+	tbl := h.MustTable(t, "t", schema)
+	ctx := context.Background()
+	failAfterApply := func() {
+		f.mu.Lock()
+		f.fraction = 1
+		f.rng = rand.New(rand.NewPCG(1, 2))
+		f.mu.Unlock()
+	}
+
+	// A server timestamp: applied once, reported failed, not retried.
+	failAfterApply()
+	server := bigtable.NewMutation()
+	server.Set("def", "c", bigtable.ServerTime, []byte("v"))
+	err := tbl.API().Apply(ctx, "server", server)
+	f.mu.Lock()
+	f.fraction = 0
+	f.mu.Unlock()
+	require.Error(t, err)
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	stored, err := h.Stored(ctx, "t", "server")
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(stored["def"]), 1, "a cell written twice: %v", stored["def"])
+	assert.Equal(t, f.before.Load()+f.after.Load(), int64(1), "one attempt")
+
+	// An explicit timestamp: retried until it passes, rewritten the same
+	// way on every attempt.
+	ts := bigtable.Time(h.Clock.Now().Add(time.Hour)).TruncateToMilliseconds()
+	explicit := bigtable.NewMutation()
+	explicit.Set("one", "c", ts, []byte("v"))
+	go func() {
+		for f.before.Load()+f.after.Load() < 4 {
+			runtime.Gosched()
+		}
+		f.mu.Lock()
+		f.fraction = 0
+		f.mu.Unlock()
+	}()
+	failAfterApply()
+	require.NoError(t, tbl.API().Apply(ctx, "explicit", explicit))
+	stored, err = h.Stored(ctx, "t", "explicit")
+	require.NoError(t, err)
+	require.Len(t, stored["one"], 1, "one cell")
+	assert.Equal(t, ts, stored["one"][0].Timestamp)
 }

@@ -169,11 +169,11 @@ func toMutation(ops []model.Op) *ttlclient.Mutation {
 		v := []byte(o.Value)
 		switch o.Kind {
 		case model.SetTTL:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v, ttlclient.WithTTL(o.TTL))
+			m.SetTTL(o.Family, o.Column, o.TTL, v)
 		case model.SetSeq:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v, ttlclient.WithSequence(o.Seq))
+			m.SetVersion(o.Family, o.Column, o.Seq, v)
 		case model.SetAuto:
-			m.Set(o.Family, o.Column, ttlclient.Auto, v)
+			m.Set(o.Family, o.Column, bigtable.ServerTime, v)
 		case model.SetExplicit:
 			m.Set(o.Family, o.Column, bigtable.Timestamp(o.TS), v)
 		default:

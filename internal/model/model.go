@@ -29,7 +29,7 @@ type OpKind uint8
 const (
 	SetTTL       OpKind = iota // Set with WithTTL
 	SetSeq                     // Set with WithSequence
-	SetAuto                    // Set with ttlclient.Auto and no option
+	SetAuto                    // Set with bigtable.ServerTime and no option
 	SetExplicit                // Set with an explicit timestamp
 	DeleteColumn               // DeleteCellsInColumn
 	DeleteRange                // DeleteTimestampRange [TS, End), End 0 = infinity

@@ -1,6 +1,9 @@
 // Package wiremark marks the context of a request bttl's own client has
-// already checked and completed, so that bttl's wire guard, on the same
-// connection, passes it through unchanged (docs/design.md#wire-guard).
+// already checked and completed with bttl's one rule set (internal/rules),
+// the wire guard's too, so that the guard, on the same connection, passes
+// it through unchanged rather than run the same rules a second time
+// (docs/design.md#wire-guard): "already checked by this engine, for this
+// schema".
 //
 // ttlclient computes every request it sends (timestamps by the family's
 // convention, write-time companions, the TTL filter, or none where an

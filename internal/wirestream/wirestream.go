@@ -1,4 +1,8 @@
-package wireguard
+// Package wirestream is a gRPC client stream opened only once its first
+// request has been checked (and may have been rewritten): what bttl's wire
+// guard and bttl's client interceptor use on MutateRows and ReadRows, so
+// that a refused request never reaches the server.
+package wirestream
 
 import (
 	"context"
@@ -20,7 +24,8 @@ import (
 // receives; only the sending side settles the stream, so settle runs on
 // one goroutine and the receiving side reads cs and err after ready.
 type lazyStream struct {
-	g        *Guard
+	check    func(any) (any, error)
+	closed   func() error // the outcome of a CloseSend before any request
 	ctx      context.Context
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
@@ -33,8 +38,12 @@ type lazyStream struct {
 	err   error
 }
 
-func newLazyStream(g *Guard, ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) *lazyStream {
-	return &lazyStream{g: g, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, ready: make(chan struct{})}
+// New is a stream on method whose first SendMsg sends check's result (or
+// fails with check's error, opening nothing); a CloseSend before any
+// SendMsg settles it with closed's error.
+func New(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption,
+	check func(any) (any, error), closed func() error) grpc.ClientStream {
+	return &lazyStream{check: check, closed: closed, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, ready: make(chan struct{})}
 }
 
 func (s *lazyStream) settled() bool {
@@ -65,13 +74,12 @@ func (s *lazyStream) wait() error {
 	}
 }
 
-// errClosedBeforeSend: CloseSend came before any request.
-var errClosedBeforeSend = errors.New("the stream was closed before its request was sent: nothing was sent")
+// ErrClosedBeforeSend: CloseSend came before any request.
+var ErrClosedBeforeSend = errors.New("the stream was closed before its request was sent: nothing was sent")
 
 func (s *lazyStream) SendMsg(m any) error {
-	out, err := s.g.check(s.method, m)
+	out, err := s.check(m)
 	if err != nil {
-		err = s.g.refused(err)
 		s.settle(nil, err)
 		return err
 	}
@@ -89,7 +97,7 @@ func (s *lazyStream) CloseSend() error {
 	if !s.settled() {
 		// No request passed the guard, so there is no stream to close: the
 		// receiving side learns that nothing was sent.
-		s.settle(nil, s.g.refused(refusal(s.method, RuleUnclassifiable, "", errClosedBeforeSend.Error())))
+		s.settle(nil, s.closed())
 		return nil
 	}
 	if s.cs == nil {

@@ -1,0 +1,534 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/strategy"
+)
+
+// MaxValueBytes is the largest cell value Bigtable takes, checked before
+// any RPC in ModeClient.
+const MaxValueBytes = 100 << 20
+
+// Mode says whose request the rules apply to: where bttl's client and
+// the wire guard differ, the docs say how (docs/design.md#wire-guard).
+type Mode uint8
+
+const (
+	// ModeGuard: a plain client's request, on the wire. A server
+	// timestamp on a managed family is refused (the guard cannot know
+	// whether the caller meant the default TTL); an unmanaged family's
+	// cells are sent as they are; the limits the server checks itself
+	// (value size, range bounds) are left to it.
+	ModeGuard Mode = iota
+	// ModeClient: a bttl Table's request (ttlclient, and a Table.API
+	// caller's mutation on a connection bttl dialled). A server timestamp
+	// on a managed family gets the family's default TTL; an unmanaged
+	// family's timestamps are truncated to the millisecond; value size,
+	// range bounds and negative timestamps are refused before any RPC.
+	ModeClient
+)
+
+// IntentKind is what a caller of ttlclient asked of a cell beside its
+// proto: nothing (the proto's timestamp holds), a TTL or a sequence
+// number.
+type IntentKind uint8
+
+const (
+	IntentNone IntentKind = iota
+	IntentTTL
+	IntentSequence
+)
+
+// Intent is one cell's intent, beside the SetCell it belongs to: the wire
+// carries none, ttlclient's SetTTL and SetVersion do.
+type Intent struct {
+	Kind IntentKind
+	TTL  time.Duration
+	Seq  int64
+}
+
+// Table is the rules of one table (or materialized view).
+type Table struct {
+	ID       string
+	Schema   strategy.Schema
+	Unlisted *strategy.Policy // families Schema does not name pass as it; nil: refused
+	Mode     Mode
+	// Probe is the wire guard's Verify probe family: a SetCell on it
+	// (when the schema does not name it) is refused with ErrVerifyProbe.
+	Probe string
+
+	filters     *filters.Builder
+	writeTime   bool
+	singleValue bool
+	hasAge      bool // some family expires by age: the TTL filter changes with time
+	// ttl is the TTL filter of one millisecond, shared by the reads of
+	// that millisecond: a request's filter is only read (marshalled), and
+	// a caller's is chained after it, never into it.
+	ttl atomic.Pointer[cachedTTL]
+}
+
+type cachedTTL struct {
+	milli int64
+	f     *btpb.RowFilter
+}
+
+// NewTable checks schema and returns its rules. fb is the table's filter
+// builder (nil: one is made from schema).
+func NewTable(id string, schema strategy.Schema, unlisted *strategy.Policy, mode Mode, fb *filters.Builder) (*Table, error) {
+	if fb == nil {
+		var err error
+		if fb, err = filters.New(schema); err != nil {
+			return nil, err
+		}
+	}
+	t := &Table{ID: id, Schema: make(strategy.Schema, len(schema)), Unlisted: unlisted, Mode: mode, filters: fb}
+	for f, p := range schema {
+		t.Schema[f] = p
+		t.writeTime = t.writeTime || p.HasWriteTime()
+		t.singleValue = t.singleValue || p.IsSingleValue()
+		t.hasAge = t.hasAge || p.MaxAge() > 0
+	}
+	return t, nil
+}
+
+// Filters is the table's filter builder.
+func (t *Table) Filters() *filters.Builder { return t.filters }
+
+// Policy is fam's policy: the schema's, else the unlisted families' when
+// set; ok is false for a family neither covers.
+func (t *Table) Policy(fam string) (p strategy.Policy, ok bool) {
+	if p, ok = t.Schema[fam]; ok || t.Unlisted == nil {
+		return p, ok
+	}
+	return *t.Unlisted, true
+}
+
+// Refusal is one refused mutation (or request): its registry row, the
+// cause (wrapping Reason.Err) and where.
+type Refusal struct {
+	Reason *Reason
+	Err    error
+	// Index is the refused mutation's index in the input, -1 for a
+	// refusal of the whole request.
+	Index  int
+	Family string
+	// Named: the refusal is about an operation on Family, even "".
+	Named     bool
+	Column    []byte
+	Timestamp bigtable.Timestamp // the caller's timestamp, when it gave one
+	TTL       time.Duration      // the cell's TTL intent
+	Seq       int64              // the cell's sequence intent
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Refuse is a refusal of the whole request with err.
+func Refuse(err error) *Refusal { return &Refusal{Reason: reasonOf(err), Err: err, Index: -1} }
+
+func reasonOf(err error) *Reason {
+	if r := Of(err); r != nil {
+		return r
+	}
+	return &Reason{Err: err, Info: "other", Metric: "other", Rule: "invalid-request", Anchor: "guardrails"}
+}
+
+func (t *Table) refuse(i int, m *btpb.Mutation, in Intent, err error) *Refusal {
+	fam, col, ts := fieldsOf(m)
+	r := &Refusal{Reason: reasonOf(err), Err: err, Index: i, Family: fam, Named: m.GetDeleteFromRow() == nil, Column: col, Timestamp: ts}
+	switch in.Kind {
+	case IntentTTL:
+		r.TTL = in.TTL
+	case IntentSequence:
+		r.Seq = in.Seq
+	}
+	return r
+}
+
+// fieldsOf is m's family, qualifier and caller timestamp (a SetCell's, an
+// aggregate's, a range's start).
+func fieldsOf(m *btpb.Mutation) (fam string, col []byte, ts bigtable.Timestamp) {
+	switch x := m.GetMutation().(type) {
+	case *btpb.Mutation_SetCell_:
+		return x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier(), bigtable.Timestamp(x.SetCell.GetTimestampMicros())
+	case *btpb.Mutation_DeleteFromColumn_:
+		return x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier(),
+			bigtable.Timestamp(x.DeleteFromColumn.GetTimeRange().GetStartTimestampMicros())
+	case *btpb.Mutation_DeleteFromFamily_:
+		return x.DeleteFromFamily.GetFamilyName(), nil, 0
+	case *btpb.Mutation_AddToCell_:
+		return x.AddToCell.GetFamilyName(), x.AddToCell.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(x.AddToCell.GetTimestamp().GetRawTimestampMicros())
+	case *btpb.Mutation_MergeToCell_:
+		return x.MergeToCell.GetFamilyName(), x.MergeToCell.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(x.MergeToCell.GetTimestamp().GetRawTimestampMicros())
+	}
+	return "", nil, 0
+}
+
+// Mutations applies the rules to one row's mutations at now: Stamp, then
+// Complete. The result is ms itself when nothing changes; the protos of
+// ms are never written.
+func (t *Table) Mutations(now time.Time, ms []*btpb.Mutation, in []Intent) ([]*btpb.Mutation, *Refusal) {
+	out, r := t.Stamp(now, ms, in)
+	if r != nil {
+		return nil, r
+	}
+	return t.Complete(now, out)
+}
+
+// Stamp checks every mutation and gives each SetCell of a managed family
+// the timestamp its family's strategy assigns (in[i], when given, is the
+// intent of ms[i]). The result has one mutation per input, in order (a
+// changed SetCell is a new proto), ms itself when nothing changes.
+// Conditional mutations stamp both branches before completing either, so
+// the refusal is the same whichever branch holds the worse cell.
+func (t *Table) Stamp(now time.Time, ms []*btpb.Mutation, in []Intent) ([]*btpb.Mutation, *Refusal) {
+	return t.stamp(now, ms, in, false)
+}
+
+// StampOwned is Stamp for protos the caller built for this one request
+// and owns (ttlclient's, converted from a Mutation per Apply): their
+// timestamps are written in place, so the result is ms.
+func (t *Table) StampOwned(now time.Time, ms []*btpb.Mutation, in []Intent) *Refusal {
+	_, r := t.stamp(now, ms, in, true)
+	return r
+}
+
+func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace bool) ([]*btpb.Mutation, *Refusal) {
+	var out []*btpb.Mutation // a copy, once a cell changes
+	nowMicros := bigtable.Timestamp(now.UnixMicro())
+	var (
+		fam   string
+		p     strategy.Policy
+		found bool
+		chk   strategy.ExplicitCheck
+	)
+	for i, m := range ms {
+		var intent Intent
+		if i < len(in) {
+			intent = in[i]
+		}
+		f, _, ts := fieldsOf(m)
+		if m.GetMutation() == nil {
+			// A kind of mutation newer than bttl's protos arrives with no
+			// oneof set: what it writes is unknown.
+			return nil, t.refuse(i, m, intent, fmt.Errorf("%w: a mutation of a kind bttl does not know", ErrUnclassifiable))
+		}
+		if m.GetDeleteFromRow() != nil {
+			if out != nil {
+				out = append(out, m)
+			}
+			continue
+		}
+		if m.GetSetCell() != nil && t.Probe != "" && f == t.Probe {
+			if _, named := t.Schema[f]; !named {
+				// Before the unlisted families: the probe never passes.
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: this guard is installed; nothing was sent", ErrVerifyProbe))
+			}
+		}
+		if !found || f != fam {
+			p, found = t.Policy(f)
+			if !found {
+				return nil, t.refuse(i, m, intent, ErrUnknownFamily)
+			}
+			fam = f
+			chk = strategy.NewExplicitCheck(p, nowMicros)
+		}
+		send := m
+		if t.Mode == ModeClient && t.writeTime && p.HasWriteTime() {
+			// bttl's client refuses a write to a write-time family's
+			// reserved qualifiers in the mutation's order, with the cell's
+			// other checks; the guard, in Complete, once every cell of
+			// both branches has passed (docs/design.md#rules).
+			if q := qualifierOf(m); q != nil && strings.HasPrefix(string(q), strategy.ReservedQualifierStart) {
+				err := ErrReservedColumn
+				if strings.HasPrefix(string(q), strategy.WriteTimePrefix) {
+					err = errCompanionSent
+				}
+				return nil, t.refuse(i, m, intent, err)
+			}
+		}
+		switch x := m.GetMutation().(type) {
+		case *btpb.Mutation_SetCell_:
+			if t.Mode == ModeClient && len(x.SetCell.GetValue()) > MaxValueBytes {
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(x.SetCell.GetValue())))
+			}
+			sent, err := t.timestamp(&p, &chk, ts, intent, now)
+			if err != nil {
+				return nil, t.refuse(i, m, intent, err)
+			}
+			if sent != ts && inPlace {
+				x.SetCell.TimestampMicros = int64(sent)
+			} else if sent != ts {
+				c := x.SetCell
+				send = &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+					FamilyName: c.GetFamilyName(), ColumnQualifier: c.GetColumnQualifier(), TimestampMicros: int64(sent), Value: c.GetValue(),
+				}}}
+			}
+		case *btpb.Mutation_DeleteFromColumn_:
+			if t.Mode == ModeClient {
+				r := x.DeleteFromColumn.GetTimeRange()
+				start, end := r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
+				if start < 0 || end < 0 || (end != 0 && strategy.Millis(bigtable.Timestamp(end)) <= strategy.Millis(bigtable.Timestamp(start))) {
+					return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
+				}
+			}
+		case *btpb.Mutation_AddToCell_, *btpb.Mutation_MergeToCell_:
+			op := "AddToCell"
+			if m.GetMergeToCell() != nil {
+				op = "MergeToCell"
+			}
+			if p.Managed() {
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: %s on a %s family: the server would pick the timestamp", ErrServerAssignedTimestamp, op, p.Kind()))
+			}
+			if t.Mode == ModeClient && ts < 0 {
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, ts))
+			}
+		}
+		if send != m && out == nil {
+			out = append(make([]*btpb.Mutation, 0, len(ms)), ms[:i]...)
+		}
+		if out != nil {
+			out = append(out, send)
+		}
+	}
+	if out == nil {
+		return ms, nil
+	}
+	return out, nil
+}
+
+// timestamp is the timestamp to send for a cell of policy p whose proto
+// holds ts and whose intent is in.
+func (t *Table) timestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, ts bigtable.Timestamp, in Intent, now time.Time) (bigtable.Timestamp, error) {
+	if !p.Managed() {
+		switch {
+		case in.Kind != IntentNone:
+			return 0, fmt.Errorf("%w: an unmanaged family keeps the caller's timestamp", strategy.ErrWrongCellOption)
+		case t.Mode == ModeGuard || ts == bigtable.ServerTime:
+			return ts, nil
+		case ts < 0:
+			return 0, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, ts)
+		}
+		return strategy.Millis(ts), nil
+	}
+	switch in.Kind {
+	case IntentTTL:
+		return p.WriteTimestamp(now, in.TTL) // a TTL over a clamping cap is clamped
+	case IntentSequence:
+		return p.SequenceTimestamp(in.Seq)
+	}
+	if ts == bigtable.ServerTime {
+		if t.Mode == ModeGuard {
+			return 0, fmt.Errorf("%w: a %s family", strategy.ErrServerTimestamp, p.Kind())
+		}
+		return p.DefaultTimestamp(now)
+	}
+	sent, err := chk.Check(ts)
+	if err != nil {
+		if !errors.Is(err, strategy.ErrAlreadyExpired) { // that message gives now itself
+			err = fmt.Errorf("%w (now %d)", err, now.UnixMicro())
+		}
+		return 0, err
+	}
+	if p.Kind() != strategy.KindSequence && sent != strategy.Millis(ts) {
+		// A family that clamps TTLs lowered this one: an explicit
+		// timestamp is the caller's statement of the expiry, so it is
+		// refused rather than rewritten (docs/design.md#ttl-cap).
+		return 0, fmt.Errorf("%w: timestamp %d is over the family's max TTL %s (an explicit timestamp is not clamped)",
+			strategy.ErrTTLTooLong, ts, p.MaxTTL())
+	}
+	return sent, nil
+}
+
+// Complete adds to a row's stamped mutations what the families' rules
+// add: the delete of the whole column before each SetCell of a
+// strategy.SingleValue family (docs/design.md#collisions), and the
+// write-time companions of a family with strategy.WithWriteTime
+// (docs/design.md#write-time), refusing any write to a write-time
+// family's reserved qualifiers. ms is returned when nothing is added.
+func (t *Table) Complete(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, *Refusal) {
+	if t.singleValue {
+		ms = t.addSingleValueDeletes(ms)
+	}
+	if !t.writeTime {
+		return ms, nil
+	}
+	return t.addCompanions(bigtable.Timestamp(now.UnixMicro()), ms)
+}
+
+// addSingleValueDeletes puts a delete of the whole column before each
+// SetCell of a SingleValue family, unless the mutation before it is
+// already that delete. The rewrite is the same on every attempt.
+func (t *Table) addSingleValueDeletes(ms []*btpb.Mutation) []*btpb.Mutation {
+	var out []*btpb.Mutation
+	for i, m := range ms {
+		s := m.GetSetCell()
+		if s != nil && t.Schema[s.GetFamilyName()].IsSingleValue() && !(i > 0 && deletesColumn(ms[i-1], s)) {
+			if out == nil {
+				out = append(make([]*btpb.Mutation, 0, len(ms)+1), ms[:i]...)
+			}
+			out = append(out, &btpb.Mutation{Mutation: &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+				FamilyName: s.GetFamilyName(), ColumnQualifier: s.GetColumnQualifier(),
+			}}})
+		}
+		if out != nil {
+			out = append(out, m)
+		}
+	}
+	if out == nil {
+		return ms
+	}
+	return out
+}
+
+func deletesColumn(m *btpb.Mutation, s *btpb.Mutation_SetCell) bool {
+	d := m.GetDeleteFromColumn()
+	r := d.GetTimeRange()
+	return d != nil && d.GetFamilyName() == s.GetFamilyName() && string(d.GetColumnQualifier()) == string(s.GetColumnQualifier()) &&
+		r.GetStartTimestampMicros() == 0 && r.GetEndTimestampMicros() == 0
+}
+
+var errCompanionSent = fmt.Errorf("%w: the request writes a write-time companion; bttl writes and deletes every companion itself "+
+	"(with its own clock) and stores none it did not compute: send the cell's change alone", ErrReservedColumn)
+
+// addCompanions: right after every SetCell of a write-time family a
+// companion at the same timestamp holding the write time (now), right
+// after every column delete the same delete of its companion, so the
+// companions change exactly as their cells do. Any write to the reserved
+// qualifiers is refused, whatever it holds.
+func (t *Table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*btpb.Mutation, *Refusal) {
+	var out []*btpb.Mutation
+	var wt []byte
+	for i, m := range ms {
+		var fam string
+		var col []byte
+		var set, column bool
+		var start, end int64
+		switch x := m.GetMutation().(type) {
+		case *btpb.Mutation_SetCell_:
+			fam, col, set, column = x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier(), true, true
+			start = int64(strategy.Millis(bigtable.Timestamp(x.SetCell.GetTimestampMicros())))
+		case *btpb.Mutation_DeleteFromColumn_:
+			fam, col, column = x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier(), true
+			r := x.DeleteFromColumn.GetTimeRange()
+			start, end = r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
+		}
+		if !column || !t.Schema[fam].HasWriteTime() {
+			if out != nil {
+				out = append(out, m)
+			}
+			continue
+		}
+		if strings.HasPrefix(string(col), strategy.ReservedQualifierStart) {
+			err := ErrReservedColumn
+			if strings.HasPrefix(string(col), strategy.WriteTimePrefix) {
+				err = errCompanionSent
+			}
+			return nil, t.refuse(i, m, Intent{}, err)
+		}
+		if out == nil {
+			out = append(make([]*btpb.Mutation, 0, 2*len(ms)), ms[:i]...)
+			wt = strategy.WriteTimeValue(now)
+		}
+		q := []byte(strategy.WriteTimeColumn(string(col)))
+		if set {
+			out = append(out, m, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+				FamilyName: fam, ColumnQualifier: q, TimestampMicros: start, Value: wt,
+			}}})
+			continue
+		}
+		out = append(out, m, &btpb.Mutation{Mutation: &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+			FamilyName: fam, ColumnQualifier: q, TimeRange: &btpb.TimestampRange{StartTimestampMicros: start, EndTimestampMicros: end},
+		}}})
+	}
+	if out == nil {
+		return ms, nil
+	}
+	return out, nil
+}
+
+// qualifierOf is the qualifier of a SetCell or DeleteFromColumn, nil for
+// other kinds.
+func qualifierOf(m *btpb.Mutation) []byte {
+	if s := m.GetSetCell(); s != nil {
+		return s.GetColumnQualifier()
+	}
+	if d := m.GetDeleteFromColumn(); d != nil {
+		return d.GetColumnQualifier()
+	}
+	return nil
+}
+
+// ReadModifyWrite refuses a rule on a managed family (the server picks
+// the timestamp) or on a family the table does not cover.
+func (t *Table) ReadModifyWrite(rs []*btpb.ReadModifyWriteRule) *Refusal {
+	for i, r := range rs {
+		p, ok := t.Policy(r.GetFamilyName())
+		var err error
+		switch {
+		case !ok:
+			err = ErrUnknownFamily
+		case p.Managed():
+			err = fmt.Errorf("%w: ReadModifyWrite on a %s family: the server would pick the timestamp", ErrServerAssignedTimestamp, p.Kind())
+		default:
+			continue
+		}
+		return &Refusal{Reason: reasonOf(err), Err: err, Index: i, Family: r.GetFamilyName(), Named: true, Column: r.GetColumnQualifier()}
+	}
+	return nil
+}
+
+// Filter is the filter to send in place of a caller's (nil: none): the
+// TTL filter at now chained before it, or caller itself when the table
+// has no managed family.
+func (t *Table) Filter(now time.Time, caller *btpb.RowFilter) *btpb.RowFilter {
+	if !t.filters.Managed() {
+		return caller
+	}
+	return filters.ChainProto(t.ttlProto(bigtable.Timestamp(now.UnixMicro())), caller)
+}
+
+// ttlProto is the TTL filter at now, built once per millisecond (once for
+// good when no family expires by age).
+func (t *Table) ttlProto(now bigtable.Timestamp) *btpb.RowFilter {
+	milli := int64(strategy.Millis(now)) / 1000
+	if c := t.ttl.Load(); c != nil && (c.milli == milli || !t.hasAge) {
+		return c.f
+	}
+	f := t.filters.TTLProto(now)
+	t.ttl.Store(&cachedTTL{milli: milli, f: f})
+	return f
+}
+
+// Same reports whether a and b are the same slice (the rules return their
+// input when they change nothing).
+func Same(a, b []*btpb.Mutation) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// ShallowCopy returns a new message with m's fields; message-typed fields
+// (row sets, mutations) are shared, not copied.
+func ShallowCopy[M proto.Message](m M) M {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(u)
+	}
+	return dst.Interface().(M)
+}
