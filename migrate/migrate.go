@@ -86,6 +86,9 @@ type Migrator struct {
 
 	total  tally        // this Migrator's, over every row it was given
 	budget atomic.Int64 // DeleteExpired: deletions left (never more than ExpectExpired)
+	// witnessGone and witnessNone count the finished ranges a resumed run
+	// reads again (stillDone): their witness is gone, or they have none.
+	witnessGone, witnessNone atomic.Int64
 
 	mu           sync.Mutex
 	examples     []Example
@@ -259,6 +262,76 @@ type counters struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft counter
 	changed, collisions, tooLarge, outOfRange, notReal        counter
 	ambiguous                                                 counter
+	// last keeps the range's latest move, its witness (nil outside Run).
+	last *witnessSlot
+}
+
+// witness is a cell a range's run moved: its row, target family, column
+// and new timestamp. While it is stored the range's moves were not undone
+// (a restore from a backup, a table re-created under the same name): the
+// checkpoint records it with the range's result, and a resumed run skips
+// the range only if it is still there (scan.WithResumeCheck).
+type witness struct {
+	Row    []byte             `json:"row"` // bytes: keys need not be UTF-8
+	Family string             `json:"family"`
+	Column []byte             `json:"column"`
+	TS     bigtable.Timestamp `json:"ts"`
+}
+
+// witnessSlot keeps the range's latest move.
+type witnessSlot struct {
+	mu sync.Mutex
+	w  *witness
+}
+
+func (s *witnessSlot) set(w witness) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.w = &w
+	s.mu.Unlock()
+}
+
+func (s *witnessSlot) get() *witness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w
+}
+
+// rangeResult is a range's result as the checkpoint records it: its
+// counts (what Report.Earlier sums) and its witness.
+type rangeResult struct {
+	Stats
+	Witness *witness `json:"witness,omitempty"`
+}
+
+// stillDone is Run's scan.WithResumeCheck: a range an earlier run finished
+// is skipped only if its witness is still stored. A range with none (it
+// moved nothing: empty, already on the target, or only deletions or
+// counts) proves nothing and is read again; so is a range whose witness a
+// writer or GC removed since, which costs a read and moves nothing twice.
+func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawMessage) (bool, error) {
+	var rr rangeResult
+	if err := json.Unmarshal(result, &rr); err != nil || rr.Witness == nil {
+		m.witnessNone.Add(1)
+		return false, nil
+	}
+	w := rr.Witness
+	col := string(w.Column)
+	f := bigtable.ChainFilters( // that column (binary-safe, as filters pins it), that timestamp
+		bigtable.ColumnRangeFilter(w.Family, col, col+"\x00"),
+		bigtable.TimestampRangeFilterMicros(strategy.Millis(w.TS), strategy.MilliEnd(strategy.Millis(w.TS))),
+		bigtable.StripValueFilter())
+	row, err := m.tbl.ReadRow(ctx, string(w.Row), bigtable.RowFilter(f))
+	if err != nil {
+		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
+	}
+	if len(row[w.Family]) == 0 {
+		m.witnessGone.Add(1)
+		return false, nil
+	}
+	return true, nil
 }
 
 func countersOf(ts ...*tally) *counters {
@@ -316,6 +389,12 @@ type Report struct {
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
+	// Undone counts the ranges the checkpoint recorded finished that this
+	// run read again because the last cell moved there is no longer
+	// stored (the table was restored or re-created since, or a writer or
+	// GC removed that cell); Unproven those read again because they moved
+	// nothing, so nothing shows their state is still the one recorded.
+	Undone, Unproven int
 }
 
 // Run scans the table with the scan engine (package scan: its options
@@ -346,6 +425,7 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 	}
 	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
+	rep.Undone, rep.Unproven = int(m.witnessGone.Load()), int(m.witnessNone.Load())
 	if sum != nil {
 		for _, r := range sum.Ranges {
 			if !r.Resumed || r.Result == nil {
@@ -369,6 +449,7 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 	return scan.RunRanges(ctx, m.tbl, m.table, func(scan.Range) (scan.RowFunc, func() (json.RawMessage, error)) {
 		var rg tally
 		n := countersOf(&m.total, &rg)
+		n.last = &witnessSlot{}
 		var (
 			wg    sync.WaitGroup
 			sem   = make(chan struct{}, m.inflight)
@@ -406,7 +487,7 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 					return nil, err
 				}
 				st := rg.stats()
-				res, err := json.Marshal(st)
+				res, err := json.Marshal(rangeResult{Stats: st, Witness: n.last.get()})
 				if err == nil && st.Unmoved() > 0 {
 					// Not finished: a rerun with the checkpoint reads it again.
 					err = fmt.Errorf("%w: %d cell(s) not moved", scan.ErrUnfinished, st.Unmoved())
@@ -444,7 +525,7 @@ func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
 	if m.checkpoint == "" {
 		return opts
 	}
-	return append(opts, scan.WithCheckpoint(m.checkpoint, job))
+	return append(opts, scan.WithCheckpoint(m.checkpoint, job), scan.WithResumeCheck(m.stillDone))
 }
 
 func (s Stats) plus(o Stats) Stats {
@@ -807,6 +888,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	for _, a := range batch {
 		if a.kind == actMove {
 			cnt.moved.Add(1)
+			cnt.last.set(witness{Row: []byte(row), Family: m.plan.target(), Column: []byte(a.q), TS: a.to})
 			m.example(Example{Row: row, Column: a.q, Old: a.c.ts, New: a.to})
 		} else {
 			cnt.expiredDeleted.Add(1)

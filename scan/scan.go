@@ -68,6 +68,10 @@ type Summary struct {
 	Rows, Cells int64
 	// Limited: the scan stopped at WithLimit's row count.
 	Limited bool
+	// Undone counts the ranges an earlier run finished whose work
+	// WithResumeCheck found no longer in the table (a restore, a
+	// re-created table): this run read them again.
+	Undone int
 }
 
 // Complete reports whether every range of the shard is finished.
@@ -134,6 +138,11 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil && c.resumeCheck != nil {
+		if s.Undone, err = c.recheck(ctx, st.Name(), ck); err != nil {
+			return nil, err
+		}
+	}
 	var sampled []string
 	if ck == nil || (c.shardWarn != nil && c.shard.Count > 1) {
 		err := c.bounded(ctx, "SampleRowKeys", func(ctx context.Context) (err error) {
@@ -167,6 +176,31 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 		c.shardWarn(ShardWarning{Table: table, Shard: c.shard, Empty: true})
 	}
 	return s, err
+}
+
+// recheck asks WithResumeCheck about each range ck records finished, and
+// marks unfinished those whose work is gone; it returns how many.
+func (c *config) recheck(ctx context.Context, name string, ck *checkpointFile) (int, error) {
+	undone := 0
+	for i := range ck.Ranges {
+		cr := &ck.Ranges[i]
+		if !cr.Done {
+			continue
+		}
+		var holds bool
+		err := c.bounded(ctx, "checkpoint", func(ctx context.Context) (err error) {
+			holds, err = c.resumeCheck(ctx, cr.Range, cr.Result)
+			return err
+		})
+		if err != nil {
+			return 0, &CheckpointError{Path: name, Reason: "cannot check range " + cr.Range.String() + " is still done", Err: err}
+		}
+		if !holds {
+			cr.Done, cr.Result = false, nil
+			undone++
+		}
+	}
+	return undone, nil
 }
 
 func resumedNone(s *Summary) bool {

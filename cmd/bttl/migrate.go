@@ -265,6 +265,13 @@ func (a *migrateArgs) run(e *env) int {
 	if a.scan.sharded() {
 		fmt.Fprintf(e.stdout, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
 	}
+	if rep.Undone > 0 {
+		fmt.Fprintf(e.stdout, "read again: %d key range(s) %s records finished no longer hold the last cell moved there (the table was restored or re-created since, or a writer or GC removed that cell)\n",
+			rep.Undone, a.checkpoint)
+	}
+	if rep.Unproven > 0 {
+		fmt.Fprintf(e.stdout, "read again: %d key range(s) %s records finished moved nothing, so nothing proves they still need nothing\n", rep.Unproven, a.checkpoint)
+	}
 	if n := resumed(rep.Scan); n > 0 {
 		fmt.Fprintf(e.stdout, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
 			a.checkpoint, n, len(rep.Scan.Ranges), rep.Earlier.Moved, rep.Earlier.ExpiredDeleted)
