@@ -7,16 +7,18 @@
 // The commands ('bttl help COMMAND', or -h after the command, prints its
 // flags and help):
 //
-//	verify       compare each table's families and GC rules with the schema file
-//	plan         show the changes apply would make, with exact counts, and those it would refuse
-//	apply        make those changes (asks first; refuses data loss unless -force)
-//	audit        scan tables and report expired, mis-timestamped and excess cells
-//	audit merge  merge the reports of an audit's shards into the report of the whole
-//	migrate      move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
-//	init         write a schema file from the instance's tables and GC rules
-//	lookup       show one row's stored cells, whether a bttl read returns each, and why not
-//	read         the same for a range of rows, as cbt read takes it
-//	help         print bttl's help, or a command's (as -h after it does)
+//	verify           compare each table's families and GC rules with the schema file
+//	plan             show the changes apply would make, with exact counts, and those it would refuse
+//	apply            make those changes (asks first; refuses data loss unless -force)
+//	audit            scan tables and report expired, mis-timestamped and excess cells
+//	audit merge      merge the reports of an audit's shards into the report of the whole
+//	migrate          move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
+//	checkpoint list  list the checkpoints and audit reports kept in a table of the instance
+//	checkpoint rm    remove checkpoints and audit reports kept in a table of the instance
+//	init             write a schema file from the instance's tables and GC rules
+//	lookup           show one row's stored cells, whether a bttl read returns each, and why not
+//	read             the same for a range of rows, as cbt read takes it
+//	help             print bttl's help, or a command's (as -h after it does)
 //
 // Usage:
 //
@@ -36,6 +38,9 @@
 //	                            [-expired keep|delete [-expect-expired N -expired-as-of T]]
 //	                            [-inflight N] [-workers N] [-shard I/N [-shard-keys FILE]]
 //	                            [-checkpoint FILE|bigtable://T] [-dry-run]
+//	bttl [global flags] checkpoint list [-table T | -report JOB] [-json] bigtable://TABLE
+//	bttl [global flags] checkpoint rm [-table T | -report JOB] -dry-run bigtable://TABLE
+//	bttl [global flags] checkpoint rm [-table T | -report JOB] -expect N [-force] bigtable://TABLE
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
