@@ -186,10 +186,16 @@ type Stats struct {
 	// at or before WrittenBefore + ClockSkew) with nothing to prove which
 	// wrote them: never moved or deleted.
 	Ambiguous int64
-	// Changed cells were changed or removed by someone else between the
-	// read and the move, or someone wrote a cell on their new timestamp
-	// (the predicate did not match): skipped, nothing overwritten.
+	// Changed cells were changed by someone else between the read and
+	// the move (another value at their timestamp), or someone wrote a cell
+	// on their new timestamp (the predicate did not match): skipped,
+	// nothing overwritten; work remains, so they count in Unmoved.
 	Changed int64
+	// Gone cells were removed by a writer between the read and the move
+	// (the predicate did not match and nothing is stored at the cell's
+	// column and millisecond any more): nothing is left to do, so they are
+	// not in Unmoved and do not make a run incomplete.
+	Gone int64
 	// Collisions: another cell already holds the new timestamp in that
 	// column: not moved, never overwritten.
 	Collisions int64
@@ -235,7 +241,7 @@ func (m *Migrator) Stats() Stats {
 type tally struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
 	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
-	ambiguous                                                 atomic.Int64
+	ambiguous, gone                                           atomic.Int64
 }
 
 func (t *tally) stats() Stats {
@@ -243,7 +249,7 @@ func (t *tally) stats() Stats {
 		Rows: t.rows.Load(), Cells: t.cells.Load(), Moved: t.moved.Load(), OnTarget: t.onTarget.Load(),
 		ExpiredDeleted: t.expiredDeleted.Load(), ExpiredLeft: t.expiredLeft.Load(), Changed: t.changed.Load(),
 		Collisions: t.collisions.Load(), TooLargeToPin: t.tooLarge.Load(), OutOfRange: t.outOfRange.Load(),
-		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(),
+		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(), Gone: t.gone.Load(),
 	}
 }
 
@@ -261,7 +267,7 @@ func (c counter) Add(n int64) {
 type counters struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft counter
 	changed, collisions, tooLarge, outOfRange, notReal        counter
-	ambiguous                                                 counter
+	ambiguous, gone                                           counter
 	// last keeps the range's latest move, its witness (nil outside Run).
 	last *witnessSlot
 }
@@ -349,6 +355,7 @@ func countersOf(ts ...*tally) *counters {
 		c.outOfRange = append(c.outOfRange, &t.outOfRange)
 		c.notReal = append(c.notReal, &t.notReal)
 		c.ambiguous = append(c.ambiguous, &t.ambiguous)
+		c.gone = append(c.gone, &t.gone)
 	}
 	return c
 }
@@ -536,6 +543,7 @@ func (s Stats) plus(o Stats) Stats {
 	s.ExpiredDeleted += o.ExpiredDeleted
 	s.ExpiredLeft += o.ExpiredLeft
 	s.Changed += o.Changed
+	s.Gone += o.Gone
 	s.Collisions += o.Collisions
 	s.TooLargeToPin += o.TooLargeToPin
 	s.OutOfRange += o.OutOfRange
@@ -871,7 +879,15 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	}
 	if !applied {
 		if len(batch) == 1 {
-			cnt.changed.Add(1)
+			gone, err := m.gone(ctx, row, batch[0])
+			if err != nil {
+				return err
+			}
+			if gone {
+				cnt.gone.Add(1)
+			} else {
+				cnt.changed.Add(1)
+			}
 			return nil
 		}
 		for _, a := range batch {
@@ -896,6 +912,22 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 		}
 	}
 	return nil
+}
+
+// gone reports whether a's cell is no longer stored at all: nothing at
+// its column and millisecond (a writer deleted it, or GC collected it),
+// so nothing is left to move or delete. A cell still there, changed or
+// not, leaves work (a rerun sees what blocks it).
+func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error) {
+	ms := strategy.Millis(a.c.ts)
+	r, err := m.tbl.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(m.plan.Family, a.q, a.q+"\x00"),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
+		bigtable.StripValueFilter())))
+	if err != nil {
+		return false, bttlerr.Wrap(err, "migrate row %s: read column %s, timestamp %s again", keytext.Quote(row), keytext.Quote(a.q), formatTimestamp(a.c.ts))
+	}
+	return len(r[m.plan.Family]) == 0, nil
 }
 
 // moves is how many of acts are moves.
