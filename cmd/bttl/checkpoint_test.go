@@ -127,3 +127,28 @@ func TestCheckpointsBoundToTheTableAndRemovable(t *testing.T) {
 		assert.Equal(t, exitError, r.code, "%v: %s", args, r.stderr)
 	}
 }
+
+// Issue 35, 4: a whole-table dry run takes a sharded job's flags as they
+// are (-shard-count, -shard-keys, -checkpoint) on a machine with no job
+// runner; a real run with them and no task index is still refused.
+func TestWholeTableDryRunTakesTheJobsFlags(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 50, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "shard-keys.txt", "row0000020\nrow0000040\n")
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	job := append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+		"-shard-count", "3", "-shard-keys", keys, "-checkpoint", "bigtable://bttl_state"}, switchedAt(now)...)
+	r := bttl(t, addr, "", append(job, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "the whole table: -shard-count 3 without a task index")
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) would be moved", len(model)))
+	r = bttl(t, addr, "", job...)
+	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "-shard-count needs a task index")
+	assert.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+}

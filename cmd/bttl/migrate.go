@@ -118,13 +118,16 @@ func (a *migrateArgs) check() error {
 		return errors.New("-from is required: real, one-second or default-expiry:D")
 	case (a.ttl != 0 || len(a.rules) > 0) && a.from.Kind() != strategy.KindUnmanaged:
 		return errors.New("-ttl and -ttl-rule apply to -from real only: other cells keep their expiry instant")
-	case a.dryRun && a.checkpoint != "":
-		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
 	case a.expired == migrate.DeleteExpired && !a.dryRun && (!a.expectSet() || a.expiredAsOf.IsZero()):
 		return errors.New("-expired delete needs -expect-expired N and -expired-as-of T, the count and instant a dry run printed: nothing is deleted on a guess")
 	case a.expired != migrate.DeleteExpired && (a.expectSet() || !a.expiredAsOf.IsZero()):
 		return errors.New("-expect-expired and -expired-as-of go with -expired delete")
 	}
+	// A dry run takes the job's flags as they are: without a task index
+	// it reads the whole table (-shard-count and -shard-keys then say
+	// nothing), and it keeps its own checkpoint (its job is marked a dry
+	// run, so a real run never resumes it).
+	a.scan.wholeOK = a.dryRun
 	return a.scan.check()
 }
 

@@ -219,8 +219,11 @@ func TestMigrateJobTrial(t *testing.T) {
 	require.NoError(t, ac.CreateTable(ctx, "events"))
 	require.NoError(t, ac.CreateColumnFamily(ctx, "events", "clicks"))
 	writeBack(t, dc, "events", "clicks", snapshot)
-	dry := startWorker(t, bin, append(without(without(args, fmt.Sprintf("-shard-count=%d", shards)), "-checkpoint=bigtable://bttl_checkpoints"), "-dry-run"), runnerEnv(addr))
+	// The whole-table dry run takes the job's flags as they are, on a
+	// machine with no job runner (issue 35, 4).
+	dry := startWorker(t, bin, append(args, "-dry-run"), runnerEnv(addr))
 	require.Equal(t, exitOK, dry.wait(), dry.stderr.String())
+	assert.Contains(t, dry.stderr.String(), "the whole table: -shard-count 4 without a task index")
 	m := regexp.MustCompile(`(\d+) cell\(s\) would be moved`).FindStringSubmatch(dry.stdout.String())
 	require.NotNil(t, m, dry.stdout.String())
 	assert.Equal(t, strconv.Itoa(len(snapshot)), m[1], "the unsharded dry run counts every restored cell")
