@@ -396,6 +396,9 @@ type Report struct {
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
+	// DeletedBefore (a restarted deletion run) is what the checkpoint
+	// records earlier runs of the job deleted.
+	DeletedBefore int64
 	// Undone counts the ranges the checkpoint recorded finished that this
 	// run read again because the last cell moved there is no longer
 	// stored (the table was restored or re-created since, or a writer or
@@ -416,7 +419,10 @@ type Report struct {
 // DeleteExpired, Run first counts the expired cells (a read-only pass over
 // the same ranges, without the checkpoint) and returns an
 // *ExpiredCountError, having written nothing, unless the count is
-// Plan.ExpectExpired. The Report is returned also with an error.
+// Plan.ExpectExpired; restarted with the job's checkpoint (an earlier run
+// passed that check), unless the count left plus the deletions the
+// checkpoint records is at most Plan.ExpectExpired, and it then deletes
+// at most the difference. The Report is returned also with an error.
 func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error) {
 	rep := &Report{Now: m.Now()}
 	if m.plan.Expired == DeleteExpired && !m.dryRun {
@@ -426,9 +432,38 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 		if _, err := counter.run(ctx, opts); err != nil {
 			return rep, err
 		}
-		if n := counter.Stats().ExpiredDeleted; n != m.plan.ExpectExpired {
-			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, AsOf: m.plan.ExpiredAsOf}
+		// A restarted deletion run cannot count the whole set again:
+		// earlier runs deleted some, and a kill loses the record of the
+		// deletions in the ranges it interrupted. Its checkpoint exists
+		// only if an earlier run of this job passed the exact count (the
+		// record is written after it). The set expired as of ExpiredAsOf
+		// only shrinks, so what is left plus what the record says was
+		// deleted is at most that count, and the deletions left to make
+		// are bounded by the difference.
+		var deleted int64
+		var rec *scan.Summary
+		if m.checkpoint != "" {
+			var err error
+			if rec, err = scan.Recorded(ctx, m.table, append(m.withJob(opts), scan.WithFilter(m.Filter()))...); err != nil {
+				return rep, err
+			}
+			for _, r := range rangesOf(rec) {
+				var st Stats
+				if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
+					deleted += st.ExpiredDeleted
+				}
+			}
 		}
+		n := counter.Stats().ExpiredDeleted
+		switch {
+		case rec == nil && n != m.plan.ExpectExpired:
+			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, AsOf: m.plan.ExpiredAsOf}
+		case rec != nil && n+deleted > m.plan.ExpectExpired:
+			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, Deleted: deleted, Restarted: true, AsOf: m.plan.ExpiredAsOf}
+		case rec != nil:
+			m.budget.Store(m.plan.ExpectExpired - deleted)
+		}
+		rep.DeletedBefore = deleted
 	}
 	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
@@ -540,6 +575,14 @@ func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
 		return opts
 	}
 	return append(opts, scan.WithResumeCheck(m.stillDone))
+}
+
+// rangesOf is s's ranges (none for a nil s).
+func rangesOf(s *scan.Summary) []scan.RangeResult {
+	if s == nil {
+		return nil
+	}
+	return s.Ranges
 }
 
 func (s Stats) plus(o Stats) Stats {

@@ -139,7 +139,11 @@ func loadCheckpoint(ctx context.Context, st CheckpointStore) (*checkpointFile, e
 	if err != nil || b == nil {
 		return nil, err
 	}
-	path := st.Name()
+	return parseCheckpoint(st.Name(), b)
+}
+
+// parseCheckpoint decodes a record kept at path.
+func parseCheckpoint(path string, b []byte) (*checkpointFile, error) {
 	var c checkpointFile
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, &CheckpointError{Path: path, Reason: "not a scan checkpoint", Err: err}

@@ -297,6 +297,21 @@ func (s *bigtableStore) Open(ctx context.Context) ([]byte, error) {
 	return nil, &CheckpointError{Path: s.name, Reason: "cannot claim: other runs keep claiming the same shard", Err: ErrCheckpointClaimed}
 }
 
+// peek reads the record without claiming the row.
+func (s *bigtableStore) peek(ctx context.Context) ([]byte, error) {
+	row, err := s.tbl.ReadRow(ctx, s.key, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.FamilyFilter(checkpointFamily), bigtable.LatestNFilter(1))))
+	if err != nil {
+		return nil, &CheckpointError{Path: s.name, Reason: "cannot read", Err: err}
+	}
+	for _, it := range row[checkpointFamily] {
+		if it.Column == checkpointFamily+":"+recordColumn && len(it.Value) > 0 {
+			return it.Value, nil
+		}
+	}
+	return nil, nil
+}
+
 // Save writes the record if this run still owns the row.
 func (s *bigtableStore) Save(ctx context.Context, rec []byte) error {
 	if s.owner == "" {
