@@ -585,6 +585,10 @@ func rangesOf(s *scan.Summary) []scan.RangeResult {
 	return s.Ranges
 }
 
+// Plus returns s with o's counts added (the examples are s's): the
+// counts of two runs over disjoint key ranges, such as two shards.
+func (s Stats) Plus(o Stats) Stats { return s.plus(o) }
+
 func (s Stats) plus(o Stats) Stats {
 	s.Rows += o.Rows
 	s.Cells += o.Cells

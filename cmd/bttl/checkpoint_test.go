@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -151,4 +152,78 @@ func TestWholeTableDryRunTakesTheJobsFlags(t *testing.T) {
 	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, "-shard-count needs a task index")
 	assert.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+}
+
+// Issue 35, 4: sharded expired deletion as one job's arguments. The
+// whole-table dry run given the job's flags counts the expired cells of
+// each shard and prints the flags every index takes (-expect-expired
+// N0,N1,N2); each index, run with JOB_COMPLETION_INDEX as Kubernetes
+// sets it, checks its own count and deletes exactly those cells.
+func TestShardedExpiredDeletionAsOneJob(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "legacy"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "legacy", "f"))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 300, 2, now) // written over the last 600 s
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "shard-keys.txt", "row0000100\nrow0000200\n")
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	job := append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "300s",
+		"-shard-count", "3", "-shard-keys", keys, "-checkpoint", "bigtable://bttl_state"}, switchedAt(now)...)
+	r := bttl(t, addr, "", append(job, "-dry-run")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	m := regexp.MustCompile(`expired per shard \(index 0 to 2\): (\d+), (\d+), (\d+); .* give every index of the job -expired delete -expect-expired (\S+) -expired-as-of (\S+)\n`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	total := 0
+	for _, c := range m[1:4] {
+		n, err := strconv.Atoi(c)
+		require.NoError(t, err)
+		total += n
+	}
+	require.Positive(t, total)
+	require.Positive(t, mustAtoi(t, m[3]), "the last shard holds expired cells too")
+	asOf, err := time.Parse(time.RFC3339Nano, m[5])
+	require.NoError(t, err)
+
+	del := append(job, "-expired", "delete", "-expect-expired", m[4], "-expired-as-of", m[5])
+	deleted := 0
+	for i := 0; i < 3; i++ {
+		t.Setenv("JOB_COMPLETION_INDEX", strconv.Itoa(i))
+		r := bttl(t, addr, "", del...)
+		require.Equal(t, exitOK, r.code, "index %d: %s%s", i, r.stdout, r.stderr)
+		n := 0 // no line when none
+		if got := regexp.MustCompile(`(\d+) cell\(s\) expired under the target, deleted`).FindStringSubmatch(r.stdout); got != nil {
+			n = mustAtoi(t, got[1])
+		}
+		assert.Equal(t, mustAtoi(t, m[1+i]), n, "index %d deletes its own shard's count", i)
+		deleted += n
+	}
+	assert.Equal(t, total, deleted)
+	stored := storedFamily(t, dc, "legacy", "f")
+	gone := 0
+	for k := range model {
+		moved := k
+		moved.ts += bigtable.Timestamp(300 * time.Second / time.Microsecond)
+		_, atOld := stored[k]
+		_, atNew := stored[moved]
+		if !atOld && !atNew {
+			gone++
+			assert.False(t, moved.ts.Time().After(asOf), "only cells expired as of the dry run are deleted: %v", k)
+		}
+	}
+	assert.Equal(t, total, gone, "exactly the dry run's cells are gone")
+
+	// A list that does not fit the job is a usage error.
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	r = bttl(t, addr, "", append(job, "-expired", "delete", "-expect-expired", "1,2", "-expired-as-of", m[5])...)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "-expect-expired: 2 counts, one per shard, but this run is shard 0/3")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
