@@ -96,7 +96,7 @@ func (c *checkpointArgs) check() error {
 	case c.table != "" && c.job != "":
 		return errors.New("-table and -report select different rows: give one")
 	case c.job != "" && !jobPattern.MatchString(c.job):
-		return fmt.Errorf("-report: %q: want a job name of letters, digits, -, _ and .", c.job)
+		return fmt.Errorf("-report: %q: want a job name of letters, digits and - _ . (as audit -report takes)", c.job)
 	case c.idle < 0:
 		return errors.New("-idle: a duration of 0 or more")
 	}
