@@ -482,6 +482,18 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	merged := execBttl(t, bin, addrA, "audit", "merge", "-json", "-metrics-out", prom, report)
 	require.Equal(t, exitOK, merged.code, merged.stderr)
 	assert.Contains(t, readFileString(t, prom), "bttl_audit_", "the merged job's gauges are written")
+	// bttl checkpoint list shows the job's reports beside the checkpoints.
+	_, job, _ := strings.Cut(strings.TrimPrefix(report, "bigtable://"), "/")
+	listed := execBttl(t, bin, addrA, "checkpoint", "list", "-json", "-report", job, "bigtable://bttl_checkpoints")
+	require.Equal(t, exitOK, listed.code, listed.stderr)
+	var rows []stateRow
+	require.NoError(t, json.Unmarshal([]byte(listed.stdout), &rows))
+	require.Len(t, rows, tasks)
+	for i, r := range rows {
+		assert.Equal(t, "report", r.Kind)
+		assert.Equal(t, fmt.Sprintf("%d/%d", i, tasks), r.Shard)
+		assert.JSONEq(t, strconv.Quote(job), string(r.Job))
+	}
 	one := startWorker(t, bin, append(without(auditCmd, "-report="+report), "-json"), runnerEnv(addrA))
 	require.Equal(t, exitOK, one.wait(), one.stderr.String())
 	var m, s auditOutput
