@@ -50,9 +50,17 @@ var ErrExpiredCount = errors.New("bttl: expired cells counted differ from the co
 type ExpiredCountError struct {
 	Expected, Found int64
 	AsOf            time.Time
+	// Restarted: the checkpoint records an earlier run of the job, which
+	// deleted Deleted cells; Found plus Deleted is then at most Expected.
+	Restarted bool
+	Deleted   int64
 }
 
 func (e *ExpiredCountError) Error() string {
+	if e.Restarted {
+		return fmt.Sprintf("%v: %d cell(s) expired as of %s left and %d deleted by earlier runs of this job (its checkpoint), more than the %d expected: nothing written; a dry run with the same flags gives the current count",
+			ErrExpiredCount, e.Found, formatTime(e.AsOf), e.Deleted, e.Expected)
+	}
 	return fmt.Sprintf("%v: %d cell(s) expired as of %s, expected %d: nothing written; a dry run with the same flags gives the current count",
 		ErrExpiredCount, e.Found, formatTime(e.AsOf), e.Expected)
 }

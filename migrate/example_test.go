@@ -275,6 +275,25 @@ func ExampleStats_Unmoved() {
 	// 3
 }
 
+// A cell a writer deleted before its move leaves nothing to do: Gone is
+// not in Unmoved.
+func ExampleStats_Gone() {
+	st := migrate.Stats{Moved: 10, Gone: 3}
+	fmt.Println(st.Unmoved())
+	// Output:
+	// 0
+}
+
+// Plus sums the counts of runs over disjoint key ranges (shards).
+func ExampleStats_Plus() {
+	a := migrate.Stats{Moved: 10, ExpiredLeft: 2}
+	b := migrate.Stats{Moved: 5, Gone: 1}
+	sum := a.Plus(b)
+	fmt.Println(sum.Moved, sum.ExpiredLeft, sum.Gone)
+	// Output:
+	// 15 2 1
+}
+
 // Now is the instant expiry is judged at: a dry run's Now is what a run
 // deleting the expired cells it counted takes as Plan.ExpiredAsOf.
 func ExampleMigrator_Now() {

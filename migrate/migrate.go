@@ -94,6 +94,9 @@ type Migrator struct {
 
 	total  tally        // this Migrator's, over every row it was given
 	budget atomic.Int64 // DeleteExpired: deletions left (never more than ExpectExpired)
+	// witnessGone and witnessNone count the finished ranges a resumed run
+	// reads again (stillDone): their witness is gone, or they have none.
+	witnessGone, witnessNone atomic.Int64
 
 	mu           sync.Mutex
 	examples     []Example
@@ -199,10 +202,16 @@ type Stats struct {
 	// moved. A run killed in a range records nothing for it: what it
 	// moved there is found on the target, counted in OnTarget only.
 	MovedBefore, DeletedBefore int64
-	// Changed cells were changed or removed by someone else between the
-	// read and the move, or someone wrote a cell on their new timestamp
-	// (the predicate did not match): skipped, nothing overwritten.
+	// Changed cells were changed by someone else between the read and
+	// the move (another value at their timestamp), or someone wrote a cell
+	// on their new timestamp (the predicate did not match): skipped,
+	// nothing overwritten; work remains, so they count in Unmoved.
 	Changed int64
+	// Gone cells were removed by a writer between the read and the move
+	// (the predicate did not match and nothing is stored at the cell's
+	// column and millisecond any more): nothing is left to do, so they are
+	// not in Unmoved and do not make a run incomplete.
+	Gone int64
 	// Collisions: another cell already holds the new timestamp in that
 	// column: not moved, never overwritten.
 	Collisions int64
@@ -248,7 +257,7 @@ func (m *Migrator) Stats() Stats {
 type tally struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft atomic.Int64
 	changed, collisions, tooLarge, outOfRange, notReal        atomic.Int64
-	ambiguous                                                 atomic.Int64
+	ambiguous, gone                                           atomic.Int64
 	movedBefore, deletedBefore                                atomic.Int64
 }
 
@@ -257,7 +266,7 @@ func (t *tally) stats() Stats {
 		Rows: t.rows.Load(), Cells: t.cells.Load(), Moved: t.moved.Load(), OnTarget: t.onTarget.Load(),
 		ExpiredDeleted: t.expiredDeleted.Load(), ExpiredLeft: t.expiredLeft.Load(), Changed: t.changed.Load(),
 		Collisions: t.collisions.Load(), TooLargeToPin: t.tooLarge.Load(), OutOfRange: t.outOfRange.Load(),
-		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(),
+		NotRealTimes: t.notReal.Load(), Ambiguous: t.ambiguous.Load(), Gone: t.gone.Load(),
 		MovedBefore: t.movedBefore.Load(), DeletedBefore: t.deletedBefore.Load(),
 	}
 }
@@ -276,7 +285,77 @@ func (c counter) Add(n int64) {
 type counters struct {
 	rows, cells, moved, onTarget, expiredDeleted, expiredLeft counter
 	changed, collisions, tooLarge, outOfRange, notReal        counter
-	ambiguous                                                 counter
+	ambiguous, gone                                           counter
+	// last keeps the range's latest move, its witness (nil outside Run).
+	last *witnessSlot
+}
+
+// witness is a cell a range's run moved: its row, target family, column
+// and new timestamp. While it is stored the range's moves were not undone
+// (a restore from a backup, a table re-created under the same name): the
+// checkpoint records it with the range's result, and a resumed run skips
+// the range only if it is still there (scan.WithResumeCheck).
+type witness struct {
+	Row    []byte             `json:"row"` // bytes: keys need not be UTF-8
+	Family string             `json:"family"`
+	Column []byte             `json:"column"`
+	TS     bigtable.Timestamp `json:"ts"`
+}
+
+// witnessSlot keeps the range's latest move.
+type witnessSlot struct {
+	mu sync.Mutex
+	w  *witness
+}
+
+func (s *witnessSlot) set(w witness) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.w = &w
+	s.mu.Unlock()
+}
+
+func (s *witnessSlot) get() *witness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w
+}
+
+// rangeResult is a range's result as the checkpoint records it: its
+// counts (what Report.Earlier sums) and its witness.
+type rangeResult struct {
+	Stats
+	Witness *witness `json:"witness,omitempty"`
+}
+
+// stillDone is Run's scan.WithResumeCheck: a range an earlier run finished
+// is skipped only if its witness is still stored. A range with none (it
+// moved nothing: empty, already on the target, or only deletions or
+// counts) proves nothing and is read again; so is a range whose witness a
+// writer or GC removed since, which costs a read and moves nothing twice.
+func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawMessage) (bool, error) {
+	var rr rangeResult
+	if err := json.Unmarshal(result, &rr); err != nil || rr.Witness == nil {
+		m.witnessNone.Add(1)
+		return false, nil
+	}
+	w := rr.Witness
+	col := string(w.Column)
+	f := bigtable.ChainFilters( // that column (binary-safe, as filters pins it), that timestamp
+		bigtable.ColumnRangeFilter(w.Family, col, col+"\x00"),
+		bigtable.TimestampRangeFilterMicros(strategy.Millis(w.TS), strategy.MilliEnd(strategy.Millis(w.TS))),
+		bigtable.StripValueFilter())
+	row, err := m.tbl.ReadRow(ctx, string(w.Row), bigtable.RowFilter(f))
+	if err != nil {
+		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
+	}
+	if len(row[w.Family]) == 0 {
+		m.witnessGone.Add(1)
+		return false, nil
+	}
+	return true, nil
 }
 
 func countersOf(ts ...*tally) *counters {
@@ -294,6 +373,7 @@ func countersOf(ts ...*tally) *counters {
 		c.outOfRange = append(c.outOfRange, &t.outOfRange)
 		c.notReal = append(c.notReal, &t.notReal)
 		c.ambiguous = append(c.ambiguous, &t.ambiguous)
+		c.gone = append(c.gone, &t.gone)
 	}
 	return c
 }
@@ -334,6 +414,15 @@ type Report struct {
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
+	// DeletedBefore (a restarted deletion run) is what the checkpoint
+	// records earlier runs of the job deleted.
+	DeletedBefore int64
+	// Undone counts the ranges the checkpoint recorded finished that this
+	// run read again because the last cell moved there is no longer
+	// stored (the table was restored or re-created since, or a writer or
+	// GC removed that cell); Unproven those read again because they moved
+	// nothing, so nothing shows their state is still the one recorded.
+	Undone, Unproven int
 }
 
 // Run scans the table with the scan engine (package scan: its options
@@ -348,7 +437,10 @@ type Report struct {
 // DeleteExpired, Run first counts the expired cells (a read-only pass over
 // the same ranges, without the checkpoint) and returns an
 // *ExpiredCountError, having written nothing, unless the count is
-// Plan.ExpectExpired. The Report is returned also with an error.
+// Plan.ExpectExpired; restarted with the job's checkpoint (an earlier run
+// passed that check), unless the count left plus the deletions the
+// checkpoint records is at most Plan.ExpectExpired, and it then deletes
+// at most the difference. The Report is returned also with an error.
 func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error) {
 	rep := &Report{Now: m.Now()}
 	if m.plan.Expired == DeleteExpired && !m.dryRun {
@@ -358,12 +450,42 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 		if _, err := counter.run(ctx, opts); err != nil {
 			return rep, err
 		}
-		if n := counter.Stats().ExpiredDeleted; n != m.plan.ExpectExpired {
-			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, AsOf: m.plan.ExpiredAsOf}
+		// A restarted deletion run cannot count the whole set again:
+		// earlier runs deleted some, and a kill loses the record of the
+		// deletions in the ranges it interrupted. Its checkpoint exists
+		// only if an earlier run of this job passed the exact count (the
+		// record is written after it). The set expired as of ExpiredAsOf
+		// only shrinks, so what is left plus what the record says was
+		// deleted is at most that count, and the deletions left to make
+		// are bounded by the difference.
+		var deleted int64
+		var rec *scan.Summary
+		if m.checkpoint != "" {
+			var err error
+			if rec, err = scan.Recorded(ctx, m.table, append(m.withJob(opts), scan.WithFilter(m.Filter()))...); err != nil {
+				return rep, err
+			}
+			for _, r := range rangesOf(rec) {
+				var st Stats
+				if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
+					deleted += st.ExpiredDeleted
+				}
+			}
 		}
+		n := counter.Stats().ExpiredDeleted
+		switch {
+		case rec == nil && n != m.plan.ExpectExpired:
+			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, AsOf: m.plan.ExpiredAsOf}
+		case rec != nil && n+deleted > m.plan.ExpectExpired:
+			return rep, &ExpiredCountError{Expected: m.plan.ExpectExpired, Found: n, Deleted: deleted, Restarted: true, AsOf: m.plan.ExpiredAsOf}
+		case rec != nil:
+			m.budget.Store(m.plan.ExpectExpired - deleted)
+		}
+		rep.DeletedBefore = deleted
 	}
 	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
+	rep.Undone, rep.Unproven = int(m.witnessGone.Load()), int(m.witnessNone.Load())
 	if sum != nil {
 		for _, r := range sum.Ranges {
 			if !r.Resumed || r.Result == nil {
@@ -396,6 +518,7 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 				t.deletedBefore.Add(was.ExpiredDeleted + was.DeletedBefore)
 			}
 		}
+		n.last = &witnessSlot{}
 		var (
 			wg    sync.WaitGroup
 			sem   = make(chan struct{}, m.inflight)
@@ -433,7 +556,7 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 					return nil, err
 				}
 				st := rg.stats()
-				res, err := json.Marshal(st)
+				res, err := json.Marshal(rangeResult{Stats: st, Witness: n.last.get()})
 				if err == nil && st.Unmoved() > 0 {
 					// Not finished: a rerun with the checkpoint reads it again.
 					err = fmt.Errorf("%w: %d cell(s) not moved", scan.ErrUnfinished, st.Unmoved())
@@ -449,7 +572,14 @@ func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
 	if m.checkpoint == "" {
 		return opts
 	}
-	return append(opts, scan.WithCheckpoint(m.checkpoint, m.Job()))
+	opts = append(opts, scan.WithCheckpoint(m.checkpoint, m.Job()))
+	if m.dryRun {
+		// A dry run writes nothing to witness: its finished ranges' counts
+		// are what they read, as of its clock (a run that writes counts
+		// again before it deletes anything).
+		return opts
+	}
+	return append(opts, scan.WithResumeCheck(m.stillDone))
 }
 
 // Job is a run's plan as its checkpoint records it (the checkpoint's job)
@@ -483,6 +613,18 @@ func (m *Migrator) Job() Job {
 	return job
 }
 
+// rangesOf is s's ranges (none for a nil s).
+func rangesOf(s *scan.Summary) []scan.RangeResult {
+	if s == nil {
+		return nil
+	}
+	return s.Ranges
+}
+
+// Plus returns s with o's counts added (the examples are s's): the
+// counts of two runs over disjoint key ranges, such as two shards.
+func (s Stats) Plus(o Stats) Stats { return s.plus(o) }
+
 func (s Stats) plus(o Stats) Stats {
 	s.Rows += o.Rows
 	s.Cells += o.Cells
@@ -491,6 +633,7 @@ func (s Stats) plus(o Stats) Stats {
 	s.ExpiredDeleted += o.ExpiredDeleted
 	s.ExpiredLeft += o.ExpiredLeft
 	s.Changed += o.Changed
+	s.Gone += o.Gone
 	s.Collisions += o.Collisions
 	s.TooLargeToPin += o.TooLargeToPin
 	s.OutOfRange += o.OutOfRange
@@ -828,7 +971,15 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	}
 	if !applied {
 		if len(batch) == 1 {
-			cnt.changed.Add(1)
+			gone, err := m.gone(ctx, row, batch[0])
+			if err != nil {
+				return err
+			}
+			if gone {
+				cnt.gone.Add(1)
+			} else {
+				cnt.changed.Add(1)
+			}
 			return nil
 		}
 		for _, a := range batch {
@@ -845,6 +996,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	for _, a := range batch {
 		if a.kind == actMove {
 			cnt.moved.Add(1)
+			cnt.last.set(witness{Row: []byte(row), Family: m.plan.target(), Column: []byte(a.q), TS: a.to})
 			m.example(Example{Row: row, Column: a.q, Old: a.c.ts, New: a.to})
 		} else {
 			cnt.expiredDeleted.Add(1)
@@ -852,6 +1004,22 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 		}
 	}
 	return nil
+}
+
+// gone reports whether a's cell is no longer stored at all: nothing at
+// its column and millisecond (a writer deleted it, or GC collected it),
+// so nothing is left to move or delete. A cell still there, changed or
+// not, leaves work (a rerun sees what blocks it).
+func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error) {
+	ms := strategy.Millis(a.c.ts)
+	r, err := m.tbl.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(m.plan.Family, a.q, a.q+"\x00"),
+		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
+		bigtable.StripValueFilter())))
+	if err != nil {
+		return false, bttlerr.Wrap(err, "migrate row %s: read column %s, timestamp %s again", keytext.Quote(row), keytext.Quote(a.q), formatTimestamp(a.c.ts))
+	}
+	return len(r[m.plan.Family]) == 0, nil
 }
 
 // moves is how many of acts are moves.

@@ -445,3 +445,47 @@ func TestFirstSwitchBeforeNanosecondRangeIsRefused(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "FirstSwitch", pe.Field)
 }
+
+// Issue 35, 4: a cell a writer deletes between the read and the move
+// leaves nothing to do: counted Gone, not Changed, not in Unmoved, so a
+// run beside a live writer that deletes is complete (its range finished,
+// exit 0). A cell a writer rewrote at the same timestamp still needs its
+// move: Changed, in Unmoved.
+func TestACellDeletedByAWriterLeavesNothingToDo(t *testing.T) {
+	h, tbl, now, at := rowTable(t)
+	ctx := context.Background()
+	m := bigtable.NewMutation()
+	for _, c := range []string{"a", "deleted", "rewritten"} {
+		m.Set("f", c, at(-time.Hour), []byte("legacy "+c))
+	}
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	mg, err := migrate.New(tbl, "t", inPlace(now.Add(-time.Minute), day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	w := bigtable.NewMutation()
+	w.DeleteCellsInColumn("f", "deleted")
+	require.NoError(t, tbl.Apply(ctx, "r", w))
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	st := mg.Stats()
+	assert.Equal(t, int64(2), st.Moved)
+	assert.Equal(t, int64(1), st.Gone)
+	assert.Zero(t, st.Changed)
+	assert.Zero(t, st.Unmoved(), "nothing left to do")
+
+	m = bigtable.NewMutation()
+	m.Set("f", "late", at(-time.Hour), []byte("legacy"))
+	require.NoError(t, tbl.Apply(ctx, "r2", m))
+	mg, err = migrate.New(tbl, "t", inPlace(now.Add(-time.Minute), day), migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	row, err = tbl.ReadRow(ctx, "r2", bigtable.RowFilter(mg.Filter()))
+	require.NoError(t, err)
+	w = bigtable.NewMutation()
+	w.Set("f", "late", at(-time.Hour), []byte("a writer's value"))
+	require.NoError(t, tbl.Apply(ctx, "r2", w))
+	require.NoError(t, mg.MigrateRow(ctx, row))
+	st = mg.Stats()
+	assert.Equal(t, int64(1), st.Changed, "rewritten in place: still to move")
+	assert.Zero(t, st.Gone)
+	assert.Equal(t, int64(1), st.Unmoved())
+}

@@ -97,6 +97,41 @@ type checkpointRange struct {
 	fresh  bool            // finished by this run
 }
 
+// CheckpointInfo is what a checkpoint record says about its scan, for a
+// listing (bttl checkpoint list).
+type CheckpointInfo struct {
+	Table string
+	Shard Shard
+	Piece Range
+	// Job is the job the checkpoint was written for (WithCheckpoint's and
+	// WithJob's), as JSON.
+	Job     json.RawMessage
+	Updated time.Time // the record's last write
+	// Ranges is the shard's ranges; Done how many are finished.
+	Ranges, Done int
+}
+
+// ParseCheckpoint reads a checkpoint record (a file WithCheckpoint
+// wrote, or a StoredRecord's Record); an error wrapping ErrCheckpoint when
+// rec is not one.
+func ParseCheckpoint(rec []byte) (*CheckpointInfo, error) {
+	var c checkpointFile
+	if err := json.Unmarshal(rec, &c); err != nil {
+		return nil, &CheckpointError{Reason: "not a scan checkpoint", Err: err}
+	}
+	if c.Version != checkpointVersion {
+		return nil, &CheckpointError{Reason: fmt.Sprintf("version %d, want %d", c.Version, checkpointVersion)}
+	}
+	info := &CheckpointInfo{Table: c.Table, Shard: c.Shard, Piece: c.Piece, Job: json.RawMessage(canonicalJSON(c.Job)), Ranges: len(c.Ranges)}
+	info.Updated, _ = time.Parse(time.RFC3339, c.Updated)
+	for _, r := range c.Ranges {
+		if r.Done {
+			info.Done++
+		}
+	}
+	return info, nil
+}
+
 // loadCheckpoint reads the checkpoint st keeps; (nil, nil) when there is
 // none.
 func loadCheckpoint(ctx context.Context, st CheckpointStore) (*checkpointFile, error) {
@@ -104,7 +139,11 @@ func loadCheckpoint(ctx context.Context, st CheckpointStore) (*checkpointFile, e
 	if err != nil || b == nil {
 		return nil, err
 	}
-	path := st.Name()
+	return parseCheckpoint(st.Name(), b)
+}
+
+// parseCheckpoint decodes a record kept at path.
+func parseCheckpoint(path string, b []byte) (*checkpointFile, error) {
 	var c checkpointFile
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, &CheckpointError{Path: path, Reason: "not a scan checkpoint", Err: err}

@@ -31,6 +31,23 @@ const (
 	ownerColumn      = "owner"
 )
 
+// RecordTTL is how long a row of a checkpoint table lives after its last
+// write: the table's family keeps one version, and its GC rule collects
+// cells older than this (Bigtable collects within about a week after). A
+// running job rewrites its row as each range finishes, so only the rows
+// of jobs stopped or finished that long ago go; a job resumed after them
+// starts over, which a checkpoint's jobs tolerate (migrate moves nothing
+// twice). bttl checkpoint list and rm show and remove rows before then.
+const RecordTTL = 30 * 24 * time.Hour
+
+// checkpointPolicy is the checkpoint family's GC rule; legacyPolicy the
+// rule tables created before RecordTTL were given, which
+// ensureCheckpointTable replaces.
+var (
+	checkpointPolicy = bigtable.UnionPolicy(bigtable.MaxVersionsPolicy(1), bigtable.MaxAgePolicy(RecordTTL))
+	legacyPolicy     = bigtable.MaxVersionsPolicy(1)
+)
+
 // WithBigtableCheckpoints lets WithCheckpoint's path be bigtable://TABLE:
 // the checkpoint is then a row of TABLE in the instance of client (the
 // table is created with admin when missing, one family "ck" keeping one
@@ -125,6 +142,70 @@ func ReadBigtableRecords(ctx context.Context, client *bigtable.Client, id, prefi
 	return out, nil
 }
 
+// StoredRecord is one row of a checkpoint table, as ListBigtableRecords
+// reads it: a checkpoint (NewBigtableStore's row for a scan) or another
+// record kept the same way (an audit report).
+type StoredRecord struct {
+	Key string
+	// Record is the record last saved; nil when the row was claimed but
+	// not written yet (its writer running, or stopped before its Save).
+	Record []byte
+	// Owner is the owner cell, "<generation>:<token>", "" for none: it
+	// changes with every claim and write.
+	Owner string
+	// Written is the row's latest write (its newest cell's timestamp):
+	// the row expires RecordTTL after it.
+	Written time.Time
+}
+
+// ListBigtableRecords returns the rows of table id whose keys start with
+// prefix, in key order.
+func ListBigtableRecords(ctx context.Context, client *bigtable.Client, id, prefix string) ([]StoredRecord, error) {
+	if !tableIDPattern.MatchString(id) {
+		return nil, &OptionError{Option: "table", Reason: fmt.Sprintf("%q: want a table ID of letters, digits, -, _ and .", id)}
+	}
+	var out []StoredRecord
+	err := client.Open(id).ReadRows(ctx, bigtable.PrefixRange(prefix), func(r bigtable.Row) bool {
+		rec := StoredRecord{Key: r.Key()}
+		for _, it := range r[checkpointFamily] {
+			if t := it.Timestamp.Time(); t.After(rec.Written) {
+				rec.Written = t
+			}
+			switch strings.TrimPrefix(it.Column, checkpointFamily+":") {
+			case recordColumn:
+				if len(it.Value) > 0 {
+					rec.Record = it.Value
+				}
+			case ownerColumn:
+				rec.Owner = string(it.Value)
+			}
+		}
+		out = append(out, rec)
+		return true
+	}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.FamilyFilter(checkpointFamily), bigtable.LatestNFilter(1))))
+	if err != nil {
+		return nil, &CheckpointError{Path: BigtableScheme + id, Reason: "cannot read", Err: err}
+	}
+	return out, nil
+}
+
+// RemoveBigtableRecord deletes rec's row of table id if no run claimed or
+// wrote it since rec was listed (its owner cell is still rec.Owner), and
+// reports whether it did: a row a run took over meanwhile is left.
+func RemoveBigtableRecord(ctx context.Context, client *bigtable.Client, id string, rec StoredRecord) (bool, error) {
+	if !tableIDPattern.MatchString(id) {
+		return false, &OptionError{Option: "table", Reason: fmt.Sprintf("%q: want a table ID of letters, digits, -, _ and .", id)}
+	}
+	s := &bigtableStore{tbl: client.Open(id), key: rec.Key, name: BigtableScheme + id + "/" + rec.Key}
+	m := bigtable.NewMutation()
+	m.DeleteRow()
+	ok, err := s.apply(ctx, rec.Owner, m)
+	if err != nil {
+		return false, &CheckpointError{Path: s.name, Reason: "cannot remove", Err: err}
+	}
+	return ok, nil
+}
+
 // ensureCheckpointTable creates the table when it does not exist, and
 // checks it has the checkpoint family. Workers starting together may all
 // try: AlreadyExists is success.
@@ -135,7 +216,7 @@ func ensureCheckpointTable(ctx context.Context, admin *bigtable.AdminClient, id 
 	info, err := admin.TableInfo(ctx, id)
 	if status.Code(err) == codes.NotFound {
 		err = admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: id,
-			ColumnFamilies: map[string]bigtable.Family{checkpointFamily: {GCPolicy: bigtable.MaxVersionsPolicy(1)}}})
+			ColumnFamilies: map[string]bigtable.Family{checkpointFamily: {GCPolicy: checkpointPolicy}}})
 		if status.Code(err) == codes.AlreadyExists {
 			err = nil
 		}
@@ -147,10 +228,24 @@ func ensureCheckpointTable(ctx context.Context, admin *bigtable.AdminClient, id 
 	if err != nil {
 		return err
 	}
-	for _, f := range info.Families {
-		if f == checkpointFamily {
-			return nil
+	for _, f := range info.FamilyInfos {
+		if f.Name != checkpointFamily {
+			continue
 		}
+		if f.FullGCPolicy != nil && f.FullGCPolicy.String() == legacyPolicy.String() {
+			// A table bttl created before its rows expired: given the
+			// expiry now (the family is bttl's own). A job whose account
+			// may write rows but not change a table's schema (Bigtable
+			// User) leaves it as it is rather than fail: expiry is
+			// housekeeping (cbt setgcpolicy TABLE ck maxversions=1 or
+			// maxage=30d sets it by hand).
+			err := admin.SetGCPolicy(ctx, id, checkpointFamily, checkpointPolicy)
+			if status.Code(err) == codes.PermissionDenied {
+				err = nil
+			}
+			return err
+		}
+		return nil
 	}
 	return fmt.Errorf("table %q exists without the family %q: not a bttl checkpoint table", id, checkpointFamily)
 }
@@ -208,6 +303,21 @@ func (s *bigtableStore) Open(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return nil, &CheckpointError{Path: s.name, Reason: "cannot claim: other runs keep claiming the same shard", Err: ErrCheckpointClaimed}
+}
+
+// peek reads the record without claiming the row.
+func (s *bigtableStore) peek(ctx context.Context) ([]byte, error) {
+	row, err := s.tbl.ReadRow(ctx, s.key, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.FamilyFilter(checkpointFamily), bigtable.LatestNFilter(1))))
+	if err != nil {
+		return nil, &CheckpointError{Path: s.name, Reason: "cannot read", Err: err}
+	}
+	for _, it := range row[checkpointFamily] {
+		if it.Column == checkpointFamily+":"+recordColumn && len(it.Value) > 0 {
+			return it.Value, nil
+		}
+	}
+	return nil, nil
 }
 
 // Save writes the record if this run still owns the row.

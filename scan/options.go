@@ -1,6 +1,8 @@
 package scan
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -29,6 +31,7 @@ type config struct {
 	btClient      *bigtable.Client
 	btAdmin       *bigtable.AdminClient
 	shardWarn     func(ShardWarning)
+	resumeCheck   func(ctx context.Context, rg Range, result json.RawMessage) (bool, error)
 	bounds        []string // the shards' bounds, set by validate
 }
 
@@ -86,6 +89,21 @@ func WithRange(start, end string) Option {
 // completes; delete it to scan again from scratch.
 func WithCheckpoint(path string, job any) Option {
 	return func(c *config) { c.checkpoint, c.job = path, job }
+}
+
+// WithResumeCheck has a run that resumes from a checkpoint ask check,
+// for each range an earlier run finished, whether what that run did there
+// is still in the table, before skipping it: when check answers false the
+// range is read again, as if never finished (Summary.Undone counts such
+// ranges). A job that writes gives each range's result a witness of its
+// writes (migrate: the last cell it moved) and checks it is still stored,
+// so that a table restored from a backup, or deleted and re-created under
+// the same name, is not taken for one whose work is done: the checkpoint
+// outlives the table it describes. check is called once per finished
+// range, one at a time, each call bounded as a checkpoint read is
+// (WithStall); an error stops the scan before any read.
+func WithResumeCheck(check func(ctx context.Context, rg Range, result json.RawMessage) (bool, error)) Option {
+	return func(c *config) { c.resumeCheck = check }
 }
 
 // WithJob adds job, marshalled to JSON, to what identifies the work in the

@@ -68,6 +68,10 @@ type Summary struct {
 	Rows, Cells int64
 	// Limited: the scan stopped at WithLimit's row count.
 	Limited bool
+	// Undone counts the ranges an earlier run finished whose work
+	// WithResumeCheck found no longer in the table (a restore, a
+	// re-created table): this run read them again.
+	Undone int
 }
 
 // Complete reports whether every range of the shard is finished.
@@ -147,6 +151,11 @@ func RunResumedRanges(ctx context.Context, tbl *bigtable.Table, table string, f 
 	if err != nil {
 		return nil, err
 	}
+	if ck != nil && c.resumeCheck != nil {
+		if s.Undone, err = c.recheck(ctx, st.Name(), ck); err != nil {
+			return nil, err
+		}
+	}
 	var sampled []string
 	if ck == nil || (c.shardWarn != nil && c.shard.Count > 1) {
 		err := c.bounded(ctx, "SampleRowKeys", func(ctx context.Context) (err error) {
@@ -180,6 +189,84 @@ func RunResumedRanges(ctx context.Context, tbl *bigtable.Table, table string, f 
 		c.shardWarn(ShardWarning{Table: table, Shard: c.shard, Empty: true})
 	}
 	return s, err
+}
+
+// Recorded returns what the checkpoint the options name records for the
+// scan RunRanges would make with them: its ranges, done or not, with the
+// results earlier runs recorded (Resumed set for the done ones); nil when
+// there is no checkpoint (none given, or none written yet). It reads the
+// record without claiming it (a Bigtable row stays its writer's) and
+// checks it fits as RunRanges does. A caller that must know what earlier
+// runs did before it starts (migrate's deletion run, restarted) reads it
+// so.
+func Recorded(ctx context.Context, table string, opts ...Option) (*Summary, error) {
+	c := config{workers: DefaultWorkers, shard: Shard{Index: 0, Count: 1}}
+	for _, o := range opts {
+		o(&c)
+	}
+	piece, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	job, err := c.jobJSON()
+	if err != nil {
+		return nil, &OptionError{Option: "checkpoint", Reason: fmt.Sprintf("job: %v", err)}
+	}
+	var ck *checkpointFile
+	err = c.bounded(ctx, "checkpoint", func(ctx context.Context) error {
+		st, err := c.checkpointStore(ctx, table, piece, job)
+		if err != nil || st == nil {
+			return err
+		}
+		var b []byte
+		if p, ok := st.(interface {
+			peek(context.Context) ([]byte, error)
+		}); ok {
+			b, err = p.peek(ctx)
+		} else {
+			b, err = st.Open(ctx) // a file: opening claims nothing
+		}
+		if err != nil || b == nil {
+			return err
+		}
+		if ck, err = parseCheckpoint(st.Name(), b); err != nil {
+			return err
+		}
+		return ck.fits(st.Name(), table, c.shard, piece, job, c.filterNames())
+	})
+	if err != nil || ck == nil {
+		return nil, err
+	}
+	s := &Summary{Table: table, Shard: c.shard, Piece: piece}
+	for _, cr := range ck.Ranges {
+		s.Ranges = append(s.Ranges, RangeResult{Range: cr.Range, Done: cr.Done, Resumed: cr.Done, Result: cr.Result})
+	}
+	return s, nil
+}
+
+// recheck asks WithResumeCheck about each range ck records finished, and
+// marks unfinished those whose work is gone; it returns how many.
+func (c *config) recheck(ctx context.Context, name string, ck *checkpointFile) (int, error) {
+	undone := 0
+	for i := range ck.Ranges {
+		cr := &ck.Ranges[i]
+		if !cr.Done {
+			continue
+		}
+		var holds bool
+		err := c.bounded(ctx, "checkpoint", func(ctx context.Context) (err error) {
+			holds, err = c.resumeCheck(ctx, cr.Range, cr.Result)
+			return err
+		})
+		if err != nil {
+			return 0, &CheckpointError{Path: name, Reason: "cannot check range " + cr.Range.String() + " is still done", Err: err}
+		}
+		if !holds {
+			cr.Done, cr.Result = false, nil
+			undone++
+		}
+	}
+	return undone, nil
 }
 
 func resumedNone(s *Summary) bool {

@@ -15,6 +15,8 @@
 //	migrate          move a family's stored cells onto its strategy (real timestamps to one-second, D to D')
 //	migrate merge    merge the -json reports of a migration's shards into the job's result
 //	migrate resolve  move or delete one cell (an ambiguous one migrate listed), pinned against concurrent change
+//	checkpoint list  list the checkpoints and audit reports kept in a table of the instance
+//	checkpoint rm    remove checkpoints and audit reports kept in a table of the instance
 //	init             write a schema file from the instance's tables and GC rules
 //	lookup           show one row's stored cells, whether a bttl read returns each, and why not
 //	read             the same for a range of rows, as cbt read takes it
@@ -46,6 +48,9 @@
 //	bttl [global flags] migrate merge [-json] [-metrics-out FILE] FILE|bigtable://TABLE/JOB...
 //	bttl [global flags] migrate resolve -table T -family F -row R -column C -timestamp TS (-ttl D | -to
 //	                                    TS | -delete) [-dry-run]
+//	bttl [global flags] checkpoint list [-table T | -report JOB] [-json] bigtable://TABLE
+//	bttl [global flags] checkpoint rm [-table T | -report JOB] -dry-run bigtable://TABLE
+//	bttl [global flags] checkpoint rm [-table T | -report JOB] -expect N [-force] bigtable://TABLE
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE

@@ -228,6 +228,10 @@ type scanFlags struct {
 	shardKeys      string
 	stall          time.Duration
 	e              *env // set once the clients exist (bind)
+	// unindexed: -shard-count without a task index. wholeOK: the command
+	// reads the whole table then (a dry run, given a job's flags on a
+	// machine with no job runner); otherwise check refuses it.
+	unindexed, wholeOK bool
 }
 
 // defaultStall is -stall's default.
@@ -322,14 +326,15 @@ func (s *scanFlags) fromEnv(getenv func(string) string) error {
 		s.shard, s.shardFrom = scan.Shard{Index: i, Count: n}, from
 		return nil
 	}
-	if s.shardCount > 0 {
-		return errors.New("-shard-count needs a task index (JOB_COMPLETION_INDEX); without a job runner give -shard i/n")
-	}
+	s.unindexed = s.shardCount > 0
 	return nil
 }
 
 func (s *scanFlags) check() error {
-	if s.shardKeys != "" && s.shard.Count < 2 {
+	switch {
+	case s.unindexed && !s.wholeOK:
+		return errors.New("-shard-count needs a task index (JOB_COMPLETION_INDEX); without a job runner give -shard i/n")
+	case s.shardKeys != "" && s.shard.Count < 2 && !(s.unindexed && s.wholeOK):
 		return errors.New("-shard-keys needs -shard i/n with n of at least 2")
 	}
 	return nil
@@ -346,7 +351,7 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 	if s.sharded() {
 		opts = append(opts, scan.WithShard(s.shard.Index, s.shard.Count))
 	}
-	if s.shardKeys != "" {
+	if s.shardKeys != "" && s.sharded() {
 		keys, err := readShardKeys(s.shardKeys)
 		if err != nil {
 			return nil, fmt.Errorf("-shard-keys: %w", err)
@@ -361,6 +366,9 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 				from = " (" + s.shardFrom + ")"
 			}
 			fmt.Fprintf(e.stderr, "bttl %s: shard %s%s\n", e.name, s.shard, from)
+		}
+		if s.unindexed {
+			fmt.Fprintf(e.stderr, "bttl %s: the whole table: -shard-count %d without a task index (JOB_COMPLETION_INDEX), so this dry run reads every shard\n", e.name, s.shardCount)
 		}
 		opts = append(opts, scan.WithShardWarnings(func(w scan.ShardWarning) { s.warn(e, w) }))
 	}

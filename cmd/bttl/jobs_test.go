@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,20 +26,60 @@ import (
 
 // The job examples in examples/jobs, as far as the test reads them.
 type jobContainer struct {
+	Name    string   `yaml:"name"`
 	Command []string `yaml:"command"`
 	Args    []string `yaml:"args"`
+}
+
+// podFailurePolicy is a Job's spec.podFailurePolicy (batch/v1).
+type podFailurePolicy struct {
+	Rules []struct {
+		Action      string `yaml:"action"`
+		OnExitCodes *struct {
+			ContainerName string `yaml:"containerName"`
+			Operator      string `yaml:"operator"`
+			Values        []int  `yaml:"values"`
+		} `yaml:"onExitCodes"`
+		OnPodConditions []struct {
+			Type string `yaml:"type"`
+		} `yaml:"onPodConditions"`
+	} `yaml:"rules"`
+}
+
+// action is what the policy does with a pod that exited with code, or
+// with condition set ("" for none): the first matching rule's action, or
+// "Count" (the default: against the index's budget).
+func (p podFailurePolicy) action(container string, code int, condition string) string {
+	for _, r := range p.Rules {
+		if e := r.OnExitCodes; e != nil && (e.ContainerName == "" || e.ContainerName == container) {
+			in := slices.Contains(e.Values, code)
+			if (e.Operator == "In") == in {
+				return r.Action
+			}
+		}
+		for _, c := range r.OnPodConditions {
+			if c.Type == condition {
+				return r.Action
+			}
+		}
+	}
+	return "Count"
 }
 
 type kubernetesJob struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
 	Spec       struct {
-		CompletionMode string `yaml:"completionMode"`
-		Completions    int    `yaml:"completions"`
-		Parallelism    int    `yaml:"parallelism"`
-		Template       struct {
+		CompletionMode       string           `yaml:"completionMode"`
+		Completions          int              `yaml:"completions"`
+		Parallelism          int              `yaml:"parallelism"`
+		BackoffLimit         *int             `yaml:"backoffLimit"`
+		BackoffLimitPerIndex int              `yaml:"backoffLimitPerIndex"`
+		PodFailurePolicy     podFailurePolicy `yaml:"podFailurePolicy"`
+		Template             struct {
 			Spec struct {
-				Containers []jobContainer `yaml:"containers"`
+				RestartPolicy string         `yaml:"restartPolicy"`
+				Containers    []jobContainer `yaml:"containers"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -325,6 +366,33 @@ func TestJobExamplesAgree(t *testing.T) {
 	}
 }
 
+// Issue 35, 4: the Indexed Jobs give each shard its own retry budget
+// (backoffLimitPerIndex, so one shard's failures do not spend the
+// others'), and their failure policy maps bttl's exit codes: 1 (a finding
+// or refusal a retry would repeat) fails the index at once, 2 (a
+// connection error) and a kill count against the budget, an eviction
+// (SIGTERM, 143, with the DisruptionTarget condition) is free.
+func TestJobManifestsRetryPerIndex(t *testing.T) {
+	for _, kind := range []string{"audit", "migrate"} {
+		var j kubernetesJob
+		readJob(t, "kubernetes-"+kind+".yaml", "batch/v1", &j, &j.Kind, &j.APIVersion)
+		s := j.Spec
+		assert.Equal(t, "Indexed", s.CompletionMode, kind)
+		assert.Equal(t, "Never", s.Template.Spec.RestartPolicy, "%s: podFailurePolicy needs restartPolicy Never", kind)
+		assert.Positive(t, s.BackoffLimitPerIndex, kind)
+		assert.Nil(t, s.BackoffLimit, "%s: a Job-wide budget would let one shard's failures spend the others'", kind)
+		require.Len(t, s.Template.Spec.Containers, 1)
+		c := s.Template.Spec.Containers[0].Name
+		p := s.PodFailurePolicy
+		assert.Equal(t, "FailIndex", p.action(c, exitFindings, ""), kind)
+		assert.Equal(t, "Count", p.action(c, exitError, ""), kind)
+		assert.Equal(t, "Count", p.action(c, 137, ""), "%s: SIGKILL, OOM", kind)
+		assert.Equal(t, "Ignore", p.action(c, exitTerminated, "DisruptionTarget"), kind)
+		assert.Equal(t, "Count", p.action(c, exitTerminated, ""), "%s: a SIGTERM without eviction (activeDeadlineSeconds)", kind)
+		assert.Equal(t, "Count", p.action("sidecar", exitFindings, ""), "%s: another container's exit 1 is not bttl's", kind)
+	}
+}
+
 // Acceptance 4 of issue 29: the example jobs' commands, run as three
 // local worker processes of the built binary with the runners' task-index
 // variables and checkpoints in cbtemulator: the migrate job's worker 1 is
@@ -420,8 +488,24 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	for i, w := range reports {
 		require.Equal(t, exitOK, w.wait(), "audit task %d: %s", i, w.stderr.String())
 	}
-	merged := execBttl(t, bin, addrA, "audit", "merge", "-json", report)
+	// The job's reports feed the merge's gauges (issue 35, 4: they need the
+	// shards' -bytes, which the examples give).
+	prom := filepath.Join(t.TempDir(), "bttl.prom")
+	merged := execBttl(t, bin, addrA, "audit", "merge", "-json", "-metrics-out", prom, report)
 	require.Equal(t, exitOK, merged.code, merged.stderr)
+	assert.Contains(t, readFileString(t, prom), "bttl_audit_", "the merged job's gauges are written")
+	// bttl checkpoint list shows the job's reports beside the checkpoints.
+	_, reportJob, _ := strings.Cut(strings.TrimPrefix(report, "bigtable://"), "/")
+	listed := execBttl(t, bin, addrA, "checkpoint", "list", "-json", "-report", reportJob, "bigtable://bttl_checkpoints")
+	require.Equal(t, exitOK, listed.code, listed.stderr)
+	var rows []stateRow
+	require.NoError(t, json.Unmarshal([]byte(listed.stdout), &rows))
+	require.Len(t, rows, tasks)
+	for i, r := range rows {
+		assert.Equal(t, "report", r.Kind)
+		assert.Equal(t, fmt.Sprintf("%d/%d", i, tasks), r.Shard)
+		assert.JSONEq(t, strconv.Quote(reportJob), string(r.Job))
+	}
 	one := startWorker(t, bin, append(without(auditCmd, "-report="+report), "-json"), runnerEnv(addrA))
 	require.Equal(t, exitOK, one.wait(), one.stderr.String())
 	var m, s auditOutput

@@ -169,6 +169,9 @@ func TestShardFromJobRunner(t *testing.T) {
 			s.register(fs, "read")
 			require.NoError(t, fs.Parse(c.flags))
 			err := flagsFromEnv(fs, func(k string) string { return c.env[k] })
+			if err == nil {
+				err = s.check() // a count without an index is refused here (a dry run may take it: wholeOK)
+			}
 			if c.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), c.err)

@@ -91,7 +91,7 @@ target family yet (docs/design.md#migrate, the copy steps).
 		fs.Var(durationFlag{p: &a.clockSkew}, "clock-skew", "in place: how far writers' clocks may be off (a `duration`; 0 means the default); widens the window of ambiguous cells by as much on each side")
 		fs.BoolVar(&a.writeTimeComplete, "write-time-complete", false, "in place: every bttl writer recorded write times since -first-switch (the schema's write_time): a cell in the window without a companion is a real write time")
 		fs.Var(expiredFlag{&a.expired}, "expired", "in place, cells already expired under the target: keep (left for GC; bttl apply then needs -force) or `delete` (with -expect-expired and -expired-as-of)")
-		fs.Var(expectFlag{&a.expectExpired, &a.expectGiven}, "expect-expired", "with -expired delete: the `count` of expired cells the dry run printed; a different count refuses before writing")
+		fs.Var(countsFlag{&a.expectExpired, &a.expectGiven}, "expect-expired", "with -expired delete: the `count` of expired cells the dry run printed, or for a sharded job the counts per shard it printed (N0,N1,...: every index takes its own); a different count refuses before writing")
 		fs.Var(timeFlag{&a.expiredAsOf}, "expired-as-of", "with -expired delete: the `instant` the dry run judged expiry at (it prints it); only cells expired then are deleted")
 		a.inflight = migrate.DefaultInflight
 		fs.Var(countFlag{&a.inflight, 1}, "inflight", "conditional row mutations in flight per worker")
@@ -123,7 +123,7 @@ type migrateArgs struct {
 	clockSkew               time.Duration
 	writeTimeComplete       bool
 	expired                 migrate.ExpiredAction
-	expectExpired           int64
+	expectExpired           []int64
 	expectGiven             bool
 	expiredAsOf             time.Time
 	inflight                int64
@@ -150,8 +150,6 @@ func (a *migrateArgs) check() error {
 		return errors.New("-from is required: real, one-second or default-expiry:D")
 	case (a.ttl != 0 || len(a.rules) > 0) && a.from.Kind() != strategy.KindUnmanaged:
 		return errors.New("-ttl and -ttl-rule apply to -from real only: other cells keep their expiry instant")
-	case a.dryRun && a.checkpoint != "":
-		return errors.New("-checkpoint records a run's progress; a -dry-run writes nothing to resume")
 	case a.expired == migrate.DeleteExpired && !a.dryRun && (!a.expectSet() || a.expiredAsOf.IsZero()):
 		return errors.New("-expired delete needs -expect-expired N and -expired-as-of T, the count and instant a dry run printed: nothing is deleted on a guess")
 	case a.expired != migrate.DeleteExpired && (a.expectSet() || !a.expiredAsOf.IsZero()):
@@ -171,6 +169,11 @@ func (a *migrateArgs) check() error {
 	if err := checkMetricsOut(a.metricsOut); err != nil {
 		return err
 	}
+	// A dry run takes the job's flags as they are: without a task index
+	// it reads the whole table (-shard-count and -shard-keys then say
+	// nothing), and it keeps its own checkpoint (its job is marked a dry
+	// run, so a real run never resumes it).
+	a.scan.wholeOK = a.dryRun
 	return a.scan.check()
 }
 
@@ -190,7 +193,15 @@ func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, er
 		return migrate.Plan{}, fmt.Errorf("%s: family %q is not in the schema file's table %q, which gives the target strategy", flagName, target, a.table)
 	}
 	p := migrate.Plan{Family: a.family, From: a.from, To: to, ToFamily: a.toFamily, FirstSwitch: a.firstSwitch, WrittenBefore: a.writtenBefore,
-		WriteTimeComplete: a.writeTimeComplete, Expired: a.expired, ExpiredAsOf: a.expiredAsOf, ExpectExpired: a.expectExpired}
+		WriteTimeComplete: a.writeTimeComplete, Expired: a.expired, ExpiredAsOf: a.expiredAsOf}
+	switch n := len(a.expectExpired); {
+	case n == 1:
+		p.ExpectExpired = a.expectExpired[0]
+	case n > 1 && (!a.scan.sharded() || n != a.scan.shard.Count):
+		return migrate.Plan{}, fmt.Errorf("-expect-expired: %d counts, one per shard, but this run is %s", n, map[bool]string{true: "shard " + a.scan.shard.String(), false: "not sharded"}[a.scan.sharded()])
+	case n > 1:
+		p.ExpectExpired = a.expectExpired[a.scan.shard.Index]
+	}
 	if a.toFamily == "" {
 		p.ClockSkew = a.clockSkew
 	}
@@ -268,7 +279,11 @@ func (a *migrateArgs) run(e *env) int {
 	if a.json {
 		opts = append(opts, migrate.WithAllAmbiguous())
 	}
-	if a.checkpoint != "" {
+	// A whole-table dry run given a sharded job's flags runs the shards in
+	// turn: a Bigtable checkpoint keeps a row per shard, a file would be
+	// one record for all of them, so it is not kept then.
+	byShard := a.dryRun && a.scan.unindexed && a.scan.shardCount > 1
+	if a.checkpoint != "" && (!byShard || strings.HasPrefix(a.checkpoint, scan.BigtableScheme)) {
 		opts = append(opts, migrate.WithCheckpoint(a.checkpoint))
 	}
 	m, err := migrate.New(tbl, a.table, p, opts...)
@@ -313,7 +328,13 @@ func (a *migrateArgs) run(e *env) int {
 		pl = &progressLine{w: e.stderr, tty: tty, m: m}
 		sopts = append(sopts, scan.WithProgress(every, pl.update))
 	}
-	rep, err := m.Run(e.ctx, sopts...)
+	var rep *migrate.Report
+	var perShard []int64
+	if byShard {
+		rep, perShard, err = a.everyShard(e, tbl, p, opts, m.Now(), sopts, pl)
+	} else {
+		rep, err = m.Run(e.ctx, sopts...)
+	}
 	pl.done()
 	if err != nil {
 		if errors.Is(err, migrate.ErrExpiredCount) {
@@ -351,7 +372,7 @@ func (a *migrateArgs) run(e *env) int {
 			return e.fail(err)
 		}
 	} else {
-		a.writeText(e.stdout, p, rep)
+		a.writeText(e.stdout, p, rep, perShard)
 	}
 	if n := st.Unmoved(); n > 0 {
 		fmt.Fprintf(e.stderr, "bttl migrate: %d cell(s) not moved (see above); run bttl migrate again once they are dealt with (with -checkpoint, the rerun reads again every key range where a cell was left)\n", n)
@@ -361,10 +382,17 @@ func (a *migrateArgs) run(e *env) int {
 }
 
 // writeText writes the run's report as text.
-func (a *migrateArgs) writeText(w io.Writer, p migrate.Plan, rep *migrate.Report) {
+func (a *migrateArgs) writeText(w io.Writer, p migrate.Plan, rep *migrate.Report, perShard []int64) {
 	st := rep.Stats
 	if a.scan.sharded() {
 		fmt.Fprintf(w, "shard %s: keys %s\n", a.scan.shard, rep.Scan.Piece)
+	}
+	if rep.Undone > 0 {
+		fmt.Fprintf(w, "read again: %d key range(s) %s records finished no longer hold the last cell moved there (the table was restored or re-created since, or a writer or GC removed that cell)\n",
+			rep.Undone, a.checkpoint)
+	}
+	if rep.Unproven > 0 {
+		fmt.Fprintf(w, "read again: %d key range(s) %s records finished moved nothing, so nothing proves they still need nothing\n", rep.Unproven, a.checkpoint)
 	}
 	if n := resumed(rep.Scan); n > 0 {
 		fmt.Fprintf(w, "resumed from %s: %d of %d key range(s) finished by an earlier run, not read again (they moved %d cell(s), deleted %d)\n",
@@ -382,7 +410,14 @@ func (a *migrateArgs) writeText(w io.Writer, p migrate.Plan, rep *migrate.Report
 		fmt.Fprintf(w, "this job so far: %d cell(s) %s, %d deleted, as the checkpoint records them (runs killed mid-range record nothing for it: the cells they %s there are counted as already on the target)\n",
 			total, what, del, what)
 	}
-	if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
+	if perShard != nil && p.ToFamily == "" && (st.ExpiredLeft > 0 || st.ExpiredDeleted > 0) {
+		counts := make([]string, len(perShard))
+		for i, n := range perShard {
+			counts[i] = strconv.FormatInt(n, 10)
+		}
+		fmt.Fprintf(w, "expired per shard (index 0 to %d): %s; to delete them (after checking the examples), give every index of the job -expired delete -expect-expired %s -expired-as-of %s\n",
+			len(perShard)-1, strings.Join(counts, ", "), strings.Join(counts, ","), formatRFC3339(rep.Now))
+	} else if st.ExpiredLeft > 0 && p.ToFamily == "" && a.expired == migrate.KeepExpired {
 		fmt.Fprintf(w, "to delete the %d expired cell(s) (after checking the examples): add -expired delete -expect-expired %d -expired-as-of %s\n",
 			st.ExpiredLeft, st.ExpiredLeft, formatRFC3339(rep.Now))
 	}
@@ -407,6 +442,37 @@ func (a *migrateArgs) writeText(w io.Writer, p migrate.Plan, rep *migrate.Report
 
 func (a *migrateArgs) expectSet() bool { return a.expectGiven }
 
+// countsFlag is -expect-expired: one count, or one per shard (N0,N1,...),
+// remembered as given (0 is a count too).
+type countsFlag struct {
+	p   *[]int64
+	set *bool
+}
+
+func (f countsFlag) Set(s string) error {
+	var out []int64
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q: want a count of 0 or more, or one per shard separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	*f.p, *f.set = out, true
+	return nil
+}
+
+func (f countsFlag) String() string {
+	if f.p == nil || f.set == nil || !*f.set {
+		return ""
+	}
+	parts := make([]string, len(*f.p))
+	for i, n := range *f.p {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
 // expectFlag is a count, remembered as given (0 is a count too).
 type expectFlag struct {
 	p   *int64
@@ -426,6 +492,47 @@ func (f expectFlag) String() string {
 		return ""
 	}
 	return strconv.FormatInt(*f.p, 10)
+}
+
+// everyShard is a whole-table dry run given a sharded job's flags (no task
+// index): it runs the job's shards one after another, each judged at the
+// same instant (now), and returns their counts summed and each shard's
+// expired cells, the per-shard counts a deleting job's indexes check.
+func (a *migrateArgs) everyShard(e *env, tbl *bigtable.Table, p migrate.Plan, opts []migrate.Option, now time.Time, sopts []scan.Option, pl *progressLine) (*migrate.Report, []int64, error) {
+	n := int(a.scan.shardCount)
+	if a.scan.shardKeys != "" {
+		keys, err := readShardKeys(a.scan.shardKeys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-shard-keys: %w", err)
+		}
+		sopts = append(sopts, scan.WithShardKeys(keys...))
+	}
+	opts = append(opts, migrate.WithClock(clockFunc(func() time.Time { return now })))
+	all := &migrate.Report{Now: now, Scan: &scan.Summary{Table: a.table, Shard: scan.Shard{Index: 0, Count: 1}}}
+	per := make([]int64, n)
+	for i := 0; i < n; i++ {
+		m, err := migrate.New(tbl, a.table, p, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if pl != nil {
+			pl.m = m
+		}
+		rep, err := m.Run(e.ctx, append(sopts, scan.WithShard(i, n))...)
+		if err != nil {
+			return nil, nil, err
+		}
+		per[i] = rep.ExpiredLeft + rep.ExpiredDeleted
+		ex, amb := all.Examples, all.AmbiguousExamples
+		all.Stats = all.Stats.Plus(rep.Stats)
+		all.Examples = append(ex, rep.Examples[:min(len(rep.Examples), max(int(a.examples)-len(ex), 0))]...)
+		all.AmbiguousExamples = append(amb, rep.AmbiguousExamples[:min(len(rep.AmbiguousExamples), max(int(a.examples)-len(amb), 0))]...)
+		all.Earlier = all.Earlier.Plus(rep.Earlier)
+		all.Scan.Ranges = append(all.Scan.Ranges, rep.Scan.Ranges...)
+		all.Scan.Rows += rep.Scan.Rows
+		all.Scan.Cells += rep.Scan.Cells
+	}
+	return all, per, nil
 }
 
 // resumed counts the ranges an earlier run finished.
@@ -494,7 +601,8 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, t
 		{st.ExpiredDeleted, "expired under the target, " + would + "deleted"},
 		{st.ExpiredLeft, "expired under the target as of " + formatRFC3339(now) + ": left as they are, neither moved nor copied"},
 		{st.Ambiguous, "not moved: ambiguous, stamped between -first-switch and -written-before (plus -clock-skew) with nothing proving which writer wrote them (never touched)"},
-		{st.Changed, "changed or removed by a writer meanwhile: skipped (a rerun picks up what is left)"},
+		{st.Changed, "changed by a writer meanwhile: skipped (a rerun picks up what is left)"},
+		{st.Gone, "deleted by a writer meanwhile: nothing left to do"},
 		{st.Collisions, "not moved: another cell holds the new timestamp in that column (never overwritten)"},
 		{st.TooLargeToPin, "not moved: value over about 10 KB, too large to pin in a predicate (never moved unpinned)"},
 		{st.OutOfRange, "not moved: new timestamp out of range"},

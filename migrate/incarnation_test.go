@@ -1,0 +1,143 @@
+package migrate_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/scan"
+	"github.com/bttl/bttl/strategy"
+)
+
+// Issue 35, 1: a checkpoint outlives the table it describes. The job
+// finishes every key range; the table is then "restored" (deleted,
+// re-created under the same name, and its cells from before the job
+// written back with their timestamps, which is what a restore from a
+// backup gives; the emulators cannot restore one); the same job, run
+// again with the same checkpoint, moves what came back instead of
+// resuming "every range finished" and moving nothing. A rerun without a
+// restore still skips the ranges. With a file and with a Bigtable
+// checkpoint, on both servers.
+func TestRestoredTableIsMigratedAgain(t *testing.T) {
+	onBothServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		for _, store := range []string{"file", "bigtable"} {
+			t.Run(store, func(t *testing.T) {
+				ctx := context.Background()
+				table := "restored_" + store
+				schema := strategy.Schema{"f": strategy.Unmanaged()}
+				require.NoError(t, h.CreateTable(ctx, table, schema))
+				raw := h.Raw.Open(table)
+				now := h.Clock.Now()
+				model := load(t, raw, "f", 60, 3, now, day)
+				h.Clock.Set(now.Add(time.Second))
+				ckpt := filepath.Join(t.TempDir(), "ckpt")
+				sopts := []scan.Option{scan.WithRanges(6)}
+				if store == "bigtable" {
+					ckpt = scan.BigtableScheme + "ck_" + store
+					sopts = append(sopts, scan.WithBigtableCheckpoints(h.Raw, h.Admin))
+				}
+				run := func() *migrate.Report {
+					mg, err := migrate.New(raw, table, inPlace(now, day), migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+					require.NoError(t, err)
+					rep, err := mg.Run(ctx, sopts...)
+					require.NoError(t, err)
+					return rep
+				}
+				rep := run()
+				require.Equal(t, int64(len(model)), rep.Moved)
+				require.True(t, rep.Scan.Complete())
+
+				rep = run()
+				assert.Zero(t, rep.Rows, "no restore: every finished range is skipped")
+				assert.Zero(t, rep.Undone)
+
+				require.NoError(t, h.Admin.DeleteTable(ctx, table))
+				require.NoError(t, h.CreateTable(ctx, table, schema))
+				assert.Equal(t, model, load(t, raw, "f", 60, 3, now, day), "the restore wrote back the cells from before the job")
+
+				rep = run()
+				assert.Equal(t, int64(len(model)), rep.Moved, "what the restore brought back is moved again")
+				assert.Equal(t, len(rep.Scan.Ranges), rep.Undone, "every finished range's last move is gone")
+				assert.True(t, rep.Scan.Complete())
+				assert.Equal(t, shifted(model, day), stored(t, raw, "f"), "every cell moved once, none left at its write time")
+			})
+		}
+	})
+}
+
+// Issue 35, 4: a deletion run stopped midway and restarted with the same
+// flags and checkpoint resumes: it is no longer refused because fewer
+// expired cells are left than the dry run counted (earlier runs deleted
+// some). What is left plus what the checkpoint records deleted must stay
+// within the count; in all, exactly the dry run's cells are deleted.
+func TestRestartedDeletionRunResumes(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	model := load(t, raw, "f", 1500, 1, now, 10*day) // written over the last 1500 s: with a 750 s TTL half expired
+	h.Clock.Set(now.Add(time.Second))
+	const ttl = 750 * time.Second
+	plan := inPlace(now, ttl)
+	dry, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	require.NoError(t, err)
+	drep, err := dry.Run(ctx)
+	require.NoError(t, err)
+	require.Positive(t, drep.ExpiredLeft)
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, drep.Now, drep.ExpiredLeft
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	run := func(ctx context.Context, opts ...scan.Option) (*migrate.Report, error) {
+		mg, err := migrate.New(raw, "t", del, migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+		require.NoError(t, err)
+		return mg.Run(ctx, append([]scan.Option{scan.WithRanges(8)}, opts...)...)
+	}
+	// Stopped once the deleting pass (the second scan: the count pass
+	// comes first) has finished two thirds of its ranges, as a kill stops
+	// it.
+	stopCtx, stop := context.WithCancel(ctx)
+	counted := false
+	first, err := run(stopCtx, scan.WithCellsPerSecond(5000), scan.WithProgress(time.Millisecond, func(p scan.Progress) {
+		switch {
+		case !counted && p.RangesDone == p.Ranges:
+			counted = true
+		case counted && p.RangesDone >= p.Ranges*2/3 && p.RangesDone < p.Ranges: // the expired cells are in the later rows
+			stop()
+		}
+	}))
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, first.Scan.Complete())
+	require.Positive(t, first.ExpiredDeleted)
+	require.Less(t, first.ExpiredDeleted, del.ExpectExpired)
+
+	second, err := run(ctx)
+	require.NoError(t, err, "the restart resumes")
+	assert.True(t, second.Scan.Complete())
+	assert.Equal(t, del.ExpectExpired, first.ExpiredDeleted+second.ExpiredDeleted, "exactly the dry run's cells are deleted, over both runs")
+	live := map[key]string{}
+	for k, v := range model {
+		if k.ts.Time().Add(ttl).After(drep.Now) {
+			k.ts += bigtable.Timestamp(ttl / time.Microsecond)
+			live[k] = v
+		}
+	}
+	assert.Equal(t, live, stored(t, raw, "f"), "the live cells moved, the expired ones deleted")
+
+	// A job whose count no longer holds is still refused at restart: more
+	// cells are expired than it confirmed.
+	del.ExpectExpired = first.ExpiredDeleted // as if the dry run had counted fewer
+	ckpt = filepath.Join(t.TempDir(), "ckpt2")
+	require.NoError(t, h.Admin.DeleteTable(ctx, "t"))
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	load(t, raw, "f", 1500, 1, now, 10*day)
+	_, err = run(ctx)
+	require.ErrorIs(t, err, migrate.ErrExpiredCount, "the first run checks the count exactly")
+}
