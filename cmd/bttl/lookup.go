@@ -15,6 +15,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 )
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
@@ -136,12 +137,18 @@ func (l *lookupArgs) run(e *env) int {
 		if l.count > 0 {
 			opts = append(opts, bigtable.LimitRows(l.count))
 		}
+		// A row that cannot be written stops the read and fails the
+		// command: the range is never cut short in silence.
+		var showErr error
 		err = tbl.ReadRows(ctx, rs, func(r bigtable.Row) bool {
-			if err := show(r); err != nil {
-				return false
+			if showErr = show(r); showErr != nil {
+				showErr = fmt.Errorf("row %s: %w (the rows after it were not shown)", keytext.Quote(r.Key()), showErr)
 			}
-			return true
+			return showErr == nil
 		}, opts...)
+		if err == nil {
+			err = showErr
+		}
 	}
 	if err != nil {
 		return e.fail(err)
@@ -157,13 +164,13 @@ func (l *lookupArgs) run(e *env) int {
 type rowJSON struct {
 	Row       *string              `json:"row,omitempty"`
 	RowBase64 []byte               `json:"row_base64,omitempty"`
-	Now       time.Time            `json:"now"`
+	Now       string               `json:"now"`
 	Cells     []filters.CellReport `json:"cells"`
 }
 
 func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells []filters.CellReport) error {
 	if asJSON {
-		j := rowJSON{Now: now, Cells: cells}
+		j := rowJSON{Now: timefmt.Instant(now), Cells: cells}
 		if key := r.Key(); utf8.ValidString(key) {
 			j.Row = &key
 		} else {
@@ -174,14 +181,14 @@ func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells [
 	var b strings.Builder
 	b.WriteString(strings.Repeat("-", 40) + "\n" + printable(r.Key()) + "\n")
 	for _, c := range cells {
-		fmt.Fprintf(&b, "  %-40s @ %s\n", printable(c.Family+":"+c.Column), time.UnixMicro(int64(c.Timestamp)).UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(&b, "  %-40s @ %s\n", printable(c.Family+":"+c.Column), timefmt.Instant(time.UnixMicro(int64(c.Timestamp))))
 		fmt.Fprintf(&b, "    %q\n", c.Value)
 		fmt.Fprintf(&b, "    bttl: %s [%s]", c.Visibility, c.Strategy)
 		if c.Reason != "" {
 			fmt.Fprintf(&b, ": %s", c.Reason)
 		}
 		if !c.WriteTime.IsZero() && c.Visibility != filters.Companion {
-			fmt.Fprintf(&b, "; written %s", c.WriteTime.Format(time.RFC3339Nano))
+			fmt.Fprintf(&b, "; written %s", timefmt.Instant(c.WriteTime))
 		}
 		b.WriteString("\n")
 	}
