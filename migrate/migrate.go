@@ -192,7 +192,9 @@ type Stats struct {
 	Collisions int64
 	// TooLargeToPin: values over about 10 KB, whose pinning predicate
 	// would exceed filters.MaxFilterBytes (filters.ErrCellTooLargeToPin):
-	// never moved unpinned.
+	// never moved or deleted unpinned; an expired one is counted here, not
+	// in ExpiredLeft, so the count a deleting run expects is the cells it
+	// can delete.
 	TooLargeToPin int64
 	// OutOfRange: the new timestamp is past strategy.MaxTimestamp or
 	// before the epoch.
@@ -705,6 +707,13 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 // plan asks for it and e is at or before ExpiredAsOf (never more than
 // ExpectExpired of them); otherwise the cell is left, counted.
 func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occupied *occupancy, acts []action) []action {
+	// A cell too large to pin can never be deleted (nothing is, unpinned):
+	// counted so by every run, dry or not, never in the expired count a
+	// deleting run is held to.
+	if _, err := filters.Cell(m.plan.Family, del.q, del.c.ts, del.c.value); errors.Is(err, filters.ErrCellTooLargeToPin) {
+		cnt.tooLarge.Add(1)
+		return acts
+	}
 	if m.plan.Expired == DeleteExpired && !m.plan.To.IsLive(e, m.asOf) && m.budget.Add(-1) >= 0 {
 		occupied.del(del.c.ts)
 		return append(acts, del)
