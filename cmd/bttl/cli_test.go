@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,18 +182,24 @@ tables:
 // address, for each command's first call.
 func TestUnreachableEndpointFailsWithinTimeout(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	// A server that takes connections and never answers (the kernel
+	// completes the handshake; nothing reads).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	addr := ln.Addr().String()
 	const timeout = 500 * time.Millisecond
 	for _, cmd := range [][]string{{"verify"}, {"plan"}, {"apply", "-yes"}, {"audit"}, {"init"}} {
 		start := time.Now()
-		r := bttl(t, "127.0.0.1:1", "", append([]string{"-schema", schema, "-timeout", timeout.String()}, cmd...)...)
+		r := bttl(t, addr, "", append([]string{"-schema", schema, "-timeout", timeout.String()}, cmd...)...)
 		elapsed := time.Since(start)
 		if cmd[0] == "init" {
 			// init writes to -schema; here it must fail before that.
-			r = bttl(t, "127.0.0.1:1", "", "-timeout", timeout.String(), "init")
+			r = bttl(t, addr, "", "-timeout", timeout.String(), "init")
 			elapsed = time.Since(start) - elapsed
 		}
 		assert.Equal(t, exitError, r.code, "%s: %s", cmd, r.stderr)
-		assert.Contains(t, r.stderr, "127.0.0.1:1", "%s names the address", cmd)
+		assert.Contains(t, r.stderr, addr, "%s names the address", cmd)
 		assert.Contains(t, r.stderr, "-timeout", "%s", cmd)
 		assert.Equal(t, 1, strings.Count(r.stderr, "bttl"), "%s: one bttl prefix: %s", cmd, r.stderr)
 		assert.Less(t, elapsed, timeout+2*time.Second, "%s", cmd)
@@ -479,4 +486,29 @@ func TestInitWritesSchemaVerifyAccepts(t *testing.T) {
 	r = bttl(t, addr, "", "init", "-table", "sessions")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "sessions:\n")
+}
+
+// Issue 35 item 6: a refused connection was reported as silence for
+// 30-60 s, then as a stall ("no answer ... (-stall)", "scan:
+// SampleRowKeys:" twice). It is reported at once as a refusal, naming the
+// endpoint and where it came from, without -timeout.
+func TestRefusedConnectionIsReportedAtOnce(t *testing.T) {
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"127.0.0.1:1", []string{"audit"}, "cannot connect to 127.0.0.1:1 (BIGTABLE_EMULATOR_HOST): connection refused"},
+		{"127.0.0.1:1", []string{"verify"}, "cannot connect to 127.0.0.1:1 (BIGTABLE_EMULATOR_HOST): connection refused"},
+		{"", []string{"verify", "-data-endpoint", "127.0.0.1:1"}, "cannot connect to 127.0.0.1:1 (-data-endpoint): connection refused"},
+	} {
+		t.Setenv("BIGTABLE_EMULATOR_HOST", c.env)
+		start := time.Now()
+		r := runRaw(context.Background(), append([]string{"-project", "p", "-instance", "i", "-schema", schema}, c.args...)...)
+		assert.Equal(t, exitError, r.code, "%q: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.want, "%q", c.args)
+		assert.NotContains(t, r.stderr, "SampleRowKeys", "%q", c.args)
+		assert.Less(t, time.Since(start), 5*time.Second, "%q: at once", c.args)
+	}
 }

@@ -209,6 +209,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	if err := probeEndpoints(ctx, g, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "bttl %s: %v\n", name, err)
+		return exitError
+	}
 	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
 	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, dataOpts...)
 	if err != nil {
