@@ -57,4 +57,3 @@ func probeEndpoints(ctx context.Context, g *globals, getenv func(string) string)
 	}
 	return nil
 }
-
