@@ -37,6 +37,7 @@ type options struct {
 	dryRun      bool
 	maxExamples int
 	inflight    int
+	writeStall  time.Duration
 }
 
 // WithClock sets the clock that decides which cells are expired (default:
@@ -58,6 +59,12 @@ func WithDryRun() Option { return func(m *options) { m.dryRun = true } }
 // restarted Run skips the ranges finished, and a checkpoint written for
 // another plan (or a dry run) is refused.
 func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint = path } }
+
+// WithWriteTimeout bounds each conditional write Run sends: one that gets
+// no answer within d fails Run with a *scan.StallError (Step
+// "CheckAndMutateRow"), as a read that stalls does (scan.WithStall, which
+// watches reads only). 0, the default: no bound but the context's.
+func WithWriteTimeout(d time.Duration) Option { return func(m *options) { m.writeStall = max(d, 0) } }
 
 // WithExamples keeps up to n examples of changed cells, and as many of
 // ambiguous ones, in Stats (default 5).
@@ -855,11 +862,23 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 	}
 	var matched bool
 	cond := bigtable.NewCondMutation(pin, mut, nil)
-	if err := m.tbl.Apply(ctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+	wctx := ctx
+	if m.writeStall > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, m.writeStall, errWriteStalled)
+		defer cancel()
+	}
+	if err := m.tbl.Apply(wctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWriteStalled) {
+			return false, &scan.StallError{Interval: m.writeStall, Step: "CheckAndMutateRow"}
+		}
 		return false, err
 	}
 	return matched, nil
 }
+
+// errWriteStalled is the cause of a write's context WithWriteTimeout ended.
+var errWriteStalled = errors.New("write timeout passed")
 
 // unixMicros is t as a timestamp: not bigtable.Time, which goes through
 // UnixNano and wraps outside the years 1678-2262.

@@ -243,7 +243,7 @@ func (s *scanFlags) register(fs *flag.FlagSet, verb string) {
 		"(default: from the job runner, CLOUD_RUN_TASK_INDEX/CLOUD_RUN_TASK_COUNT, BATCH_TASK_INDEX/BATCH_TASK_COUNT, or JOB_COMPLETION_INDEX with -shard-count)")
 	fs.Var(countFlag{&s.shardCount, 1}, "shard-count", "the shard count `n` for a Kubernetes Indexed Job, whose pods get their index only (JOB_COMPLETION_INDEX): the Job's completions")
 	fs.StringVar(&s.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as bttl audit -suggest-shard-keys writes them (default: an even split of the key space)")
-	fs.Var(durationFlag{p: &s.stall}, "stall", "a key range whose read receives nothing for this `duration` is read once more from its last row, then the command fails (exit 2) naming the endpoint (0: wait as long as -timeout allows)")
+	fs.Var(durationFlag{p: &s.stall}, "stall", "a key range whose read receives nothing for this `duration` is read once more from its last row, then the command fails (exit 2) naming the endpoint; migrate's writes are bounded by it too (0: wait as long as -timeout allows)")
 }
 
 // scanShardFlag is -shard, whose default comes from the job runner's

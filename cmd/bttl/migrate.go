@@ -81,11 +81,15 @@ key range where a cell was left.
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`, or in a row of table T of the instance with bigtable://T (created when missing): a rerun after a crash or Ctrl-C skips the key ranges finished (a record of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
-		return invocation{check: a.check, run: a.run}
+		return invocation{check: a.check, run: a.run, checkSchemas: func(schemas map[string]strategy.Schema) (err error) {
+			a.p, err = a.plan(schemas)
+			return err
+		}}
 	},
 }
 
 type migrateArgs struct {
+	p                       migrate.Plan // the plan the flags and schema give (checkSchemas)
 	table, family, toFamily string
 	from                    strategy.Policy
 	fromSet                 bool
@@ -185,16 +189,12 @@ func flagError(err error) error {
 }
 
 func (a *migrateArgs) run(e *env) int {
-	p, err := a.plan(e.schemas)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
-		return exitError
-	}
+	p := a.p
 	tbl := e.data.Open(a.table)
 	// The first call, bounded by -timeout: an unreachable endpoint or a
 	// missing table fails here.
 	ctx, cancel := e.step()
-	_, err = tbl.SampleRowKeys(ctx)
+	_, err := tbl.SampleRowKeys(ctx)
 	cancel()
 	if err != nil {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
@@ -215,7 +215,9 @@ func (a *migrateArgs) run(e *env) int {
 			return exitError
 		}
 	}
-	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight))}
+	// -stall bounds each write too: the scan's watches reads only.
+	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),
+		migrate.WithWriteTimeout(a.scan.stall)}
 	if a.dryRun {
 		opts = append(opts, migrate.WithDryRun())
 	}

@@ -200,6 +200,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("-schema: %v", err)
 		}
 		e.schemas = schemas
+		if inv.checkSchemas != nil {
+			if err := inv.checkSchemas(schemas); err != nil {
+				return usageErr("%v", err)
+			}
+		}
 	}
 	dataOpts, err := g.clientOptions(true)
 	if err != nil {
