@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -112,6 +113,11 @@ func (l *lookupArgs) run(e *env) int {
 	}
 	now = now.UTC() // -json's "now" is UTC, as every time bttl prints
 	ctx, cancel := e.step()
+	if !l.single {
+		// A range's read is as long as the range: bounded by -timeout and
+		// by what it receives (a row every stepTimeout), not its length.
+		ctx, cancel = e.scanStep()
+	}
 	defer cancel()
 	tbl := e.data.Open(table)
 	rows := 0
@@ -140,12 +146,23 @@ func (l *lookupArgs) run(e *env) int {
 		// A row that cannot be written stops the read and fails the
 		// command: the range is never cut short in silence.
 		var showErr error
-		err = tbl.ReadRows(ctx, rs, func(r bigtable.Row) bool {
+		rctx, stop := context.WithCancelCause(ctx)
+		idle := time.AfterFunc(stepTimeout, func() { stop(errReadIdle) })
+		err = tbl.ReadRows(rctx, rs, func(r bigtable.Row) bool {
+			idle.Stop() // time spent writing (a paused pager) is not the server's
 			if showErr = show(r); showErr != nil {
 				showErr = fmt.Errorf("row %s: %w (the rows after it were not shown)", keytext.Quote(r.Key()), showErr)
 			}
+			idle.Reset(stepTimeout)
 			return showErr == nil
 		}, opts...)
+		idle.Stop()
+		if errors.Is(context.Cause(rctx), errReadIdle) && ctx.Err() == nil {
+			stop(nil)
+			fmt.Fprintf(e.stderr, "bttl %s: no answer from %s for %s (%d row(s) shown): %v\n", e.name, endpointOf(e.g), stepTimeout, rows, errReadIdle)
+			return exitError
+		}
+		stop(nil)
 		if err == nil {
 			err = showErr
 		}
@@ -159,6 +176,9 @@ func (l *lookupArgs) run(e *env) int {
 	}
 	return exitOK
 }
+
+// errReadIdle ends a read of a range that received no row for stepTimeout.
+var errReadIdle = errors.New("no row received: the read was stopped")
 
 // rowJSON is one row in -json output.
 type rowJSON struct {

@@ -47,8 +47,9 @@ func (s signalCause) Error() string { return "signal " + s.sig.String() }
 var errCommandTimeout = errors.New("-timeout reached")
 
 // stepTimeout bounds each start-up or admin step when -timeout is not
-// given: a dead endpoint fails such a step instead of hanging.
-const stepTimeout = 30 * time.Second
+// given: a dead endpoint fails such a step instead of hanging. A variable
+// for tests only.
+var stepTimeout = 30 * time.Second
 
 // globals are the flags every command takes, before or after its name.
 type globals struct {
@@ -74,7 +75,7 @@ func (g *globals) define(fs *flag.FlagSet) {
 	fs.Var(stringFlag{&g.certFile}, "cert-file", "PEM `file` of the TLS root certificates to trust instead of the system's")
 	fs.Var(stringFlag{&g.userAgent}, "user-agent", "user agent `string` sent with each request")
 	fs.Var(durationFlag{p: &g.timeout}, "timeout",
-		"limit the whole command to this `duration`, as cbt -timeout does (default: none, also for audit and migrate scans, which -stall watches; each other call to Bigtable is still limited to 30s)")
+		"limit the whole command to this `duration`, as cbt -timeout does (default: none; a scan, as of audit, migrate, verify, plan, apply or read, fails when it receives nothing for a while (-stall, 60s by default), and each other call to Bigtable is limited to 30s)")
 	fs.Var(boolFlag{&g.version}, "version", "print the version and exit")
 }
 
@@ -261,6 +262,13 @@ func (e *env) step() (context.Context, context.CancelFunc) {
 		return context.WithCancel(e.ctx)
 	}
 	return context.WithTimeout(e.ctx, stepTimeout)
+}
+
+// scanStep returns a context for a step that scans a table, whose length
+// grows with it: the command's, which -timeout bounds; the step bounds
+// its own calls (a stall, a per-call limit).
+func (e *env) scanStep() (context.Context, context.CancelFunc) {
+	return context.WithCancel(e.ctx)
 }
 
 // envFlag is a flag whose value depends on the process's environment:
