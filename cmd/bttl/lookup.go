@@ -17,6 +17,7 @@ import (
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/timefmt"
+	"github.com/bttl/bttl/strategy"
 )
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
@@ -43,7 +44,7 @@ returns it and why not. Exit status 1 when the row holds no cell.
 		l := &lookupArgs{}
 		l.define(fs)
 		l.single = true
-		return invocation{check: l.checkArgs(2), run: l.run}
+		return invocation{check: l.checkArgs(2), checkSchemas: l.checkTable, run: l.run}
 	},
 }
 
@@ -63,7 +64,7 @@ and why not.
 		fs.StringVar(&l.end, "end", "", "read up to this row key (exclusive)")
 		fs.StringVar(&l.prefix, "prefix", "", "read only rows with this key prefix")
 		fs.Var(countFlag{&l.count, 0}, "count", "read at most `n` rows (0: no limit)")
-		return invocation{check: l.checkArgs(1), run: l.run}
+		return invocation{check: l.checkArgs(1), checkSchemas: l.checkTable, run: l.run}
 	},
 }
 
@@ -98,6 +99,15 @@ func (l *lookupArgs) checkArgs(n int) func() error {
 		}
 		return nil
 	}
+}
+
+// checkTable refuses a TABLE the schema file does not name, before any
+// client exists.
+func (l *lookupArgs) checkTable(schemas map[string]strategy.Schema) error {
+	if _, ok := schemas[l.args[0]]; !ok {
+		return fmt.Errorf("table %q is not in the schema file", l.args[0])
+	}
+	return nil
 }
 
 func (l *lookupArgs) run(e *env) int {

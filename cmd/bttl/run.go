@@ -201,6 +201,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("-schema: %v", err)
 		}
 		e.schemas = schemas
+		// -table (verify, plan, apply, audit, migrate) names a table of
+		// the schema file: checked before any client exists.
+		if f := fs.Lookup("table"); f != nil && f.Value.String() != "" {
+			if _, ok := schemas[f.Value.String()]; !ok {
+				return usageErr("-table: table %q is not in the schema file", f.Value.String())
+			}
+		}
 		if inv.checkSchemas != nil {
 			if err := inv.checkSchemas(schemas); err != nil {
 				return usageErr("%v", err)
