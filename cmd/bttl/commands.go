@@ -206,17 +206,3 @@ func writeCommandHelp(w io.Writer, c command) {
 	}
 	fmt.Fprint(w, "\nand the global flags (bttl -h)\n\n"+exitCodes)
 }
-
-// helpRequested reports whether a positional argument (before any "--")
-// asks for help: -h works after a command's arguments too.
-func helpRequested(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
-}

@@ -125,3 +125,35 @@ func TestInitSkipsStateTableAndFindsWriteTimes(t *testing.T) {
 	assert.NotContains(t, r.stdout, "bttl_state:")
 	assert.Contains(t, r.stderr, `table "bttl_state" left out: bttl's own state`)
 }
+
+// Issue 35 item 6: flags after the positional arguments (bttl read TABLE
+// -json, as with the go command) were taken as arguments: "want TABLE".
+// They are flags until "--", after which "-x" is a row key.
+func TestFlagsAfterArguments(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "users", ColumnFamilies: map[string]bigtable.Family{
+		"session": {}, "doc": {}, "raw": {},
+	}}))
+	schemaPath := writeFile(t, "schema.yaml", lookupSchemaYAML)
+	for _, k := range []string{"a", "-x"} {
+		m := bigtable.NewMutation()
+		m.Set("raw", "x", 1000, []byte(k))
+		require.NoError(t, dc.Open("users").Apply(ctx, k, m))
+	}
+	r := bttl(t, addr, "", "-schema", schemaPath, "read", "users", "-json", "-count", "1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var j rowJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &j), r.stdout)
+	r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "users", "a", "-json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &j), r.stdout)
+	assert.Equal(t, "a", *j.Row)
+	r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "-json", "--", "users", "-x")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &j), r.stdout)
+	assert.Equal(t, "-x", *j.Row)
+	r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "users", "a", "-bogus")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "flag provided but not defined: -bogus", "a clear usage error naming the flag")
+}

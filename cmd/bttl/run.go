@@ -128,19 +128,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flagSet("bttl "+name, stderr)
 	g.define(fs)
 	inv := c.setup(fs)
-	if err := fs.Parse(rest); err != nil {
+	// Flags may follow the arguments too (bttl read TABLE -json), as with
+	// the go command; "--" ends the flags (a row key "-h").
+	if err := parseInterspersed(fs, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeCommandHelp(stdout, c)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "run 'bttl help %s' for usage\n", name)
 		return exitError
-	}
-	// -h after the arguments asks for help too, unless "--" ended the
-	// flags (a row key "-h").
-	if n := len(rest) - fs.NArg(); (n == 0 || rest[n-1] != "--") && helpRequested(fs.Args()) {
-		writeCommandHelp(stdout, c)
-		return exitOK
 	}
 	if g.version {
 		writeVersion(stdout)
@@ -151,7 +147,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	if fs.NArg() > 0 && c.args == "" {
-		return usageErr("unexpected arguments %q (flags go before them)", fs.Args())
+		return usageErr("unexpected arguments %q", fs.Args())
 	}
 	if err := flagsFromEnv(fs, os.Getenv); err != nil {
 		return usageErr("%v", err)
@@ -242,6 +238,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e.data, e.admin, e.adminClient = data, gcrule.NewAdmin(ac, g.project, g.instance), ac
 	bindFlags(fs, e)
 	return inv.run(e)
+}
+
+// parseInterspersed parses args into fs, flags before, between and after
+// the positional arguments, until "--"; fs.Args() is then the positional
+// arguments, in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		n, rest := len(args)-fs.NArg(), fs.Args()
+		if n > 0 && args[n-1] == "--" || len(rest) == 0 {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // env is what a command needs once its flags are parsed.
