@@ -38,10 +38,10 @@ func probeEndpoints(ctx context.Context, g *globals, getenv func(string) string)
 		eps = append(eps, endpoint{a, "BIGTABLE_EMULATOR_HOST"})
 	} else {
 		if g.dataEndpoint != "" {
-			eps = append(eps, endpoint{g.dataEndpoint, "-data-endpoint"})
+			eps = append(eps, endpoint{g.dataEndpoint, g.source("data-endpoint")})
 		}
 		if g.adminEndpoint != "" && g.adminEndpoint != g.dataEndpoint {
-			eps = append(eps, endpoint{g.adminEndpoint, "-admin-endpoint"})
+			eps = append(eps, endpoint{g.adminEndpoint, g.source("admin-endpoint")})
 		}
 	}
 	for _, ep := range eps {

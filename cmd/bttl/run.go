@@ -60,6 +60,8 @@ type globals struct {
 	certFile, userAgent       string
 	timeout                   time.Duration
 	version                   bool
+	// fromFile: the flags .cbtrc gave a value, and its path (source).
+	fromFile map[string]string
 }
 
 // define adds the global flags to fs without resetting values already
@@ -187,7 +189,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if g.creds != "" {
 		if _, err := os.Stat(g.creds); err != nil {
-			return usageErr("-creds: %v", err)
+			return usageErr("%s: %v", g.source("creds"), err)
 		}
 	}
 	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
@@ -223,15 +225,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
+	// Credentials are read here: a bad key file is named with its source.
+	credsFrom := ""
+	if g.creds != "" {
+		credsFrom = " (credentials from " + g.source("creds") + " " + g.creds + ")"
+	}
 	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, dataOpts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "bttl %s: data client: %v\n", name, err)
+		fmt.Fprintf(stderr, "bttl %s: data client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
 	defer data.Close()
 	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, adminOpts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "bttl %s: admin client: %v\n", name, err)
+		fmt.Fprintf(stderr, "bttl %s: admin client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
 	defer ac.Close()
@@ -328,10 +335,10 @@ func endpointOf(g *globals) string {
 	}
 	data, admin := "bigtable.googleapis.com:443", "bigtableadmin.googleapis.com:443"
 	if g != nil && g.dataEndpoint != "" {
-		data = g.dataEndpoint + " (-data-endpoint)"
+		data = g.dataEndpoint + " (" + g.source("data-endpoint") + ")"
 	}
 	if g != nil && g.adminEndpoint != "" {
-		admin = g.adminEndpoint + " (-admin-endpoint)"
+		admin = g.adminEndpoint + " (" + g.source("admin-endpoint") + ")"
 	}
 	return data + " / " + admin
 }
@@ -359,7 +366,7 @@ func (e *env) fail(err error) int {
 		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpointOf(e.g), se.Interval, msg)
 	case e.g.timeout > 0 && (errors.Is(context.Cause(e.ctx), errCommandTimeout) || errors.Is(err, context.DeadlineExceeded)):
 		// With -timeout, the command's deadline is the only one.
-		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpointOf(e.g), msg)
+		msg = fmt.Sprintf("not finished within %s (%s), talking to %s: %s", e.g.timeout, e.g.source("timeout"), endpointOf(e.g), msg)
 	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
 		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpointOf(e.g), stepTimeout, msg)
 	case status.Code(err) == codes.Unavailable:
