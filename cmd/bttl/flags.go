@@ -368,7 +368,10 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 
 // warn prints a shard warning with its remedy.
 func (s *scanFlags) warn(e *env, w scan.ShardWarning) {
-	remedy := fmt.Sprintf("write shard keys from the data once, 'bttl audit -table %s -suggest-shard-keys %d > shard-keys.txt', and give every shard the same -shard-keys shard-keys.txt", w.Table, w.Shard.Count)
+	// The command must run as printed: the schema and instance included.
+	suggest := fmt.Sprintf("bttl -project %s -instance %s -schema %s audit -table %s -suggest-shard-keys %d",
+		shellQuote(e.g.project), shellQuote(e.g.instance), shellQuote(e.g.schema), shellQuote(w.Table), w.Shard.Count)
+	remedy := fmt.Sprintf("write shard keys from the data once, with: %s > shard-keys.txt; then give every shard the same -shard-keys shard-keys.txt", suggest)
 	how := "the default even split of the key space suits binary hashed keys only"
 	if s.shardKeys != "" {
 		how = "the table changed since -shard-keys " + s.shardKeys + " was written"
@@ -383,4 +386,17 @@ func (s *scanFlags) warn(e *env, w scan.ShardWarning) {
 	}
 	fmt.Fprintf(e.stderr, "bttl %s: warning: the %d shards of table %q differ more than 4x in size (the table's sample points per shard %s; %s): %s\n",
 		e.name, w.Shard.Count, w.Table, strings.Join(sizes, " "), how, remedy)
+}
+
+// shellQuote is s as a POSIX shell word: as is when it holds only safe
+// characters, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		safe = safe && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
