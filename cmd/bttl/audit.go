@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,7 +142,26 @@ func (a *auditArgs) check() error {
 			return fmt.Errorf("-report: %w", err)
 		}
 	}
+	if a.metricsOut != "" {
+		if err := checkWritableFile(a.metricsOut); err != nil {
+			return fmt.Errorf("-metrics-out: %w", err)
+		}
+	}
 	return a.scan.check()
+}
+
+// checkWritableFile checks, before a scan, that a file can be written at
+// path as the metrics file is (a temporary file in its directory, renamed
+// over it): a bad path is found before the scan, not after it.
+func checkWritableFile(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".bttl-check-*")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // bounds is the scanned key range: [lo, hi), hi "" for the table's end.
@@ -274,12 +294,9 @@ func (a *auditArgs) run(e *env) int {
 			}
 		}
 	}
-	if a.metricsOut != "" {
-		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
-			return e.fail(fmt.Errorf("-metrics-out: %w", err))
-		}
-	}
 	out := auditOutput{Tables: reports, Sample: a.opt.Sample, Limit: a.opt.Limit, NoBytes: !withBytes}
+	// The shard's report first: an output failing after it (the metrics
+	// file) does not lose the scan the merge needs.
 	if store != nil {
 		b, err := out.encode()
 		if err == nil {
@@ -289,6 +306,11 @@ func (a *auditArgs) run(e *env) int {
 		}
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+	}
+	if a.metricsOut != "" {
+		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
+			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
 	return finishOutput(e, out, a.json, a.failOn)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,17 @@ func TestFlagsAfterArguments(t *testing.T) {
 	r = bttl(t, addr, "", "-schema", schemaPath, "lookup", "users", "a", "-bogus")
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "flag provided but not defined: -bogus", "a clear usage error naming the flag")
+}
+
+// Issue 35 item 6: a bad -metrics-out path was found after the whole scan.
+// It is a usage error before any client exists.
+func TestAuditBadMetricsOutFoundBeforeTheScan(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1") // never reached
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: one-second}}}\n")
+	for _, path := range []string{filepath.Join(t.TempDir(), "missing", "m.prom"), t.TempDir()} {
+		r := runRaw(context.Background(), "-project", "p", "-instance", "i", "-schema", schema, "audit", "-metrics-out", path)
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, "bttl audit: -metrics-out: ", path)
+		assert.NotContains(t, r.stderr, "connection refused", "found before dialling")
+	}
 }
