@@ -92,7 +92,7 @@ func testAuditReportsInBigtable(t *testing.T, ac *bigtable.AdminClient, dc *bigt
 	require.NoError(t, err)
 	_, err = st.Open(ctx)
 	require.NoError(t, err)
-	refused("bigtable://bttl_reports/audit/job4/1/2: no report yet", "bigtable://bttl_reports/job4")
+	refused("bigtable://bttl_reports/job4, shard 1/2: no report yet", "bigtable://bttl_reports/job4")
 	// Once written, the job merges.
 	require.NoError(t, st.Save(ctx, recs["audit/job1/1/2"]))
 	r = merge("bigtable://bttl_reports/job4")
@@ -239,7 +239,8 @@ func TestAuditReportRerunHidesEarlierReport(t *testing.T) {
 	}
 	r = bttl(t, addr, "", "audit", "merge", "bigtable://bttl_reports/job")
 	assert.Equal(t, exitFindings, r.code, "merged while shard 1/2 is audited again: %s", r.stdout)
-	assert.Contains(t, r.stderr, "bigtable://bttl_reports/audit/job/1/2: no report yet")
+	assert.Contains(t, r.stderr, "bigtable://bttl_reports/job, shard 1/2: no report yet")
+	assert.NotContains(t, r.stderr, "/audit/", "no internal row key (issue 35 item 6)")
 	cancel()
 	assert.NotEqual(t, exitOK, <-done, errb.String())
 	r = bttl(t, addr, "", "audit", "merge", "bigtable://bttl_reports/job")
