@@ -167,7 +167,13 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 		}
 	}
 
-	kept := map[string]int{} // live data cells seen per column, newest first
+	// Data cells seen per column, newest first. A cell beyond the newest N
+	// is an excess version whatever its age, as audit counts it: the
+	// newer cells of a column expire later, so the live ones come first
+	// and "among the newest N" is "among the newest N live" for every live
+	// cell, and one both expired and beyond N is classified once, the
+	// same way by both.
+	kept := map[string]int{}
 	for i := range cells {
 		c := &cells[i]
 		if p.HasWriteTime() && c.Column >= ReservedQualifierStart {
@@ -196,16 +202,16 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 			exp := p.Expiry(c.Timestamp)
 			c.Expiry = wallTime(exp)
 			c.Remaining = remaining(p, c.Timestamp, now)
-			if !p.IsLive(c.Timestamp, now) {
-				c.Visibility = Expired
-				c.Reason = fmt.Sprintf("expired at %s (%s ago); a complete GC would have removed it", formatWhen(c.Expiry), durationText(-c.Remaining))
-				continue
-			}
 		}
 		kept[c.Column]++
 		if n := p.Versions(); n > 0 && kept[c.Column] > n {
 			c.Visibility = ExcessVersion
-			c.Reason = fmt.Sprintf("version %d of the column's live cells; the family keeps the newest %d", kept[c.Column], n)
+			c.Reason = fmt.Sprintf("version %d of the column's cells; the family keeps the newest %d", kept[c.Column], n)
+			continue
+		}
+		if age && !p.IsLive(c.Timestamp, now) {
+			c.Visibility = Expired
+			c.Reason = fmt.Sprintf("expired at %s (%s ago); a complete GC would have removed it", formatWhen(c.Expiry), durationText(-c.Remaining))
 			continue
 		}
 		c.Visibility = Returned

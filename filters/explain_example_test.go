@@ -18,15 +18,15 @@ func ExampleExplain() {
 	row := bigtable.Row{"session": {
 		{Column: "session:tok", Timestamp: now + 3600_000_000, Value: []byte("current")},
 		{Column: "session:tok", Timestamp: now + 60_000_000, Value: []byte("previous")},
-		{Column: "session:tok", Timestamp: now - 60_000_000, Value: []byte("logged-out")},
+		{Column: "session:old", Timestamp: now - 60_000_000, Value: []byte("logged-out")},
 	}}
 	for _, c := range filters.Explain(schema, row, now) {
 		fmt.Printf("%s: %s (%s)\n", c.Value, c.Visibility, c.Reason)
 	}
 	// Output:
-	// current: returned (live until 2026-11-27T13:00:00.000000Z (1h left))
-	// previous: excess-version (version 2 of the column's live cells; the family keeps the newest 1)
 	// logged-out: expired (expired at 2026-11-27T11:59:00.000000Z (1m ago); a complete GC would have removed it)
+	// current: returned (live until 2026-11-27T13:00:00.000000Z (1h left))
+	// previous: excess-version (version 2 of the column's cells; the family keeps the newest 1)
 }
 
 // Which cells a read leaves out.
