@@ -20,6 +20,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -506,7 +507,7 @@ func ts(t bigtable.Timestamp) string {
 	if t == 0 {
 		return "-"
 	}
-	return t.Time().UTC().Format(time.RFC3339Nano)
+	return timefmt.Instant(time.UnixMicro(int64(t))) // fixed width: columns line up
 }
 
 // writeReportBytes writes the report, its byte figures only when they

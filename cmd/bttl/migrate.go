@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
@@ -410,9 +411,10 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, t
 	}
 }
 
-func formatRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// formatRFC3339 is t in RFC 3339 UTC at fixed width (internal/timefmt).
+func formatRFC3339(t time.Time) string { return timefmt.Instant(t) }
 
-func formatTS(t bigtable.Timestamp) string { return formatRFC3339(t.Time()) }
+func formatTS(t bigtable.Timestamp) string { return formatRFC3339(time.UnixMicro(int64(t))) }
 
 type clockFunc func() time.Time
 
