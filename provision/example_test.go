@@ -499,3 +499,35 @@ func ExampleWithoutImpact() {
 	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
 	// Output: true true
 }
+
+// A scan bounded by what it receives rather than by its length: each key
+// range read fails when nothing arrives for a minute, however long the
+// table takes to read; each admin call is limited to 30 seconds. The
+// caller's context then needs no deadline that must outlast the scan.
+func ExampleWithStall() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw, provision.WithStall(time.Minute), provision.WithCallTimeout(30*time.Second))
+	_, err := p.Apply(ctx, "events", exSchema)
+	fmt.Println(errors.Is(err, provision.ErrRealTimestamps))
+	// Output: true
+}
+
+// Each call that is not a full scan (the admin calls, a sampled scan's
+// reads) limited to 30 seconds.
+func ExampleWithCallTimeout() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw, provision.WithCallTimeout(30*time.Second))
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Table)
+	// Output: events
+}

@@ -22,10 +22,12 @@ import (
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
 value), with a third line saying what a read through bttl does with it:
-"returned", or hidden as "expired", "excess-version" (beyond the newest N
-live cells the family keeps), "companion" (a write-time record) or
-"reserved"; then the family's strategy, expiry instant, remaining TTL and
-write time where they apply. Families the schema does not name are read
+"returned", or hidden as "excess-version" (beyond the newest N cells of its
+column the family keeps, expired or not, as audit counts it), "expired",
+"companion" (a write-time record) or "reserved"; then the family's
+strategy, expiry instant (RFC 3339 UTC at fixed width), remaining TTL (in
+days and smaller units) and write time where they apply; a time-to-idle
+refresh is noted on a column's newest cell only, the one a read refreshes. Families the schema does not name are read
 untouched. -json prints one object per row ({"row", "now", "cells"}), each
 cell as filters.CellReport's JSON form, so a program can decode it with the
 library (filters.Explain is the same classification). Reads the stored

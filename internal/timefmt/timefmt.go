@@ -1,5 +1,5 @@
 // Package timefmt is how bttl prints instants and durations to people and
-// in JSON: one rule for every command and report (docs/design.md#cli).
+// in JSON: one rule for every command and report (docs/design.md#cli-messages).
 //
 // An instant is RFC 3339 in UTC with exactly six fractional digits (a
 // Bigtable timestamp's microseconds), so that columns of instants line up;
