@@ -453,13 +453,13 @@ func TestInitWritesSchemaVerifyAccepts(t *testing.T) {
 	r := bttl(t, addr, "", "-schema", out, "init")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, "wrote "+out+": 3 table(s)\n", r.stdout)
-	assert.Contains(t, r.stderr, `bttl init: could not classify table "docs", family "odd": rule intersection(max_age=1h0m0s, max_versions=2) fits no bttl strategy`)
+	assert.Contains(t, r.stderr, `bttl init: could not classify table "docs", family "odd": rule intersection(max_age=1h, max_versions=2) fits no bttl strategy`)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	file := string(data)
 	t.Logf("%s", file)
 	for _, want := range []string{
-		`# table "docs", family "odd": rule intersection(max_age=1h0m0s, max_versions=2) fits no bttl strategy`,
+		`# table "docs", family "odd": rule intersection(max_age=1h, max_versions=2) fits no bttl strategy`,
 		`session: {strategy: one-second}`,
 		`or a default-expiry family with ttl 1s`,
 		`click: {strategy: default-expiry, ttl: 2d}`,
