@@ -418,9 +418,9 @@ func TestClassifyRules(t *testing.T) {
 		{nil, schemafile.Family{Strategy: "unmanaged"}, "no GC rule"},
 		{age(time.Second), schemafile.Family{Strategy: "one-second"}, "default-expiry family with ttl 1s"},
 		{age(48 * time.Hour), schemafile.Family{Strategy: "default-expiry", TTL: "2d"}, ""},
-		{age(90 * time.Minute), schemafile.Family{Strategy: "default-expiry", TTL: "1h30m0s"}, ""},
+		{age(90 * time.Minute), schemafile.Family{Strategy: "default-expiry", TTL: "1h30m"}, ""},
 		{vers(3), schemafile.Family{Strategy: "sequence", Versions: 3}, "plain versioned family"},
-		{union(age(time.Hour), vers(2)), schemafile.Family{Strategy: "default-expiry", TTL: "1h0m0s", MaxVersions: 2}, ""},
+		{union(age(time.Hour), vers(2)), schemafile.Family{Strategy: "default-expiry", TTL: "1h", MaxVersions: 2}, ""},
 		{union(age(time.Second), vers(1)), schemafile.Family{Strategy: "one-second", MaxVersions: 1}, "ttl 1s"},
 	} {
 		got := classify(c.rule)

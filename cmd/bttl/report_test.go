@@ -48,7 +48,7 @@ func testAuditReportsInBigtable(t *testing.T, ac *bigtable.AdminClient, dc *bigt
 	// Two shards write their reports to a table the first one creates; the
 	// printed output is unchanged (here: the text table).
 	r := audit("-shard", "0/2", "-report", "bigtable://bttl_reports/job1")
-	assert.Contains(t, r.stdout, "table \"events\" at 2026-01-02T15:04:05Z")
+	assert.Contains(t, r.stdout, "table \"events\" at 2026-01-02T15:04:05.000000Z")
 	audit("-shard", "1/2", "-report", "bigtable://bttl_reports/job1")
 	r = merge("-json", "bigtable://bttl_reports/job1")
 	require.Equal(t, exitOK, r.code, r.stderr)
