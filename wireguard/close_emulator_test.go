@@ -51,7 +51,7 @@ func TestTTLClientCloseAfterCleanRunUnderEmulator(t *testing.T) {
 		require.NoError(t, err)
 		c, err := ttlclient.NewClient(ctx, bttestharness.Project, bttestharness.Instance, g.ClientOptions()...)
 		require.NoError(t, err)
-		tbl, err := c.Open("legacy", legacySchema)
+		tbl, err := c.OpenContext(ctx, "legacy", legacySchema)
 		require.NoError(t, err)
 		m := ttlclient.NewMutation()
 		m.Set("plain", "c", 1000, []byte("v"))
