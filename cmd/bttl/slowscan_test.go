@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,4 +97,58 @@ func countRowsShown(out string) int {
 		}
 	}
 	return n
+}
+
+// hookStream runs hook before the first message a server stream sends.
+type hookStream struct {
+	grpc.ServerStream
+	once *sync.Once
+	hook func()
+}
+
+func (s hookStream) SendMsg(m any) error {
+	s.once.Do(s.hook)
+	return s.ServerStream.SendMsg(m)
+}
+
+// Issue 35 item 6: when -metrics-out failed after the scan, the shard's
+// -report was not written, and the scan was lost for the merge. The report
+// is saved first. Here the metrics path turns into a directory while the
+// scan runs (when the server sends the first rows), after the check
+// before the scan passed.
+func TestAuditReportSavedWhenMetricsFileFails(t *testing.T) {
+	metrics := filepath.Join(t.TempDir(), "m.prom")
+	var once sync.Once
+	hook := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if strings.HasSuffix(info.FullMethod, "/ReadRows") {
+			ss = hookStream{ss, &once, func() {
+				_ = os.MkdirAll(filepath.Join(metrics, "sub"), 0o755) // a non-empty directory: the rename over it fails
+			}}
+		}
+		return handler(srv, ss)
+	}
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: []grpc.ServerOption{grpc.ChainStreamInterceptor(hook)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
+		"clicks": {GCPolicy: bigtable.MaxAgePolicy(48 * time.Hour)},
+	}}))
+	m := bigtable.NewMutation()
+	m.Set("clicks", "n", bigtable.Now().TruncateToMilliseconds(), []byte("v"))
+	require.NoError(t, dc.Open("events").Apply(ctx, "r", m))
+	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")
+
+	r := bttl(t, h.Addr, "", "-schema", schema, "audit", "-now", time.Now().UTC().Format(time.RFC3339), "-report", "bigtable://bttl_reports/job", "-metrics-out", metrics)
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "-metrics-out")
+	r = bttl(t, h.Addr, "", "audit", "merge", "-json", "bigtable://bttl_reports/job")
+	assert.Equal(t, exitOK, r.code, "the report was saved before the metrics file failed: %s", r.stderr)
 }
