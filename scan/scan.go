@@ -140,6 +140,10 @@ func RunRanges(ctx context.Context, tbl *bigtable.Table, table string, f RangeFu
 			sampled, err = tbl.SampleRowKeys(ctx)
 			return err
 		})
+		var se *StallError
+		if errors.As(err, &se) {
+			return nil, err // names the step already
+		}
 		if err != nil {
 			return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 		}

@@ -512,3 +512,16 @@ func TestRefusedConnectionIsReportedAtOnce(t *testing.T) {
 		assert.Less(t, time.Since(start), 5*time.Second, "%q: at once", c.args)
 	}
 }
+
+// Issue 35 item 6: a stalled SampleRowKeys was reported with its step
+// twice ("scan: SampleRowKeys: scan: SampleRowKeys: no answer ...").
+func TestStalledSampleRowKeysSaysItOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	r := bttl(t, ln.Addr().String(), "", "-schema", schema, "audit", "-stall", "300ms")
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no answer from "+ln.Addr().String())
+	assert.Equal(t, 1, strings.Count(r.stderr, "SampleRowKeys"), r.stderr)
+}
