@@ -169,7 +169,7 @@ func (l *lookupArgs) run(e *env) int {
 			return showErr == nil
 		}, opts...)
 		idle.Stop()
-		if errors.Is(context.Cause(rctx), errReadIdle) && ctx.Err() == nil {
+		if err != nil && errors.Is(context.Cause(rctx), errReadIdle) && ctx.Err() == nil {
 			stop(nil)
 			fmt.Fprintf(e.stderr, "bttl %s: no answer from %s for %s (%d row(s) shown): %v\n", e.name, endpointOf(e.g), stepTimeout, rows, errReadIdle)
 			return exitError
