@@ -21,7 +21,8 @@ import (
 // not listed here (a new example) must still exit 0 and print something.
 var proofs = map[string][]string{
 	"quickstart": {
-		`server-timestamp write to a one-second family: bttl: server timestamp`,
+		`^wrote row user#1: `, // the first line says what was done, not a refusal
+		`guardrail, as expected: a server-timestamp write to the one-second family is refused before it is sent \(bttl: server timestamp`,
 		`read through bttl \(3 cells\): doc:body="revision 2" doc:body="revision 3" meta:owner="ada"`,
 	},
 	"clickevents": {

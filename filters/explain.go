@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -66,8 +68,10 @@ type CellReport struct {
 	Reason string
 
 	// Expiry is the instant the cell stops being live (age strategies;
-	// zero otherwise), and Remaining the time from the explained instant to
-	// it (negative once expired).
+	// zero otherwise), exact for every timestamp, years past 9999
+	// included, and Remaining the time from the explained instant to it
+	// (negative once expired), saturated at the largest (smallest)
+	// time.Duration, about 292 years, for an expiry further out.
 	Expiry    time.Time
 	Remaining time.Duration
 	// WriteTime is the cell's real write time from its companion, zero when
@@ -163,7 +167,13 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 		}
 	}
 
-	kept := map[string]int{} // live data cells seen per column, newest first
+	// Data cells seen per column, newest first. A cell beyond the newest N
+	// is an excess version whatever its age, as audit counts it: the
+	// newer cells of a column expire later, so the live ones come first
+	// and "among the newest N" is "among the newest N live" for every live
+	// cell, and one both expired and beyond N is classified once, the
+	// same way by both.
+	kept := map[string]int{}
 	for i := range cells {
 		c := &cells[i]
 		if p.HasWriteTime() && c.Column >= ReservedQualifierStart {
@@ -191,24 +201,26 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 		if age {
 			exp := p.Expiry(c.Timestamp)
 			c.Expiry = wallTime(exp)
-			c.Remaining = time.Duration(exp-now) * time.Microsecond
-			if !p.IsLive(c.Timestamp, now) {
-				c.Visibility = Expired
-				c.Reason = fmt.Sprintf("expired at %s (%s ago); a complete GC would have removed it", formatWhen(c.Expiry), roundDuration(-c.Remaining))
-				continue
-			}
+			c.Remaining = remaining(p, c.Timestamp, now)
 		}
 		kept[c.Column]++
 		if n := p.Versions(); n > 0 && kept[c.Column] > n {
 			c.Visibility = ExcessVersion
-			c.Reason = fmt.Sprintf("version %d of the column's live cells; the family keeps the newest %d", kept[c.Column], n)
+			c.Reason = fmt.Sprintf("version %d of the column's cells; the family keeps the newest %d", kept[c.Column], n)
+			continue
+		}
+		if age && !p.IsLive(c.Timestamp, now) {
+			c.Visibility = Expired
+			c.Reason = fmt.Sprintf("expired at %s (%s ago); a complete GC would have removed it", formatWhen(c.Expiry), durationText(-c.Remaining))
 			continue
 		}
 		c.Visibility = Returned
 		var notes []string
 		if age {
-			notes = append(notes, fmt.Sprintf("live until %s (%s left)", formatWhen(c.Expiry), roundDuration(c.Remaining)))
-			if p.NeedsIdleRefresh(c.Timestamp, now) {
+			notes = append(notes, fmt.Sprintf("live until %s (%s left)", formatWhen(c.Expiry), durationText(c.Remaining)))
+			// A read refreshes the newest cell of a column it returns
+			// only (docs/design.md#time-to-idle), never an older version.
+			if kept[c.Column] == 1 && p.NeedsIdleRefresh(c.Timestamp, now) {
 				notes = append(notes, "a read refreshes it (time-to-idle)")
 			}
 		}
@@ -230,15 +242,39 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 // wallTime is a timestamp as an instant in UTC.
 func wallTime(ts bigtable.Timestamp) time.Time { return time.UnixMicro(int64(ts)).UTC() }
 
-func formatWhen(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func formatWhen(t time.Time) string { return timefmt.Instant(t) }
 
-// roundDuration keeps explanations readable: milliseconds are the
-// timestamps' precision.
-func roundDuration(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+// remaining is the time from now to the expiry of a cell with timestamp ts
+// in an age family, saturated at the limits of time.Duration.
+func remaining(p strategy.Policy, ts, now bigtable.Timestamp) time.Duration {
+	const maxMicros = math.MaxInt64 / int64(time.Microsecond)
+	left, ok := p.Remaining(ts, now)
+	switch {
+	case !ok && p.Expiry(ts) > now, ok && int64(left) > maxMicros:
+		return math.MaxInt64
+	case !ok, int64(left) < -maxMicros:
+		return math.MinInt64
+	}
+	return time.Duration(left) * time.Microsecond
+}
 
-// cellReportJSON is CellReport's JSON form: times in RFC 3339 UTC, the
-// remaining TTL as a Go duration string, a qualifier that is not valid
-// UTF-8 (a companion's) in base64 so it survives the trip.
+// durationText keeps explanations readable: milliseconds are the
+// timestamps' precision, and a saturated Remaining says it is a bound.
+func durationText(d time.Duration) string {
+	switch d {
+	case math.MaxInt64:
+		return "more than " + timefmt.Duration(d.Truncate(24*time.Hour))
+	case math.MinInt64:
+		return "more than " + timefmt.Duration(-(d + 1).Truncate(24*time.Hour))
+	}
+	return timefmt.Duration(d.Round(time.Millisecond))
+}
+
+// cellReportJSON is CellReport's JSON form: times in RFC 3339 UTC at fixed
+// width (a year past 9999 in ISO 8601's expanded form, "+10000-..."), the
+// remaining TTL as a duration in days and smaller units ("60d", exact), a
+// qualifier that is not valid UTF-8 (a companion's) in base64 so it
+// survives the trip (internal/timefmt).
 type cellReportJSON struct {
 	Family       string     `json:"family"`
 	Column       *string    `json:"column,omitempty"`
@@ -249,9 +285,9 @@ type cellReportJSON struct {
 	Listed       bool       `json:"listed"`
 	Visibility   Visibility `json:"visibility"`
 	Reason       string     `json:"reason,omitempty"`
-	Expiry       *time.Time `json:"expiry,omitempty"`
+	Expiry       string     `json:"expiry,omitempty"`
 	Remaining    string     `json:"remaining_ttl,omitempty"`
-	WriteTime    *time.Time `json:"write_time,omitempty"`
+	WriteTime    string     `json:"write_time,omitempty"`
 }
 
 // MarshalJSON writes the report in the form bttl lookup -json prints.
@@ -267,12 +303,10 @@ func (c CellReport) MarshalJSON() ([]byte, error) {
 		j.ColumnBase64 = []byte(c.Column)
 	}
 	if !c.Expiry.IsZero() {
-		e := c.Expiry.UTC()
-		j.Expiry, j.Remaining = &e, c.Remaining.String()
+		j.Expiry, j.Remaining = timefmt.Instant(c.Expiry), timefmt.Duration(c.Remaining)
 	}
 	if !c.WriteTime.IsZero() {
-		w := c.WriteTime.UTC()
-		j.WriteTime = &w
+		j.WriteTime = timefmt.Instant(c.WriteTime)
 	}
 	return json.Marshal(j)
 }
@@ -297,16 +331,23 @@ func (c *CellReport) UnmarshalJSON(data []byte) error {
 	default:
 		c.Column = string(j.ColumnBase64)
 	}
-	if j.Expiry != nil {
-		c.Expiry = j.Expiry.UTC()
-		d, err := time.ParseDuration(j.Remaining)
+	if j.Expiry != "" {
+		e, err := timefmt.ParseInstant(j.Expiry)
+		if err != nil {
+			return bttlerr.Wrap(err, "cell report: expiry")
+		}
+		d, err := timefmt.ParseDuration(j.Remaining)
 		if err != nil {
 			return bttlerr.Wrap(err, "cell report: remaining_ttl")
 		}
-		c.Remaining = d
+		c.Expiry, c.Remaining = e, d
 	}
-	if j.WriteTime != nil {
-		c.WriteTime = j.WriteTime.UTC()
+	if j.WriteTime != "" {
+		w, err := timefmt.ParseInstant(j.WriteTime)
+		if err != nil {
+			return bttlerr.Wrap(err, "cell report: write_time")
+		}
+		c.WriteTime = w
 	}
 	return nil
 }

@@ -18,15 +18,15 @@ func ExampleExplain() {
 	row := bigtable.Row{"session": {
 		{Column: "session:tok", Timestamp: now + 3600_000_000, Value: []byte("current")},
 		{Column: "session:tok", Timestamp: now + 60_000_000, Value: []byte("previous")},
-		{Column: "session:tok", Timestamp: now - 60_000_000, Value: []byte("logged-out")},
+		{Column: "session:old", Timestamp: now - 60_000_000, Value: []byte("logged-out")},
 	}}
 	for _, c := range filters.Explain(schema, row, now) {
 		fmt.Printf("%s: %s (%s)\n", c.Value, c.Visibility, c.Reason)
 	}
 	// Output:
-	// current: returned (live until 2026-11-27T13:00:00Z (1h0m0s left))
-	// previous: excess-version (version 2 of the column's live cells; the family keeps the newest 1)
-	// logged-out: expired (expired at 2026-11-27T11:59:00Z (1m0s ago); a complete GC would have removed it)
+	// logged-out: expired (expired at 2026-11-27T11:59:00.000000Z (1m ago); a complete GC would have removed it)
+	// current: returned (live until 2026-11-27T13:00:00.000000Z (1h left))
+	// previous: excess-version (version 2 of the column's cells; the family keeps the newest 1)
 }
 
 // Which cells a read leaves out.
@@ -44,8 +44,9 @@ func ExampleCellReport_Hidden() {
 	// gone true
 }
 
-// The JSON form bttl lookup -json prints: times in RFC 3339, a qualifier
-// that is not UTF-8 in base64.
+// The JSON form bttl lookup -json prints: times in RFC 3339 UTC at fixed
+// width, durations in days and smaller units, a qualifier that is not
+// UTF-8 in base64.
 func ExampleCellReport_MarshalJSON() {
 	now := bigtable.Time(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	row := bigtable.Row{"s": {{Column: "s:tok", Timestamp: now + 60_000_000, Value: []byte("v")}}}
@@ -57,7 +58,7 @@ func ExampleCellReport_MarshalJSON() {
 	}
 	fmt.Println(string(b))
 	// Output:
-	// {"family":"s","column":"tok","timestamp":1795780860000000,"value":"dg==","strategy":"one-second","listed":true,"visibility":"returned","reason":"live until 2026-11-27T12:01:00Z (1m0s left)","expiry":"2026-11-27T12:01:00Z","remaining_ttl":"1m0s"}
+	// {"family":"s","column":"tok","timestamp":1795780860000000,"value":"dg==","strategy":"one-second","listed":true,"visibility":"returned","reason":"live until 2026-11-27T12:01:00.000000Z (1m left)","expiry":"2026-11-27T12:01:00.000000Z","remaining_ttl":"1m"}
 }
 
 // Reading bttl lookup -json back gives the library's classification.

@@ -25,7 +25,7 @@ func ExampleCheck() {
 	fmt.Println(gcrule.Check("events", "session", strategy.DefaultExpiry(1500*time.Millisecond), actual) == nil)
 	// Output:
 	// wrong max age
-	// max_age=1s vs max_age=1.5s
+	// max_age=1s vs max_age=1s500ms
 	// true
 }
 
@@ -64,7 +64,7 @@ func ExampleCompare() {
 	}
 	// Output:
 	// true
-	// doc: age rule on a sequence family (expected max_versions=3, actual union(max_versions=3, max_age=1h0m0s))
+	// doc: age rule on a sequence family (expected max_versions=3, actual union(max_versions=3, max_age=1h))
 	// session: missing family (expected max_age=1s, actual missing family)
 }
 
@@ -74,7 +74,7 @@ func ExampleDescribe() {
 	fmt.Println(gcrule.Describe(union(maxAge(1500*time.Millisecond), union(maxVersions(2)))))
 	fmt.Println(gcrule.Describe(nil))
 	// Output:
-	// union(max_age=1.5s, union(max_versions=2))
+	// union(max_age=1s500ms, union(max_versions=2))
 	// none (never collected)
 }
 
@@ -101,7 +101,7 @@ func ExampleExpectedString() {
 	}
 	// Output:
 	// one-second: max_age=1s
-	// default-expiry(D=48h0m0s)+maxversions(2): union(max_age=48h0m0s, max_versions=2)
+	// default-expiry(D=48h0m0s)+maxversions(2): union(max_age=2d, max_versions=2)
 	// sequence(N=5): max_versions=5
 	// unmanaged: any (unmanaged)
 }
@@ -186,7 +186,7 @@ func ExampleAdmin_Families() {
 	}
 	fmt.Println("TableInfo:", time.Duration(info.FamilyInfos[0].FullGCPolicy.(bigtable.MaxAgeGCPolicy)))
 	// Output:
-	// Families:  max_age=1.5s
+	// Families:  max_age=1s500ms
 	// TableInfo: 1s
 }
 
@@ -232,5 +232,5 @@ func ExampleAdmin_Verify() {
 		}
 	}
 	// Output:
-	// bttl: GC rule does not match the schema: table "events", family "clicks" (default-expiry(D=48h0m0s)): wrong max age: expected max_age=48h0m0s, actual max_age=24h0m0s
+	// bttl: GC rule does not match the schema: table "events", family "clicks" (default-expiry(D=48h0m0s)): wrong max age: expected max_age=2d, actual max_age=1d
 }

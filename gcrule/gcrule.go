@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -151,7 +152,7 @@ func Describe(r *adminpb.GcRule) string {
 		if err := x.MaxAge.CheckValid(); err != nil {
 			return fmt.Sprintf("max_age=invalid(%v)", err)
 		}
-		return "max_age=" + x.MaxAge.AsDuration().String()
+		return "max_age=" + timefmt.Duration(x.MaxAge.AsDuration()) // "60d", as schema files write it
 	case *adminpb.GcRule_MaxNumVersions:
 		return fmt.Sprintf("max_versions=%d", x.MaxNumVersions)
 	case *adminpb.GcRule_Union_:

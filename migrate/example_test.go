@@ -363,3 +363,16 @@ func ExampleMirror() {
 	fmt.Println(mirror)
 	// Output: mirror of family "clicks": default-expiry(D=48h0m0s) -> default-expiry(D=24h0m0s), copied into family "clicks24h"
 }
+
+// Each conditional write bounded: one that gets no answer within a minute
+// fails Run with a *scan.StallError, as a read that stalls does, instead
+// of waiting as long as the context allows.
+func ExampleWithWriteTimeout() {
+	ctx := context.Background()
+	h, tbl, now := legacyTable(ctx)
+	defer h.Close()
+	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithWriteTimeout(time.Minute))
+	rep, err := m.Run(ctx)
+	fmt.Println(err, rep.Moved)
+	// Output: <nil> 2
+}

@@ -39,6 +39,7 @@ type options struct {
 	inflight    int
 	// allAmbiguous: every ambiguous cell is kept, not maxExamples.
 	allAmbiguous bool
+	writeStall   time.Duration
 }
 
 // WithClock sets the clock that decides which cells are expired (default:
@@ -60,6 +61,12 @@ func WithDryRun() Option { return func(m *options) { m.dryRun = true } }
 // restarted Run skips the ranges finished, and a checkpoint written for
 // another plan (or a dry run) is refused.
 func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint = path } }
+
+// WithWriteTimeout bounds each conditional write Run sends: one that gets
+// no answer within d fails Run with a *scan.StallError (Step
+// "CheckAndMutateRow"), as a read that stalls does (scan.WithStall, which
+// watches reads only). 0, the default: no bound but the context's.
+func WithWriteTimeout(d time.Duration) Option { return func(m *options) { m.writeStall = max(d, 0) } }
 
 // WithExamples keeps up to n examples of changed cells, and as many of
 // ambiguous ones, in Stats (default 5).
@@ -217,7 +224,9 @@ type Stats struct {
 	Collisions int64
 	// TooLargeToPin: values over about 10 KB, whose pinning predicate
 	// would exceed filters.MaxFilterBytes (filters.ErrCellTooLargeToPin):
-	// never moved unpinned.
+	// never moved or deleted unpinned; an expired one is counted here, not
+	// in ExpiredLeft, so the count a deleting run expects is the cells it
+	// can delete.
 	TooLargeToPin int64
 	// OutOfRange: the new timestamp is past strategy.MaxTimestamp or
 	// before the epoch.
@@ -886,6 +895,13 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 // plan asks for it and e is at or before ExpiredAsOf (never more than
 // ExpectExpired of them); otherwise the cell is left, counted.
 func (m *Migrator) expired(cnt *counters, e bigtable.Timestamp, del action, occupied *occupancy, acts []action) []action {
+	// A cell too large to pin can never be deleted (nothing is, unpinned):
+	// counted so by every run, dry or not, never in the expired count a
+	// deleting run is held to.
+	if _, err := filters.Cell(m.plan.Family, del.q, del.c.ts, del.c.value); errors.Is(err, filters.ErrCellTooLargeToPin) {
+		cnt.tooLarge.Add(1)
+		return acts
+	}
 	if m.plan.Expired == DeleteExpired && !m.plan.To.IsLive(e, m.asOf) && m.budget.Add(-1) >= 0 {
 		occupied.del(del.c.ts)
 		return append(acts, del)
@@ -1052,11 +1068,23 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 	}
 	var matched bool
 	cond := bigtable.NewCondMutation(pin, mut, nil)
-	if err := m.tbl.Apply(ctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+	wctx := ctx
+	if m.writeStall > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, m.writeStall, errWriteStalled)
+		defer cancel()
+	}
+	if err := m.tbl.Apply(wctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWriteStalled) {
+			return false, &scan.StallError{Interval: m.writeStall, Step: "CheckAndMutateRow"}
+		}
 		return false, err
 	}
 	return matched, nil
 }
+
+// errWriteStalled is the cause of a write's context WithWriteTimeout ended.
+var errWriteStalled = errors.New("write timeout passed")
 
 // unixMicros is t as a timestamp: not bigtable.Time, which goes through
 // UnixNano and wraps outside the years 1678-2262.

@@ -395,7 +395,7 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 			return nil
 		}, func() (json.RawMessage, error) { return nil, nil }
 	}
-	opts := []scan.Option{scan.WithWorkers(p.workers)}
+	opts := []scan.Option{scan.WithWorkers(p.workers), scan.WithStall(p.stall)}
 	for _, f := range fs {
 		opts = append(opts, scan.WithFilter(f))
 	}
@@ -419,7 +419,9 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 // sampleRows rows, spread over the ranges between the table's
 // SampleRowKeys, read in key order.
 func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table string, k classifier, fs []bigtable.Filter) (*examination, error) {
-	keys, err := tbl.SampleRowKeys(ctx)
+	cctx, cancel := p.call(ctx)
+	keys, err := tbl.SampleRowKeys(cctx)
+	cancel()
 	if err != nil {
 		return nil, bttlerr.Wrap(err, "sample row keys of %q", table)
 	}
@@ -436,12 +438,14 @@ func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table str
 	for _, rr := range ranges {
 		var rows int
 		stopped := false
-		err := tbl.ReadRows(ctx, rr, func(r bigtable.Row) bool {
+		cctx, cancel := p.call(ctx)
+		err := tbl.ReadRows(cctx, rr, func(r bigtable.Row) bool {
 			rows++
 			k.row(x, r)
 			stopped = x.offending() >= maxOffending
 			return !stopped
 		}, opts...)
+		cancel()
 		if err != nil {
 			return nil, bttlerr.Wrap(err, "scan of %q, family %q", table, k.c.Family)
 		}

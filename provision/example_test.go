@@ -69,7 +69,7 @@ func ExampleProvisioner_Apply() {
 	// Output:
 	// table "example-events":
 	//   create table "example-events"
-	//   create family "clicks" with max_age=48h0m0s (default-expiry(D=48h0m0s))
+	//   create family "clicks" with max_age=2d (default-expiry(D=48h0m0s))
 	//   create family "doc" with max_versions=3 (sequence(N=3))
 	// table "example-events": no change (every family matches the schema)
 	// <nil>
@@ -92,7 +92,7 @@ func ExampleNew() {
 		fmt.Println(c)
 	}
 	// Output:
-	// family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
+	// family "clicks" (default-expiry(D=48h0m0s)): max_age=1d -> max_age=2d [raises]
 	// family "session" (one-second): none (never collected) -> max_age=1s [lowers]
 }
 
@@ -111,7 +111,7 @@ func ExampleProvisioner_Plan() {
 	}
 	fmt.Println("still as it was:", admin.Verify(ctx, "events", exSchema) != nil)
 	// Output:
-	// clicks: max_age=24h0m0s -> max_age=48h0m0s, one-second adoption: false
+	// clicks: max_age=1d -> max_age=2d, one-second adoption: false
 	// session: none (never collected) -> max_age=1s, one-second adoption: true
 	// still as it was: true
 }
@@ -136,7 +136,7 @@ func ExampleProvisioner_Execute() {
 	fmt.Println(admin.Verify(ctx, "events", exSchema))
 	// Output:
 	// table "events":
-	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]
+	//   family "clicks" (default-expiry(D=48h0m0s)): max_age=1d -> max_age=2d [raises]
 	//   family "session" (one-second): none (never collected) -> max_age=1s [lowers]
 	//     collectable at once, and invisible through bttl: 0 cell(s), 0 byte(s); exact: read all 0 row(s) of the family
 	// caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, and raising max age on a replicated table is limited to 90 days and can leave clusters out of sync; reads through bttl stay filtered throughout.
@@ -228,7 +228,7 @@ func ExamplePlan_Write() {
 	// Output:
 	// table "new-events":
 	//   create table "new-events"
-	//   create family "clicks" with max_age=48h0m0s (default-expiry(D=48h0m0s))
+	//   create family "clicks" with max_age=2d (default-expiry(D=48h0m0s))
 	//   create family "doc" with max_versions=5 (sequence(N=5))
 	//   create family "session" with max_age=1s (one-second)
 }
@@ -529,4 +529,36 @@ func ExampleWithWrittenBefore() {
 	// without it, refused: true
 	// with it: <nil> 1 note
 	// <nil>
+}
+
+// A scan bounded by what it receives rather than by its length: each key
+// range read fails when nothing arrives for a minute, however long the
+// table takes to read; each admin call is limited to 30 seconds. The
+// caller's context then needs no deadline that must outlast the scan.
+func ExampleWithStall() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+
+	p := provision.New(admin, h.Raw, provision.WithStall(time.Minute), provision.WithCallTimeout(30*time.Second))
+	_, err := p.Apply(ctx, "events", exSchema)
+	fmt.Println(errors.Is(err, provision.ErrRealTimestamps))
+	// Output: true
+}
+
+// Each call that is not a full scan (the admin calls, a sampled scan's
+// reads) limited to 30 seconds.
+func ExampleWithCallTimeout() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+
+	p := provision.New(admin, h.Raw, provision.WithCallTimeout(30*time.Second))
+	plan, err := p.Plan(ctx, "events", exSchema)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Table)
+	// Output: events
 }

@@ -248,6 +248,9 @@ type options struct {
 	// assumeAdopted: Plan leaves out families whose rule matches
 	// (WithAssumeAdopted).
 	assumeAdopted bool
+	// stall and callTimeout bound the scans and each other call
+	// (WithStall, WithCallTimeout); 0: the context only.
+	stall, callTimeout time.Duration
 	// writtenBefore and skew are WithWrittenBefore's (writtenBefore zero:
 	// not given).
 	writtenBefore    time.Time
@@ -346,6 +349,26 @@ func WithSampledSafetyScan() Option { return func(p *options) { p.sampledSafety 
 // families left unchecked.
 func WithAssumeAdopted() Option { return func(p *options) { p.assumeAdopted = true } }
 
+// WithStall bounds each full scan by what it receives rather than by its
+// length: a key range whose read receives nothing for d fails the scan
+// (scan.WithStall), however long the whole scan takes. Default 0: the
+// context only.
+func WithStall(d time.Duration) Option { return func(p *options) { p.stall = max(d, 0) } }
+
+// WithCallTimeout bounds each call that is not a full scan (the admin
+// calls, and each read of a sampled scan) by d. Default 0: the context
+// only. With WithStall, the caller's context then need not bound a scan
+// whose length it cannot know.
+func WithCallTimeout(d time.Duration) Option { return func(p *options) { p.callTimeout = max(d, 0) } }
+
+// call is the context of one call that is not a full scan.
+func (p *Provisioner) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.callTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, p.callTimeout)
+}
+
 // WithOutput sets where Apply prints what it changes (default: nowhere).
 func WithOutput(w io.Writer) Option { return func(p *options) { p.out = w } }
 
@@ -374,7 +397,9 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	fams, err := p.admin.Families(ctx, table)
+	cctx, cancel := p.call(ctx)
+	fams, err := p.admin.Families(cctx, table)
+	cancel()
 	plan := &Plan{Table: table}
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -577,21 +602,26 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 	}
 	ac := p.admin.Client()
 	if plan.CreateTable {
-		if err := ac.CreateTable(ctx, plan.Table); err != nil {
+		cctx, cancel := p.call(ctx)
+		err := ac.CreateTable(cctx, plan.Table)
+		cancel()
+		if err != nil {
 			return bttlerr.Wrap(err, "create table %q", plan.Table)
 		}
 	}
 	for _, c := range plan.Changes {
 		pol := c.Policy
 		var err error
+		cctx, cancel := p.call(ctx)
 		switch {
 		case c.Action == CreateFamily && pol.Managed():
-			err = ac.CreateColumnFamilyWithConfig(ctx, plan.Table, c.Family, bigtable.Family{GCPolicy: pol.GCPolicy()})
+			err = ac.CreateColumnFamilyWithConfig(cctx, plan.Table, c.Family, bigtable.Family{GCPolicy: pol.GCPolicy()})
 		case c.Action == CreateFamily:
-			err = ac.CreateColumnFamily(ctx, plan.Table, c.Family)
+			err = ac.CreateColumnFamily(cctx, plan.Table, c.Family)
 		default:
-			err = ac.SetGCPolicy(ctx, plan.Table, c.Family, pol.GCPolicy())
+			err = ac.SetGCPolicy(cctx, plan.Table, c.Family, pol.GCPolicy())
 		}
+		cancel()
 		if err != nil {
 			return bttlerr.Wrap(err, "%s", c)
 		}

@@ -43,7 +43,7 @@ func TestApplyCreatesAndIsIdempotent(t *testing.T) {
 	assert.True(t, plan.CreateTable)
 	assert.Len(t, plan.Changes, 4)
 	assert.Contains(t, out.String(), `create family "one" with max_age=1s`)
-	assert.Contains(t, out.String(), `create family "def" with union(max_age=48h0m0s, max_versions=2)`)
+	assert.Contains(t, out.String(), `create family "def" with union(max_age=2d, max_versions=2)`)
 	assert.NotContains(t, out.String(), "caveat", "new families lower no rule")
 	require.NoError(t, verify(t, h, "fresh", schema))
 
@@ -76,7 +76,7 @@ func TestApplyFixesRulesAndPrintsCaveats(t *testing.T) {
 
 	_, err = p.Apply(ctx, "t", schema)
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), `family "def" (default-expiry(D=48h0m0s)): max_age=24h0m0s -> max_age=48h0m0s [raises]`)
+	assert.Contains(t, out.String(), `family "def" (default-expiry(D=48h0m0s)): max_age=1d -> max_age=2d [raises]`)
 	assert.Contains(t, out.String(), provision.Caveat)
 	require.NoError(t, verify(t, h, "t", schema))
 

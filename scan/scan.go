@@ -162,6 +162,10 @@ func RunResumedRanges(ctx context.Context, tbl *bigtable.Table, table string, f 
 			sampled, err = tbl.SampleRowKeys(ctx)
 			return err
 		})
+		var se *StallError
+		if errors.As(err, &se) {
+			return nil, err // names the step already
+		}
 		if err != nil {
 			return nil, bttlerr.Wrap(err, "scan: SampleRowKeys")
 		}

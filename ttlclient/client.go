@@ -264,7 +264,16 @@ func (c *Client) Close() error {
 	if !c.owned {
 		return nil
 	}
-	return errors.Join(c.raw.Close(), c.admin.Close())
+	// NewClient gives both clients the caller's options: one connection
+	// of the caller's (option.WithGRPCConn, as wireguard's ClientOptions
+	// are under an emulator) is then closed twice, and the second close
+	// says only that it is closed already (Canceled, all a connection's
+	// Close returns besides nil), which is what Close wants.
+	err := c.raw.Close()
+	if aerr := c.admin.Close(); status.Code(aerr) != codes.Canceled || err != nil {
+		err = errors.Join(err, aerr)
+	}
+	return err
 }
 
 // FlushIdleRefreshes waits until the client has no time-to-idle refresh

@@ -60,6 +60,12 @@ var ErrCellMoved = rules.ErrCellMoved
 // hold it with different write times. If the cell was deleted and the
 // same value written again, that is the rewrite's time.
 //
+// An empty value (a read with bigtable.StripValueFilter returns every
+// value empty) identifies the cell by its coordinates only: the cell
+// stored in item's millisecond, or, moved, the column's live cells when
+// they all hold one write time (else ErrCellMoved), never the write time
+// of another cell that happens to hold an empty value.
+//
 // Other families are a *CellError wrapping ErrNotApplicable; a cell with
 // no companion (written before the option, or by a plain client outside
 // the wire guard), or no longer live, one wrapping ErrNoWriteTime.
@@ -80,7 +86,11 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	// The value is compared by the filter when it can be pinned, else here.
 	cell := bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), inMilli, bigtable.LatestNFilter(1))
 	_, pinErr := filters.Cell(family, column, item.Timestamp, item.Value)
-	if pinErr == nil {
+	stripped := len(item.Value) == 0 // possibly StripValueFilter's: not compared
+	switch {
+	case stripped:
+		cell = bigtable.ChainFilters(cell, bigtable.StripValueFilter())
+	case pinErr == nil:
 		value := append(make([]byte, 0, len(item.Value)), item.Value...) // non-nil: "" is a closed start
 		cell = bigtable.ChainFilters(cell, bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)), bigtable.StripValueFilter())
 	}
@@ -95,7 +105,7 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 	var companion []byte
 	for _, it := range r[family] {
 		if it.Column == item.Column {
-			stored = pinErr == nil || bytes.Equal(it.Value, item.Value)
+			stored = stripped || pinErr == nil || bytes.Equal(it.Value, item.Value)
 		} else {
 			companion = it.Value
 		}
@@ -117,7 +127,9 @@ func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Tim
 
 // movedWriteTime is WriteTime of a cell no longer stored in its
 // millisecond: the write time of the live cells of its column holding its
-// value (a move keeps value and companion), read in one read.
+// value (a move keeps value and companion), read in one read. An empty
+// value may be a stripped one, which any live cell of the column may
+// have held: all of them are the candidates.
 func (t *Table) movedWriteTime(ctx context.Context, item bigtable.ReadItem, family, column string) (time.Time, error) {
 	noWriteTime := func() (time.Time, error) {
 		return time.Time{}, t.readError(item.Row, family, column, item.Timestamp, ErrNoWriteTime)
@@ -132,6 +144,9 @@ func (t *Table) movedWriteTime(ctx context.Context, item bigtable.ReadItem, fami
 		bigtable.ValueRangeFilter(value, append(append(make([]byte, 0, len(value)+1), value...), 0)),
 		bigtable.StripValueFilter(),
 	)
+	if len(item.Value) == 0 {
+		sameValue = bigtable.ChainFilters(bigtable.ColumnRangeFilter(family, column, column+"\x00"), bigtable.StripValueFilter())
+	}
 	r, err := t.raw.ReadRow(t.wire(ctx), item.Row, bigtable.RowFilter(bigtable.InterleaveFilters(
 		t.filters.Compose(t.now(), sameValue), // as a read through the table sees the column
 		bigtable.ColumnRangeFilter(family, q, q+"\x00"),

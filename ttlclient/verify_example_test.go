@@ -37,6 +37,6 @@ func ExampleClient_Verify_sequence() {
 	}
 	fmt.Println(errors.Is(h.Client.Verify(ctx, "docs", schema), gcrule.ErrMismatch))
 	// Output:
-	// rev: age rule on a sequence family: expected max_versions=5, actual max_age=168h0m0s
+	// rev: age rule on a sequence family: expected max_versions=5, actual max_age=7d
 	// true
 }

@@ -42,12 +42,12 @@ func TestOpenVerifiesGCRules(t *testing.T) {
 		actual   string
 	}{
 		{"wrong max age", strategy.Schema{"f": strategy.DefaultExpiry(48 * time.Hour)},
-			map[string]bigtable.GCPolicy{"f": age(24 * time.Hour)}, gcrule.WrongMaxAge, "max_age=48h0m0s", "max_age=24h0m0s"},
+			map[string]bigtable.GCPolicy{"f": age(24 * time.Hour)}, gcrule.WrongMaxAge, "max_age=2d", "max_age=1d"},
 		// FullGCPolicy would report 1.5s as 1s, a false match.
 		{"sub-second max age", strategy.Schema{"f": strategy.OneSecond()},
-			map[string]bigtable.GCPolicy{"f": age(1500 * time.Millisecond)}, gcrule.WrongMaxAge, "max_age=1s", "max_age=1.5s"},
+			map[string]bigtable.GCPolicy{"f": age(1500 * time.Millisecond)}, gcrule.WrongMaxAge, "max_age=1s", "max_age=1s500ms"},
 		{"age rule on a sequence family", strategy.Schema{"f": strategy.Sequence(3)},
-			map[string]bigtable.GCPolicy{"f": bigtable.UnionPolicy(ver(3), age(time.Hour))}, gcrule.AgeRuleOnSequence, "max_versions=3", "union(max_versions=3, max_age=1h0m0s)"},
+			map[string]bigtable.GCPolicy{"f": bigtable.UnionPolicy(ver(3), age(time.Hour))}, gcrule.AgeRuleOnSequence, "max_versions=3", "union(max_versions=3, max_age=1h)"},
 		{"missing family", strategy.Schema{"f": strategy.OneSecond(), "g": strategy.Unmanaged()},
 			map[string]bigtable.GCPolicy{"f": age(time.Second)}, gcrule.MissingFamily, "any (unmanaged)", "missing family"},
 		{"intersection rule", strategy.Schema{"f": strategy.OneSecond(strategy.WithMaxVersions(2))},

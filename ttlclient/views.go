@@ -48,12 +48,17 @@ type MaterializedView struct{ t *Table }
 // name a family managed when the view's query copies a managed family's
 // cells, with their timestamps, and Unmanaged otherwise. Families the schema
 // does not name are read untouched. A view has no GC rules of its own, so
-// nothing is verified and no admin call is made.
+// nothing is verified and no admin call is made. Reads through a view
+// refresh nothing (strategy.WithIdleTTL): a refresh is a write.
 func (c *Client) OpenMaterializedView(materializedView string, schema Schema, opts ...TableOption) (*MaterializedView, error) {
 	t, err := c.open(context.Background(), materializedView, c.raw.OpenMaterializedView(materializedView), schema, opts, false)
 	if err != nil {
 		return nil, err
 	}
+	// A time-to-idle refresh is a write, which a view never takes: reads
+	// through the view queue none (reads of its source table refresh the
+	// source's cells; docs/design.md#views).
+	t.idleFams = nil
 	return &MaterializedView{t}, nil
 }
 

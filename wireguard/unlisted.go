@@ -15,15 +15,26 @@ import (
 // strategy.ErrInvalidPolicy. The default stays strict. Reads need nothing
 // more: the guard's read filter (WithReadFilter) passes every family
 // outside the schema through untouched, whenever it was created.
+//
+// Given more than once, the tables add up (one given with no table makes
+// it hold for every guarded table), and a policy New refuses is not
+// replaced by a later one.
 func WithUnlistedFamilies(p strategy.Policy, tables ...string) Option {
 	return func(g *options) {
-		g.unlisted = &p
-		g.unlistedTables = nil
-		if len(tables) > 0 {
+		first := g.unlisted == nil
+		if first || *g.unlisted == strategy.Unmanaged() {
+			g.unlisted = &p
+		}
+		switch {
+		case len(tables) == 0:
+			g.unlistedTables = nil // every table
+		case first:
 			g.unlistedTables = make(map[string]bool, len(tables))
-			for _, id := range tables {
-				g.unlistedTables[id] = true
-			}
+		case g.unlistedTables == nil:
+			return // every table already
+		}
+		for _, id := range tables {
+			g.unlistedTables[id] = true
 		}
 	}
 }

@@ -131,3 +131,31 @@ func TestGuardUnlistedFamiliesKeepVerify(t *testing.T) {
 	t.Cleanup(func() { _ = plain.Close() })
 	require.NoError(t, g.Verify(ctx, plain, "legacy"))
 }
+
+// Suspected in issue 35 item 7, and real: WithUnlistedFamilies given twice
+// kept only the last call's tables. They add up; a call naming no table
+// makes it hold for all; a refused policy is not replaced.
+func TestGuardUnlistedFamiliesTwiceAddUp(t *testing.T) {
+	schemas := map[string]strategy.Schema{"a": {"f": strategy.Unmanaged()}, "b": {"f": strategy.Unmanaged()}, "c": {"f": strategy.Unmanaged()}}
+	u := strategy.Unmanaged()
+	for name, c := range map[string]struct {
+		opts []wireguard.Option
+		pass map[string]bool
+	}{
+		"a then b":   {[]wireguard.Option{wireguard.WithUnlistedFamilies(u, "a"), wireguard.WithUnlistedFamilies(u, "b")}, map[string]bool{"a": true, "b": true}},
+		"a then all": {[]wireguard.Option{wireguard.WithUnlistedFamilies(u, "a"), wireguard.WithUnlistedFamilies(u)}, map[string]bool{"a": true, "b": true, "c": true}},
+		"all then a": {[]wireguard.Option{wireguard.WithUnlistedFamilies(u), wireguard.WithUnlistedFamilies(u, "a")}, map[string]bool{"a": true, "b": true, "c": true}},
+	} {
+		g, err := wireguard.New(schemas, c.opts...)
+		require.NoError(t, err, name)
+		for _, table := range []string{"a", "b", "c"} {
+			invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+			req := &btpb.MutateRowRequest{TableName: "projects/p/instances/i/tables/" + table, RowKey: []byte("r"),
+				Mutations: []*btpb.Mutation{{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{FamilyName: "other", TimestampMicros: 1000}}}}}
+			err := g.UnaryClientInterceptor()(context.Background(), "/google.bigtable.v2.Bigtable/MutateRow", req, &btpb.MutateRowResponse{}, nil, invoker)
+			assert.Equal(t, c.pass[table], err == nil, "%s: table %s: %v", name, table, err)
+		}
+	}
+	_, err := wireguard.New(schemas, wireguard.WithUnlistedFamilies(strategy.OneSecond(), "a"), wireguard.WithUnlistedFamilies(u, "b"))
+	require.ErrorIs(t, err, strategy.ErrInvalidPolicy, "a refused policy stays refused")
+}

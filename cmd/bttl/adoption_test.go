@@ -59,14 +59,14 @@ func TestCBTSequenceToAgeRefused(t *testing.T) {
 
 	r := bttl(t, addr, "", "-schema", target, "plan")
 	assert.Equal(t, exitFindings, r.code, "plan exits 1 when apply would refuse: %s", r.stderr)
-	assert.Contains(t, r.stdout, "max_versions=3 -> max_age=48h0m0s")
+	assert.Contains(t, r.stdout, "max_versions=3 -> max_age=2d")
 	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 150 cell(s)")
 	assert.Contains(t, r.stdout, "an age rule would delete a sequence family's cells")
 	assert.Contains(t, r.stdout, "apply will refuse")
 
 	r = bttl(t, addr, "", "-schema", target, "apply", "-yes")
 	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, `table "seqt", family "doc" (max_versions=3 -> max_age=48h0m0s): 150 cell(s)`)
+	assert.Contains(t, r.stdout, `table "seqt", family "doc" (max_versions=3 -> max_age=2d): 150 cell(s)`)
 	assert.Contains(t, r.stderr, "refused")
 	assert.Contains(t, r.stderr, "nothing changed")
 	assert.NotContains(t, r.stdout, "applying:")
@@ -145,7 +145,7 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 
 	r := bttl(t, addr, "", "-schema", schema, "plan")
 	assert.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "max_age=720h0m0s -> max_age=48h0m0s [lowers]")
+	assert.Contains(t, r.stdout, "max_age=30d -> max_age=2d [lowers]")
 	assert.Contains(t, r.stdout, "collectable at once, and invisible through bttl: 1000 cell(s), 4000 byte(s)")
 	assert.Contains(t, r.stdout, "exact: read all 1000 row(s) of the family")
 	assert.NotContains(t, r.stdout, "sample")
@@ -158,7 +158,7 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes", "-sample-rows", "100")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	summary := r.stdout[strings.Index(r.stdout, "applying:"):]
-	assert.Contains(t, summary, `family "ev" (default-expiry(D=48h0m0s)): max_age=720h0m0s -> max_age=48h0m0s [lowers]`)
+	assert.Contains(t, summary, `family "ev" (default-expiry(D=48h0m0s)): max_age=30d -> max_age=2d [lowers]`)
 	assert.Contains(t, summary, "collectable at once, and invisible through bttl: ")
 	assert.Contains(t, summary, "1000 cell(s), 4000 byte(s)", "-sample-rows has no effect: the count is exact")
 	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)

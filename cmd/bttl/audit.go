@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -144,7 +146,26 @@ func (a *auditArgs) check() error {
 			return fmt.Errorf("-report: %w", err)
 		}
 	}
+	if a.metricsOut != "" {
+		if err := checkWritableFile(a.metricsOut); err != nil {
+			return fmt.Errorf("-metrics-out: %w", err)
+		}
+	}
 	return a.scan.check()
+}
+
+// checkWritableFile checks, before a scan, that a file can be written at
+// path as the metrics file is (a temporary file in its directory, renamed
+// over it): a bad path is found before the scan, not after it.
+func checkWritableFile(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".bttl-check-*")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // bounds is the scanned key range: [lo, hi), hi "" for the table's end.
@@ -284,12 +305,9 @@ func (a *auditArgs) run(e *env) int {
 			}
 		}
 	}
-	if a.metricsOut != "" {
-		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
-			return e.fail(fmt.Errorf("-metrics-out: %w", err))
-		}
-	}
 	out := auditOutput{Tables: reports, Sample: a.opt.Sample, Limit: a.opt.Limit, NoBytes: !withBytes}
+	// The shard's report first: an output failing after it (the metrics
+	// file) does not lose the scan the merge needs.
 	if store != nil {
 		b, err := out.encode()
 		if err == nil {
@@ -299,6 +317,11 @@ func (a *auditArgs) run(e *env) int {
 		}
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+	}
+	if a.metricsOut != "" {
+		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
+			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
 	return finishOutput(e, out, a.json, a.failOn)
@@ -496,7 +519,7 @@ func ts(t bigtable.Timestamp) string {
 	if t == 0 {
 		return "-"
 	}
-	return t.Time().UTC().Format(time.RFC3339Nano)
+	return timefmt.Instant(time.UnixMicro(int64(t))) // fixed width: columns line up
 }
 
 // writeReportBytes writes the report, its byte figures only when they

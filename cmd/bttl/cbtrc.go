@@ -82,8 +82,21 @@ func applyCBTRC(path string, g *globals, set map[string]bool) error {
 		if err := fs.Set(key, val); err != nil {
 			return fmt.Errorf("%s: %s = %q: %v", path, key, val, err)
 		}
+		if g.fromFile == nil {
+			g.fromFile = map[string]string{}
+		}
+		g.fromFile[key] = path
 	}
 	return nil
+}
+
+// source names where global flag name's value came from, for messages:
+// "-timeout", or "timeout in /home/u/.cbtrc" when .cbtrc gave it.
+func (g *globals) source(name string) string {
+	if path, ok := g.fromFile[name]; ok {
+		return name + " in " + path
+	}
+	return "-" + name
 }
 
 // setFlags lists the flags given on the command line, in any of fss.
@@ -111,11 +124,11 @@ func (g *globals) clientOptions(data bool) ([]option.ClientOption, error) {
 	if g.certFile != "" {
 		pem, err := os.ReadFile(g.certFile)
 		if err != nil {
-			return nil, fmt.Errorf("-cert-file: %w", err)
+			return nil, fmt.Errorf("%s: %w", g.source("cert-file"), err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-cert-file: no PEM certificate in %s", g.certFile)
+			return nil, fmt.Errorf("%s: no PEM certificate in %s", g.source("cert-file"), g.certFile)
 		}
 		opts = append(opts, option.WithGRPCDialOption(grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool}))))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,7 +47,7 @@ func TestCBTRCBadFilesExitTwoNamingTheLine(t *testing.T) {
 		"project = p\ncolour = blue\n":                          `.cbtrc:2: unknown key "colour"`,
 		"auth-token = secret\n":                                 ".cbtrc:1: auth-token is not supported by bttl",
 		"project = p\ntimeout = soon\n":                         `timeout = "soon"`,
-		"project = p\ninstance = i\ncert-file = /nonexistent\n": "-cert-file:",
+		"project = p\ninstance = i\ncert-file = /nonexistent\n": "cert-file in ",
 	} {
 		withCBTRC(t, content)
 		t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
@@ -91,4 +92,25 @@ func TestCommandLeavesTheStandardLoggerAlone(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables:\n  events:\n    clicks: {strategy: unmanaged}\n")
 	bttl(t, addr, "", "-schema", schema, "verify")
 	assert.Same(t, &buf, log.Writer())
+}
+
+// Issue 35 item 6: creds and timeout given by ~/.cbtrc failed or capped a
+// command while the message named the flag. It names the file.
+func TestCBTRCValuesNameTheFile(t *testing.T) {
+	schema := writeFile(t, "s.yaml", "tables:\n  events:\n    clicks: {strategy: unmanaged}\n")
+	path := withCBTRC(t, "project = p\ninstance = i\ncreds = /nonexistent/key.json\n")
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
+	r := runRaw(t.Context(), "-schema", schema, "verify")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "creds in "+path+": ")
+
+	// A server that takes the connection and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	t.Setenv("BIGTABLE_EMULATOR_HOST", ln.Addr().String())
+	path = withCBTRC(t, "project = p\ninstance = i\ntimeout = 300ms\n")
+	r = runRaw(t.Context(), "-schema", schema, "audit")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "not finished within 300ms (timeout in "+path+")", r.stderr)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,18 +182,24 @@ tables:
 // address, for each command's first call.
 func TestUnreachableEndpointFailsWithinTimeout(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	// A server that takes connections and never answers (the kernel
+	// completes the handshake; nothing reads).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	addr := ln.Addr().String()
 	const timeout = 500 * time.Millisecond
 	for _, cmd := range [][]string{{"verify"}, {"plan"}, {"apply", "-yes"}, {"audit"}, {"init"}} {
 		start := time.Now()
-		r := bttl(t, "127.0.0.1:1", "", append([]string{"-schema", schema, "-timeout", timeout.String()}, cmd...)...)
+		r := bttl(t, addr, "", append([]string{"-schema", schema, "-timeout", timeout.String()}, cmd...)...)
 		elapsed := time.Since(start)
 		if cmd[0] == "init" {
 			// init writes to -schema; here it must fail before that.
-			r = bttl(t, "127.0.0.1:1", "", "-timeout", timeout.String(), "init")
+			r = bttl(t, addr, "", "-timeout", timeout.String(), "init")
 			elapsed = time.Since(start) - elapsed
 		}
 		assert.Equal(t, exitError, r.code, "%s: %s", cmd, r.stderr)
-		assert.Contains(t, r.stderr, "127.0.0.1:1", "%s names the address", cmd)
+		assert.Contains(t, r.stderr, addr, "%s names the address", cmd)
 		assert.Contains(t, r.stderr, "-timeout", "%s", cmd)
 		assert.Equal(t, 1, strings.Count(r.stderr, "bttl"), "%s: one bttl prefix: %s", cmd, r.stderr)
 		assert.Less(t, elapsed, timeout+2*time.Second, "%s", cmd)
@@ -411,9 +418,9 @@ func TestClassifyRules(t *testing.T) {
 		{nil, schemafile.Family{Strategy: "unmanaged"}, "no GC rule"},
 		{age(time.Second), schemafile.Family{Strategy: "one-second"}, "default-expiry family with ttl 1s"},
 		{age(48 * time.Hour), schemafile.Family{Strategy: "default-expiry", TTL: "2d"}, ""},
-		{age(90 * time.Minute), schemafile.Family{Strategy: "default-expiry", TTL: "1h30m0s"}, ""},
+		{age(90 * time.Minute), schemafile.Family{Strategy: "default-expiry", TTL: "1h30m"}, ""},
 		{vers(3), schemafile.Family{Strategy: "sequence", Versions: 3}, "plain versioned family"},
-		{union(age(time.Hour), vers(2)), schemafile.Family{Strategy: "default-expiry", TTL: "1h0m0s", MaxVersions: 2}, ""},
+		{union(age(time.Hour), vers(2)), schemafile.Family{Strategy: "default-expiry", TTL: "1h", MaxVersions: 2}, ""},
 		{union(age(time.Second), vers(1)), schemafile.Family{Strategy: "one-second", MaxVersions: 1}, "ttl 1s"},
 	} {
 		got := classify(c.rule)
@@ -446,13 +453,13 @@ func TestInitWritesSchemaVerifyAccepts(t *testing.T) {
 	r := bttl(t, addr, "", "-schema", out, "init")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, "wrote "+out+": 3 table(s)\n", r.stdout)
-	assert.Contains(t, r.stderr, `bttl init: could not classify table "docs", family "odd": rule intersection(max_age=1h0m0s, max_versions=2) fits no bttl strategy`)
+	assert.Contains(t, r.stderr, `bttl init: could not classify table "docs", family "odd": rule intersection(max_age=1h, max_versions=2) fits no bttl strategy`)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	file := string(data)
 	t.Logf("%s", file)
 	for _, want := range []string{
-		`# table "docs", family "odd": rule intersection(max_age=1h0m0s, max_versions=2) fits no bttl strategy`,
+		`# table "docs", family "odd": rule intersection(max_age=1h, max_versions=2) fits no bttl strategy`,
 		`session: {strategy: one-second}`,
 		`or a default-expiry family with ttl 1s`,
 		`click: {strategy: default-expiry, ttl: 2d}`,
@@ -479,4 +486,42 @@ func TestInitWritesSchemaVerifyAccepts(t *testing.T) {
 	r = bttl(t, addr, "", "init", "-table", "sessions")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "sessions:\n")
+}
+
+// Issue 35 item 6: a refused connection was reported as silence for
+// 30-60 s, then as a stall ("no answer ... (-stall)", "scan:
+// SampleRowKeys:" twice). It is reported at once as a refusal, naming the
+// endpoint and where it came from, without -timeout.
+func TestRefusedConnectionIsReportedAtOnce(t *testing.T) {
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"127.0.0.1:1", []string{"audit"}, "cannot connect to 127.0.0.1:1 (BIGTABLE_EMULATOR_HOST): connection refused"},
+		{"127.0.0.1:1", []string{"verify"}, "cannot connect to 127.0.0.1:1 (BIGTABLE_EMULATOR_HOST): connection refused"},
+		{"", []string{"verify", "-data-endpoint", "127.0.0.1:1"}, "cannot connect to 127.0.0.1:1 (-data-endpoint): connection refused"},
+	} {
+		t.Setenv("BIGTABLE_EMULATOR_HOST", c.env)
+		start := time.Now()
+		r := runRaw(context.Background(), append([]string{"-project", "p", "-instance", "i", "-schema", schema}, c.args...)...)
+		assert.Equal(t, exitError, r.code, "%q: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.want, "%q", c.args)
+		assert.NotContains(t, r.stderr, "SampleRowKeys", "%q", c.args)
+		assert.Less(t, time.Since(start), 5*time.Second, "%q: at once", c.args)
+	}
+}
+
+// Issue 35 item 6: a stalled SampleRowKeys was reported with its step
+// twice ("scan: SampleRowKeys: scan: SampleRowKeys: no answer ...").
+func TestStalledSampleRowKeysSaysItOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
+	r := bttl(t, ln.Addr().String(), "", "-schema", schema, "audit", "-stall", "300ms")
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no answer from "+ln.Addr().String())
+	assert.Equal(t, 1, strings.Count(r.stderr, "SampleRowKeys"), r.stderr)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/bttl/bttl/strategy"
 )
 
 // The command table is the one list of bttl's commands, as cbt keeps one:
@@ -37,10 +39,14 @@ type command struct {
 }
 
 // invocation is a parsed command: check validates flag combinations
-// (exit 2) before any client exists; run does the work.
+// (exit 2) before any client exists, checkSchemas what the schema file
+// decides, also before; run does the work.
 type invocation struct {
 	check func() error
-	run   func(e *env) int
+	// checkSchemas validates what depends on the schema file (exit 2),
+	// once it is read and before any client exists.
+	checkSchemas func(schemas map[string]strategy.Schema) error
+	run          func(e *env) int
 }
 
 // commands is the command table, in the order help lists it.
@@ -199,18 +205,4 @@ func writeCommandHelp(w io.Writer, c command) {
 		fs.PrintDefaults()
 	}
 	fmt.Fprint(w, "\nand the global flags (bttl -h)\n\n"+exitCodes)
-}
-
-// helpRequested reports whether a positional argument (before any "--")
-// asks for help: -h works after a command's arguments too.
-func helpRequested(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
 }

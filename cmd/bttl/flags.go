@@ -248,7 +248,7 @@ func (s *scanFlags) register(fs *flag.FlagSet, verb string) {
 		"(default: from the job runner, CLOUD_RUN_TASK_INDEX/CLOUD_RUN_TASK_COUNT, BATCH_TASK_INDEX/BATCH_TASK_COUNT, or JOB_COMPLETION_INDEX with -shard-count)")
 	fs.Var(countFlag{&s.shardCount, 1}, "shard-count", "the shard count `n` for a Kubernetes Indexed Job, whose pods get their index only (JOB_COMPLETION_INDEX): the Job's completions")
 	fs.StringVar(&s.shardKeys, "shard-keys", "", "read the n-1 keys that bound the shards from this `file`, one per line (Go-quoted when in double quotes), as bttl audit -suggest-shard-keys writes them (default: an even split of the key space)")
-	fs.Var(durationFlag{p: &s.stall}, "stall", "a key range whose read receives nothing for this `duration` is read once more from its last row, then the command fails (exit 2) naming the endpoint (0: wait as long as -timeout allows)")
+	fs.Var(durationFlag{p: &s.stall}, "stall", "a key range whose read receives nothing for this `duration` is read once more from its last row, then the command fails (exit 2) naming the endpoint; migrate's writes are bounded by it too (0: wait as long as -timeout allows)")
 }
 
 // scanShardFlag is -shard, whose default comes from the job runner's
@@ -377,7 +377,10 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 
 // warn prints a shard warning with its remedy.
 func (s *scanFlags) warn(e *env, w scan.ShardWarning) {
-	remedy := fmt.Sprintf("write shard keys from the data once, 'bttl audit -table %s -suggest-shard-keys %d > shard-keys.txt', and give every shard the same -shard-keys shard-keys.txt", w.Table, w.Shard.Count)
+	// The command must run as printed: the schema and instance included.
+	suggest := fmt.Sprintf("bttl -project %s -instance %s -schema %s audit -table %s -suggest-shard-keys %d",
+		shellQuote(e.g.project), shellQuote(e.g.instance), shellQuote(e.g.schema), shellQuote(w.Table), w.Shard.Count)
+	remedy := fmt.Sprintf("write shard keys from the data once, with: %s > shard-keys.txt; then give every shard the same -shard-keys shard-keys.txt", suggest)
 	how := "the default even split of the key space suits binary hashed keys only"
 	if s.shardKeys != "" {
 		how = "the table changed since -shard-keys " + s.shardKeys + " was written"
@@ -392,4 +395,17 @@ func (s *scanFlags) warn(e *env, w scan.ShardWarning) {
 	}
 	fmt.Fprintf(e.stderr, "bttl %s: warning: the %d shards of table %q differ more than 4x in size (the table's sample points per shard %s; %s): %s\n",
 		e.name, w.Shard.Count, w.Table, strings.Join(sizes, " "), how, remedy)
+}
+
+// shellQuote is s as a POSIX shell word: as is when it holds only safe
+// characters, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		safe = safe && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

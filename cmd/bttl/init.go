@@ -18,7 +18,9 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )
@@ -40,8 +42,11 @@ first -sample-rows rows holding it, values stripped): if the sample holds
 timestamps that are not sequence numbers (real times, as cbt and server
 timestamps write), the sequence strategy would hide new writes behind them,
 so the family is written unmanaged, with a comment and a line on stderr
-saying what the sample found. Reads only: ListTables, GetTable and that
-ReadRows.
+saying what the sample found. An age family whose first -sample-rows rows
+hold write-time companions (which bttl writes only for write_time families)
+is written with write_time. A table holding bttl's own state (bigtable://
+checkpoints and audit reports) is left out. Reads only: ListTables,
+GetTable and those ReadRows.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := fs.String("table", "", "this table only (default: every table of the instance)")
@@ -154,14 +159,9 @@ func stamp(t bigtable.Timestamp) string {
 	return strconv.FormatInt(int64(t), 10)
 }
 
-// formatDuration writes d as schemafile reads it: whole days as "7d".
-func formatDuration(d time.Duration) string {
-	day := 24 * time.Hour
-	if d >= day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	return d.String()
-}
+// formatDuration writes d as schemafile reads it, in days and smaller
+// units: "7d", "1d12h", "1h".
+func formatDuration(d time.Duration) string { return timefmt.Duration(d) }
 
 func initSchema(e *env, only string, force bool, sampleRows int64) int {
 	if e.g.schema != "" && !force {
@@ -197,6 +197,16 @@ func initSchema(e *env, only string, force bool, sampleRows int64) int {
 		if err != nil {
 			return e.fail(fmt.Errorf("table %q: %w", t, err))
 		}
+		own, err := bttlStateTable(e, t, fams)
+		if err != nil {
+			return e.fail(fmt.Errorf("table %q: %w", t, err))
+		}
+		if own {
+			msg := fmt.Sprintf("table %q left out: bttl's own state (bigtable:// checkpoints and audit reports), not data", t)
+			skipped = append(skipped, msg)
+			fmt.Fprintf(e.stderr, "bttl init: %s\n", msg)
+			continue
+		}
 		names := make([]string, 0, len(fams))
 		for f := range fams {
 			names = append(names, f)
@@ -214,6 +224,16 @@ func initSchema(e *env, only string, force bool, sampleRows int64) int {
 				var contradicted bool
 				if c, contradicted = judgeSequence(c, gcrule.Describe(fams[f].GetGcRule()), f, smp); contradicted {
 					fmt.Fprintf(e.stderr, "bttl init: table %q, family %q: %s\n", t, f, c.note)
+				}
+			}
+			if c.ok && (c.family.Strategy == "one-second" || c.family.Strategy == "default-expiry") && sampleRows > 0 {
+				n, err := sampleCompanions(e, t, f, sampleRows)
+				if err != nil {
+					return e.fail(fmt.Errorf("table %q, family %q: sample: %w", t, f, err))
+				}
+				if n > 0 {
+					c.family.WriteTime = true
+					c.note = strings.TrimPrefix(c.note+fmt.Sprintf("; write_time: the first %d row(s) hold %d write-time companion(s), which bttl writes only for write_time families", sampleRows, n), "; ")
 				}
 			}
 			if !c.ok {
@@ -301,7 +321,54 @@ func familyNode(f schemafile.Family) *yaml.Node {
 	if f.MaxVersions != 0 {
 		add("max_versions", strconv.Itoa(f.MaxVersions), "!!int")
 	}
+	if f.WriteTime {
+		add("write_time", "true", "!!bool")
+	}
 	return n
+}
+
+// bttlStateTable reports whether table is one bttl keeps its own state in
+// (bigtable:// checkpoints and audit reports, scan.NewBigtableStore): its
+// one family "ck", and its first row's cells in columns "record" and
+// "owner" only. An empty table is not judged: nothing says it is bttl's.
+func bttlStateTable(e *env, table string, fams map[string]*adminpb.ColumnFamily) (bool, error) {
+	if _, ok := fams["ck"]; !ok || len(fams) != 1 {
+		return false, nil
+	}
+	ctx, cancel := e.step()
+	defer cancel()
+	r := bigtable.Row{}
+	err := e.data.Open(table).ReadRows(ctx, bigtable.InfiniteRange(""), func(row bigtable.Row) bool {
+		r = row
+		return false
+	}, bigtable.RowFilter(bigtable.StripValueFilter()), bigtable.LimitRows(1))
+	if err != nil || len(r["ck"]) == 0 {
+		return false, err
+	}
+	for _, it := range r["ck"] {
+		if it.Column != "ck:record" && it.Column != "ck:owner" {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// sampleCompanions counts the write-time companions (strategy.WithWriteTime)
+// among family's cells in the first rows rows holding it: bttl writes
+// them only for a family declared with write_time.
+func sampleCompanions(e *env, table, family string, rows int64) (int, error) {
+	ctx, cancel := e.step()
+	defer cancel()
+	n := 0
+	err := e.data.Open(table).ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+		for _, k := range companion.Classify(family, r[family]) {
+			if k == companion.Companion {
+				n++
+			}
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.ChainFilters(bigtable.FamilyFilter(filters.FamilyRegex(family)), bigtable.StripValueFilter())), bigtable.LimitRows(rows))
+	return n, err
 }
 
 // writeFileAtomic writes through a temporary file in the same directory,

@@ -229,7 +229,7 @@ func TestEvenSplitOfHexKeysWarns(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, errs)
 	schema := writeFile(t, "s.yaml", "tables: {hex: {f: {strategy: default-expiry, ttl: 48h}}}\n")
-	remedy := "write shard keys from the data once, 'bttl audit -table hex -suggest-shard-keys 2 > shard-keys.txt', and give every shard the same -shard-keys shard-keys.txt"
+	remedy := "write shard keys from the data once, with: bttl -project p -instance i -schema " + schema + " audit -table hex -suggest-shard-keys 2 > shard-keys.txt; then give every shard the same -shard-keys shard-keys.txt"
 
 	r0 := bttl(t, addr, "", "-schema", schema, "audit", "-json", "-shard", "0/2")
 	require.Equal(t, exitOK, r0.code, r0.stderr)
@@ -241,6 +241,13 @@ func TestEvenSplitOfHexKeysWarns(t *testing.T) {
 	var out auditOutput
 	require.NoError(t, json.Unmarshal([]byte(r1.stdout), &out))
 	assert.Zero(t, out.Tables[0].Rows, "the case warned about: shard 1 of 2 gets nothing")
+
+	// Issue 35 item 6: the command the warning prints works as printed
+	// (it lacked -schema, and failed).
+	cmd := strings.Fields(strings.TrimPrefix(remedy[strings.Index(remedy, "bttl -project"):strings.Index(remedy, " > ")], "bttl "))
+	printed := runRaw(ctx, cmd...)
+	require.Equal(t, exitOK, printed.code, printed.stderr)
+	assert.NotEmpty(t, printed.stdout)
 
 	sk := bttl(t, addr, "", "-schema", schema, "audit", "-table", "hex", "-suggest-shard-keys", "2")
 	require.Equal(t, exitOK, sk.code, sk.stderr)

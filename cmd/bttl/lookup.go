@@ -18,15 +18,18 @@ import (
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/strategy"
 )
 
 const cellsHelp = `Every stored cell is shown as cbt shows it (row, family:column @ timestamp,
 value), with a third line saying what a read through bttl does with it:
-"returned", or hidden as "expired", "excess-version" (beyond the newest N
-live cells the family keeps), "companion" (a write-time record) or
-"reserved"; then the family's strategy, expiry instant, remaining TTL and
-write time where they apply. Families the schema does not name are read
+"returned", or hidden as "excess-version" (beyond the newest N cells of its
+column the family keeps, expired or not, as audit counts it), "expired",
+"companion" (a write-time record) or "reserved"; then the family's
+strategy, expiry instant (RFC 3339 UTC at fixed width), remaining TTL (in
+days and smaller units) and write time where they apply; a time-to-idle
+refresh is noted on a column's newest cell only, the one a read refreshes. Families the schema does not name are read
 untouched. -json prints one object per row ({"row", "now", "cells"}), each
 cell as filters.CellReport's JSON form, so a program can decode it with the
 library (filters.Explain is the same classification). Reads the stored
@@ -49,7 +52,7 @@ returns it and why not. Exit status 1 when the row holds no cell.
 		l := &lookupArgs{}
 		l.define(fs)
 		l.single = true
-		return invocation{check: l.checkArgs(2), run: l.run}
+		return invocation{check: l.checkArgs(2), checkSchemas: l.checkTable, run: l.run}
 	},
 }
 
@@ -69,7 +72,7 @@ and why not.
 		fs.StringVar(&l.end, "end", "", "read up to this row key (exclusive)")
 		fs.StringVar(&l.prefix, "prefix", "", "read only rows with this key prefix")
 		fs.Var(countFlag{&l.count, 0}, "count", "read at most `n` rows (0: no limit)")
-		return invocation{check: l.checkArgs(1), run: l.run}
+		return invocation{check: l.checkArgs(1), checkSchemas: l.checkTable, run: l.run}
 	},
 }
 
@@ -106,6 +109,15 @@ func (l *lookupArgs) checkArgs(n int) func() error {
 	}
 }
 
+// checkTable refuses a TABLE the schema file does not name, before any
+// client exists.
+func (l *lookupArgs) checkTable(schemas map[string]strategy.Schema) error {
+	if _, ok := schemas[l.args[0]]; !ok {
+		return fmt.Errorf("table %q is not in the schema file", l.args[0])
+	}
+	return nil
+}
+
 func (l *lookupArgs) run(e *env) int {
 	table := l.args[0]
 	schema, ok := e.schemas[table]
@@ -119,6 +131,11 @@ func (l *lookupArgs) run(e *env) int {
 	}
 	now = now.UTC() // -json's "now" is UTC, as every time bttl prints
 	ctx, cancel := e.step()
+	if !l.single {
+		// A range's read is as long as the range: bounded by -timeout and
+		// by what it receives (a row every stepTimeout), not its length.
+		ctx, cancel = e.scanStep()
+	}
 	defer cancel()
 	rules := l.familyRules(ctx, e, table, schema)
 	tbl := e.data.Open(table)
@@ -151,12 +168,29 @@ func (l *lookupArgs) run(e *env) int {
 		if l.count > 0 {
 			opts = append(opts, bigtable.LimitRows(l.count))
 		}
-		err = tbl.ReadRows(ctx, rs, func(r bigtable.Row) bool {
-			if err := show(r); err != nil {
-				return false
+		// A row that cannot be written stops the read and fails the
+		// command: the range is never cut short in silence.
+		var showErr error
+		rctx, stop := context.WithCancelCause(ctx)
+		idle := time.AfterFunc(stepTimeout, func() { stop(errReadIdle) })
+		err = tbl.ReadRows(rctx, rs, func(r bigtable.Row) bool {
+			idle.Stop() // time spent writing (a paused pager) is not the server's
+			if showErr = show(r); showErr != nil {
+				showErr = fmt.Errorf("row %s: %w (the rows after it were not shown)", keytext.Quote(r.Key()), showErr)
 			}
-			return true
+			idle.Reset(stepTimeout)
+			return showErr == nil
 		}, opts...)
+		idle.Stop()
+		if err != nil && errors.Is(context.Cause(rctx), errReadIdle) && ctx.Err() == nil {
+			stop(nil)
+			fmt.Fprintf(e.stderr, "bttl %s: no answer from %s for %s (%d row(s) shown): %v\n", e.name, endpointOf(e.g), stepTimeout, rows, errReadIdle)
+			return exitError
+		}
+		stop(nil)
+		if err == nil {
+			err = showErr
+		}
 	}
 	if err != nil {
 		return e.fail(err)
@@ -220,11 +254,14 @@ func (rules familyRules) annotate(cells []filters.CellReport) []filters.CellRepo
 	return cells
 }
 
+// errReadIdle ends a read of a range that received no row for stepTimeout.
+var errReadIdle = errors.New("no row received: the read was stopped")
+
 // rowJSON is one row in -json output.
 type rowJSON struct {
 	Row       *string              `json:"row,omitempty"`
 	RowBase64 []byte               `json:"row_base64,omitempty"`
-	Now       time.Time            `json:"now"`
+	Now       string               `json:"now"`
 	Cells     []filters.CellReport `json:"cells"`
 	// GCRules are the rules of the row's managed families (when read).
 	GCRules familyRules `json:"gc_rules,omitempty"`
@@ -232,7 +269,7 @@ type rowJSON struct {
 
 func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells []filters.CellReport, rules familyRules) error {
 	if asJSON {
-		j := rowJSON{Now: now, Cells: cells}
+		j := rowJSON{Now: timefmt.Instant(now), Cells: cells}
 		for f := range r {
 			if fr, ok := rules[f]; ok {
 				if j.GCRules == nil {
@@ -251,14 +288,14 @@ func writeCells(w io.Writer, asJSON bool, r bigtable.Row, now time.Time, cells [
 	var b strings.Builder
 	b.WriteString(strings.Repeat("-", 40) + "\n" + printable(r.Key()) + "\n")
 	for _, c := range cells {
-		fmt.Fprintf(&b, "  %-40s @ %s\n", printable(c.Family+":"+c.Column), time.UnixMicro(int64(c.Timestamp)).UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(&b, "  %-40s @ %s\n", printable(c.Family+":"+c.Column), timefmt.Instant(time.UnixMicro(int64(c.Timestamp))))
 		fmt.Fprintf(&b, "    %q\n", c.Value)
 		fmt.Fprintf(&b, "    bttl: %s [%s]", c.Visibility, c.Strategy)
 		if c.Reason != "" {
 			fmt.Fprintf(&b, ": %s", c.Reason)
 		}
 		if !c.WriteTime.IsZero() && c.Visibility != filters.Companion {
-			fmt.Fprintf(&b, "; written %s", c.WriteTime.Format(time.RFC3339Nano))
+			fmt.Fprintf(&b, "; written %s", timefmt.Instant(c.WriteTime))
 		}
 		b.WriteString("\n")
 	}

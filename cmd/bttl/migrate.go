@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
@@ -108,11 +109,15 @@ target family yet (docs/design.md#migrate, the copy steps).
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`, or in a row of table T of the instance with bigtable://T (created when missing): a rerun after a crash or Ctrl-C skips the key ranges finished (a record of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
-		return invocation{check: a.check, run: a.run}
+		return invocation{check: a.check, run: a.run, checkSchemas: func(schemas map[string]strategy.Schema) (err error) {
+			a.p, err = a.plan(schemas)
+			return err
+		}}
 	},
 }
 
 type migrateArgs struct {
+	p                       migrate.Plan // the plan the flags and schema give (checkSchemas)
 	table, family, toFamily string
 	from                    strategy.Policy
 	fromSet                 bool
@@ -242,16 +247,12 @@ func flagError(err error) error {
 }
 
 func (a *migrateArgs) run(e *env) int {
-	p, err := a.plan(e.schemas)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
-		return exitError
-	}
+	p := a.p
 	tbl := e.data.Open(a.table)
 	// The first call, bounded by -timeout: an unreachable endpoint or a
 	// missing table fails here.
 	ctx, cancel := e.step()
-	_, err = tbl.SampleRowKeys(ctx)
+	_, err := tbl.SampleRowKeys(ctx)
 	cancel()
 	if err != nil {
 		return e.fail(fmt.Errorf("table %q: %w", a.table, err))
@@ -272,7 +273,9 @@ func (a *migrateArgs) run(e *env) int {
 			return exitError
 		}
 	}
-	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight))}
+	// -stall bounds each write too: the scan's watches reads only.
+	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),
+		migrate.WithWriteTimeout(a.scan.stall)}
 	if a.dryRun || a.checkCopy {
 		opts = append(opts, migrate.WithDryRun())
 	}
@@ -634,9 +637,10 @@ func writeMigrateStats(w io.Writer, st migrate.Stats, dry bool, now time.Time, t
 	}
 }
 
-func formatRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// formatRFC3339 is t in RFC 3339 UTC at fixed width (internal/timefmt).
+func formatRFC3339(t time.Time) string { return timefmt.Instant(t) }
 
-func formatTS(t bigtable.Timestamp) string { return formatRFC3339(t.Time()) }
+func formatTS(t bigtable.Timestamp) string { return formatRFC3339(time.UnixMicro(int64(t))) }
 
 type clockFunc func() time.Time
 

@@ -41,7 +41,7 @@ func (d reportDest) key(sh scan.Shard) string { return reportPrefix + d.job + "/
 var errNoReports = errors.New("no reports")
 
 // readReports reads the shards' reports of job d, as audit merge takes
-// files: each named bigtable://TABLE/audit/JOB/i/n in messages. A shard
+// files: each named "bigtable://TABLE/JOB, shard i/n" in messages. A shard
 // whose row is claimed but not written yet (its audit running, or stopped)
 // is a mismatch, as a missing shard is.
 func readReports(e *env, d reportDest) ([]*auditOutput, []string, error) {
@@ -62,7 +62,9 @@ func readReports(e *env, d reportDest) ([]*auditOutput, []string, error) {
 	var outs []*auditOutput
 	var names []string
 	for _, k := range keys {
-		name := scan.BigtableScheme + d.table + "/" + k
+		// Named as the user wrote the job, with the shard: the row key is
+		// bttl's own layout, not something a user typed.
+		name := fmt.Sprintf("%s, shard %s", d, strings.TrimPrefix(k, reportPrefix+d.job+"/"))
 		if recs[k] == nil {
 			return nil, nil, &mergeMismatch{fmt.Errorf("%s: no report yet: that shard's audit is running, or stopped before it finished", name)}
 		}

@@ -47,8 +47,9 @@ func (s signalCause) Error() string { return "signal " + s.sig.String() }
 var errCommandTimeout = errors.New("-timeout reached")
 
 // stepTimeout bounds each start-up or admin step when -timeout is not
-// given: a dead endpoint fails such a step instead of hanging.
-const stepTimeout = 30 * time.Second
+// given: a dead endpoint fails such a step instead of hanging. A variable
+// for tests only.
+var stepTimeout = 30 * time.Second
 
 // globals are the flags every command takes, before or after its name.
 type globals struct {
@@ -59,6 +60,8 @@ type globals struct {
 	certFile, userAgent       string
 	timeout                   time.Duration
 	version                   bool
+	// fromFile: the flags .cbtrc gave a value, and its path (source).
+	fromFile map[string]string
 }
 
 // define adds the global flags to fs without resetting values already
@@ -74,7 +77,7 @@ func (g *globals) define(fs *flag.FlagSet) {
 	fs.Var(stringFlag{&g.certFile}, "cert-file", "PEM `file` of the TLS root certificates to trust instead of the system's")
 	fs.Var(stringFlag{&g.userAgent}, "user-agent", "user agent `string` sent with each request")
 	fs.Var(durationFlag{p: &g.timeout}, "timeout",
-		"limit the whole command to this `duration`, as cbt -timeout does (default: none, also for audit and migrate scans, which -stall watches; each other call to Bigtable is still limited to 30s)")
+		"limit the whole command to this `duration`, as cbt -timeout does (default: none; a scan, as of audit, migrate, verify, plan, apply or read, fails when it receives nothing for a while (-stall, 60s by default), and each other call to Bigtable is limited to 30s)")
 	fs.Var(boolFlag{&g.version}, "version", "print the version and exit")
 }
 
@@ -127,19 +130,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flagSet("bttl "+name, stderr)
 	g.define(fs)
 	inv := c.setup(fs)
-	if err := fs.Parse(rest); err != nil {
+	// Flags may follow the arguments too (bttl read TABLE -json), as with
+	// the go command; "--" ends the flags (a row key "-h").
+	if err := parseInterspersed(fs, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeCommandHelp(stdout, c)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "run 'bttl help %s' for usage\n", name)
 		return exitError
-	}
-	// -h after the arguments asks for help too, unless "--" ended the
-	// flags (a row key "-h").
-	if n := len(rest) - fs.NArg(); (n == 0 || rest[n-1] != "--") && helpRequested(fs.Args()) {
-		writeCommandHelp(stdout, c)
-		return exitOK
 	}
 	if g.version {
 		writeVersion(stdout)
@@ -150,7 +149,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	if fs.NArg() > 0 && c.args == "" {
-		return usageErr("unexpected arguments %q (flags go before them)", fs.Args())
+		return usageErr("unexpected arguments %q", fs.Args())
 	}
 	if err := flagsFromEnv(fs, os.Getenv); err != nil {
 		return usageErr("%v", err)
@@ -190,7 +189,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if g.creds != "" {
 		if _, err := os.Stat(g.creds); err != nil {
-			return usageErr("-creds: %v", err)
+			return usageErr("%s: %v", g.source("creds"), err)
 		}
 	}
 	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
@@ -200,6 +199,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("-schema: %v", err)
 		}
 		e.schemas = schemas
+		// -table (verify, plan, apply, audit, migrate) names a table of
+		// the schema file: checked before any client exists.
+		if f := fs.Lookup("table"); f != nil && f.Value.String() != "" {
+			if _, ok := schemas[f.Value.String()]; !ok {
+				return usageErr("-table: table %q is not in the schema file", f.Value.String())
+			}
+		}
+		if inv.checkSchemas != nil {
+			if err := inv.checkSchemas(schemas); err != nil {
+				return usageErr("%v", err)
+			}
+		}
 	}
 	dataOpts, err := g.clientOptions(true)
 	if err != nil {
@@ -209,22 +220,50 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	if err := probeEndpoints(ctx, g, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "bttl %s: %v\n", name, err)
+		return exitError
+	}
 	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
+	// Credentials are read here: a bad key file is named with its source.
+	credsFrom := ""
+	if g.creds != "" {
+		credsFrom = " (credentials from " + g.source("creds") + " " + g.creds + ")"
+	}
 	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, dataOpts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "bttl %s: data client: %v\n", name, err)
+		fmt.Fprintf(stderr, "bttl %s: data client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
 	defer data.Close()
 	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, adminOpts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "bttl %s: admin client: %v\n", name, err)
+		fmt.Fprintf(stderr, "bttl %s: admin client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
 	defer ac.Close()
 	e.data, e.admin, e.adminClient = data, gcrule.NewAdmin(ac, g.project, g.instance), ac
 	bindFlags(fs, e)
 	return inv.run(e)
+}
+
+// parseInterspersed parses args into fs, flags before, between and after
+// the positional arguments, until "--"; fs.Args() is then the positional
+// arguments, in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		n, rest := len(args)-fs.NArg(), fs.Args()
+		if n > 0 && args[n-1] == "--" || len(rest) == 0 {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // env is what a command needs once its flags are parsed.
@@ -252,6 +291,13 @@ func (e *env) step() (context.Context, context.CancelFunc) {
 		return context.WithCancel(e.ctx)
 	}
 	return context.WithTimeout(e.ctx, stepTimeout)
+}
+
+// scanStep returns a context for a step that scans a table, whose length
+// grows with it: the command's, which -timeout bounds; the step bounds
+// its own calls (a stall, a per-call limit).
+func (e *env) scanStep() (context.Context, context.CancelFunc) {
+	return context.WithCancel(e.ctx)
 }
 
 // envFlag is a flag whose value depends on the process's environment:
@@ -289,10 +335,10 @@ func endpointOf(g *globals) string {
 	}
 	data, admin := "bigtable.googleapis.com:443", "bigtableadmin.googleapis.com:443"
 	if g != nil && g.dataEndpoint != "" {
-		data = g.dataEndpoint + " (-data-endpoint)"
+		data = g.dataEndpoint + " (" + g.source("data-endpoint") + ")"
 	}
 	if g != nil && g.adminEndpoint != "" {
-		admin = g.adminEndpoint + " (-admin-endpoint)"
+		admin = g.adminEndpoint + " (" + g.source("admin-endpoint") + ")"
 	}
 	return data + " / " + admin
 }
@@ -320,7 +366,7 @@ func (e *env) fail(err error) int {
 		msg = fmt.Sprintf("no answer from %s for %s (-stall): %s", endpointOf(e.g), se.Interval, msg)
 	case e.g.timeout > 0 && (errors.Is(context.Cause(e.ctx), errCommandTimeout) || errors.Is(err, context.DeadlineExceeded)):
 		// With -timeout, the command's deadline is the only one.
-		msg = fmt.Sprintf("not finished within %s (-timeout), talking to %s: %s", e.g.timeout, endpointOf(e.g), msg)
+		msg = fmt.Sprintf("not finished within %s (%s), talking to %s: %s", e.g.timeout, e.g.source("timeout"), endpointOf(e.g), msg)
 	case errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
 		msg = fmt.Sprintf("no answer from %s within %s (a call's limit without -timeout): %s", endpointOf(e.g), stepTimeout, msg)
 	case status.Code(err) == codes.Unavailable:

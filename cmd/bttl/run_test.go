@@ -77,14 +77,14 @@ func TestVerifyPlanApply(t *testing.T) {
 
 	r := bttl(t, addr, "", "-schema", schema, "verify")
 	assert.Equal(t, exitFindings, r.code, r.stderr)
-	assert.Contains(t, r.stdout, `family "clicks" (default-expiry(D=48h0m0s)): wrong max age: expected max_age=48h0m0s, actual max_age=24h0m0s`)
+	assert.Contains(t, r.stdout, `family "clicks" (default-expiry(D=48h0m0s)): wrong max age: expected max_age=2d, actual max_age=1d`)
 	assert.Contains(t, r.stdout, `family "doc" (sequence(N=2)): age rule on a sequence family`)
 	assert.Contains(t, r.stdout, `family "session" (one-second): missing family`)
 
 	r = bttl(t, addr, "", "-schema", schema, "plan")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `create family "session" with max_age=1s`)
-	assert.Contains(t, r.stdout, "max_age=24h0m0s -> max_age=48h0m0s [raises]")
+	assert.Contains(t, r.stdout, "max_age=1d -> max_age=2d [raises]")
 	assert.Contains(t, r.stdout, "caveat (replicated tables)")
 
 	r = bttl(t, addr, "n\n", "-schema", schema, "apply")

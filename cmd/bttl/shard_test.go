@@ -246,7 +246,7 @@ func TestAuditMergeRefusesMismatchedReports(t *testing.T) {
 
 	r = runRaw(ctx, "audit", "merge", s0, s1)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, `table "events" at 2026-01-02T15:04:05Z: 200 rows, 200 cells`)
+	assert.Contains(t, r.stdout, `table "events" at 2026-01-02T15:04:05.000000Z: 200 rows, 200 cells`)
 	for _, c := range []struct {
 		files []string
 		want  string

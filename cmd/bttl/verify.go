@@ -119,11 +119,13 @@ func verify(e *env, only string, assumeAdopted bool) int {
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
-	p := provision.New(e.admin, e.data, opts...)
+	p := provision.New(e.admin, e.data, append(e.provisionBounds(), opts...)...)
 	code := exitOK
 	for _, t := range tables {
 		ctx, cancel := e.step()
 		err := e.admin.Verify(ctx, t, e.schemas[t])
+		cancel()
+		ctx, cancel = e.scanStep()
 		var ms gcrule.Mismatches
 		if err == nil || errors.As(err, &ms) {
 			// The families whose rule matches: does their data fit?
@@ -168,14 +170,22 @@ func verify(e *env, only string, assumeAdopted bool) int {
 }
 
 func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
-	return provision.New(e.admin, e.data, append([]provision.Option{provision.WithOutput(e.stdout)}, opts...)...)
+	return provision.New(e.admin, e.data, append(append(e.provisionBounds(), provision.WithOutput(e.stdout)), opts...)...)
+}
+
+// provisionBounds bound provision's calls without bounding its scans by
+// their length, which grows with the table: each scan by -stall's default
+// (what it receives), each other call by stepTimeout. -timeout, when
+// given, bounds the whole command as well.
+func (e *env) provisionBounds() []provision.Option {
+	return []provision.Option{provision.WithStall(defaultStall), provision.WithCallTimeout(stepTimeout)}
 }
 
 // plans computes every table's plan and prints it, with the one-second
 // adoptions apply would refuse (refusal) unless forced.
 func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema) (plans []*provision.Plan, refusal, err error) {
 	for _, t := range tables {
-		ctx, cancel := e.step()
+		ctx, cancel := e.scanStep()
 		// One read of each lowered family gives its count and its
 		// refusals (apply's Execute reads again before it acts).
 		pl, err := p.PlanAndCheck(ctx, t, schemas[t])
@@ -345,7 +355,7 @@ func apply(e *env, only string, families []string, yes, force, assumeAdopted boo
 		if pl.Empty() {
 			continue
 		}
-		ctx, cancel := e.step()
+		ctx, cancel := e.scanStep()
 		err := p.Execute(ctx, pl, schemas[pl.Table])
 		cancel()
 		if err != nil {

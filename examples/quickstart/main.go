@@ -63,11 +63,17 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := tbl.Apply(ctx, "user#1", m); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "wrote row user#1: a session token (TTL 30m), three click counters (TTL 1h, the family's 48h, 72h), three doc revisions (2 kept), an unmanaged owner\n")
 
-	// A write that would expire the moment it lands is refused, not sent.
+	// A write that would expire the moment it lands is refused, not sent:
+	// the guardrail at work, which is what the demo expects.
 	bad := ttlclient.NewMutation()
 	bad.Set("session", "token", bigtable.ServerTime, []byte("oops"))
-	fmt.Fprintf(out, "server-timestamp write to a one-second family: %v\n", tbl.Apply(ctx, "user#1", bad))
+	if err := tbl.Apply(ctx, "user#1", bad); err != nil {
+		fmt.Fprintf(out, "guardrail, as expected: a server-timestamp write to the one-second family is refused before it is sent (%v)\n", err)
+	} else {
+		return fmt.Errorf("a server-timestamp write to a one-second family was accepted")
+	}
 
 	start := h.Clock.Now()
 	for _, step := range []time.Duration{0, 2 * time.Hour, 49 * time.Hour, 73 * time.Hour} {
