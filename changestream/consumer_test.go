@@ -1,0 +1,246 @@
+package changestream_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/bttl/bttl/bttest_harness/changestreams"
+	"github.com/bttl/bttl/changestream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// One Run through writes, a delete, a split, a dropped connection and a
+// merge: every change exactly once (within one Run a stream resumes from
+// the last change delivered), each row's changes in commit order.
+func TestHistorySplitDropMerge(t *testing.T) {
+	e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
+	c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t",
+		changestream.NewMemoryStore(), fastOpts(e)...)
+	require.NoError(t, err)
+	s := newSink()
+	stop := run(t, c, s.handle)
+
+	e.set(t, "a", 1, "1")
+	e.set(t, "n", 1, "1")
+	e.set(t, "z", 1, "1")
+	waitFor(t, "3 changes", func() bool { return s.distinct() == 3 })
+
+	require.NoError(t, e.srv.Split("t", "f"))
+	e.set(t, "c", 2, "2")
+	e.set(t, "g", 2, "2")
+	waitFor(t, "5 changes after the split", func() bool { return s.distinct() == 5 })
+
+	e.srv.DropStreams()
+	e.set(t, "d", 3, "3")
+	e.set(t, "x", 3, "3")
+	waitFor(t, "7 changes after the drop", func() bool { return s.distinct() == 7 })
+
+	require.NoError(t, e.srv.Merge("t", "m"))
+	e.set(t, "h", 4, "4")
+	e.set(t, "y", 4, "4")
+	e.deleteRow(t, "a")
+	waitFor(t, "10 changes after the merge", func() bool { return s.distinct() == 10 })
+	require.ErrorIs(t, stop(), context.Canceled)
+
+	assert.Empty(t, s.dups(), "no change delivered twice within one Run")
+	assert.Equal(t, [][2]string{{"", "f"}, {"f", ""}}, e.srv.Partitions("t"))
+	// Per row, commit order.
+	last := map[string]time.Time{}
+	for _, ch := range s.all {
+		assert.False(t, ch.CommitTime.Before(last[string(ch.RowKey)]), "row %s out of order", ch.RowKey)
+		last[string(ch.RowKey)] = ch.CommitTime
+		assert.Equal(t, changestream.User, ch.Type)
+		assert.Equal(t, changestreams.DefaultCluster, ch.SourceCluster)
+	}
+	del := s.all[len(s.all)-1]
+	for _, ch := range s.all {
+		if string(ch.RowKey) == "a" && len(ch.Mutations) == 1 && ch.Mutations[0].GetDeleteFromRow() != nil {
+			del = ch
+		}
+	}
+	require.NotNil(t, del.Mutations[0].GetDeleteFromRow(), "the row delete is delivered as DeleteFromRow")
+}
+
+// Chunked values arrive whole: CONTINUATION messages joined, value chunks
+// concatenated.
+func TestChunkedValues(t *testing.T) {
+	e := newEnv(t, changestreams.Config{ChunkBytes: 3}, bigtable.NoGcPolicy())
+	c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t",
+		changestream.NewMemoryStore(), fastOpts(e)...)
+	require.NoError(t, err)
+	s := newSink()
+	stop := run(t, c, s.handle)
+	m := bigtable.NewMutation()
+	m.Set("f", "a", 1000, []byte("hello, world"))
+	m.Set("f", "b", 1000, []byte("xy"))
+	m.Set("f", "c", 1000, []byte("0123456"))
+	require.NoError(t, e.tbl.Apply(context.Background(), "r", m))
+	waitFor(t, "the change", func() bool { return s.distinct() == 1 })
+	require.ErrorIs(t, stop(), context.Canceled)
+	muts := s.all[0].Mutations
+	require.Len(t, muts, 3)
+	assert.Equal(t, "hello, world", string(muts[0].GetSetCell().GetValue()))
+	assert.Equal(t, "xy", string(muts[1].GetSetCell().GetValue()))
+	assert.Equal(t, "0123456", string(muts[2].GetSetCell().GetValue()))
+	assert.Equal(t, "c", string(muts[2].GetSetCell().GetColumnQualifier()))
+}
+
+// A worker killed (its context cancelled) and restarted resumes from its
+// persisted tokens, across a split that happened while it was down: every
+// change is delivered, and a change is delivered twice only if it was the
+// last one of its partition before the kill (its checkpoint raced the
+// kill). Run with both stores.
+func TestKillAndRestart(t *testing.T) {
+	for _, kind := range []string{"memory", "bigtable"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
+			var store changestream.Store = changestream.NewMemoryStore()
+			if kind == "bigtable" {
+				client, err := bigtable.NewClient(context.Background(), changestreams.DefaultProject, changestreams.DefaultInstance, optConn(t, e))
+				require.NoError(t, err)
+				store = changestream.NewBigtableStore(client.Open("state"), "cs", "t#")
+			}
+			opts := fastOpts(e, changestream.WithCheckpointEvery(1))
+			newC := func() *changestream.Consumer {
+				c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store, opts...)
+				require.NoError(t, err)
+				return c
+			}
+			s := newSink()
+			stop := run(t, newC(), s.handle)
+			for _, k := range []string{"a", "b", "n", "o"} {
+				e.set(t, k, 1, "1")
+			}
+			waitFor(t, "4 changes", func() bool { return s.distinct() == 4 })
+			require.ErrorIs(t, stop(), context.Canceled)
+			s.mu.Lock()
+			lowLast, highLast := "", ""
+			for _, ch := range s.all {
+				if string(ch.RowKey) < "m" {
+					lowLast = name(ch)
+				} else {
+					highLast = name(ch)
+				}
+			}
+			s.mu.Unlock()
+
+			// While it is down: writes and a split.
+			e.set(t, "c", 2, "2")
+			require.NoError(t, e.srv.Split("t", "f"))
+			e.set(t, "g", 2, "2")
+			e.set(t, "p", 2, "2")
+
+			stop = run(t, newC(), s.handle)
+			waitFor(t, "7 changes", func() bool { return s.distinct() == 7 })
+			e.set(t, "h", 3, "3")
+			waitFor(t, "8 changes", func() bool { return s.distinct() == 8 })
+			require.ErrorIs(t, stop(), context.Canceled)
+			for k := range s.dups() {
+				assert.Contains(t, []string{lowLast, highLast}, k, "only a partition's last change before the kill may repeat")
+			}
+			assert.Len(t, s.keys(), 8)
+		})
+	}
+}
+
+// Two workers share the partitions; one is killed and, once its leases
+// expire by the clock, the other takes its partitions over from their
+// persisted tokens.
+func TestWorkerTakeover(t *testing.T) {
+	e := newEnv(t, changestreams.Config{SplitKeys: []string{"b", "d", "f", "h", "j", "l"}}, bigtable.NoGcPolicy())
+	store := changestream.NewMemoryStore()
+	worker := func(i int) *changestream.Consumer {
+		c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
+			fastOpts(e, changestream.WithWorker(i, 2), changestream.WithCheckpointEvery(1), changestream.WithLease(10*time.Second))...)
+		require.NoError(t, err)
+		return c
+	}
+	s0, s1 := newSink(), newSink()
+	stop0 := run(t, worker(0), s0.handle)
+	stop1 := run(t, worker(1), s1.handle)
+	keys := []string{"a", "c", "e", "g", "i", "k", "m"}
+	for _, k := range keys {
+		e.set(t, k, 1, "1")
+	}
+	waitFor(t, "7 changes over both workers", func() bool { return s0.distinct()+s1.distinct() == 7 })
+	require.NotZero(t, s1.distinct(), "worker 1 holds some partitions")
+	require.NotZero(t, s0.distinct(), "worker 0 holds some partitions")
+	require.ErrorIs(t, stop1(), context.Canceled)
+	t.Logf("worker 0 had %v, worker 1 had %v", s0.keys(), s1.keys())
+
+	e.clock.Advance(11 * time.Second) // worker 1's leases expire
+	for _, k := range keys {
+		e.set(t, k, 2, "2")
+	}
+	waitFor(t, "worker 0 delivers all 7 new changes", func() bool { return newOnes(s0) == 7 })
+	require.ErrorIs(t, stop0(), context.Canceled)
+}
+
+// newOnes counts the distinct rows whose second write (cell timestamp 2 ms)
+// worker 0 delivered.
+func newOnes(s0 *sink) int {
+	s0.mu.Lock()
+	defer s0.mu.Unlock()
+	seen := map[string]bool{}
+	for _, ch := range s0.all {
+		if ch.Mutations[0].GetSetCell().GetTimestampMicros() == 2000 {
+			seen[string(ch.RowKey)] = true
+		}
+	}
+	return len(seen)
+}
+
+// A consumer that cannot reach its endpoint fails after its attempts,
+// naming the endpoint, instead of hanging.
+func TestUnreachableEndpointNamed(t *testing.T) {
+	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	c, err := changestream.NewConsumer(conn, "p", "i", "t", changestream.NewMemoryStore(),
+		changestream.WithMaxAttempts(2), changestream.WithBackoff(time.Millisecond, 2*time.Millisecond), changestream.WithRPCTimeout(2*time.Second))
+	require.NoError(t, err)
+	err = c.Run(context.Background(), func(context.Context, changestream.Change) error { return nil })
+	var ce *changestream.Error
+	require.True(t, errors.As(err, &ce), "error %v", err)
+	assert.Equal(t, "127.0.0.1:1", ce.Endpoint)
+	assert.Contains(t, err.Error(), "127.0.0.1:1")
+}
+
+func TestInvalidOptions(t *testing.T) {
+	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, o := range []changestream.Option{
+		changestream.WithWorker(2, 2), changestream.WithLease(0), changestream.WithBackoff(time.Second, time.Millisecond),
+		changestream.WithCheckpointEvery(0), changestream.WithIdleTimeout(time.Second),
+	} {
+		_, err := changestream.NewConsumer(conn, "p", "i", "t", changestream.NewMemoryStore(), o)
+		assert.ErrorIs(t, err, changestream.ErrInvalidOption)
+	}
+}
+
+// A handler's error stops Run; the change is delivered again next time.
+func TestHandlerErrorRedelivers(t *testing.T) {
+	e := newEnv(t, changestreams.Config{}, bigtable.NoGcPolicy())
+	store := changestream.NewMemoryStore()
+	newC := func() *changestream.Consumer {
+		c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
+			fastOpts(e)...)
+		require.NoError(t, err)
+		return c
+	}
+	e.set(t, "a", 1, "1")
+	boom := errors.New("boom")
+	err := newC().Run(context.Background(), func(context.Context, changestream.Change) error { return boom })
+	require.ErrorIs(t, err, boom)
+	s := newSink()
+	stop := run(t, newC(), s.handle)
+	waitFor(t, "the change again", func() bool { return s.distinct() == 1 })
+	require.ErrorIs(t, stop(), context.Canceled)
+}
