@@ -282,7 +282,7 @@ func (t *table) open() []*inst {
 }
 
 // DropStreams ends every open ReadChangeStream with UNAVAILABLE, as a
-// dropped connection does, and returns how many it ended.
+// dropped connection does.
 func (s *Server) DropStreams() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
