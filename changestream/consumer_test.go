@@ -18,10 +18,26 @@ import (
 // One Run through writes, a delete, a split, a dropped connection and a
 // merge: every change exactly once (within one Run a stream resumes from
 // the last change delivered), each row's changes in commit order.
+// Run with both stores.
 func TestHistorySplitDropMerge(t *testing.T) {
+	for _, kind := range []string{"memory", "bigtable"} {
+		t.Run(kind, func(t *testing.T) { testHistory(t, kind) })
+	}
+}
+
+func newStore(t *testing.T, e *env, kind string) changestream.Store {
+	if kind == "memory" {
+		return changestream.NewMemoryStore()
+	}
+	client, err := bigtable.NewClient(context.Background(), changestreams.DefaultProject, changestreams.DefaultInstance, optConn(t, e))
+	require.NoError(t, err)
+	return changestream.NewBigtableStore(client.Open("state"), "cs", "t#")
+}
+
+func testHistory(t *testing.T, kind string) {
 	e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
 	c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t",
-		changestream.NewMemoryStore(), fastOpts(e)...)
+		newStore(t, e, kind), fastOpts(e)...)
 	require.NoError(t, err)
 	s := newSink()
 	stop := run(t, c, s.handle)
@@ -46,6 +62,7 @@ func TestHistorySplitDropMerge(t *testing.T) {
 	e.set(t, "y", 4, "4")
 	e.deleteRow(t, "a")
 	waitFor(t, "10 changes after the merge", func() bool { return s.distinct() == 10 })
+	assert.False(t, c.LowWatermark().IsZero(), "a running worker has a watermark")
 	require.ErrorIs(t, stop(), context.Canceled)
 
 	assert.Empty(t, s.dups(), "no change delivered twice within one Run")
@@ -100,12 +117,7 @@ func TestKillAndRestart(t *testing.T) {
 	for _, kind := range []string{"memory", "bigtable"} {
 		t.Run(kind, func(t *testing.T) {
 			e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
-			var store changestream.Store = changestream.NewMemoryStore()
-			if kind == "bigtable" {
-				client, err := bigtable.NewClient(context.Background(), changestreams.DefaultProject, changestreams.DefaultInstance, optConn(t, e))
-				require.NoError(t, err)
-				store = changestream.NewBigtableStore(client.Open("state"), "cs", "t#")
-			}
+			store := newStore(t, e, kind)
 			opts := fastOpts(e, changestream.WithCheckpointEvery(1))
 			newC := func() *changestream.Consumer {
 				c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store, opts...)
@@ -243,4 +255,57 @@ func TestHandlerErrorRedelivers(t *testing.T) {
 	stop := run(t, newC(), s.handle)
 	waitFor(t, "the change again", func() bool { return s.distinct() == 1 })
 	require.ErrorIs(t, stop(), context.Canceled)
+}
+
+// Run returns nil once every partition's stream has passed the end time.
+func TestEndTimeEndsRun(t *testing.T) {
+	e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
+	e.set(t, "a", 1, "1")
+	e.set(t, "z", 1, "1")
+	end := e.clock.Now()
+	e.clock.Advance(time.Second)
+	c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t",
+		changestream.NewMemoryStore(), fastOpts(e, changestream.WithEndTime(end))...)
+	require.NoError(t, err)
+	s := newSink()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, c.Run(ctx, s.handle))
+	assert.Len(t, s.keys(), 2)
+}
+
+// On a BigtableStore, of two workers acquiring the same lease from the
+// same previous value, exactly one wins; the loser cannot checkpoint.
+func TestBigtableStoreLeaseIsExclusive(t *testing.T) {
+	e := newEnv(t, changestreams.Config{}, bigtable.NoGcPolicy())
+	ctx := context.Background()
+	client, err := bigtable.NewClient(ctx, changestreams.DefaultProject, changestreams.DefaultInstance, optConn(t, e))
+	require.NoError(t, err)
+	store := changestream.NewBigtableStore(client.Open("state"), "cs", "t#")
+	p := changestream.Partition{}
+	free := changestream.Lease{Expires: e.clock.Now()}
+	require.NoError(t, store.Init(ctx, e.clock.Now(), []changestream.Partition{p}, free))
+	okA, err := store.Acquire(ctx, p, free, changestream.Lease{Owner: "a", Expires: e.clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	okB, err := store.Acquire(ctx, p, free, changestream.Lease{Owner: "b", Expires: e.clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	assert.True(t, okA)
+	assert.False(t, okB)
+	tok := changestream.Token{Partition: p, Token: "x"}
+	require.ErrorIs(t, store.Checkpoint(ctx, p, "b", tok, time.Time{}), changestream.ErrLeaseLost)
+	require.NoError(t, store.Checkpoint(ctx, p, "a", tok, e.clock.Now()))
+	ok, states, err := store.List(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, states, 1)
+	assert.Equal(t, "a", states[0].Lease.Owner)
+	require.NotNil(t, states[0].Progress)
+	assert.Equal(t, "x", states[0].Progress.Token)
+	assert.Equal(t, e.clock.Now(), states[0].Watermark)
+	// A second Init does not add or reset partitions.
+	require.NoError(t, store.Init(ctx, e.clock.Now(), []changestream.Partition{{Start: "", End: "m"}, {Start: "m"}}, free))
+	_, states, err = store.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	assert.Equal(t, "a", states[0].Lease.Owner)
 }

@@ -15,7 +15,7 @@
 //
 // Workers: WithWorker(i, n) makes a consumer task i of n sharing one Store
 // (a BigtableStore, for workers in separate processes). Each partition has
-// a preferred worker; leases, renewed every poll and compared whole with
+// a preferred worker; leases, renewed while read and compared whole with
 // conditional mutations, keep two workers from both holding a partition,
 // and a killed worker's partitions are taken over once its leases expire.
 // A restarted task (same owner name) resumes its partitions at once.

@@ -124,7 +124,7 @@ func WithHeartbeat(d time.Duration) Option { return optionFunc(func(c *config) {
 func WithIdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idle = d }) }
 
 // WithLease sets how long a partition's lease lasts unrenewed; workers
-// renew it every poll while they read.
+// renew it, while they read, at the first poll after a third of it passed.
 func WithLease(d time.Duration) Option { return optionFunc(func(c *config) { c.lease = d }) }
 
 // WithPollInterval sets how often a worker reads the store to claim

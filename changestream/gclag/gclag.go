@@ -227,4 +227,3 @@ func (r *Recorder) count() {
 	r.unattributed++
 	r.mu.Unlock()
 }
-
