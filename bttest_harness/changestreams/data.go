@@ -166,7 +166,8 @@ type span struct {
 //     multiple tokens are provided, as in the case of a partition merge, the
 //     union of the token partitions must exactly cover the request's
 //     partition. Otherwise, INVALID_ARGUMENT will be returned."
-//   - a start time is inclusive (start_time: "This value is inclusive").
+//   - a start time is inclusive (start_time: "This value is inclusive"), and
+//     serves the range's history from that time;
 //   - each change carries its commit timestamp, a token for the request's
 //     partition ("This token is for the StreamPartition from the request")
 //     and a low watermark (DataChange.token, estimated_low_watermark);
@@ -207,8 +208,11 @@ func (d *dataServer) ReadChangeStream(req *btpb.ReadChangeStreamRequest, stream 
 	case *btpb.ReadChangeStreamRequest_ContinuationTokens:
 		in, spans, err = t.fromTokens(start, end, sf.ContinuationTokens.GetTokens())
 	default:
-		// A start time: the latest incarnation of exactly this range, from
-		// its creation, changes committed at or after the time.
+		// A start time: the latest incarnation of exactly this range, which
+		// serves the range's whole history from the time on ("Start reading
+		// the stream at the specified timestamp"), from before the
+		// incarnation's creation too: a consumer lists the current
+		// partitions and reads them from an earlier start time.
 		for _, c := range t.insts {
 			if c.start == start && c.end == end {
 				in = c
@@ -217,7 +221,7 @@ func (d *dataServer) ReadChangeStream(req *btpb.ReadChangeStreamRequest, stream 
 		if in == nil {
 			err = status.Errorf(codes.InvalidArgument, "no partition [%q,%q)", start, end)
 		} else {
-			spans = []span{{start, end, in.created}}
+			spans = []span{{start, end, 0}}
 			from = req.GetStartTime().AsTime()
 		}
 	}
@@ -365,7 +369,9 @@ func (t *table) fromTokens(start, end string, toks []*btpb.StreamContinuationTok
 		return nil, nil, status.Errorf(codes.InvalidArgument, "token partitions do not cover [%q,%q)", start, end)
 	}
 	for _, sp := range spans {
-		if sp.after < in.created || (in.closed >= 0 && sp.after > in.closed) {
+		// A position before the incarnation's creation comes from a start
+		// time read of its range's history.
+		if sp.after < 0 || (in.closed >= 0 && sp.after > in.closed) {
 			return nil, nil, status.Errorf(codes.InvalidArgument, "token position %d outside its partition's life", sp.after)
 		}
 	}

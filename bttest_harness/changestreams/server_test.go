@@ -226,3 +226,27 @@ func TestRunGC(t *testing.T) {
 	assert.Equal(t, int64(1000), d.TimeRange.StartTimestampMicros)
 	assert.Equal(t, int64(2000), d.TimeRange.EndTimestampMicros)
 }
+
+// A start-time read of a partition created by a merge serves its range's
+// history from that time, from before the merge too (regression: it began
+// at the merge and lost what the parents had).
+func TestStartTimeReadsHistoryBeforeMerge(t *testing.T) {
+	srv, clk, c, tbl := setup(t, changestreams.Config{SplitKeys: []string{"m"}})
+	start := clk.Now()
+	set(t, tbl, clk, "a")
+	set(t, tbl, clk, "z")
+	require.NoError(t, srv.Merge("t", "m"))
+	set(t, tbl, clk, "b")
+	end := clk.Now()
+	clk.Advance(time.Millisecond)
+	recs, err := readAll(t, c, &btpb.ReadChangeStreamRequest{TableName: table, Partition: part("", ""),
+		StartFrom: &btpb.ReadChangeStreamRequest_StartTime{StartTime: timestamppb.New(start)}, EndTime: timestamppb.New(end)})
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range recs {
+		if dc := r.GetDataChange(); dc != nil {
+			keys = append(keys, string(dc.RowKey))
+		}
+	}
+	assert.Equal(t, []string{"a", "z", "b"}, keys)
+}
