@@ -148,6 +148,9 @@ func (c *Consumer) errorf(op string, p *Partition, err error) error {
 // was not yet checkpointed (see WithCheckpointEvery).
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := c.init(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
