@@ -251,13 +251,20 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 // again from its persisted token.
 func fatal(err error) bool {
 	var he *handlerError
-	if errors.As(err, &he) || errors.Is(err, ErrProtocol) || errors.Is(err, errGaveUp) {
+	var pe *permanentError
+	if errors.As(err, &he) || errors.As(err, &pe) || errors.Is(err, ErrProtocol) || errors.Is(err, errGaveUp) {
 		return true
 	}
 	return false
 }
 
 var errGaveUp = errors.New("changestream: gave up after repeated failures")
+
+// permanentError marks a stream error retrying cannot cure.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
 
 type handlerError struct{ err error }
 
@@ -444,8 +451,14 @@ func (c *Consumer) read(ctx context.Context, st State, h Handler, leaseExpires *
 		if progressed {
 			attempt = 0
 		}
-		if ctx.Err() != nil || !retryable(err) {
+		if ctx.Err() != nil {
 			return err
+		}
+		if !retryable(err) {
+			// The server refuses the read for good (INVALID_ARGUMENT for a
+			// bad token, NOT_FOUND, PERMISSION_DENIED, ...): claiming the
+			// partition again would repeat it forever.
+			return &permanentError{err}
 		}
 		if attempt++; attempt >= c.cfg.maxAttempts {
 			return fmt.Errorf("%w: %w", errGaveUp, err)

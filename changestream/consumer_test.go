@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // One Run through writes, a delete, a split, a dropped connection and a
@@ -308,4 +310,29 @@ func TestBigtableStoreLeaseIsExclusive(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, states, 1)
 	assert.Equal(t, "a", states[0].Lease.Owner)
+}
+
+// A read the server refuses for good (a token it never gave) stops Run
+// with the server's code and the endpoint, rather than retrying forever.
+func TestRefusedTokenStopsRun(t *testing.T) {
+	e := newEnv(t, changestreams.Config{}, bigtable.NoGcPolicy())
+	ctx := context.Background()
+	store := changestream.NewMemoryStore()
+	p := changestream.Partition{}
+	free := changestream.Lease{Expires: e.clock.Now()}
+	require.NoError(t, store.Init(ctx, e.start, []changestream.Partition{p}, free))
+	mine := changestream.Lease{Owner: "worker-0", Expires: e.clock.Now().Add(time.Minute)}
+	ok, err := store.Acquire(ctx, p, free, mine)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, store.Checkpoint(ctx, p, "worker-0", changestream.Token{Partition: p, Token: "not-a-token"}, time.Time{}))
+	c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store, fastOpts(e)...)
+	require.NoError(t, err)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err = c.Run(rctx, func(context.Context, changestream.Change) error { return nil })
+	var ce *changestream.Error
+	require.True(t, errors.As(err, &ce), "error %v", err)
+	assert.Equal(t, e.srv.Addr, ce.Endpoint)
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 }
