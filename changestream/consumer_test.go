@@ -166,9 +166,16 @@ func TestKillAndRestart(t *testing.T) {
 // Two workers share the partitions; one is killed and, once its leases
 // expire by the clock, the other takes its partitions over from their
 // persisted tokens.
+// Run with both stores.
 func TestWorkerTakeover(t *testing.T) {
+	for _, kind := range []string{"memory", "bigtable"} {
+		t.Run(kind, func(t *testing.T) { testTakeover(t, kind) })
+	}
+}
+
+func testTakeover(t *testing.T, kind string) {
 	e := newEnv(t, changestreams.Config{SplitKeys: []string{"b", "d", "f", "h", "j", "l"}}, bigtable.NoGcPolicy())
-	store := changestream.NewMemoryStore()
+	store := newStore(t, e, kind)
 	worker := func(i int) *changestream.Consumer {
 		c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
 			fastOpts(e, changestream.WithWorker(i, 2), changestream.WithCheckpointEvery(1), changestream.WithLease(10*time.Second))...)
