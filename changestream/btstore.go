@@ -2,6 +2,7 @@ package changestream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,9 @@ import (
 // tokens. Rows (all under Prefix):
 //
 //	<prefix>init             start, parts (JSON), ready
-//	<prefix>p/<partition>    start, lease, tok, wm, done, par:<partition> (one per parent token)
+//	<prefix>p/<partition>    start, lease, inc, tok, wm, done, par:<partition>
+//	                         and from:<partition> (per parent token: the token,
+//	                         the parent and its inc)
 //
 // where <partition> is Partition.Key. Every cell is written at timestamp 0,
 // so each column holds one version: give the family no GC rule. Leases are
@@ -45,6 +48,8 @@ const (
 	colWM     = "wm"
 	colDone   = "done"
 	colParent = "par:"
+	colFrom   = "from:"
+	colInc    = "inc"
 )
 
 func (s *BigtableStore) initRow() string              { return s.prefix + "init" }
@@ -121,6 +126,8 @@ func (s *BigtableStore) List(ctx context.Context) (bool, []State, error) {
 		initialized bool
 		states      []State
 		bad         error
+		froms       = map[int][]string{} // state index -> its parents' keys
+		done        = map[string]bool{}  // partition key -> done
 	)
 	err := s.tbl.ReadRows(ctx, bigtable.PrefixRange(s.prefix), func(r bigtable.Row) bool {
 		c := s.cells(r)
@@ -148,6 +155,9 @@ func (s *BigtableStore) List(ctx context.Context) (bool, []State, error) {
 			st.Watermark, _ = time.Parse(time.RFC3339Nano, v)
 		}
 		for q, v := range c {
+			if _, ok := strings.CutPrefix(q, colFrom); ok {
+				froms[len(states)] = append(froms[len(states)], v)
+			}
 			if k, ok := strings.CutPrefix(q, colParent); ok {
 				tp, err := partitionOfKey(k)
 				if err != nil {
@@ -157,11 +167,22 @@ func (s *BigtableStore) List(ctx context.Context) (bool, []State, error) {
 				st.Parents = append(st.Parents, Token{Partition: tp, Token: v})
 			}
 		}
+		done[key+"@"+c[colInc]] = st.Done
 		states = append(states, st)
 		return true
 	}, bigtable.RowFilter(bigtable.LatestNFilter(1)))
 	if err == nil {
 		err = bad
+	}
+	for i, parents := range froms {
+		// Pending while the very incarnation that wrote the token is not
+		// done; a row of its range created since means it was done (only
+		// done rows are replaced).
+		for _, k := range parents {
+			if d, ok := done[k]; ok && !d {
+				states[i].Pending = true
+			}
+		}
 	}
 	return initialized, states, err
 }
@@ -204,12 +225,22 @@ func (s *BigtableStore) Checkpoint(ctx context.Context, p Partition, owner strin
 }
 
 func (s *BigtableStore) Close(ctx context.Context, p Partition, owner string, children []Child) error {
-	// The children's tokens go first and the parent's done mark last, so a
-	// crash between leaves the parent to be read (and closed) again.
+	// Close spans rows, so it cannot be atomic: a worker killed half way
+	// leaves the parent not done, and its next owner reads the parent's end
+	// again and closes it again. So a child names the parent it has each
+	// token from (from:<token partition>), and List holds a child back
+	// until those parents are done: no child runs before its parent's close
+	// is recorded whole, a repeated close may rewrite the children freely,
+	// and a done child row met here is an earlier incarnation of its range
+	// (split, then merged back), which starts afresh. Each row incarnation
+	// has an id (inc), so "done" is asked of the parent incarnation.
+	prow, err := s.tbl.ReadRow(ctx, s.partRow(p), bigtable.RowFilter(bigtable.LatestNFilter(1)))
+	if err != nil {
+		return err
+	}
+	from := p.Key() + "@" + s.cells(prow)[colInc]
 	for _, c := range children {
 		row := s.partRow(c.Partition)
-		// A done row of the same range is an earlier incarnation (split,
-		// then merged back): the child starts afresh.
 		wipe := bigtable.NewMutation()
 		wipe.DeleteRow()
 		if _, err := s.cond(ctx, row, s.col(colDone), wipe, nil); err != nil {
@@ -218,10 +249,13 @@ func (s *BigtableStore) Close(ctx context.Context, p Partition, owner string, ch
 		toks := bigtable.NewMutation()
 		fresh := bigtable.NewMutation()
 		for _, t := range c.Tokens {
-			s.set(toks, colParent+t.Partition.Key(), t.Token)
-			s.set(fresh, colParent+t.Partition.Key(), t.Token)
+			for _, m := range []*bigtable.Mutation{toks, fresh} {
+				s.set(m, colParent+t.Partition.Key(), t.Token)
+				s.set(m, colFrom+t.Partition.Key(), from)
+			}
 		}
 		s.set(fresh, colLease, c.Lease.encode())
+		s.set(fresh, colInc, newInc())
 		if _, err := s.cond(ctx, row, s.col(colLease), toks, fresh); err != nil {
 			return err
 		}
@@ -233,4 +267,11 @@ func (s *BigtableStore) Close(ctx context.Context, p Partition, owner string, ch
 		err = ErrLeaseLost
 	}
 	return err
+}
+
+// newInc names a row incarnation.
+func newInc() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -16,12 +16,19 @@ import (
 )
 
 // A seeded random history of writes, splits, merges, dropped streams and
-// (in the "kills" variant) workers killed and restarted. Without kills
-// every change arrives exactly once; with them at least once, and at most
-// once more per kill. BTTL_SEED replays a seed.
+// (in the "kills" and "workers" variants) workers killed and restarted;
+// "workers" runs two sharing a BigtableStore. Without kills every change
+// arrives exactly once; with them at least once, and at most once more per
+// kill. BTTL_SEED replays a seed.
 func TestRandomHistory(t *testing.T) {
-	for _, kills := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nokills", true: "kills"}[kills], func(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		kills   bool
+		workers int
+		store   string
+	}{{"nokills", false, 1, "memory"}, {"kills", true, 1, "memory"}, {"workers", true, 2, "bigtable"}} {
+		kills := v.kills
+		t.Run(v.name, func(t *testing.T) {
 			seed := uint64(time.Now().UnixNano())
 			if s := os.Getenv("BTTL_SEED"); s != "" {
 				var err error
@@ -31,15 +38,18 @@ func TestRandomHistory(t *testing.T) {
 			t.Logf("seed %d (BTTL_SEED=%d replays it)", seed, seed)
 			rng := rand.New(rand.NewPCG(seed, 38))
 			e := newEnv(t, changestreams.Config{SplitKeys: []string{"m"}}, bigtable.NoGcPolicy())
-			store := changestream.NewMemoryStore()
-			newC := func() *changestream.Consumer {
+			store := newStore(t, e, v.store)
+			newC := func(i int) *changestream.Consumer {
 				c, err := changestream.NewConsumer(e.conn, changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
-					fastOpts(e, changestream.WithCheckpointEvery(1+rng.IntN(3)))...)
+					fastOpts(e, changestream.WithCheckpointEvery(1+rng.IntN(3)), changestream.WithWorker(i, v.workers))...)
 				require.NoError(t, err)
 				return c
 			}
 			s := newSink()
-			stop := run(t, newC(), s.handle)
+			stops := make([]func() error, v.workers)
+			for i := range stops {
+				stops[i] = run(t, newC(i), s.handle)
+			}
 			writes, nkills := 0, 0
 			for step := 0; step < 150; step++ {
 				key := string(rune('a' + rng.IntN(26)))
@@ -55,14 +65,17 @@ func TestRandomHistory(t *testing.T) {
 					e.srv.DropStreams()
 				default:
 					if kills {
-						require.ErrorIs(t, stop(), context.Canceled)
+						i := rng.IntN(v.workers)
+						require.ErrorIs(t, stops[i](), context.Canceled)
 						nkills++
-						stop = run(t, newC(), s.handle)
+						stops[i] = run(t, newC(i), s.handle)
 					}
 				}
 			}
 			waitFor(t, "every write", func() bool { return s.distinct() == writes })
-			require.ErrorIs(t, stop(), context.Canceled)
+			for _, stop := range stops {
+				require.ErrorIs(t, stop(), context.Canceled)
+			}
 			t.Logf("%d writes, %d kills, partitions at the end %q", writes, nkills, e.srv.Partitions("t"))
 			for k, n := range s.dups() {
 				if !kills {

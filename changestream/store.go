@@ -49,12 +49,18 @@ type State struct {
 	// Done marks a partition that closed: its children carry on, or the
 	// stream ended (end time).
 	Done bool
+	// Pending marks a child whose parent's close is not yet recorded whole
+	// (a store whose Close spans rows): it waits.
+	Pending bool
 }
 
 // Ready reports whether the partition can be read: from its own progress,
 // from its start time, or from its parents' tokens once they cover it (a
 // merged partition waits for every parent).
 func (s State) Ready() bool {
+	if s.Pending && s.Progress == nil {
+		return false
+	}
 	return s.Progress != nil || !s.StartTime.IsZero() || covers(s.Partition, s.Parents)
 }
 
@@ -169,8 +175,9 @@ func (m *MemoryStore) Close(ctx context.Context, p Partition, owner string, chil
 	}
 	for _, c := range children {
 		cs, ok := m.parts[c.Partition.Key()]
-		// A done row of the same range is an earlier incarnation (split,
-		// then merged back): the child starts afresh.
+		// Close is atomic here, so never a replay: a done row of the same
+		// range is an earlier incarnation (split, then merged back), and the
+		// child starts afresh.
 		if !ok || cs.Done {
 			cs = &State{Partition: c.Partition, Lease: decodeLease(c.Lease.encode())}
 			m.add(cs)

@@ -136,10 +136,11 @@ func (d *dataServer) ReadModifyWriteRow(context.Context, *btpb.ReadModifyWriteRo
 func (d *dataServer) GenerateInitialChangeStreamPartitions(req *btpb.GenerateInitialChangeStreamPartitionsRequest, stream btpb.Bigtable_GenerateInitialChangeStreamPartitionsServer) error {
 	s := d.s
 	s.mu.Lock()
-	open := s.tableLocked(req.TableName).open()
+	t := s.tableLocked(req.TableName)
 	var parts []*btpb.StreamPartition
-	for _, in := range open {
+	for _, in := range t.open() {
 		parts = append(parts, partitionPB(in.start, in.end))
+		t.generated[in.start+"\x00"+in.end] = in
 	}
 	s.mu.Unlock()
 	for _, p := range parts {
@@ -208,13 +209,17 @@ func (d *dataServer) ReadChangeStream(req *btpb.ReadChangeStreamRequest, stream 
 	case *btpb.ReadChangeStreamRequest_ContinuationTokens:
 		in, spans, err = t.fromTokens(start, end, sf.ContinuationTokens.GetTokens())
 	default:
-		// A start time: the latest incarnation of exactly this range, which
-		// serves the range's whole history from the time on ("Start reading
-		// the stream at the specified timestamp"), from before the
-		// incarnation's creation too: a consumer lists the current
-		// partitions and reads them from an earlier start time.
+		// A start time: the partition of exactly this range that
+		// GenerateInitialChangeStreamPartitions last returned (else the
+		// latest), so partitions listed together are read as they were
+		// listed, however they split and merged since; it serves the range's
+		// whole history from the time on ("Start reading the stream at the
+		// specified timestamp"), from before the partition's creation too: a
+		// consumer lists the current partitions and reads them from an
+		// earlier start time.
+		in = t.generated[start+"\x00"+end]
 		for _, c := range t.insts {
-			if c.start == start && c.end == end {
+			if t.generated[start+"\x00"+end] == nil && c.start == start && c.end == end {
 				in = c
 			}
 		}

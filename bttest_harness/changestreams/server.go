@@ -112,6 +112,9 @@ type table struct {
 	records []*record
 	insts   []*inst
 	rules   map[string]*btapb.GcRule // the families' GC rules, kept here
+	// generated is the partition GenerateInitialChangeStreamPartitions
+	// last returned for each range (start + "\x00" + end).
+	generated map[string]*inst
 }
 
 // Start starts a bttest backend and the server on a loopback port.
@@ -182,7 +185,7 @@ func (s *Server) tableLocked(name string) *table {
 	if ok {
 		return t
 	}
-	t = &table{rules: map[string]*btapb.GcRule{}}
+	t = &table{rules: map[string]*btapb.GcRule{}, generated: map[string]*inst{}}
 	bounds := append([]string{""}, s.cfg.SplitKeys...)
 	for i, b := range bounds {
 		end := ""
