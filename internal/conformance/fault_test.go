@@ -23,6 +23,7 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/internal/conformance"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -178,7 +179,7 @@ func TestConformanceUnderWriteFaults(t *testing.T) {
 // server.
 func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		t.Skipf("skipping: %v", err)
+		testenv.Missing(t, testenv.CBTEmulator, err)
 	}
 	before := runtime.NumGoroutine()
 	func() {
