@@ -55,7 +55,7 @@ func users(t *testing.T) map[string][]string {
 			return err
 		}
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || path != root && fileExists(filepath.Join(path, "go.mod"))) {
-			return filepath.SkipDir // another module (conformance/testproxy) or data
+			return filepath.SkipDir // another module (testsuite/testproxy) or data
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasPrefix(filepath.ToSlash(path), "../internal/testenv/") || strings.HasPrefix(filepath.ToSlash(path), "../zz_toolcheck/") {
 			return nil
