@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/testenv"
 )
 
 // EmulatorPath is where the Debian package google-cloud-cli-bigtable-emulator
@@ -211,10 +212,7 @@ func (e *Emulator) Restart(ctx context.Context) error {
 func NewEmulator(tb testing.TB) *Emulator {
 	tb.Helper()
 	if _, err := FindEmulator(); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("bttestharness: %v (.ci/run installs google-cloud-cli-bigtable-emulator)", err)
-		}
-		tb.Skipf("skipping: %v", err)
+		testenv.Missing(tb, testenv.CBTEmulator, err)
 	}
 	e, err := StartEmulator(context.Background())
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bttl/bttl/internal/testenv"
 )
 
 const (
@@ -24,10 +26,11 @@ func tool(t *testing.T, name string) string {
 	if err == nil {
 		return path
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s not found (.ci/run installs Debian's prometheus package): %v", name, err)
+	tool := testenv.Prometheus
+	if name == testenv.Promtool.Name {
+		tool = testenv.Promtool
 	}
-	t.Skipf("skipping: %s not found (apt-get install prometheus): %v", name, err)
+	testenv.Missing(t, tool, err)
 	return ""
 }
 

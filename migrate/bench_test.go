@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -52,10 +53,7 @@ func BenchmarkMigratePace(b *testing.B) {
 				h = bttestharness.New(b)
 			} else {
 				if _, err := bttestharness.FindEmulator(); err != nil {
-					if os.Getenv("CI") == "true" {
-						b.Fatalf("cbtemulator: %v", err)
-					}
-					b.Skipf("cbtemulator: %v", err)
+					testenv.Missing(b, testenv.CBTEmulator, err)
 				}
 				var e *bttestharness.Emulator
 				h, e = bttestharness.NewOnEmulator(b, bttestharness.Config{})

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
@@ -27,10 +28,7 @@ const cbtPath = "/usr/bin/cbt"
 func onCBTEmulator(t *testing.T) (*bttestharness.Harness, func(args ...string)) {
 	t.Helper()
 	if _, err := os.Stat(cbtPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", cbtPath, err)
-		}
-		t.Skipf("%s not installed (.ci/run installs it): %v", cbtPath, err)
+		testenv.Missing(t, testenv.CBT, err)
 	}
 	h, _ := bttestharness.NewOnEmulator(t, bttestharness.Config{})
 	// Any -creds value skips cbt's credential lookup; the emulator takes none.

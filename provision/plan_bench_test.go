@@ -15,6 +15,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -39,10 +40,7 @@ func TestMain(m *testing.M) {
 // needEmulator skips the benchmark without cbtemulator, outside CI.
 func needEmulator(b *testing.B) {
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("cbtemulator is required in CI: %v", err)
-		}
-		b.Skipf("cbtemulator: %v", err)
+		testenv.Missing(b, testenv.CBTEmulator, err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -129,7 +130,7 @@ func forEachServer(b *testing.B, f func(b *testing.B, h *bttestharness.Harness))
 	b.Run("server=cbtemulator", func(b *testing.B) {
 		emu, err := bttestharness.StartEmulator(context.Background())
 		if errors.Is(err, bttestharness.ErrNoEmulator) {
-			b.Skipf("skipping: %v", err)
+			testenv.Missing(b, testenv.CBTEmulator, err)
 		}
 		if err != nil {
 			b.Fatal(err)

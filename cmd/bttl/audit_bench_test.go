@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 )
 
 // auditBench is the shared setup of BenchmarkAuditPace: one cbtemulator
@@ -155,10 +156,10 @@ func loadAuditBench(addr string, rows, perRow int) error {
 //	benchstat audit.txt
 func BenchmarkAuditPace(b *testing.B) {
 	if _, err := os.Stat(cbtPath); err != nil {
-		missing(b, "%s not installed (.ci/run installs it): %v", cbtPath, err)
+		testenv.Missing(b, testenv.CBT, err)
 	}
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		missing(b, "cbtemulator: %v", err)
+		testenv.Missing(b, testenv.CBTEmulator, err)
 	}
 	setupAuditBench(b)
 	a := &auditBench
@@ -228,7 +229,7 @@ func BenchmarkAuditPace(b *testing.B) {
 //	go tool pprof -top -cum cmd/bttl.test audit.cpu
 func BenchmarkAuditProfile(b *testing.B) {
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		missing(b, "cbtemulator: %v", err)
+		testenv.Missing(b, testenv.CBTEmulator, err)
 	}
 	setupAuditBench(b)
 	a := &auditBench
@@ -263,7 +264,7 @@ func BenchmarkAuditProfile(b *testing.B) {
 //	benchstat audit-vs-readrows.txt
 func BenchmarkAuditVsReadRows(b *testing.B) {
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		missing(b, "cbtemulator: %v", err)
+		testenv.Missing(b, testenv.CBTEmulator, err)
 	}
 	setupAuditBench(b)
 	a := &auditBench

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 )
 
 // cbtPath is the cbt CLI, which .ci/run installs (Debian package
@@ -25,22 +26,12 @@ func startCBTEmulator(t *testing.T) string {
 func startCBTEmulatorProcess(t *testing.T) *bttestharness.Emulator {
 	t.Helper()
 	if _, err := os.Stat(cbtPath); err != nil {
-		missing(t, "%s not installed (.ci/run installs it): %v", cbtPath, err)
+		testenv.Missing(t, testenv.CBT, err)
 	}
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		missing(t, "cbtemulator: %v", err)
+		testenv.Missing(t, testenv.CBTEmulator, err)
 	}
 	return bttestharness.NewEmulator(t)
-}
-
-// missing skips the test outside CI and fails it in CI, where every
-// binary the tests need is installed.
-func missing(t testing.TB, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, a...)
-	}
-	t.Skipf(format, a...)
 }
 
 // cbt runs the real cbt CLI against the emulator at addr.

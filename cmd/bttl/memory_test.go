@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/testenv"
 )
 
 // TestAuditMemory (acceptance 4) audits BTTL_AUDIT_CELLS cells (e.g.
@@ -30,7 +31,7 @@ func TestAuditMemory(t *testing.T) {
 		t.Skip("set BTTL_AUDIT_CELLS to run")
 	}
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		t.Skipf("needs /usr/bin/time: %v", err)
+		testenv.Missing(t, testenv.GNUTime, err)
 	}
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()

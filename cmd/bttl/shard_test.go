@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -372,7 +373,7 @@ func TestAuditWorkersSpeedup(t *testing.T) {
 		t.Skip("set BTTL_AUDIT_SPEEDUP_CELLS to run")
 	}
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		missing(t, "needs /usr/bin/time: %v", err)
+		testenv.Missing(t, testenv.GNUTime, err)
 	}
 	ac, dc, addr := emulatorClients(t)
 	bin := buildBttl(t)

@@ -145,7 +145,7 @@ func TestEveryExportedErrorCarriesOnePrefix(t *testing.T) {
 }
 
 // libraryDirs are the library's packages: every directory with Go files
-// but internal/, cmd/, examples/, scripts/ and conformance/ (programs and
+// but internal/, cmd/, examples/, scripts/, testsuite/ and zz_toolcheck/ (programs and
 // test tools).
 func libraryDirs(t *testing.T, root string) []string {
 	t.Helper()
@@ -154,7 +154,7 @@ func libraryDirs(t *testing.T, root string) []string {
 	var dirs []string
 	for _, e := range entries {
 		switch n := e.Name(); {
-		case !e.IsDir(), strings.HasPrefix(n, "."), n == "internal", n == "cmd", n == "examples", n == "scripts", n == "conformance", n == "docs":
+		case !e.IsDir(), strings.HasPrefix(n, "."), n == "internal", n == "cmd", n == "examples", n == "scripts", n == "testsuite", n == "zz_toolcheck", n == "docs":
 		default:
 			if m, _ := filepath.Glob(filepath.Join(root, n, "*.go")); len(m) > 0 {
 				dirs = append(dirs, n)

@@ -1,4 +1,4 @@
-package conformance_test
+package matrix_test
 
 import (
 	"context"

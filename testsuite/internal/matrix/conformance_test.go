@@ -1,4 +1,4 @@
-package conformance_test
+package matrix_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/internal/conformance"
+	"github.com/bttl/bttl/testsuite/internal/matrix"
 )
 
 func TestMain(m *testing.M) {
@@ -45,12 +45,12 @@ func settings(t *testing.T) (seed uint64, ops int) {
 func runSuite(t *testing.T, server string, h *bttestharness.Harness) {
 	seed, ops := settings(t)
 	t.Logf("conformance: seed %d, %d operations (replay with BTTL_SEED=%d BTTL_OPS=%d)", seed, ops, seed, ops)
-	tbl := h.MustTable(t, "conformance", conformance.Schema())
+	tbl := h.MustTable(t, "conformance", matrix.Schema())
 	start := time.Now()
-	stats, err := conformance.Run(context.Background(), conformance.Config{
+	stats, err := matrix.Run(context.Background(), matrix.Config{
 		Seed:   seed,
 		Ops:    ops,
-		Target: conformance.TableTarget(tbl),
+		Target: matrix.TableTarget(tbl),
 		Clock:  h.Clock,
 		Raw:    tbl.Raw(),
 		Logf:   t.Logf,

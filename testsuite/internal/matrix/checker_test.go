@@ -1,4 +1,4 @@
-package conformance_test
+package matrix_test
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/filters"
-	"github.com/bttl/bttl/internal/conformance"
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/matrix"
+	"github.com/bttl/bttl/testsuite/internal/model"
 	"github.com/bttl/bttl/ttlclient"
 )
 
 // wrongReads writes through the library but reads with its own, wrong,
 // composition of the TTL filter and the caller's.
 type wrongReads struct {
-	conformance.Target // the library's writes
-	tbl                *ttlclient.Table
-	compose            func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter
-	clock              conformance.Clock
+	matrix.Target // the library's writes
+	tbl           *ttlclient.Table
+	compose       func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter
+	clock         matrix.Clock
 }
 
 func (w wrongReads) filter(user bigtable.Filter) bigtable.ReadOption {
@@ -49,17 +49,17 @@ func expectCaught(t *testing.T, name string, compose func(fb *filters.Builder) f
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
-	tbl := h.MustTable(t, "wrong", conformance.Schema())
-	fb, err := filters.New(conformance.Schema())
+	tbl := h.MustTable(t, "wrong", matrix.Schema())
+	fb, err := filters.New(matrix.Schema())
 	require.NoError(t, err)
 	const seed, ops = 4, 3000
-	stats, err := conformance.Run(context.Background(), conformance.Config{
+	stats, err := matrix.Run(context.Background(), matrix.Config{
 		Seed:   seed,
 		Ops:    ops,
-		Target: wrongReads{Target: conformance.TableTarget(tbl), tbl: tbl, compose: compose(fb), clock: h.Clock},
+		Target: wrongReads{Target: matrix.TableTarget(tbl), tbl: tbl, compose: compose(fb), clock: h.Clock},
 		Clock:  h.Clock,
 	})
-	var mismatch *conformance.MismatchError
+	var mismatch *matrix.MismatchError
 	require.ErrorAs(t, err, &mismatch, "%s: the checker did not notice in %d steps", name, stats.Steps)
 	require.Less(t, stats.Steps, ops)
 	t.Logf("%s caught at step %d:\n%s", name, mismatch.Step, err)
@@ -97,7 +97,7 @@ func TestCheckerCatchesStaleTTLFilter(t *testing.T) {
 // misclassified refuses what the library refuses, but always as an invalid
 // sequence number: the checker compares refusal classes, not just that a
 // write was refused.
-type misclassified struct{ conformance.Target }
+type misclassified struct{ matrix.Target }
 
 func (m misclassified) Apply(ctx context.Context, row string, ops []model.Op) error {
 	if err := m.Target.Apply(ctx, row, ops); err != nil {
@@ -108,13 +108,13 @@ func (m misclassified) Apply(ctx context.Context, row string, ops []model.Op) er
 
 func TestCheckerCatchesWrongRefusalClass(t *testing.T) {
 	h := bttestharness.New(t)
-	tbl := h.MustTable(t, "misclassified", conformance.Schema())
+	tbl := h.MustTable(t, "misclassified", matrix.Schema())
 	const seed, ops = 4, 3000
-	stats, err := conformance.Run(context.Background(), conformance.Config{
-		Seed: seed, Ops: ops, Target: misclassified{conformance.TableTarget(tbl)}, Clock: h.Clock,
+	stats, err := matrix.Run(context.Background(), matrix.Config{
+		Seed: seed, Ops: ops, Target: misclassified{matrix.TableTarget(tbl)}, Clock: h.Clock,
 		FlushIdle: h.Client.FlushIdleRefreshes,
 	})
-	var mismatch *conformance.MismatchError
+	var mismatch *matrix.MismatchError
 	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
 	require.Contains(t, mismatch.Detail, "refused as invalid-sequence")
 }
@@ -124,16 +124,16 @@ func TestCheckerCatchesWrongRefusalClass(t *testing.T) {
 // sends what the guard would refuse: the wire path's checker notices.
 func TestCheckerCatchesUnguardedPlainClient(t *testing.T) {
 	h := bttestharness.New(t)
-	schema, fams, _ := conformance.MatrixSchema(conformance.FamilyOptions[0])
+	schema, fams, _ := matrix.MatrixSchema(matrix.FamilyOptions[0])
 	require.NoError(t, h.CreateTable(context.Background(), "unguarded", schema))
-	target, err := conformance.WireTarget(h.Raw.Open("unguarded"), schema, h.Clock, true)
+	target, err := matrix.WireTarget(h.Raw.Open("unguarded"), schema, h.Clock, true)
 	require.NoError(t, err)
 	const seed, ops = 4, 3000
-	stats, err := conformance.Run(context.Background(), conformance.Config{
+	stats, err := matrix.Run(context.Background(), matrix.Config{
 		Seed: seed, Ops: ops, Target: target, Clock: h.Clock, Schema: schema, Families: fams,
 		Semantics: model.Semantics{Wire: true},
 	})
-	var mismatch *conformance.MismatchError
+	var mismatch *matrix.MismatchError
 	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
 	require.Contains(t, mismatch.Detail, "the library sent it")
 }

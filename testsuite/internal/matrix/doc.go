@@ -1,10 +1,10 @@
-// Package conformance is bttl's randomized conformance suite: it drives a
+// Package matrix is bttl's randomized conformance suite: it drives a
 // client path (a Target) with random writes (TTLs, sequence numbers,
 // explicit timestamps, single-value writes, every kind of delete, bulk and
 // conditional mutations), lifecycle operations where the path has them,
 // caller filters and clock moves, on a real server whose own GC runs
 // whenever it runs, and after every step compares ReadRow and ReadRows, and
-// every refusal's class, with the reference model (package internal/model).
+// every refusal's class, with the reference model (package testsuite/internal/model).
 //
 // The composition matrix (matrix.go, TestMatrix) runs the same history
 // through every client path (Paths) with every family option
@@ -17,5 +17,5 @@
 // total over them. The long run over the whole matrix
 // (docs/correctness.md#matrix):
 //
-//	BTTL_MATRIX='*' BTTL_MATRIX_STEPS=1000000 go test -run '^TestMatrix$' -v -timeout 0 ./internal/conformance
-package conformance
+//	BTTL_MATRIX='*' BTTL_MATRIX_STEPS=1000000 go test -run '^TestMatrix$' -v -timeout 0 ./testsuite/internal/matrix
+package matrix

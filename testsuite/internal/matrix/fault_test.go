@@ -1,4 +1,4 @@
-package conformance_test
+package matrix_test
 
 import (
 	"context"
@@ -22,8 +22,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/internal/conformance"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/matrix"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -154,13 +155,13 @@ func TestRetryKeepsTheFirstTimestamp(t *testing.T) {
 // stores exactly the model's cells.
 func TestConformanceUnderWriteFaults(t *testing.T) {
 	h, f := newFlaky(t, 0.3)
-	tbl := h.MustTable(t, "faults", conformance.Schema())
+	tbl := h.MustTable(t, "faults", matrix.Schema())
 	seed, _ := settings(t)
 	const ops = 800
 	t.Logf("seed %d, %d operations", seed, ops)
-	stats, err := conformance.Run(context.Background(), conformance.Config{
+	stats, err := matrix.Run(context.Background(), matrix.Config{
 		Seed: seed, Ops: ops,
-		Target:         conformance.TableTarget(tbl),
+		Target:         matrix.TableTarget(tbl),
 		Clock:          h.Clock,
 		Raw:            tbl.Raw(),
 		FullCheckEvery: 20,
@@ -178,7 +179,7 @@ func TestConformanceUnderWriteFaults(t *testing.T) {
 // server.
 func TestEmulatorKilledMidApplyBulk(t *testing.T) {
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		t.Skipf("skipping: %v", err)
+		testenv.Missing(t, testenv.CBTEmulator, err)
 	}
 	before := runtime.NumGoroutine()
 	func() {

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/model"
 )
 
 // A time-to-idle refresh is an extend of the newest returned cell of a

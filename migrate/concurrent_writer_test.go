@@ -3,7 +3,6 @@ package migrate_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -25,10 +25,7 @@ import (
 func onEmulator(t *testing.T, cfg bttestharness.Config) *bttestharness.Harness {
 	t.Helper()
 	if _, err := bttestharness.FindEmulator(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("cbtemulator: %v", err)
-		}
-		t.Skipf("cbtemulator: %v", err)
+		testenv.Missing(t, testenv.CBTEmulator, err)
 	}
 	h, _ := bttestharness.NewOnEmulator(t, cfg)
 	return h

@@ -1,4 +1,4 @@
-package conformance
+package matrix
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/model"
 	"github.com/bttl/bttl/ttlclient"
 )
 

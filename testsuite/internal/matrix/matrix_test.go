@@ -1,4 +1,4 @@
-package conformance_test
+package matrix_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/internal/conformance"
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/matrix"
+	"github.com/bttl/bttl/testsuite/internal/model"
 	"github.com/bttl/bttl/ttlclient"
 	"github.com/bttl/bttl/wireguard"
 )
@@ -47,7 +47,7 @@ const matrixCellOps = 200
 // matrixCell is one cell of the matrix.
 type matrixCell struct {
 	server, path string
-	option       conformance.FamilyOption
+	option       matrix.FamilyOption
 }
 
 func (c matrixCell) name() string { return c.server + "/" + c.path + "/" + c.option.Name }
@@ -64,8 +64,8 @@ func matrixSelection(t *testing.T, seed uint64) (cells []matrixCell, slice bool)
 	pattern := os.Getenv("BTTL_MATRIX")
 	if pattern == "" {
 		i := 0
-		for _, p := range conformance.Paths {
-			for _, o := range conformance.FamilyOptions {
+		for _, p := range matrix.Paths {
+			for _, o := range matrix.FamilyOptions {
 				cells = append(cells, matrixCell{server: servers[(seed+uint64(i))%2], path: p, option: o})
 				i++
 			}
@@ -82,8 +82,8 @@ func matrixSelection(t *testing.T, seed uint64) (cells []matrixCell, slice bool)
 		pattern = "*/" + pattern
 	}
 	for _, s := range servers {
-		for _, p := range conformance.Paths {
-			for _, o := range conformance.FamilyOptions {
+		for _, p := range matrix.Paths {
+			for _, o := range matrix.FamilyOptions {
 				c := matrixCell{server: s, path: p, option: o}
 				ok, err := path.Match(pattern, c.name())
 				require.NoError(t, err, "BTTL_MATRIX")
@@ -146,7 +146,7 @@ func TestMatrix(t *testing.T) {
 				h, _ = bttestharness.NewOnEmulator(t, bttestharness.Config{})
 			}
 			start := time.Now()
-			var total conformance.Stats
+			var total matrix.Stats
 			var failed []string
 			skipped := 0
 			for i, c := range mine {
@@ -161,7 +161,7 @@ func TestMatrix(t *testing.T) {
 					stats, err := runCell(t, h, fmt.Sprintf("m%d", i), c, seed, ops)
 					total = addStats(total, stats)
 					if err != nil {
-						t.Fatalf("matrix cell %s: %v\nreplay: BTTL_SEED=%d BTTL_OPS=%d BTTL_MATRIX=%s go test -run '^TestMatrix$' ./internal/conformance/",
+						t.Fatalf("matrix cell %s: %v\nreplay: BTTL_SEED=%d BTTL_OPS=%d BTTL_MATRIX=%s go test -run '^TestMatrix$' ./testsuite/internal/matrix/",
 							c.name(), err, seed, ops, c.name())
 					}
 				})
@@ -182,7 +182,7 @@ func TestMatrix(t *testing.T) {
 	}
 }
 
-func addStats(a, b conformance.Stats) conformance.Stats {
+func addStats(a, b matrix.Stats) matrix.Stats {
 	a.Steps += b.Steps
 	a.Writes += b.Writes
 	a.Bulk += b.Bulk
@@ -205,12 +205,12 @@ func addStats(a, b conformance.Stats) conformance.Stats {
 }
 
 // runCell builds cell c's path on a new table of h and runs the suite.
-func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell, seed uint64, ops int) (conformance.Stats, error) {
+func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell, seed uint64, ops int) (matrix.Stats, error) {
 	ctx := context.Background()
-	schema, fams, _ := conformance.MatrixSchema(c.option)
+	schema, fams, _ := matrix.MatrixSchema(c.option)
 	require.NoError(t, h.CreateTable(ctx, table, schema))
 	t.Cleanup(func() { _ = h.Admin.DeleteTable(context.Background(), table) })
-	cfg := conformance.Config{
+	cfg := matrix.Config{
 		Seed: seed, Ops: ops, Clock: h.Clock, Raw: h.Raw.Open(table),
 		Schema: schema, Families: fams, FullCheckEvery: min(100, ops),
 	}
@@ -221,15 +221,15 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	}
 	var guardOpts []wireguard.Option
 	switch c.path {
-	case conformance.PathMutation, conformance.PathTableAPI:
+	case matrix.PathMutation, matrix.PathTableAPI:
 		tbl, err := h.Client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
-		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), h.Client.FlushIdleRefreshes
-		if c.path == conformance.PathTableAPI {
-			cfg.Target, cfg.Semantics = conformance.APITarget(tbl), model.Semantics{StampTTL: true}
+		cfg.Target, cfg.FlushIdle = matrix.TableTarget(tbl), h.Client.FlushIdleRefreshes
+		if c.path == matrix.PathTableAPI {
+			cfg.Target, cfg.Semantics = matrix.APITarget(tbl), model.Semantics{StampTTL: true}
 		}
-		return conformance.Run(ctx, cfg)
-	case conformance.PathGuardReadFilter, conformance.PathTTLGuardReadFilter:
+		return matrix.Run(ctx, cfg)
+	case matrix.PathGuardReadFilter, matrix.PathTTLGuardReadFilter:
 		guardOpts = append(guardOpts, wireguard.WithReadFilter())
 	}
 	// The guard's observational options run in every guarded cell: key
@@ -242,7 +242,7 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	g, err := wireguard.New(map[string]strategy.Schema{table: schema}, guardOpts...)
 	require.NoError(t, err)
 	dial := g.DialOptions()
-	if c.path != conformance.PathGuard && c.path != conformance.PathGuardReadFilter {
+	if c.path != matrix.PathGuard && c.path != matrix.PathGuardReadFilter {
 		// bttl's client dials its own interceptor, then the guard's.
 		dial = append(ttlclient.DialOptions(), dial...)
 	}
@@ -250,8 +250,8 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = dc.Close() })
 	switch c.path {
-	case conformance.PathGuard, conformance.PathGuardReadFilter:
-		cfg.Target, err = conformance.WireTarget(dc.Open(table), schema, h.Clock, c.path == conformance.PathGuard)
+	case matrix.PathGuard, matrix.PathGuardReadFilter:
+		cfg.Target, err = matrix.WireTarget(dc.Open(table), schema, h.Clock, c.path == matrix.PathGuard)
 		require.NoError(t, err)
 		cfg.Semantics = model.Semantics{Wire: true}
 	default:
@@ -261,9 +261,9 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 		t.Cleanup(func() { _ = client.Close() })
 		tbl, err := client.Open(context.Background(), table, schema)
 		require.NoError(t, err)
-		cfg.Target, cfg.FlushIdle = conformance.TableTarget(tbl), client.FlushIdleRefreshes
+		cfg.Target, cfg.FlushIdle = matrix.TableTarget(tbl), client.FlushIdleRefreshes
 	}
-	st, err := conformance.Run(ctx, cfg)
+	st, err := matrix.Run(ctx, cfg)
 	if err == nil {
 		rec.check(t, c.path, table, schema, st.Refused)
 	}
@@ -279,15 +279,15 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 	// notTakenBy is the documented table: strategy -> the options its
 	// constructor does not take.
 	notTakenBy := map[string][]string{
-		conformance.FamOne:   nil,
-		conformance.FamDef:   {"DefaultTTL"},
-		conformance.FamSeq:   {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
-		conformance.FamPlain: {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
+		matrix.FamOne:   nil,
+		matrix.FamDef:   {"DefaultTTL"},
+		matrix.FamSeq:   {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
+		matrix.FamPlain: {"WriteTime", "SingleValue", "MaxVersions", "IdleTTL", "MaxTTL", "MaxTTL+ClampTTL", "DefaultTTL", "WriteTime+IdleTTL"},
 	}
 	h := bttestharness.New(t)
 	check := func(t *testing.T, name string, p strategy.Policy, wantRefused bool) {
 		t.Helper()
-		schema := strategy.Schema{"f": p, conformance.FamPlain: strategy.Unmanaged()}
+		schema := strategy.Schema{"f": p, matrix.FamPlain: strategy.Unmanaged()}
 		errs := map[string]error{"strategy.Schema.Validate": schema.Validate()}
 		_, errs["ttlclient.Client.Open"] = h.Client.Open(context.Background(), "never-created", schema, ttlclient.WithoutVerify())
 		_, errs["wireguard.New"] = wireguard.New(map[string]strategy.Schema{"t": schema})
@@ -299,13 +299,13 @@ func TestMatrixRefusesInvalidCombinations(t *testing.T) {
 			}
 		}
 	}
-	for _, opt := range conformance.FamilyOptions {
-		if opt.Name == conformance.OptionMixed {
-			require.NoError(t, conformance.Schema().Validate())
+	for _, opt := range matrix.FamilyOptions {
+		if opt.Name == matrix.OptionMixed {
+			require.NoError(t, matrix.Schema().Validate())
 			continue
 		}
-		schema, _, inapplicable := conformance.MatrixSchema(opt)
-		for fam, base := range conformance.MatrixBases() {
+		schema, _, inapplicable := matrix.MatrixSchema(opt)
+		for fam, base := range matrix.MatrixBases() {
 			notTaken := false
 			for _, o := range notTakenBy[fam] {
 				notTaken = notTaken || o == opt.Name
@@ -360,7 +360,7 @@ func (r *guardRefusals) GuardRefused(table, family, reason string) {
 func (r *guardRefusals) check(t *testing.T, path, table string, schema strategy.Schema, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if path == conformance.PathTTLGuard || path == conformance.PathTTLGuardReadFilter {
+	if path == matrix.PathTTLGuard || path == matrix.PathTTLGuardReadFilter {
 		assert.Empty(t, r.got, "the guard refused requests ttlclient sent")
 		return
 	}

@@ -1,4 +1,4 @@
-package ttlclient
+package sqlscan
 
 import (
 	"math/rand/v2"
@@ -11,27 +11,27 @@ import (
 )
 
 // checkSQLPlacement is the classifier's contract, checked from the
-// tokens: when sqlTables accepts a query, every FROM keyword in it is
+// tokens: when Tables accepts a query, every FROM keyword in it is
 // placed, either as a comparison or EXTRACT's (and then reads no table)
-// or as the one FROM clause whose table sqlTables returned; and no table
+// or as the one FROM clause whose table Tables returned; and no table
 // named after FROM, JOIN or TABLE is read but the one returned.
 func checkSQLPlacement(t *testing.T, query string) {
 	t.Helper()
-	tables, err := sqlTables(query)
+	tables, err := Tables(query)
 	if err != nil {
 		return // refused: nothing to check
 	}
-	toks, err := sqlTokens(query)
+	toks, err := tokens(query)
 	require.NoError(t, err, "%q was classified but does not tokenize", query)
 	require.LessOrEqual(t, len(tables), 1, "%q", query)
 	clauses := 0
 	for i, tok := range toks {
-		if tok.keyword("FROM") && !sqlExtractFrom(toks, i) && !sqlDistinctFrom(toks, i) {
+		if tok.keyword("FROM") && !extractFrom(toks, i) && !distinctFrom(toks, i) {
 			clauses++
-			require.Len(t, tables, 1, "%q: FROM %s not placed", query, sqlNext(toks, i))
+			require.Len(t, tables, 1, "%q: FROM %s not placed", query, next(toks, i))
 			require.Equal(t, tables[0], toks[i+1].text, "%q: a FROM clause not of the table returned", query)
 		}
-		if i > 0 && tok.ident && (toks[i-1].keyword("FROM") && !sqlExtractFrom(toks, i-1) && !sqlDistinctFrom(toks, i-1) ||
+		if i > 0 && tok.ident && (toks[i-1].keyword("FROM") && !extractFrom(toks, i-1) && !distinctFrom(toks, i-1) ||
 			toks[i-1].keyword("JOIN") || toks[i-1].keyword("TABLE")) {
 			require.Equal(t, []string{tok.text}, tables, "%q reads %s", query, tok.text)
 		}

@@ -1,12 +1,12 @@
-package conformance_test
+package matrix_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/model"
 )
 
 // The model writes companions as the library does.

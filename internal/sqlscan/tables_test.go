@@ -1,4 +1,4 @@
-package ttlclient
+package sqlscan
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// sqlTables finds the table of every query GoogleSQL for Bigtable accepts,
+// Tables finds the table of every query GoogleSQL for Bigtable accepts,
 // whatever strings, comments and functions say, and refuses what it cannot
 // classify rather than guessing.
 func TestSQLTables(t *testing.T) {
@@ -40,7 +40,7 @@ func TestSQLTables(t *testing.T) {
 		"SELECT * FROM t(x => EXTRACT(DAY FROM ts))":    {"t"},
 	}
 	for q, want := range found {
-		got, err := sqlTables(q)
+		got, err := Tables(q)
 		if assert.NoError(t, err, q) {
 			assert.Equal(t, want, got, q)
 		}
@@ -91,7 +91,7 @@ func TestSQLTables(t *testing.T) {
 		"SELECT 1 FROM events.x":                                     "a path after FROM events",
 	}
 	for q, want := range refused {
-		_, err := sqlTables(q)
+		_, err := Tables(q)
 		if assert.Error(t, err, q) {
 			assert.Contains(t, err.Error(), want, q)
 		}

@@ -1,4 +1,4 @@
-package conformance
+package matrix
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/filters"
-	"github.com/bttl/bttl/internal/model"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/model"
 	"github.com/bttl/bttl/ttlclient"
 	"github.com/bttl/bttl/wireguard"
 )

@@ -33,7 +33,7 @@ start=$(date +%s)
 echo "build: proxy and the suite's test binary"
 # The module follows the library's requirements (replace ../..): a change
 # there can need one here.
-go mod tidy -diff >/dev/null || { echo "conformance/testproxy: go.mod or go.sum is not tidy: run go mod tidy there"; go mod tidy -diff; exit 1; }
+go mod tidy -diff >/dev/null || { echo "testsuite/testproxy: go.mod or go.sum is not tidy: run go mod tidy there"; go mod tidy -diff; exit 1; }
 go vet .
 go build -o "$work/testproxy" .
 go test -c -o "$work/suite.test" github.com/googleapis/cloud-bigtable-clients-test/tests

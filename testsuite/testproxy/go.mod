@@ -1,4 +1,4 @@
-module github.com/bttl/bttl/conformance/testproxy
+module github.com/bttl/bttl/testsuite/testproxy
 
 go 1.26.0
 
