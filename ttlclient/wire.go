@@ -74,6 +74,15 @@ func (c *wireCall) mark(ctx context.Context) context.Context {
 	return context.WithValue(ctx, wireKey{}, c)
 }
 
+// unmarked is ctx without its call's mark: what the interceptor hands on
+// once it has rewritten a call, so that a second copy of it on the same
+// connection (ClientOptions given to NewClient, which adds them itself)
+// passes the rewritten request untouched rather than rewriting it again
+// (and refusing the write-time companions the first one added).
+func unmarked(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wireKey{}, (*wireCall)(nil))
+}
+
 // result is what the caller gets for err, the client's error of the call:
 // the interceptor's typed refusal when it refused.
 func (c *wireCall) result(err error) error {
@@ -135,7 +144,7 @@ func unaryInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 		if err != nil {
 			return err
 		}
-		req = out
+		req, ctx = out, unmarked(ctx)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if method == methodClientConfig {
@@ -158,6 +167,7 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 	if c.probe {
 		return nil, errProbe
 	}
+	ctx = unmarked(ctx) // the streams below send only what rewrite returned
 	switch method {
 	case methodMutateRows:
 		if c.writes {
