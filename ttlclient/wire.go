@@ -60,6 +60,25 @@ type wireCall struct {
 
 	mu   sync.Mutex
 	rows []*CellError // the rows of MutateRows requests refused
+
+	// writeNow is the instant the call's writes are stamped at, the same
+	// on every attempt: the client retries a whole MutateRows group after
+	// a stream error, server timestamps included, and a retry stamped
+	// later would write a second cell beside the one the server applied.
+	writeNow atomic.Pointer[time.Time]
+}
+
+// writeTime is the call's write instant: the clock's reading at its first
+// write attempt.
+func (c *wireCall) writeTime() time.Time {
+	if p := c.writeNow.Load(); p != nil {
+		return *p
+	}
+	now := c.t.clock.Now()
+	if c.writeNow.CompareAndSwap(nil, &now) {
+		return now
+	}
+	return *c.writeNow.Load()
 }
 
 type wireKey struct{}
@@ -185,7 +204,12 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 // rewrite is the request to send for a marked call's req, or the refusal.
 func (c *wireCall) rewrite(method string, req any) (any, error) {
 	t := c.t
-	now := t.clock.Now()
+	var now time.Time
+	if _, read := req.(*btpb.ReadRowsRequest); read {
+		now = t.clock.Now() // a resumed read filters at its own instant
+	} else {
+		now = c.writeTime()
+	}
 	switch r := req.(type) {
 	case *btpb.MutateRowRequest:
 		if !c.writes {
@@ -397,7 +421,7 @@ func (s *bulkStream) SendMsg(m any) error {
 		s.sendError = err
 		return err
 	}
-	now := s.c.t.clock.Now()
+	now := s.c.writeTime()
 	var entries []*btpb.MutateRowsRequest_Entry
 	changed := false
 	for i, e := range r.GetEntries() {

@@ -343,3 +343,43 @@ func TestTimestampAssignedOnceAcrossRetries(t *testing.T) {
 	require.Len(t, stored["one"], 1, "one cell")
 	assert.Equal(t, ts, stored["one"][0].Timestamp)
 }
+
+// A MutateRows stream that fails after the server applied its entries is
+// retried whole by the client (applyGroup retries the group on a stream
+// error, server timestamps included), so the interceptor sees the entry
+// again: it stamps it at the call's first instant, and the retry
+// rewrites the same cell rather than writing a second one at a later
+// timestamp (the clock moves a second per injected fault).
+func TestBulkRetryAfterApplyKeepsTheTimestamp(t *testing.T) {
+	h, f := newFlaky(t, 0)
+	tbl := h.MustTable(t, "t", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour), "one": strategy.OneSecond(strategy.WithDefaultTTL(time.Hour))})
+	ctx := context.Background()
+	start := h.Clock.Now()
+	go func() {
+		for f.after.Load() < 1 {
+			runtime.Gosched()
+		}
+		f.mu.Lock()
+		f.fraction = 0
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	f.fraction = 1
+	f.mu.Unlock()
+
+	m := bigtable.NewMutation()
+	m.Set("def", "c", bigtable.ServerTime, []byte("v"))
+	m.Set("one", "c", bigtable.ServerTime, []byte("v"))
+	errs, err := tbl.API().ApplyBulk(ctx, []string{"row"}, []*bigtable.Mutation{m})
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	require.GreaterOrEqual(t, f.after.Load(), int64(1), "a fault injected after the server applied the entries")
+	require.True(t, h.Clock.Now().After(start), "the clock moved between the attempts")
+
+	stored, err := h.Stored(ctx, "t", "row")
+	require.NoError(t, err)
+	require.Len(t, stored["def"], 1, "a cell written twice: %v", stored["def"])
+	require.Len(t, stored["one"], 1, "a cell written twice: %v", stored["one"])
+	assert.Equal(t, bigtable.Time(start).TruncateToMilliseconds(), stored["def"][0].Timestamp)
+	assert.Equal(t, bigtable.Time(start.Add(time.Hour)).TruncateToMilliseconds(), stored["one"][0].Timestamp)
+}
