@@ -398,6 +398,12 @@ type CompatibilityRecorder interface {
 // only once the request is known, and not at all when every entry is
 // refused. The client calls SendMsg, CloseSend, then RecvMsg, on one
 // goroutine.
+//
+// The client groups rows by their own mutation count, within Bigtable's
+// limit per request (maxRequestMutations); the rules may add mutations (a
+// single-value family's deletes, write-time companions), so a rewritten
+// request over the limit is sent as several, one stream after the other,
+// each within it.
 type bulkStream struct {
 	c        *wireCall
 	ctx      context.Context
@@ -408,11 +414,25 @@ type bulkStream struct {
 	opts     []grpc.CallOption
 
 	cs        grpc.ClientStream // nil until sent, and when nothing is
-	kept      []int64           // the request index of each entry sent
+	parts     []bulkPart        // the requests to send, in turn
+	part      int               // the one cs carries
 	refused   []*btpb.MutateRowsResponse_Entry
 	answered  bool // refused has been received
 	sendError error
 }
+
+// bulkPart is one request a bulkStream sends, and the client's request
+// index of each of its entries.
+type bulkPart struct {
+	req  *btpb.MutateRowsRequest
+	kept []int64
+}
+
+// maxRequestMutations is the most mutations Bigtable takes in one
+// MutateRows request ("in total the entries can contain at most 100000
+// mutations", google.bigtable.v2.MutateRowsRequest.entries), the client's
+// own grouping bound (maxMutations, v1.58.0).
+const maxRequestMutations = 100000
 
 func (s *bulkStream) SendMsg(m any) error {
 	r, ok := m.(*btpb.MutateRowsRequest)
@@ -423,7 +443,9 @@ func (s *bulkStream) SendMsg(m any) error {
 	}
 	now := s.c.writeTime()
 	var entries []*btpb.MutateRowsRequest_Entry
+	var kept []int64
 	changed := false
+	total := 0
 	for i, e := range r.GetEntries() {
 		ms, err := s.c.mutations(now, e.GetRowKey(), e.GetMutations())
 		if err != nil {
@@ -438,24 +460,61 @@ func (s *bulkStream) SendMsg(m any) error {
 			ce.Mutations = ms
 			e, changed = ce, true
 		}
+		total += len(ms)
 		entries = append(entries, e)
-		s.kept = append(s.kept, int64(i))
+		kept = append(kept, int64(i))
 	}
 	if len(entries) == 0 {
 		return nil
 	}
-	out := r
-	if changed {
-		out = rules.ShallowCopy(r)
-		out.Entries = entries
+	if !changed {
+		s.parts = []bulkPart{{req: r, kept: kept}}
+	} else {
+		s.parts = splitBulk(r, entries, kept, total)
 	}
+	return s.open()
+}
+
+// splitBulk is the requests carrying entries (of r, whose request indexes
+// are kept), each within maxRequestMutations where an entry alone is.
+func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total int) []bulkPart {
+	part := func(from, to int) bulkPart {
+		out := rules.ShallowCopy(r)
+		out.Entries = entries[from:to:to]
+		return bulkPart{req: out, kept: kept[from:to:to]}
+	}
+	if total <= maxRequestMutations {
+		return []bulkPart{part(0, len(entries))}
+	}
+	var parts []bulkPart
+	from, n := 0, 0
+	for i, e := range entries {
+		if k := len(e.GetMutations()); n+k > maxRequestMutations && i > from {
+			parts = append(parts, part(from, i))
+			from, n = i, 0
+		}
+		n += len(e.GetMutations())
+	}
+	return append(parts, part(from, len(entries)))
+}
+
+// open opens the stream of the current part and sends its request, closed:
+// the client closes the first itself (CloseSend), the stream closes the
+// others.
+func (s *bulkStream) open() error {
 	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
 		s.sendError = err
 		return err
 	}
 	s.cs = cs
-	return cs.SendMsg(out)
+	if err := cs.SendMsg(s.parts[s.part].req); err != nil && (s.part == 0 || err != io.EOF) {
+		return err // io.EOF on a later part: RecvMsg gives the stream's status
+	}
+	if s.part > 0 {
+		return cs.CloseSend()
+	}
+	return nil
 }
 
 func (s *bulkStream) CloseSend() error {
@@ -480,13 +539,22 @@ func (s *bulkStream) RecvMsg(m any) error {
 	if s.cs == nil {
 		return io.EOF
 	}
-	if err := s.cs.RecvMsg(m); err != nil {
+	err := s.cs.RecvMsg(m)
+	for err == io.EOF && s.part+1 < len(s.parts) {
+		s.part++
+		if err = s.open(); err != nil {
+			return err
+		}
+		err = s.cs.RecvMsg(m)
+	}
+	if err != nil {
 		return err
 	}
 	if r, ok := m.(*btpb.MutateRowsResponse); ok {
+		kept := s.parts[s.part].kept
 		for _, e := range r.GetEntries() {
-			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(s.kept)) {
-				e.Index = s.kept[e.GetIndex()]
+			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(kept)) {
+				e.Index = kept[e.GetIndex()]
 			}
 		}
 	}
