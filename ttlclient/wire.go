@@ -60,6 +60,11 @@ type wireCall struct {
 
 	mu   sync.Mutex
 	rows []*CellError // the rows of MutateRows requests refused
+	// refusedEntry is the refusal of each MutateRows entry refused, by
+	// the client's entry (the same on every attempt of the call): a
+	// group the client sends again after a stream error gets the same
+	// answers, neither counted nor recorded again.
+	refusedEntry map[*btpb.MutateRowsRequest_Entry]*CellError
 
 	// writeNow is the instant the call's writes are stamped at, the same
 	// on every attempt: the client retries a whole MutateRows group after
@@ -447,11 +452,17 @@ func (s *bulkStream) SendMsg(m any) error {
 	changed := false
 	total := 0
 	for i, e := range r.GetEntries() {
-		ms, err := s.c.mutations(now, e.GetRowKey(), e.GetMutations())
-		if err != nil {
-			ce, _ := err.(*CellError)
+		ce := s.c.entryRefused(e)
+		var ms []*btpb.Mutation
+		if ce == nil {
+			var err error
+			if ms, err = s.c.mutations(now, e.GetRowKey(), e.GetMutations()); err != nil {
+				ce, _ = err.(*CellError)
+				s.c.bulkRefused(e, ce)
+			}
+		}
+		if ce != nil {
 			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: ce.GRPCStatus().Proto()})
-			s.c.bulkRefused(ce)
 			changed = true
 			continue
 		}
@@ -582,11 +593,24 @@ func (s *bulkStream) Context() context.Context {
 	return s.cs.Context()
 }
 
-// bulkRefused records a row's refusal in a MutateRows request.
-func (c *wireCall) bulkRefused(e *CellError) {
+// bulkRefused records the refusal of entry, a row of a MutateRows
+// request.
+func (c *wireCall) bulkRefused(entry *btpb.MutateRowsRequest_Entry, e *CellError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rows = append(c.rows, e)
+	if c.refusedEntry == nil {
+		c.refusedEntry = map[*btpb.MutateRowsRequest_Entry]*CellError{}
+	}
+	c.refusedEntry[entry] = e
+}
+
+// entryRefused is the refusal of entry by an earlier attempt of the call,
+// nil when it was not refused.
+func (c *wireCall) entryRefused(entry *btpb.MutateRowsRequest_Entry) *CellError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusedEntry[entry]
 }
 
 // bulkResults puts the typed refusal of each row the interceptor refused
