@@ -9,6 +9,8 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/bttest_harness/prodserver"
@@ -65,4 +67,34 @@ func TestAPIApplyBulkStaysWithinTheRequestLimit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, r["sv"], 1, "row %s", k)
 	}
+}
+
+// A row that the rules alone take over the limit is answered at its
+// index, as the server answers a request over it, and the other rows of
+// its group are written: the client's grouping (by the row's own count)
+// put it with them, where Table.ApplyBulk would have sent it alone.
+func TestAPIApplyBulkRowOverTheRequestLimitFailsAlone(t *testing.T) {
+	s := prodserver.New(t, prodserver.Config{})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	tbl := h.MustTable(t, "t", strategy.Schema{"sv": strategy.OneSecond(strategy.SingleValue(), strategy.WithWriteTime(), strategy.WithDefaultTTL(time.Hour))})
+	ctx := context.Background()
+
+	big, small := bigtable.NewMutation(), bigtable.NewMutation()
+	for i := 0; i < prodserver.MaxMutations/4+1; i++ { // 100,004 once rewritten
+		big.Set("sv", "c"+strconv.Itoa(i), bigtable.ServerTime, []byte("v"))
+	}
+	small.Set("sv", "c", bigtable.ServerTime, []byte("v"))
+	errs, err := tbl.API().ApplyBulk(ctx, []string{"big", "small"}, []*bigtable.Mutation{big, small})
+	require.NoError(t, err)
+	require.Len(t, errs, 2)
+	assert.Equal(t, codes.InvalidArgument, status.Code(errs[0]), "%v", errs[0])
+	require.NoError(t, errs[1])
+	r, err := tbl.ReadRow(ctx, "small")
+	require.NoError(t, err)
+	assert.Len(t, r["sv"], 1)
+	r, err = tbl.ReadRow(ctx, "big")
+	require.NoError(t, err)
+	assert.Empty(t, r, "nothing of the row over the limit is written")
 }

@@ -466,6 +466,17 @@ func (s *bulkStream) SendMsg(m any) error {
 			changed = true
 			continue
 		}
+		if len(ms) > maxRequestMutations {
+			// Over the limit alone once the rules added to it: the
+			// server would refuse the request carrying it, failing the
+			// other rows with it. Answered as the server answers it,
+			// alone, as the client's own grouping would have it.
+			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: status.Newf(codes.InvalidArgument,
+				"bttl: the row's %d mutations (with its families' single-value deletes and write-time companions) are over Bigtable's %d per request; nothing of it was sent",
+				len(ms), maxRequestMutations).Proto()})
+			changed = true
+			continue
+		}
 		if !rules.Same(ms, e.GetMutations()) {
 			ce := rules.ShallowCopy(e)
 			ce.Mutations = ms
