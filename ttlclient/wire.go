@@ -60,6 +60,30 @@ type wireCall struct {
 
 	mu   sync.Mutex
 	rows []*CellError // the rows of MutateRows requests refused
+	// refusedEntry is the refusal of each MutateRows entry refused, by
+	// the client's entry (the same on every attempt of the call): a
+	// group the client sends again after a stream error gets the same
+	// answers, neither counted nor recorded again.
+	refusedEntry map[*btpb.MutateRowsRequest_Entry]*CellError
+
+	// writeNow is the instant the call's writes are stamped at, the same
+	// on every attempt: the client retries a whole MutateRows group after
+	// a stream error, server timestamps included, and a retry stamped
+	// later would write a second cell beside the one the server applied.
+	writeNow atomic.Pointer[time.Time]
+}
+
+// writeTime is the call's write instant: the clock's reading at its first
+// write attempt.
+func (c *wireCall) writeTime() time.Time {
+	if p := c.writeNow.Load(); p != nil {
+		return *p
+	}
+	now := c.t.clock.Now()
+	if c.writeNow.CompareAndSwap(nil, &now) {
+		return now
+	}
+	return *c.writeNow.Load()
 }
 
 type wireKey struct{}
@@ -72,6 +96,15 @@ func callOf(ctx context.Context) *wireCall {
 // mark is ctx carrying c.
 func (c *wireCall) mark(ctx context.Context) context.Context {
 	return context.WithValue(ctx, wireKey{}, c)
+}
+
+// unmarked is ctx without its call's mark: what the interceptor hands on
+// once it has rewritten a call, so that a second copy of it on the same
+// connection (ClientOptions given to NewClient, which adds them itself)
+// passes the rewritten request untouched rather than rewriting it again
+// (and refusing the write-time companions the first one added).
+func unmarked(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wireKey{}, (*wireCall)(nil))
 }
 
 // result is what the caller gets for err, the client's error of the call:
@@ -135,7 +168,7 @@ func unaryInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 		if err != nil {
 			return err
 		}
-		req = out
+		req, ctx = out, unmarked(ctx)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if method == methodClientConfig {
@@ -158,6 +191,7 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 	if c.probe {
 		return nil, errProbe
 	}
+	ctx = unmarked(ctx) // the streams below send only what rewrite returned
 	switch method {
 	case methodMutateRows:
 		if c.writes {
@@ -175,7 +209,12 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 // rewrite is the request to send for a marked call's req, or the refusal.
 func (c *wireCall) rewrite(method string, req any) (any, error) {
 	t := c.t
-	now := t.clock.Now()
+	var now time.Time
+	if _, read := req.(*btpb.ReadRowsRequest); read {
+		now = t.clock.Now() // a resumed read filters at its own instant
+	} else {
+		now = c.writeTime()
+	}
 	switch r := req.(type) {
 	case *btpb.MutateRowRequest:
 		if !c.writes {
@@ -364,6 +403,12 @@ type CompatibilityRecorder interface {
 // only once the request is known, and not at all when every entry is
 // refused. The client calls SendMsg, CloseSend, then RecvMsg, on one
 // goroutine.
+//
+// The client groups rows by their own mutation count, within Bigtable's
+// limit per request (maxRequestMutations); the rules may add mutations (a
+// single-value family's deletes, write-time companions), so a rewritten
+// request over the limit is sent as several, one stream after the other,
+// each within it.
 type bulkStream struct {
 	c        *wireCall
 	ctx      context.Context
@@ -374,11 +419,25 @@ type bulkStream struct {
 	opts     []grpc.CallOption
 
 	cs        grpc.ClientStream // nil until sent, and when nothing is
-	kept      []int64           // the request index of each entry sent
+	parts     []bulkPart        // the requests to send, in turn
+	part      int               // the one cs carries
 	refused   []*btpb.MutateRowsResponse_Entry
 	answered  bool // refused has been received
 	sendError error
 }
+
+// bulkPart is one request a bulkStream sends, and the client's request
+// index of each of its entries.
+type bulkPart struct {
+	req  *btpb.MutateRowsRequest
+	kept []int64
+}
+
+// maxRequestMutations is the most mutations Bigtable takes in one
+// MutateRows request ("in total the entries can contain at most 100000
+// mutations", google.bigtable.v2.MutateRowsRequest.entries), the client's
+// own grouping bound (maxMutations, v1.58.0).
+const maxRequestMutations = 100000
 
 func (s *bulkStream) SendMsg(m any) error {
 	r, ok := m.(*btpb.MutateRowsRequest)
@@ -387,15 +446,34 @@ func (s *bulkStream) SendMsg(m any) error {
 		s.sendError = err
 		return err
 	}
-	now := s.c.t.clock.Now()
+	now := s.c.writeTime()
 	var entries []*btpb.MutateRowsRequest_Entry
+	var kept []int64
 	changed := false
+	total := 0
 	for i, e := range r.GetEntries() {
-		ms, err := s.c.mutations(now, e.GetRowKey(), e.GetMutations())
-		if err != nil {
-			ce, _ := err.(*CellError)
+		ce := s.c.entryRefused(e)
+		var ms []*btpb.Mutation
+		if ce == nil {
+			var err error
+			if ms, err = s.c.mutations(now, e.GetRowKey(), e.GetMutations()); err != nil {
+				ce, _ = err.(*CellError)
+				s.c.bulkRefused(e, ce)
+			}
+		}
+		if ce != nil {
 			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: ce.GRPCStatus().Proto()})
-			s.c.bulkRefused(ce)
+			changed = true
+			continue
+		}
+		if len(ms) > maxRequestMutations {
+			// Over the limit alone once the rules added to it: the
+			// server would refuse the request carrying it, failing the
+			// other rows with it. Answered as the server answers it,
+			// alone, as the client's own grouping would have it.
+			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: status.Newf(codes.InvalidArgument,
+				"bttl: the row's %d mutations (with its families' single-value deletes and write-time companions) are over Bigtable's %d per request; nothing of it was sent",
+				len(ms), maxRequestMutations).Proto()})
 			changed = true
 			continue
 		}
@@ -404,24 +482,61 @@ func (s *bulkStream) SendMsg(m any) error {
 			ce.Mutations = ms
 			e, changed = ce, true
 		}
+		total += len(ms)
 		entries = append(entries, e)
-		s.kept = append(s.kept, int64(i))
+		kept = append(kept, int64(i))
 	}
 	if len(entries) == 0 {
 		return nil
 	}
-	out := r
-	if changed {
-		out = rules.ShallowCopy(r)
-		out.Entries = entries
+	if !changed {
+		s.parts = []bulkPart{{req: r, kept: kept}}
+	} else {
+		s.parts = splitBulk(r, entries, kept, total)
 	}
+	return s.open()
+}
+
+// splitBulk is the requests carrying entries (of r, whose request indexes
+// are kept), each within maxRequestMutations where an entry alone is.
+func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total int) []bulkPart {
+	part := func(from, to int) bulkPart {
+		out := rules.ShallowCopy(r)
+		out.Entries = entries[from:to:to]
+		return bulkPart{req: out, kept: kept[from:to:to]}
+	}
+	if total <= maxRequestMutations {
+		return []bulkPart{part(0, len(entries))}
+	}
+	var parts []bulkPart
+	from, n := 0, 0
+	for i, e := range entries {
+		if k := len(e.GetMutations()); n+k > maxRequestMutations && i > from {
+			parts = append(parts, part(from, i))
+			from, n = i, 0
+		}
+		n += len(e.GetMutations())
+	}
+	return append(parts, part(from, len(entries)))
+}
+
+// open opens the stream of the current part and sends its request, closed:
+// the client closes the first itself (CloseSend), the stream closes the
+// others.
+func (s *bulkStream) open() error {
 	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
 		s.sendError = err
 		return err
 	}
 	s.cs = cs
-	return cs.SendMsg(out)
+	if err := cs.SendMsg(s.parts[s.part].req); err != nil && (s.part == 0 || err != io.EOF) {
+		return err // io.EOF on a later part: RecvMsg gives the stream's status
+	}
+	if s.part > 0 {
+		return cs.CloseSend()
+	}
+	return nil
 }
 
 func (s *bulkStream) CloseSend() error {
@@ -446,13 +561,22 @@ func (s *bulkStream) RecvMsg(m any) error {
 	if s.cs == nil {
 		return io.EOF
 	}
-	if err := s.cs.RecvMsg(m); err != nil {
+	err := s.cs.RecvMsg(m)
+	for err == io.EOF && s.part+1 < len(s.parts) {
+		s.part++
+		if err = s.open(); err != nil {
+			return err
+		}
+		err = s.cs.RecvMsg(m)
+	}
+	if err != nil {
 		return err
 	}
 	if r, ok := m.(*btpb.MutateRowsResponse); ok {
+		kept := s.parts[s.part].kept
 		for _, e := range r.GetEntries() {
-			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(s.kept)) {
-				e.Index = s.kept[e.GetIndex()]
+			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(kept)) {
+				e.Index = kept[e.GetIndex()]
 			}
 		}
 	}
@@ -480,11 +604,24 @@ func (s *bulkStream) Context() context.Context {
 	return s.cs.Context()
 }
 
-// bulkRefused records a row's refusal in a MutateRows request.
-func (c *wireCall) bulkRefused(e *CellError) {
+// bulkRefused records the refusal of entry, a row of a MutateRows
+// request.
+func (c *wireCall) bulkRefused(entry *btpb.MutateRowsRequest_Entry, e *CellError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rows = append(c.rows, e)
+	if c.refusedEntry == nil {
+		c.refusedEntry = map[*btpb.MutateRowsRequest_Entry]*CellError{}
+	}
+	c.refusedEntry[entry] = e
+}
+
+// entryRefused is the refusal of entry by an earlier attempt of the call,
+// nil when it was not refused.
+func (c *wireCall) entryRefused(entry *btpb.MutateRowsRequest_Entry) *CellError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusedEntry[entry]
 }
 
 // bulkResults puts the typed refusal of each row the interceptor refused

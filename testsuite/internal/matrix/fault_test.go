@@ -344,3 +344,98 @@ func TestTimestampAssignedOnceAcrossRetries(t *testing.T) {
 	require.Len(t, stored["one"], 1, "one cell")
 	assert.Equal(t, ts, stored["one"][0].Timestamp)
 }
+
+// A MutateRows stream that fails after the server applied its entries is
+// retried whole by the client (applyGroup retries the group on a stream
+// error, server timestamps included), so the interceptor sees the entry
+// again: it stamps it at the call's first instant, and the retry
+// rewrites the same cell rather than writing a second one at a later
+// timestamp (the clock moves a second per injected fault).
+func TestBulkRetryAfterApplyKeepsTheTimestamp(t *testing.T) {
+	h, f := newFlaky(t, 0)
+	tbl := h.MustTable(t, "t", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour), "one": strategy.OneSecond(strategy.WithDefaultTTL(time.Hour))})
+	ctx := context.Background()
+	start := h.Clock.Now()
+	go func() {
+		for f.after.Load() < 1 {
+			runtime.Gosched()
+		}
+		f.mu.Lock()
+		f.fraction = 0
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	f.fraction = 1
+	f.mu.Unlock()
+
+	m := bigtable.NewMutation()
+	m.Set("def", "c", bigtable.ServerTime, []byte("v"))
+	m.Set("one", "c", bigtable.ServerTime, []byte("v"))
+	errs, err := tbl.API().ApplyBulk(ctx, []string{"row"}, []*bigtable.Mutation{m})
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	require.GreaterOrEqual(t, f.after.Load(), int64(1), "a fault injected after the server applied the entries")
+	require.True(t, h.Clock.Now().After(start), "the clock moved between the attempts")
+
+	stored, err := h.Stored(ctx, "t", "row")
+	require.NoError(t, err)
+	require.Len(t, stored["def"], 1, "a cell written twice: %v", stored["def"])
+	require.Len(t, stored["one"], 1, "a cell written twice: %v", stored["one"])
+	assert.Equal(t, bigtable.Time(start).TruncateToMilliseconds(), stored["def"][0].Timestamp)
+	assert.Equal(t, bigtable.Time(start.Add(time.Hour)).TruncateToMilliseconds(), stored["one"][0].Timestamp)
+}
+
+// refusalCounter counts a table's refusals by reason.
+type refusalCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *refusalCounter) Table(string, ttlclient.Schema) ttlclient.TableRecorder { return c }
+func (c *refusalCounter) Read(time.Duration)                                     {}
+func (c *refusalCounter) Write(time.Duration)                                    {}
+func (c *refusalCounter) CellWritten(string, strategy.Kind, time.Duration)       {}
+func (c *refusalCounter) ExpiredCell(string, strategy.Kind, time.Duration)       {}
+func (c *refusalCounter) ShadowRead(int, error)                                  {}
+func (c *refusalCounter) ShadowDropped()                                         {}
+func (c *refusalCounter) VerifySkipped()                                         {}
+func (c *refusalCounter) Refused(family, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[reason]++
+}
+
+// A row the interceptor refuses in a Table.API ApplyBulk is one refusal,
+// counted once, though the client sends its group again after a stream
+// error (the interceptor answers the row again, from the call's first
+// answer).
+func TestBulkRetryCountsARefusalOnce(t *testing.T) {
+	h, f := newFlaky(t, 0)
+	rec := &refusalCounter{n: map[string]int{}}
+	tbl := h.MustTable(t, "t", strategy.Schema{"def": strategy.DefaultExpiry(time.Hour)}, ttlclient.WithRecorder(rec))
+	ctx := context.Background()
+	go func() {
+		for f.after.Load() < 1 {
+			runtime.Gosched()
+		}
+		f.mu.Lock()
+		f.fraction = 0
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	f.fraction = 1
+	f.mu.Unlock()
+
+	ok, bad := bigtable.NewMutation(), bigtable.NewMutation()
+	ok.Set("def", "c", bigtable.ServerTime, []byte("v"))
+	bad.Set("unknown", "c", bigtable.ServerTime, []byte("v"))
+	errs, err := tbl.API().ApplyBulk(ctx, []string{"ok", "bad"}, []*bigtable.Mutation{ok, bad})
+	require.NoError(t, err)
+	require.Len(t, errs, 2)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], ttlclient.ErrUnknownFamily)
+	require.GreaterOrEqual(t, f.after.Load(), int64(1), "a fault injected after the server applied the entries")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Equal(t, map[string]int{"unknown_family": 1}, rec.n)
+}
