@@ -11,6 +11,8 @@ import (
 	"time"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // replicator applies each write accepted on one cluster to the other
@@ -127,7 +129,7 @@ func (r *replicator) pass(ctx context.Context, all bool) error {
 			r.mu.Lock()
 			r.queues[k] = r.queues[k][1:]
 			if err != nil {
-				r.errs = append(r.errs, fmt.Errorf("prodserver: replicate row %q of %s from %s to %s (at %s): %w", w.row.key, w.table, k.source, k.target.name, k.target.addr, err))
+				r.errs = append(r.errs, fmt.Errorf("prodserver: replicate row %s of %s from %s to %s (at %s): %w", keytext.Quote(string(w.row.key)), w.table, k.source, k.target.name, k.target.addr, err))
 			}
 			r.mu.Unlock()
 			if err == nil {

@@ -98,7 +98,7 @@ func (a *migrateArgs) runCheckCopy(e *env, m *migrate.Migrator) int {
 			fmt.Fprintf(e.stdout, "  %d cell(s) whose source holds another value (overwritten after the copy without the mirror)\n", chk.ValueDiffers)
 		}
 		for _, c := range chk.Cells {
-			fmt.Fprintf(e.stdout, "  %s: row %s, column %s, timestamp %d (%s)\n", strings.ReplaceAll(c.What, "_", " "), cellText(c.Row, c.Quoted), cellText(c.Column, c.Quoted), c.Timestamp, c.Time)
+			fmt.Fprintf(e.stdout, "  %s: row %s, column %s, timestamp %d (%s)\n", strings.ReplaceAll(c.What, "_", " "), keytext.Quote(reportKey(c.Row, c.Quoted)), keytext.Quote(reportKey(c.Column, c.Quoted)), c.Timestamp, c.Time)
 		}
 	}
 	if !chk.Clean() {
@@ -109,13 +109,19 @@ func (a *migrateArgs) runCheckCopy(e *env, m *migrate.Migrator) int {
 	return exitOK
 }
 
-// cellText is a report cell's key as printed: quoted already when
-// quoted, else quoted for the terminal.
-func cellText(s string, quoted bool) string {
-	if quoted {
+// reportKey is a report cell's key or qualifier as stored: a Go-quoted
+// one (not UTF-8, ReportCell.Quoted) is unquoted, so that every key is
+// printed through keytext alike (quoted and cut,
+// docs/design.md#keys-in-messages). One that does not unquote is shown
+// quoted as the report has it.
+func reportKey(s string, quoted bool) string {
+	if !quoted {
 		return s
 	}
-	return keytext.Quote(s)
+	if u, err := strconv.Unquote(s); err == nil {
+		return u
+	}
+	return s
 }
 
 var migrateMergeCommand = command{
@@ -251,7 +257,7 @@ func writeJobResult(e *env, res *migrate.JobResult) {
 		}
 	}
 	for _, c := range res.Ambiguous {
-		fmt.Fprintf(w, "  ambiguous: row %s, column %s, timestamp %d (%s)\n", cellText(c.Row, c.Quoted), cellText(c.Column, c.Quoted), c.Timestamp, c.Time)
+		fmt.Fprintf(w, "  ambiguous: row %s, column %s, timestamp %d (%s)\n", keytext.Quote(reportKey(c.Row, c.Quoted)), keytext.Quote(reportKey(c.Column, c.Quoted)), c.Timestamp, c.Time)
 	}
 	switch {
 	case !res.Complete:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/migrate"
 )
 
@@ -292,4 +294,20 @@ func TestMigrateRefusesAnotherTTLFromReports(t *testing.T) {
 	assert.Contains(t, r.stderr, "moved 20 cell(s) with TTL ttl=720h0m0s")
 	r = bttl(t, addr, "", append(args("60d", "second"), "-allow-ttl-change")...)
 	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
+
+// An ambiguous cell whose key is not UTF-8 comes Go-quoted in the report;
+// the text output prints it through keytext like any other key, so a long
+// one is cut with its length (it was printed whole, uncut, before).
+func TestJobResultPrintsReportKeysThroughKeytext(t *testing.T) {
+	long := strings.Repeat("k", 100) + "\xff"
+	res := &migrate.JobResult{Ambiguous: []migrate.ReportCell{
+		{Row: strconv.Quote(long), Column: strconv.Quote("c\xff"), Quoted: true, Timestamp: 1000, Time: "1970-01-01T00:00:00.001Z"},
+		{Row: "plain", Column: "c", Timestamp: 2000, Time: "1970-01-01T00:00:00.002Z"},
+	}}
+	var out bytes.Buffer
+	writeJobResult(&env{stdout: &out}, res)
+	assert.Contains(t, out.String(), "  ambiguous: row "+keytext.Quote(long)+`, column "c\xff", timestamp 1000`)
+	assert.Contains(t, out.String(), `...(101 bytes)`)
+	assert.Contains(t, out.String(), `  ambiguous: row "plain", column "c", timestamp 2000`)
 }
