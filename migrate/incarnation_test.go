@@ -141,3 +141,58 @@ func TestRestartedDeletionRunResumes(t *testing.T) {
 	_, err = run(ctx)
 	require.ErrorIs(t, err, migrate.ErrExpiredCount, "the first run checks the count exactly")
 }
+
+// A range left unfinished twice (a cell there cannot be moved) carries its
+// first run's deletions over as DeletedBefore; a restart must still count
+// them among the deletions the checkpoint records, or its bound on what is
+// left to delete grows by them: a cell that became expired since the dry
+// run (a legacy write with an old timestamp) would then be deleted too,
+// more than -expect-expired in all.
+func TestRestartedDeletionRunCountsDeletionsCarriedOver(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	load(t, raw, "f", 40, 1, now, 10*day)
+	const ttl = 20 * time.Second // load's cells are 1..40 s old: half expired
+	// A cell stamped before 2000 is no write time: never moved, so the
+	// range is never finished.
+	m := bigtable.NewMutation()
+	m.Set("f", "c00", bigtable.Timestamp(1000), []byte("seq"))
+	require.NoError(t, raw.Apply(ctx, "row0000005", m))
+	h.Clock.Set(now.Add(time.Second))
+	plan := inPlace(now, ttl)
+	dry, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	require.NoError(t, err)
+	drep, err := dry.Run(ctx)
+	require.NoError(t, err)
+	require.Positive(t, drep.ExpiredLeft)
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, drep.Now, drep.ExpiredLeft
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	run := func() (*migrate.Report, error) {
+		mg, err := migrate.New(raw, "t", del, migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+		require.NoError(t, err)
+		return mg.Run(ctx, scan.WithRanges(1))
+	}
+	first, err := run()
+	require.NoError(t, err)
+	require.Equal(t, del.ExpectExpired, first.ExpiredDeleted)
+	require.Equal(t, int64(1), first.NotRealTimes)
+	require.False(t, first.Scan.Complete(), "the range holding the sequence number is left unfinished")
+	second, err := run()
+	require.NoError(t, err)
+	require.Zero(t, second.ExpiredDeleted)
+	require.Equal(t, del.ExpectExpired, second.DeletedBefore, "the first run's deletions carried over")
+
+	// A legacy writer adds a cell already expired as of the job's instant.
+	late := bigtable.Time(now.Add(-2 * ttl)).TruncateToMilliseconds()
+	m = bigtable.NewMutation()
+	m.Set("f", "c00", late, []byte("late"))
+	require.NoError(t, raw.Apply(ctx, "row9999999", m))
+	third, err := run()
+	require.ErrorIs(t, err, migrate.ErrExpiredCount, "1 expired cell left + %d deleted exceeds the job's %d", del.ExpectExpired, del.ExpectExpired)
+	assert.Zero(t, third.ExpiredDeleted)
+	assert.Contains(t, stored(t, raw, "f"), key{"row9999999", "c00", late}, "nothing beyond the dry run's count is deleted")
+}

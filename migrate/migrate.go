@@ -468,7 +468,9 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 			for _, r := range rangesOf(rec) {
 				var st Stats
 				if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
-					deleted += st.ExpiredDeleted
+					// A range read again records the deletions of the
+					// earlier attempts as DeletedBefore.
+					deleted += st.ExpiredDeleted + st.DeletedBefore
 				}
 			}
 		}
