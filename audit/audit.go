@@ -383,17 +383,18 @@ func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 			f.GCRule = gcrule.Describe(rule)
 		}
 		f.RuleMatches = f.managed && gcrule.Check(r.Table, f.Family, f.policy, cf) == nil
-		if !collectsAsNeeded(cf, f.policy) {
+		if !RuleCollectsExpired(cf, f.policy) {
 			f.classifyByRule()
 		}
 	}
 }
 
-// collectsAsNeeded reports whether the family's GC rule, not the one the
-// age policy p needs, still collects every cell that one would (an age as
-// short or shorter, in a union: a versions rule beside it, say): then the
-// cells p reads as expired are GC's stock all the same, and stay Expired.
-func collectsAsNeeded(cf *adminpb.ColumnFamily, p strategy.Policy) bool {
+// RuleCollectsExpired reports whether the family's GC rule, even when not
+// the one the age policy p needs, collects every cell that one would (an
+// age as short or shorter, in a union: a versions rule beside it, say):
+// then the cells p reads as expired are GC's stock all the same, not cells
+// kept by the family's rule (docs/design.md#not-on-rule).
+func RuleCollectsExpired(cf *adminpb.ColumnFamily, p strategy.Policy) bool {
 	if k := p.Kind(); k != strategy.KindOneSecond && k != strategy.KindDefaultExpiry {
 		return false
 	}
