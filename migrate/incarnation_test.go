@@ -196,3 +196,49 @@ func TestRestartedDeletionRunCountsDeletionsCarriedOver(t *testing.T) {
 	assert.Zero(t, third.ExpiredDeleted)
 	assert.Contains(t, stored(t, raw, "f"), key{"row9999999", "c00", late}, "nothing beyond the dry run's count is deleted")
 }
+
+// A range an earlier run left unfinished (a cell there cannot be moved)
+// hands its recorded moves to the run that reads it again, as
+// MovedBefore: unless the table was restored since, which undid them. The
+// last cell moved there (its witness) is then gone, and the rerun, which
+// moves the restored cells again, does not count them twice.
+func TestRestoreUndoesTheMovesOfAnUnfinishedRange(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	schema := strategy.Schema{"f": strategy.Unmanaged()}
+	require.NoError(t, h.CreateTable(ctx, "t", schema))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	fill := func() map[key]string {
+		model := load(t, raw, "f", 30, 2, now, day)
+		m := bigtable.NewMutation()
+		m.Set("f", "seq", bigtable.Timestamp(1000), []byte("n")) // no write time: never moved
+		require.NoError(t, raw.Apply(ctx, "row0000003", m))
+		return model
+	}
+	model := fill()
+	h.Clock.Set(now.Add(time.Second))
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	run := func() *migrate.Report {
+		mg, err := migrate.New(raw, "t", inPlace(now, day), migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+		require.NoError(t, err)
+		rep, err := mg.Run(ctx, scan.WithRanges(1))
+		require.NoError(t, err)
+		return rep
+	}
+	first := run()
+	require.Equal(t, int64(len(model)), first.Moved)
+	require.False(t, first.Scan.Complete())
+
+	second := run() // no restore: the earlier moves are carried over
+	assert.Zero(t, second.Moved)
+	assert.Equal(t, int64(len(model)), second.MovedBefore)
+
+	require.NoError(t, h.Admin.DeleteTable(ctx, "t"))
+	require.NoError(t, h.CreateTable(ctx, "t", schema))
+	fill()
+	third := run()
+	assert.Equal(t, int64(len(model)), third.Moved, "what the restore brought back is moved again")
+	assert.Zero(t, third.MovedBefore, "the moves the restore undid are not counted")
+	assert.Equal(t, int64(len(model)), third.Moved+third.MovedBefore, "the job moved each cell of the table once")
+}

@@ -335,9 +335,21 @@ type rangeResult struct {
 // moved nothing: empty, already on the target, or only deletions or
 // counts) proves nothing and is read again; so is a range whose witness a
 // writer or GC removed since, which costs a read and moves nothing twice.
+//
+// It is also asked about a range an earlier run left unfinished (its
+// result records a cell not moved): whether that run's moves, carried
+// over to this run's read as MovedBefore, are still stored. With no
+// witness there is nothing to check (its deletions are carried over);
+// with one gone (a restore undid the moves) they are not carried over,
+// as this run moves the restored cells again.
 func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawMessage) (bool, error) {
 	var rr rangeResult
-	if err := json.Unmarshal(result, &rr); err != nil || rr.Witness == nil {
+	err := json.Unmarshal(result, &rr)
+	unfinished := err == nil && rr.Unmoved() > 0
+	if err != nil || rr.Witness == nil {
+		if unfinished {
+			return true, nil
+		}
 		m.witnessNone.Add(1)
 		return false, nil
 	}
@@ -352,7 +364,9 @@ func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawM
 		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
 	}
 	if len(row[w.Family]) == 0 {
-		m.witnessGone.Add(1)
+		if !unfinished {
+			m.witnessGone.Add(1)
+		}
 		return false, nil
 	}
 	return true, nil
@@ -513,7 +527,7 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 		n := countersOf(&m.total, &rg)
 		// An earlier run left this range unfinished: what it moved and
 		// deleted there is carried over (the rows no longer show it).
-		var was Stats
+		var was rangeResult
 		if len(prior) > 0 && json.Unmarshal(prior, &was) == nil {
 			for _, t := range []*tally{&m.total, &rg} {
 				t.movedBefore.Add(was.Moved + was.MovedBefore)
@@ -521,6 +535,11 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 			}
 		}
 		n.last = &witnessSlot{}
+		if was.Witness != nil {
+			// The earlier moves' witness (checked still stored by
+			// stillDone) stands for them until this run moves a cell.
+			n.last.set(*was.Witness)
+		}
 		var (
 			wg    sync.WaitGroup
 			sem   = make(chan struct{}, m.inflight)
