@@ -242,3 +242,59 @@ func TestRestoreUndoesTheMovesOfAnUnfinishedRange(t *testing.T) {
 	assert.Zero(t, third.MovedBefore, "the moves the restore undid are not counted")
 	assert.Equal(t, int64(len(model)), third.Moved+third.MovedBefore, "the job moved each cell of the table once")
 }
+
+// A writer that deletes the cells a range's earlier run moved (its witness
+// among them) undoes none of that run's deletions: the run that reads the
+// range again drops the moves it carried over, not the deletions, which a
+// later restart still counts against -expect-expired.
+func TestAGoneWitnessKeepsTheDeletionsCarriedOver(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	load(t, raw, "f", 40, 1, now, 10*day)
+	const ttl = 20 * time.Second
+	m := bigtable.NewMutation()
+	m.Set("f", "c00", bigtable.Timestamp(1000), []byte("seq")) // never moved: the range is never finished
+	require.NoError(t, raw.Apply(ctx, "row0000005", m))
+	h.Clock.Set(now.Add(time.Second))
+	plan := inPlace(now, ttl)
+	dry, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	require.NoError(t, err)
+	drep, err := dry.Run(ctx)
+	require.NoError(t, err)
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, drep.Now, drep.ExpiredLeft
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	run := func() (*migrate.Report, error) {
+		mg, err := migrate.New(raw, "t", del, migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+		require.NoError(t, err)
+		return mg.Run(ctx, scan.WithRanges(1))
+	}
+	first, err := run()
+	require.NoError(t, err)
+	require.Equal(t, del.ExpectExpired, first.ExpiredDeleted)
+	require.Positive(t, first.Moved)
+
+	// A writer deletes every moved cell.
+	for k := range stored(t, raw, "f") {
+		if k.ts > bigtable.Time(now) {
+			m := bigtable.NewMutation()
+			m.DeleteTimestampRange("f", k.col, k.ts, k.ts+1000)
+			require.NoError(t, raw.Apply(ctx, k.row, m))
+		}
+	}
+	second, err := run()
+	require.NoError(t, err)
+	assert.Zero(t, second.MovedBefore, "the moves whose witness is gone are not carried over")
+	assert.Equal(t, del.ExpectExpired, second.Stats.DeletedBefore, "the deletions are")
+
+	late := bigtable.Time(now.Add(-2 * ttl)).TruncateToMilliseconds()
+	m = bigtable.NewMutation()
+	m.Set("f", "c00", late, []byte("late"))
+	require.NoError(t, raw.Apply(ctx, "row9999999", m))
+	_, err = run()
+	require.ErrorIs(t, err, migrate.ErrExpiredCount, "the deletions recorded still bound the restart")
+	assert.Contains(t, stored(t, raw, "f"), key{"row9999999", "c00", late})
+}

@@ -97,6 +97,10 @@ type Migrator struct {
 	// witnessGone and witnessNone count the finished ranges a resumed run
 	// reads again (stillDone): their witness is gone, or they have none.
 	witnessGone, witnessNone atomic.Int64
+	// movesUndone holds the unfinished ranges (scan.Range) whose earlier
+	// moves' witness stillDone found gone: their read again carries over
+	// the earlier deletions only.
+	movesUndone sync.Map
 
 	mu           sync.Mutex
 	examples     []Example
@@ -339,10 +343,13 @@ type rangeResult struct {
 // It is also asked about a range an earlier run left unfinished (its
 // result records a cell not moved): whether that run's moves, carried
 // over to this run's read as MovedBefore, are still stored. With no
-// witness there is nothing to check (its deletions are carried over);
-// with one gone (a restore undid the moves) they are not carried over,
-// as this run moves the restored cells again.
-func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawMessage) (bool, error) {
+// witness there is nothing to check; with one gone (a restore undid the
+// moves, or a writer deleted the cell) the moves are not carried over,
+// as this run finds any restored cell to move again. The result is kept
+// either way: its deletions are still carried over (a restarted deletion
+// run counts them against ExpectExpired: counting a restored cell's
+// deletion twice errs toward refusing).
+func (m *Migrator) stillDone(ctx context.Context, rg scan.Range, result json.RawMessage) (bool, error) {
 	var rr rangeResult
 	err := json.Unmarshal(result, &rr)
 	unfinished := err == nil && rr.Unmoved() > 0
@@ -364,9 +371,11 @@ func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawM
 		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
 	}
 	if len(row[w.Family]) == 0 {
-		if !unfinished {
-			m.witnessGone.Add(1)
+		if unfinished {
+			m.movesUndone.Store(rg, true)
+			return true, nil
 		}
+		m.witnessGone.Add(1)
 		return false, nil
 	}
 	return true, nil
@@ -522,13 +531,17 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
 	var all sync.WaitGroup
 	defer all.Wait() // a scan stopped by an error may leave rows in flight
-	return scan.RunResumedRanges(ctx, m.tbl, m.table, func(_ scan.Range, prior json.RawMessage) (scan.RowFunc, func() (json.RawMessage, error)) {
+	return scan.RunResumedRanges(ctx, m.tbl, m.table, func(r scan.Range, prior json.RawMessage) (scan.RowFunc, func() (json.RawMessage, error)) {
 		var rg tally
 		n := countersOf(&m.total, &rg)
 		// An earlier run left this range unfinished: what it moved and
-		// deleted there is carried over (the rows no longer show it).
+		// deleted there is carried over (the rows no longer show it),
+		// its moves only while their witness is stored.
 		var was rangeResult
 		if len(prior) > 0 && json.Unmarshal(prior, &was) == nil {
+			if _, undone := m.movesUndone.Load(r); undone {
+				was.Moved, was.MovedBefore, was.Witness = 0, 0, nil
+			}
 			for _, t := range []*tally{&m.total, &rg} {
 				t.movedBefore.Add(was.Moved + was.MovedBefore)
 				t.deletedBefore.Add(was.ExpiredDeleted + was.DeletedBefore)
