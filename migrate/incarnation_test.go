@@ -298,3 +298,48 @@ func TestAGoneWitnessKeepsTheDeletionsCarriedOver(t *testing.T) {
 	require.ErrorIs(t, err, migrate.ErrExpiredCount, "the deletions recorded still bound the restart")
 	assert.Contains(t, stored(t, raw, "f"), key{"row9999999", "c00", late})
 }
+
+// A finished range that moved nothing (every cell there was expired and
+// deleted) has no witness, so a restart reads it again: the deletions its
+// record held must stay counted, or the next restart's bound on what is
+// left to delete grows by them.
+func TestAFinishedRangeReadAgainKeepsItsDeletions(t *testing.T) {
+	h := bttestharness.New(t)
+	ctx := context.Background()
+	require.NoError(t, h.CreateTable(ctx, "t", strategy.Schema{"f": strategy.Unmanaged()}))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	load(t, raw, "f", 40, 1, now, 10*day)
+	const ttl = 500 * time.Millisecond // every cell expired
+	h.Clock.Set(now.Add(time.Second))
+	plan := inPlace(now, ttl)
+	dry, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock), migrate.WithDryRun())
+	require.NoError(t, err)
+	drep, err := dry.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(40), drep.ExpiredLeft)
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, drep.Now, drep.ExpiredLeft
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	run := func() (*migrate.Report, error) {
+		mg, err := migrate.New(raw, "t", del, migrate.WithClock(h.Clock), migrate.WithCheckpoint(ckpt))
+		require.NoError(t, err)
+		return mg.Run(ctx, scan.WithRanges(1))
+	}
+	first, err := run()
+	require.NoError(t, err)
+	require.Equal(t, del.ExpectExpired, first.ExpiredDeleted)
+	require.True(t, first.Scan.Complete())
+	second, err := run() // the job restarted: its range proves nothing, and is read again
+	require.NoError(t, err)
+	assert.Equal(t, 1, second.Unproven)
+	assert.Equal(t, del.ExpectExpired, second.Stats.DeletedBefore, "the deletions recorded are carried over")
+
+	late := bigtable.Time(now.Add(-time.Minute)).TruncateToMilliseconds()
+	m := bigtable.NewMutation()
+	m.Set("f", "c00", late, []byte("late"))
+	require.NoError(t, raw.Apply(ctx, "row9999999", m))
+	_, err = run()
+	require.ErrorIs(t, err, migrate.ErrExpiredCount, "the deletions recorded still bound the restart")
+	assert.Contains(t, stored(t, raw, "f"), key{"row9999999", "c00", late})
+}

@@ -101,6 +101,11 @@ type Migrator struct {
 	// moves' witness stillDone found gone: their read again carries over
 	// the earlier deletions only.
 	movesUndone sync.Map
+	// deletedEarlier holds, for the finished ranges stillDone has read
+	// again (no witness, or a gone one), the deletions their record held
+	// (int64 by scan.Range): carried over as DeletedBefore, so that a
+	// restarted deletion run keeps counting them.
+	deletedEarlier sync.Map
 
 	mu           sync.Mutex
 	examples     []Example
@@ -353,6 +358,11 @@ func (m *Migrator) stillDone(ctx context.Context, rg scan.Range, result json.Raw
 	var rr rangeResult
 	err := json.Unmarshal(result, &rr)
 	unfinished := err == nil && rr.Unmoved() > 0
+	if err == nil && !unfinished {
+		if d := rr.ExpiredDeleted + rr.DeletedBefore; d > 0 {
+			m.deletedEarlier.Store(rg, d) // used only if read again
+		}
+	}
 	if err != nil || rr.Witness == nil {
 		if unfinished {
 			return true, nil
@@ -538,6 +548,16 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 		// deleted there is carried over (the rows no longer show it),
 		// its moves only while their witness is stored.
 		var was rangeResult
+		if d, ok := m.deletedEarlier.Load(r); ok && len(prior) == 0 {
+			// A finished range read again: what it moved proves nothing
+			// any more (the witness is missing or gone), what it deleted
+			// stays counted (a restore's cells deleted again count twice,
+			// which errs toward refusing).
+			was.DeletedBefore = d.(int64)
+			for _, t := range []*tally{&m.total, &rg} {
+				t.deletedBefore.Add(was.DeletedBefore)
+			}
+		}
 		if len(prior) > 0 && json.Unmarshal(prior, &was) == nil {
 			if _, undone := m.movesUndone.Load(r); undone {
 				was.Moved, was.MovedBefore, was.Witness = 0, 0, nil
