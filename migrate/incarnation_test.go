@@ -121,7 +121,12 @@ func TestRestartedDeletionRunResumes(t *testing.T) {
 	second, err := run(ctx)
 	require.NoError(t, err, "the restart resumes")
 	assert.True(t, second.Scan.Complete())
-	assert.Equal(t, del.ExpectExpired, first.ExpiredDeleted+second.ExpiredDeleted, "exactly the dry run's cells are deleted, over both runs")
+	// A deletion in flight when the first run stopped may be applied
+	// without being counted (its RPC returns the cancellation): the counts
+	// never exceed the dry run's, and the cells stored show exactly its
+	// cells deleted (below).
+	assert.LessOrEqual(t, first.ExpiredDeleted+second.ExpiredDeleted, del.ExpectExpired, "never more than the dry run's cells are deleted, over both runs")
+	assert.GreaterOrEqual(t, first.ExpiredDeleted+second.ExpiredDeleted, del.ExpectExpired-int64(migrate.DefaultInflight*scan.DefaultWorkers), "at most the deletions in flight at the stop go uncounted")
 	live := map[key]string{}
 	for k, v := range model {
 		if k.ts.Time().Add(ttl).After(drep.Now) {
