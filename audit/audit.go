@@ -42,15 +42,16 @@ type Family struct {
 	Bytes    int64 `json:"bytes"`
 	Live     int64 `json:"live_cells"`
 	// Expired: cells of an age family expired at now, still stored, in a
-	// family whose GC rule is the one its strategy needs (or was not read):
-	// the stock GC is to collect.
+	// family whose GC rule is the one its strategy needs, or another that
+	// collects them as soon (an age as short, beside a versions rule), or
+	// was not read: the stock GC is to collect.
 	Expired      int64 `json:"expired_cells"`
 	ExpiredBytes int64 `json:"expired_bytes"`
 	// OldestExpiry is the earliest expiry instant among them (zero: none).
 	OldestExpiry bigtable.Timestamp `json:"oldest_expiry,omitempty"`
 	// NotOnRule: cells of an age family that its strategy reads as expired
 	// at now, in a family whose GC rule was read and is not the one the
-	// strategy needs (another rule, or none): not stock GC failed to
+	// strategy needs and keeps them longer (another rule, or none): not stock GC failed to
 	// collect, since GC follows the family's rule, not the schema's. They
 	// are real write times of legacy writers, cells of a migration under
 	// way, or, with no rule at all, cells never collected
@@ -382,8 +383,23 @@ func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 			f.GCRule = gcrule.Describe(rule)
 		}
 		f.RuleMatches = f.managed && gcrule.Check(r.Table, f.Family, f.policy, cf) == nil
-		f.classifyByRule()
+		if !RuleCollectsExpired(cf, f.policy) {
+			f.classifyByRule()
+		}
 	}
+}
+
+// RuleCollectsExpired reports whether the family's GC rule, even when not
+// the one the age policy p needs, collects every cell that one would (an
+// age as short or shorter, in a union: a versions rule beside it, say):
+// then the cells p reads as expired are GC's stock all the same, not cells
+// kept by the family's rule (docs/design.md#not-on-rule).
+func RuleCollectsExpired(cf *adminpb.ColumnFamily, p strategy.Policy) bool {
+	if k := p.Kind(); k != strategy.KindOneSecond && k != strategy.KindDefaultExpiry {
+		return false
+	}
+	n := gcrule.Normalize(cf.GetGcRule())
+	return !n.Intersection && !n.Unrecognized && n.HasAge && n.Age <= p.MaxAge()
 }
 
 // classifyByRule moves the cells an age family's strategy reads as expired

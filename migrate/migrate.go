@@ -104,6 +104,15 @@ type Migrator struct {
 	// witnessGone and witnessNone count the finished ranges a resumed run
 	// reads again (stillDone): their witness is gone, or they have none.
 	witnessGone, witnessNone atomic.Int64
+	// movesUndone holds the unfinished ranges (scan.Range) whose earlier
+	// moves' witness stillDone found gone: their read again carries over
+	// the earlier deletions only.
+	movesUndone sync.Map
+	// deletedEarlier holds, for the finished ranges stillDone has read
+	// again (no witness, or a gone one), the deletions their record held
+	// (int64 by scan.Range): carried over as DeletedBefore, so that a
+	// restarted deletion run keeps counting them.
+	deletedEarlier sync.Map
 
 	mu           sync.Mutex
 	examples     []Example
@@ -344,9 +353,29 @@ type rangeResult struct {
 // moved nothing: empty, already on the target, or only deletions or
 // counts) proves nothing and is read again; so is a range whose witness a
 // writer or GC removed since, which costs a read and moves nothing twice.
-func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawMessage) (bool, error) {
+//
+// It is also asked about a range an earlier run left unfinished (its
+// result records a cell not moved): whether that run's moves, carried
+// over to this run's read as MovedBefore, are still stored. With no
+// witness there is nothing to check; with one gone (a restore undid the
+// moves, or a writer deleted the cell) the moves are not carried over,
+// as this run finds any restored cell to move again. The result is kept
+// either way: its deletions are still carried over (a restarted deletion
+// run counts them against ExpectExpired: counting a restored cell's
+// deletion twice errs toward refusing).
+func (m *Migrator) stillDone(ctx context.Context, rg scan.Range, result json.RawMessage) (bool, error) {
 	var rr rangeResult
-	if err := json.Unmarshal(result, &rr); err != nil || rr.Witness == nil {
+	err := json.Unmarshal(result, &rr)
+	unfinished := err == nil && rr.Unmoved() > 0
+	if err == nil && !unfinished {
+		if d := rr.ExpiredDeleted + rr.DeletedBefore; d > 0 {
+			m.deletedEarlier.Store(rg, d) // used only if read again
+		}
+	}
+	if err != nil || rr.Witness == nil {
+		if unfinished {
+			return true, nil
+		}
 		m.witnessNone.Add(1)
 		return false, nil
 	}
@@ -361,6 +390,10 @@ func (m *Migrator) stillDone(ctx context.Context, _ scan.Range, result json.RawM
 		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
 	}
 	if len(row[w.Family]) == 0 {
+		if unfinished {
+			m.movesUndone.Store(rg, true)
+			return true, nil
+		}
 		m.witnessGone.Add(1)
 		return false, nil
 	}
@@ -477,7 +510,9 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 			for _, r := range rangesOf(rec) {
 				var st Stats
 				if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
-					deleted += st.ExpiredDeleted
+					// A range read again records the deletions of the
+					// earlier attempts as DeletedBefore.
+					deleted += st.ExpiredDeleted + st.DeletedBefore
 				}
 			}
 		}
@@ -515,19 +550,38 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))
 	var all sync.WaitGroup
 	defer all.Wait() // a scan stopped by an error may leave rows in flight
-	return scan.RunResumedRanges(ctx, m.tbl, m.table, func(_ scan.Range, prior json.RawMessage) (scan.RowFunc, func() (json.RawMessage, error)) {
+	return scan.RunResumedRanges(ctx, m.tbl, m.table, func(r scan.Range, prior json.RawMessage) (scan.RowFunc, func() (json.RawMessage, error)) {
 		var rg tally
 		n := countersOf(&m.total, &rg)
 		// An earlier run left this range unfinished: what it moved and
-		// deleted there is carried over (the rows no longer show it).
-		var was Stats
+		// deleted there is carried over (the rows no longer show it),
+		// its moves only while their witness is stored.
+		var was rangeResult
+		if d, ok := m.deletedEarlier.Load(r); ok && len(prior) == 0 {
+			// A finished range read again: what it moved proves nothing
+			// any more (the witness is missing or gone), what it deleted
+			// stays counted (a restore's cells deleted again count twice,
+			// which errs toward refusing).
+			was.DeletedBefore = d.(int64)
+			for _, t := range []*tally{&m.total, &rg} {
+				t.deletedBefore.Add(was.DeletedBefore)
+			}
+		}
 		if len(prior) > 0 && json.Unmarshal(prior, &was) == nil {
+			if _, undone := m.movesUndone.Load(r); undone {
+				was.Moved, was.MovedBefore, was.Witness = 0, 0, nil
+			}
 			for _, t := range []*tally{&m.total, &rg} {
 				t.movedBefore.Add(was.Moved + was.MovedBefore)
 				t.deletedBefore.Add(was.ExpiredDeleted + was.DeletedBefore)
 			}
 		}
 		n.last = &witnessSlot{}
+		if was.Witness != nil {
+			// The earlier moves' witness (checked still stored by
+			// stillDone) stands for them until this run moves a cell.
+			n.last.set(*was.Witness)
+		}
 		var (
 			wg    sync.WaitGroup
 			sem   = make(chan struct{}, m.inflight)

@@ -101,7 +101,10 @@ func WithCheckpoint(path string, job any) Option {
 // the same name, is not taken for one whose work is done: the checkpoint
 // outlives the table it describes. check is called once per finished
 // range, one at a time, each call bounded as a checkpoint read is
-// (WithStall); an error stops the scan before any read.
+// (WithStall); an error stops the scan before any read. check is also
+// asked about each range an earlier run left unfinished with a recorded
+// result (RunResumedRanges hands it to the range's next read): when it
+// answers false, that result is dropped.
 func WithResumeCheck(check func(ctx context.Context, rg Range, result json.RawMessage) (bool, error)) Option {
 	return func(c *config) { c.resumeCheck = check }
 }

@@ -249,12 +249,15 @@ func Recorded(ctx context.Context, table string, opts ...Option) (*Summary, erro
 }
 
 // recheck asks WithResumeCheck about each range ck records finished, and
-// marks unfinished those whose work is gone; it returns how many.
+// marks unfinished those whose work is gone; it returns how many. It asks
+// too about each unfinished range with a recorded result, and drops the
+// result whose work is gone, so that it is not handed to the range's
+// next read (RunResumedRanges) as work still done.
 func (c *config) recheck(ctx context.Context, name string, ck *checkpointFile) (int, error) {
 	undone := 0
 	for i := range ck.Ranges {
 		cr := &ck.Ranges[i]
-		if !cr.Done {
+		if !cr.Done && cr.Result == nil {
 			continue
 		}
 		var holds bool
@@ -266,8 +269,10 @@ func (c *config) recheck(ctx context.Context, name string, ck *checkpointFile) (
 			return 0, &CheckpointError{Path: name, Reason: "cannot check range " + cr.Range.String() + " is still done", Err: err}
 		}
 		if !holds {
+			if cr.Done {
+				undone++
+			}
 			cr.Done, cr.Result = false, nil
-			undone++
 		}
 	}
 	return undone, nil

@@ -100,10 +100,10 @@ func TestApplyConvergesAfterACleanMigrate(t *testing.T) {
 		require.Equal(t, exitFindings, r.code, "without -written-before, passed expiries look like real timestamps: %s", r.stdout+r.stderr)
 		assert.Contains(t, r.stdout, "-written-before", "the refusal names the evidence that would tell them apart")
 
-		r = bttl(t, addr, "", append([]string{"-schema", file, "plan", "-table", "legacy"}, window...)...)
+		r = bttl(t, addr, "", append([]string{"-schema", file, "plan", "-table", "legacy", "-family", "f"}, window...)...)
 		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 		assert.Contains(t, r.stdout, "expiry instants already passed")
-		r = bttl(t, addr, "", append([]string{"-schema", file, "apply", "-yes", "-table", "legacy"}, window...)...)
+		r = bttl(t, addr, "", append([]string{"-schema", file, "apply", "-yes", "-table", "legacy", "-family", "f"}, window...)...)
 		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 		assert.Contains(t, r.stdout, "expiry instants already passed")
 		assert.NotContains(t, r.stdout+r.stderr, "force")
@@ -111,11 +111,52 @@ func TestApplyConvergesAfterACleanMigrate(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 
 		// Real legacy cells are still refused, whatever -written-before.
-		r = bttl(t, addr, "", append([]string{"-schema", file, "apply", "-yes", "-table", "untouched"}, window...)...)
+		r = bttl(t, addr, "", append([]string{"-schema", file, "apply", "-yes", "-table", "untouched", "-family", "f"}, window...)...)
 		require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 		assert.Contains(t, r.stdout, fmt.Sprintf("%d cell(s) with timestamps at or before now", legacyCells))
 		stop()
 		wg.Wait()
 		t.Logf("live writer: %d writes; %d moved cell(s) expired before apply", written, movedPassed)
 	})
+}
+
+// -written-before states when the writers of one migrated family switched:
+// given to an apply of the whole schema it would also count as expiry
+// instants the real timestamps of a family whose legacy writers never
+// switched (here every cell of "other" is stamped after the instant, so
+// nothing was refused and the one-second rule collected them all). It
+// needs -table and -family; nothing is changed without them.
+func TestWrittenBeforeNeedsTheMigratedFamily(t *testing.T) {
+	ac, dc, addr := serverClients(t, "bttest")
+	ctx := context.Background()
+	for _, table := range []string{"migrated", "other"} {
+		require.NoError(t, ac.CreateTable(ctx, table))
+		require.NoError(t, ac.CreateColumnFamily(ctx, table, "f"))
+	}
+	switched := time.Now().Add(-time.Hour) // "migrated"'s writers switched then
+	m := bigtable.NewMutation()
+	m.Set("f", "c", bigtable.Time(time.Now().Add(-time.Minute)).TruncateToMilliseconds(), []byte("legacy, live"))
+	require.NoError(t, dc.Open("other").Apply(ctx, "r", m))
+	before, err := ac.TableInfo(ctx, "other")
+	require.NoError(t, err)
+	file := writeFile(t, "s.yaml", "tables: {migrated: {f: {strategy: one-second}}, other: {f: {strategy: one-second}}}\n")
+	window := []string{"-written-before", switched.UTC().Format(time.RFC3339Nano)}
+	for _, cmd := range []string{"plan", "apply"} {
+		for _, sel := range [][]string{nil, {"-table", "migrated"}, {"-family", "f"}} {
+			args := append(append([]string{"-schema", file, cmd}, sel...), window...)
+			if cmd == "apply" {
+				args = append(args, "-yes")
+			}
+			r := bttl(t, addr, "", args...)
+			require.Equal(t, exitError, r.code, "%v: %s", args, r.stdout+r.stderr)
+			assert.Contains(t, r.stderr, "-written-before needs -table and -family", "%v", args)
+		}
+	}
+	after, err := ac.TableInfo(ctx, "other")
+	require.NoError(t, err)
+	assert.Equal(t, before.FamilyInfos, after.FamilyInfos, "the family whose writers never switched keeps its rule")
+	assert.Len(t, storedFamily(t, dc, "other", "f"), 1)
+
+	r := bttl(t, addr, "", append([]string{"-schema", file, "apply", "-yes", "-table", "migrated", "-family", "f"}, window...)...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 }

@@ -207,6 +207,9 @@ func (l *lookupArgs) run(e *env) int {
 type familyRule struct {
 	Rule    string `json:"rule"`
 	Matches bool   `json:"matches"`
+	// collects: another rule, that collects expired cells as soon
+	// (audit.RuleCollectsExpired).
+	collects bool
 }
 
 // familyRules are the managed families' rules (nil when not read).
@@ -232,7 +235,7 @@ func (l *lookupArgs) familyRules(ctx context.Context, e *env, table string, sche
 		if r := cf.GetGcRule(); r != nil && r.GetRule() != nil {
 			rule = gcrule.Describe(r)
 		}
-		out[f] = familyRule{Rule: rule, Matches: gcrule.Check(table, f, p, cf) == nil}
+		out[f] = familyRule{Rule: rule, Matches: gcrule.Check(table, f, p, cf) == nil, collects: audit.RuleCollectsExpired(cf, p)}
 	}
 	return out
 }
@@ -245,7 +248,7 @@ const expiredReasonTail = "; a complete GC would have removed it"
 func (rules familyRules) annotate(cells []filters.CellReport) []filters.CellReport {
 	for i, c := range cells {
 		fr, ok := rules[c.Family]
-		if !ok || fr.Matches || c.Visibility != filters.Expired {
+		if !ok || fr.Matches || fr.collects || c.Visibility != filters.Expired {
 			continue
 		}
 		cells[i].Reason = strings.TrimSuffix(c.Reason, expiredReasonTail) + fmt.Sprintf(

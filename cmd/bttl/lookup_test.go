@@ -216,3 +216,25 @@ func TestLookupTellsNotOnRuleFromExpired(t *testing.T) {
 	assert.True(t, got.GCRules["adopted"].Matches)
 	assert.Equal(t, "max_age=1s", got.GCRules["adopted"].Rule)
 }
+
+// A family whose GC rule is not its strategy's but collects expired cells
+// as soon (max age 1s beside max versions 1, schema one-second) keeps no
+// expired cell by its rule: lookup calls such a cell one a complete GC
+// would have removed, as audit counts it expired.
+func TestLookupCallsAStricterRulesCellExpired(t *testing.T) {
+	ac, dc, addr := serverClients(t, "bttest")
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "users", ColumnFamilies: map[string]bigtable.Family{
+		"strict": {GCPolicy: bigtable.UnionPolicy(bigtable.MaxAgePolicy(time.Second), bigtable.MaxVersionsPolicy(1))},
+	}}))
+	schemaPath := writeFile(t, "schema.yaml", "tables: {users: {strict: {strategy: one-second}}}\n")
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	m := bigtable.NewMutation()
+	m.Set("strict", "c", bigtable.Time(at.Add(-time.Minute)), []byte("gone"))
+	require.NoError(t, dc.Open("users").Apply(ctx, "u1", m))
+
+	r := bttl(t, addr, "", "-schema", schemaPath, "lookup", "-now", at.Format(time.RFC3339Nano), "users", "u1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "not on its rule yet")
+	assert.Contains(t, r.stdout, "a complete GC would have removed it")
+}

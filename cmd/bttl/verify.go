@@ -67,7 +67,7 @@ timestamps, as apply takes it.
 		assume := assumeAdoptedFlag(fs)
 		var lw legacyWindow
 		lw.register(fs)
-		return invocation{check: lw.check, run: func(e *env) int { return plan(e, *only, *fams, int(workers), *assume, lw.options()...) }}
+		return invocation{check: func() error { return lw.checkFor(*only, *fams) }, run: func(e *env) int { return plan(e, *only, *fams, int(workers), *assume, lw.options()...) }}
 	},
 }
 
@@ -90,7 +90,8 @@ A timestamp alone does not say whether a cell at or before now is a real
 write time (one-second expiry would delete it) or an expiry instant already
 passed (a cell bttl wrote or bttl migrate moved, which the rule collects as
 expired): after a migration, -written-before T (and -clock-skew), the
-instant migrate was given, says no real timestamp was written after T, so
+instant migrate was given, with migrate's -table and -family, says no real
+timestamp was written in that family after T, so
 cells stamped after T plus the skew are counted as expired, not refused;
 those at or before it are still refused (docs/design.md#apply-after-migrate).
 `,
@@ -104,7 +105,7 @@ those at or before it are still refused (docs/design.md#apply-after-migrate).
 		fs.Var(countFlag{&sample, 1}, "sample-rows", "no effect: the count of cells a lowering change makes collectable is exact (kept so that scripts still run)")
 		var lw legacyWindow
 		lw.register(fs)
-		return invocation{check: lw.check, run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, lw.options()...) }}
+		return invocation{check: func() error { return lw.checkFor(*only, *fams) }, run: func(e *env) int { return apply(e, *only, *fams, *yes, *force, *assume, lw.options()...) }}
 	},
 }
 
@@ -274,9 +275,17 @@ func (l *legacyWindow) register(fs *flag.FlagSet) {
 	fs.Var(durationFlag{p: &l.clockSkew, set: &l.skewSet}, "clock-skew", "with -written-before: how far writers' clocks may be off (a `duration`; 0 means the default)")
 }
 
-func (l *legacyWindow) check() error {
-	if l.skewSet && l.writtenBefore.IsZero() {
+// checkFor checks the flags with -table's table and -family's families:
+// -written-before states when the writers of the families one migration
+// moved switched, so it is refused for others (a family whose legacy
+// writers still write would have its real timestamps after it counted as
+// expiry instants passed, and collected).
+func (l *legacyWindow) checkFor(table string, families []string) error {
+	switch {
+	case l.skewSet && l.writtenBefore.IsZero():
 		return errors.New("-clock-skew needs -written-before")
+	case !l.writtenBefore.IsZero() && (table == "" || len(families) == 0):
+		return errors.New("-written-before needs -table and -family: it says when the writers of the families bttl migrate moved switched (its -table and -family), not those of other families")
 	}
 	return nil
 }
