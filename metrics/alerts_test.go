@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bttl/bttl/internal/promtest"
 )
 
 const (
@@ -16,19 +18,10 @@ const (
 	rulesTestFile = "alerts/bttl-rules_test.yaml"
 )
 
-// tool finds a Prometheus binary. Outside CI a missing one skips the test,
-// saying so; in CI (CI=true) it fails it: .ci/run installs the package.
+// tool finds a Prometheus binary (promtest.Tool).
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s not found (.ci/run installs Debian's prometheus package): %v", name, err)
-	}
-	t.Skipf("skipping: %s not found (apt-get install prometheus): %v", name, err)
-	return ""
+	return promtest.Tool(t, name)
 }
 
 type ruleFile struct {
