@@ -442,9 +442,10 @@ func migrateReportKey(d reportDest, sh scan.Shard) string {
 
 // claimReport claims the shard's report row before the run (an earlier
 // report of the shard goes with the claim, so merge never takes it for
-// this run's); nil without -report.
+// this run's); nil without -report, and for a dry run, which writes
+// nothing.
 func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
-	if a.report == "" {
+	if a.report == "" || a.dryRun {
 		return nil, nil
 	}
 	d, _ := parseReportDest(a.report) // checked

@@ -293,3 +293,38 @@ func TestMigrateRefusesAnotherTTLFromReports(t *testing.T) {
 	r = bttl(t, addr, "", append(args("60d", "second"), "-allow-ttl-change")...)
 	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 }
+
+// A dry run writes nothing, its report included: given the job's flags
+// as they are (-report bigtable://T/JOB), it wrote a dry-run report into
+// the job's rows (whole table: shard 0/1; one index: over that shard's
+// real report), and the job's merge then refused for ever ("shard 0/1's
+// report is of a dry run and shard 0/4's of a real run"; found by
+// TestMigrateJobTrial).
+func TestMigrateDryRunLeavesTheJobsReports(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 40, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "keys", "row0000020\n")
+	run := func(extra ...string) result {
+		return bttl(t, addr, "", append(append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"}, switchedAt(now)...), extra...)...)
+	}
+	for i := 0; i < 2; i++ {
+		r := run("-shard", fmt.Sprintf("%d/2", i))
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	}
+	for _, dry := range [][]string{{"-dry-run", "-shard-count", "2"}, {"-dry-run", "-shard", "0/2"}} {
+		r := run(dry...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "a dry run writes no report", "%v", dry)
+		r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+		require.Equal(t, exitOK, r.code, "the job's merge after a dry run %v: %s", dry, r.stdout+r.stderr)
+		var res migrate.JobResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		assert.False(t, res.DryRun)
+		assert.True(t, res.Complete)
+		assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the job's reports, as its real runs wrote them")
+	}
+}
