@@ -328,3 +328,49 @@ func TestMigrateDryRunLeavesTheJobsReports(t *testing.T) {
 		assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the job's reports, as its real runs wrote them")
 	}
 }
+
+// A job's reports in Bigtable describe the table as it was: after a
+// restore from a backup taken before the job (the table deleted,
+// re-created and its cells written back), migrate merge of the job said
+// "the job is done ... next: bttl apply" with every cell unmoved (found
+// by TestMigrateJobTrial). A report carries its ranges' witnesses (the
+// last cell moved in each); merge refuses a report whose witness is gone,
+// naming the shard to rerun, and merges again once it has run.
+func TestMigrateMergeRefusesReportsOfARestoredTable(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 40, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "keys", "row0000020\n")
+	run := func(i int) result {
+		return bttl(t, addr, "", append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"},
+			switchedAt(now)...)...)
+	}
+	for i := 0; i < 2; i++ {
+		require.Equal(t, exitOK, run(i).code)
+	}
+	r := bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	ctx := context.Background()
+	require.NoError(t, ac.DeleteTable(ctx, "legacy"))
+	createLegacy(t, ac)
+	writeBack(t, dc, "legacy", "f", model)
+	r = bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+	assert.Equal(t, exitFindings, r.code, "the restored table's cells are unmoved: %s", r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout, "the job is done")
+	assert.Contains(t, r.stderr, "bigtable://bttl-state/migrate/job1/0/2: the report no longer describes table \"legacy\"")
+	assert.Contains(t, r.stderr, "rerun shard 0/2")
+
+	for i := 0; i < 2; i++ {
+		require.Equal(t, exitOK, run(i).code)
+	}
+	r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	var res migrate.JobResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.True(t, res.Complete)
+	assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the reruns moved what the restore brought back")
+}
