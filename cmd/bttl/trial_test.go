@@ -219,10 +219,14 @@ func TestMigrateJobTrial(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); lw.run(t, stop) }()
+	// Throttled as an SRE throttles a job beside live traffic: each
+	// shard takes about 4 s, so its key ranges finish at different times
+	// and a kill lands mid-run.
+	throttled := append(append([]string(nil), args...), "-cells-per-second", strconv.Itoa(max(len(model)/shards/4, 100)))
 	start := time.Now()
 	workers := make([]*worker, shards)
 	for i := range workers {
-		workers[i] = startWorker(t, bin, args, env(i))
+		workers[i] = startWorker(t, bin, throttled, env(i))
 	}
 	// Each victim is killed as soon as its checkpoint row records a
 	// finished key range that moved something (so the restart resumes
@@ -260,7 +264,7 @@ func TestMigrateJobTrial(t *testing.T) {
 	assert.Equal(t, exitFindings, r.code, "merge while shards %v have no report: %s%s", victims, r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, fmt.Sprintf("migrate/migrate-events-clicks/%d/4: no report yet", min(victims[0], victims[1])))
 	for _, v := range victims {
-		workers[v] = startWorker(t, bin, args, env(v))
+		workers[v] = startWorker(t, bin, throttled, env(v))
 	}
 	for _, v := range victims {
 		w := workers[v]
@@ -293,7 +297,7 @@ func TestMigrateJobTrial(t *testing.T) {
 		}
 		t.Logf("merge asks for a rerun (the writer deleted a witness): %s", strings.TrimSpace(r.stderr))
 		v, _ := strconv.Atoi(m[1])
-		w := startWorker(t, bin, args, env(v))
+		w := startWorker(t, bin, throttled, env(v))
 		require.Equal(t, exitOK, w.wait(), "rerun of shard %d: %s%s", v, w.stdout.String(), w.stderr.String())
 		assert.Zero(t, movedCount(t, w.stdout.String()), "the rerun has nothing to move")
 	}
