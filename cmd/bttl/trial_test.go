@@ -141,25 +141,30 @@ func movedCount(t *testing.T, stdout string) int {
 // as processes of the built binary beside a live writer that deletes and
 // writes; two workers, chosen by the seed, are SIGKILLed mid-run (bttl
 // migrate merge of the job then refuses, naming a killed shard, whose
-// report is missing) and restarted in fresh directories. Every worker exits 0 (a cell the writer
-// deleted leaves nothing to do), and migrate merge says the job is done,
-// its figures bounded by the dry run's and the writer's (exact figures
-// cannot hold here: a worker killed mid-range records nothing for it, and
-// the writer deletes cells before their move). A plain-client read then
-// finds the family exactly as expected: every legacy cell moved once
-// unless the writer deleted its column, every writer's cell as written,
-// nothing lost, revived or left unmoved.
+// report is missing) and restarted in fresh directories. Every worker
+// exits 0 (a cell the writer deleted leaves nothing to do), and migrate
+// merge says the job is done (after rerunning a shard it names, where the
+// writer deleted the last cell moved in a range), its figures bounded by
+// the dry run's and the writer's: exact figures cannot hold here, a
+// worker killed mid-range records nothing for it and the writer deletes
+// cells before their move. A plain-client read then finds the family
+// exactly as expected: every legacy cell moved once unless the writer
+// deleted its column, every writer's cell as written, nothing lost,
+// revived or left unmoved.
 //
 // Then the table is "restored" from a snapshot taken before the job
 // (deleted, re-created on its legacy rule, its cells written back with
-// their timestamps). There, mid-job (the job has its cells to move again)
-// and before bttl apply, the example audit job (4 shards, -report
+// their timestamps): merge of the job now refuses (its reports describe
+// the table as it was). There, mid-job (the job has its cells to move
+// again) and before bttl apply, the example audit job (4 shards, -report
 // bigtable://, then audit merge -metrics-out) measures the family, and a
-// real Prometheus (the prometheus binary, internal/promtest) scrapes the
-// merged file with the repo's alert rules: exactly the rule-mismatch alert
-// fires (BttlOneSecondRealTimestamps), never BttlExpiredStockOverAWeek,
-// which the same cells read as expired stock would fire (they are over a
-// week old), nor BttlGCLagOverAWeek. The same job then runs again: it
+// real Prometheus (the prometheus binary through internal/promtest, not
+// promtool) scrapes the merged file with the repo's alert rules: the
+// firing alerts are exactly the rule mismatch, BttlOneSecondRealTimestamps.
+// BttlExpiredStockOverAWeek stays silent, which the same cells counted as
+// expired stock would fire (they are over a week old); BttlGCLagOverAWeek
+// too, though its input (the client's shadow reads) is not in an audit,
+// so its silence here proves little. The same job then runs again: it
 // reads again the ranges whose moves are gone and moves what came back;
 // its merged result is exactly what an unsharded dry run made before it
 // counts, and the family is every snapshot cell moved once.
