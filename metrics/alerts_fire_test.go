@@ -98,7 +98,7 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 		var data struct {
 			Alerts []alert `json:"alerts"`
 		}
-		p.get(t, "/api/v1/alerts", url.Values{}, &data)
+		p.Get(t, "/api/v1/alerts", url.Values{}, &data)
 		active = map[string]string{}
 		for _, a := range data.Alerts {
 			active[a.Labels["alertname"]] = a.State

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/bttl/bttl/internal/testenv"
+	"github.com/bttl/bttl/internal/promtest"
 )
 
 const (
@@ -18,20 +18,10 @@ const (
 	rulesTestFile = "alerts/bttl-rules_test.yaml"
 )
 
-// tool finds a Prometheus binary. Outside CI a missing one skips the test,
-// saying so; in CI (CI=true) it fails it: .ci/run installs the package.
+// tool finds a Prometheus binary (promtest.Tool).
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	tool := testenv.Prometheus
-	if name == testenv.Promtool.Name {
-		tool = testenv.Promtool
-	}
-	testenv.Missing(t, tool, err)
-	return ""
+	return promtest.Tool(t, name)
 }
 
 type ruleFile struct {

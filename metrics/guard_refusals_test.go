@@ -105,7 +105,7 @@ func TestGuardRefusalsFireOnRealPrometheus(t *testing.T) {
 		var data struct {
 			Alerts []alert `json:"alerts"`
 		}
-		p.get(t, "/api/v1/alerts", url.Values{}, &data)
+		p.Get(t, "/api/v1/alerts", url.Values{}, &data)
 		for i, a := range data.Alerts {
 			if a.Labels["alertname"] == "BttlRefusalsRising" {
 				found = &data.Alerts[i]

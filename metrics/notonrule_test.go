@@ -86,7 +86,7 @@ func TestNotOnRuleFiresOnlyTheMismatchAlerts(t *testing.T) {
 				Labels map[string]string `json:"labels"`
 			} `json:"alerts"`
 		}
-		p.get(t, "/api/v1/alerts", url.Values{}, &data)
+		p.Get(t, "/api/v1/alerts", url.Values{}, &data)
 		var out []string
 		for _, a := range data.Alerts {
 			out = append(out, a.Labels["alertname"]+" "+a.Labels["table"]+"/"+a.Labels["family"])
@@ -105,7 +105,7 @@ func TestNotOnRuleFiresOnlyTheMismatchAlerts(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond) // polling Prometheus, not waiting for a clock
 	}
-	p.waitRulesEvaluated(t, len(rules))
+	p.WaitRulesEvaluated(t, len(rules))
 	for i := 0; i < 3; i++ {
 		require.Equal(t, want, active(), "active alerts, with a family not on its rule full of legacy cells (first seen: %v)", got)
 		time.Sleep(time.Second) // one evaluation interval: polling Prometheus

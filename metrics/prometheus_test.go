@@ -1,22 +1,17 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/promtest"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -95,7 +91,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	for {
 		empty = empty[:0]
 		for _, q := range dash {
-			if res := p.query(t, q.expr); len(res) == 0 {
+			if res := p.Query(t, q.expr); len(res) == 0 {
 				empty = append(empty, q.panel+": "+q.expr)
 			}
 		}
@@ -109,7 +105,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	// Each query returns series; the legend's labels are on each, with this
 	// test's tables.
 	for _, q := range dash {
-		res := p.query(t, q.expr)
+		res := p.Query(t, q.expr)
 		if !assert.NotEmpty(t, res, "no data for panel %q: %s", q.panel, q.expr) {
 			continue
 		}
@@ -126,8 +122,8 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	// The named figures, exactly where the workload planted them.
 	perFamily := func(expr string) map[string]float64 {
 		out := map[string]float64{}
-		for _, s := range p.query(t, expr) {
-			out[s.Metric["table"]+"/"+s.Metric["family"]] = s.value(t)
+		for _, s := range p.Query(t, expr) {
+			out[s.Metric["table"]+"/"+s.Metric["family"]] = s.Float(t)
 		}
 		return out
 	}
@@ -142,19 +138,19 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	assert.Equal(t, map[string]float64{"stock/" + famOne: 0, "stock/" + famDef: plantedStock}, stock,
 		"Prometheus serves the audit's stock, exactly the planted cells")
 	idle := map[string]float64{}
-	for _, s := range p.query(t, grafanaVars.Replace(`sum by (table, family, result) (rate(bttl_idle_refreshes_total{table=~"$table"}[$__rate_interval]))`)) {
-		idle[s.Metric["table"]+"/"+s.Metric["family"]+"/"+s.Metric["result"]] = s.value(t)
+	for _, s := range p.Query(t, grafanaVars.Replace(`sum by (table, family, result) (rate(bttl_idle_refreshes_total{table=~"$table"}[$__rate_interval]))`)) {
+		idle[s.Metric["table"]+"/"+s.Metric["family"]+"/"+s.Metric["result"]] = s.Float(t)
 	}
 	assert.Greater(t, idle[idleTable+"/"+famIdle+"/refreshed"], 0.0, "time-to-idle refreshes: %v", idle)
 	assert.Greater(t, idle[idleTable+"/"+famIdle+"/skipped"], 0.0, "time-to-idle skips: %v", idle)
-	refusals := p.query(t, `sum by (table, family, reason) (increase(bttl_refusals_total[1m]))`)
+	refusals := p.Query(t, `sum by (table, family, reason) (increase(bttl_refusals_total[1m]))`)
 	require.NotEmpty(t, refusals)
 	assert.Equal(t, map[string]string{"table": table, "family": famOne, "reason": "server_timestamp"}, refusals[0].Metric)
 
 	// Every metric a query names is one Prometheus scraped from the
 	// collector or the audit file.
 	scraped := map[string]bool{}
-	for _, s := range p.query(t, `group by (__name__) ({__name__=~"bttl_.+"})`) {
+	for _, s := range p.Query(t, `group by (__name__) ({__name__=~"bttl_.+"})`) {
 		scraped[s.Metric["__name__"]] = true
 	}
 	name := regexp.MustCompile(`\bbttl_[a-z0-9_]+`)
@@ -175,7 +171,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	// The alert rules' expressions parse and evaluate; the ones the
 	// workload triggers return series.
 	for alert, expr := range alerts {
-		res := p.query(t, expr)
+		res := p.Query(t, expr)
 		switch alert {
 		case "BttlRefusalsRising", "BttlVerifySkipped":
 			assert.NotEmpty(t, res, "alert %s: the workload should trigger it", alert)
@@ -183,10 +179,10 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	}
 	// Prometheus loaded the rule file and evaluates every rule without
 	// error.
-	p.waitRulesEvaluated(t, len(alerts))
+	p.WaitRulesEvaluated(t, len(alerts))
 
 	// The template variable's query, through the label values API.
-	values := p.labelValues(t, "table", "bttl_reads_total")
+	values := p.LabelValues(t, "table", "bttl_reads_total")
 	assert.Contains(t, values, table)
 	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
 }
@@ -301,204 +297,9 @@ func startWorkload(t *testing.T) *workload {
 	return &workload{addr: ln.Addr().String()}
 }
 
-type promServer struct {
-	base string
-}
-
-// startPrometheus runs the prometheus binary on a free loopback port with
-// a config of its own (1s scrapes of the workload's /metrics and /audit,
-// the alert rules) and storage in a temporary directory, and stops it when
-// the test ends.
-func startPrometheus(t *testing.T, bin, target string) *promServer {
+// startPrometheus runs a real Prometheus (promtest.Start) scraping
+// target's /metrics and /audit and evaluating the alert rules.
+func startPrometheus(t *testing.T, bin, target string) *promtest.Server {
 	t.Helper()
-	rules, err := filepath.Abs(rulesFile)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %q
-scrape_configs:
-  - job_name: bttl
-    static_configs:
-      - targets: [%q]
-  - job_name: bttl-audit
-    metrics_path: /audit
-    static_configs:
-      - targets: [%q]
-`, rules, target, target)
-	cfgFile := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o644))
-
-	// A free port: taken from the kernel, released, handed to Prometheus.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	var stderr syncBuffer
-	cmd := exec.Command(bin,
-		"--config.file="+cfgFile,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--web.console.templates="+dir,
-		"--web.console.libraries="+dir,
-	)
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", stderr.String())
-		}
-	})
-
-	p := &promServer{base: "http://" + addr}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			t.Fatalf("prometheus exited: %v\n%s", err, stderr.String())
-		default:
-		}
-		resp, err := http.Get(p.base + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "prometheus not ready after 30s: %v\n%s", err, stderr.String())
-		time.Sleep(100 * time.Millisecond)
-	}
-	return p
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-type sample struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
-}
-
-func (s sample) value(t *testing.T) float64 {
-	t.Helper()
-	str, ok := s.Value[1].(string)
-	require.True(t, ok, "value %v", s.Value)
-	v, err := strconv.ParseFloat(str, 64)
-	require.NoError(t, err)
-	return v
-}
-
-// get calls the HTTP API and decodes its data; any error (a query that does
-// not parse, say) fails the test.
-func (p *promServer) get(t *testing.T, path string, params url.Values, data any) {
-	t.Helper()
-	resp, err := http.Get(p.base + path + "?" + params.Encode())
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var body struct {
-		Status    string          `json:"status"`
-		ErrorType string          `json:"errorType"`
-		Error     string          `json:"error"`
-		Data      json.RawMessage `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-	require.Equal(t, "success", body.Status, "%s %v: %s: %s", path, params, body.ErrorType, body.Error)
-	require.NoError(t, json.Unmarshal(body.Data, data))
-}
-
-// query runs an instant query; vector results come back as samples, a
-// scalar as one sample without labels.
-func (p *promServer) query(t *testing.T, expr string) []sample {
-	t.Helper()
-	var data struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	}
-	p.get(t, "/api/v1/query", url.Values{"query": {expr}}, &data)
-	switch data.ResultType {
-	case "vector":
-		var out []sample
-		require.NoError(t, json.Unmarshal(data.Result, &out))
-		return out
-	case "scalar":
-		var v [2]any
-		require.NoError(t, json.Unmarshal(data.Result, &v))
-		return []sample{{Metric: map[string]string{}, Value: v}}
-	}
-	t.Fatalf("query %s: result type %s", expr, data.ResultType)
-	return nil
-}
-
-func (p *promServer) labelValues(t *testing.T, label, match string) []string {
-	t.Helper()
-	var out []string
-	p.get(t, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out)
-	return out
-}
-
-// waitRulesEvaluated waits until Prometheus has evaluated the n alerting
-// rules it loaded, and checks none failed.
-func (p *promServer) waitRulesEvaluated(t *testing.T, n int) {
-	t.Helper()
-	type rule struct {
-		Name      string `json:"name"`
-		Health    string `json:"health"`
-		LastError string `json:"lastError"`
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var data struct {
-			Groups []struct {
-				Rules []rule `json:"rules"`
-			} `json:"groups"`
-		}
-		p.get(t, "/api/v1/rules", url.Values{"type": {"alert"}}, &data)
-		var rules []rule
-		for _, g := range data.Groups {
-			rules = append(rules, g.Rules...)
-		}
-		evaluated := 0
-		for _, r := range rules {
-			if r.Health != "unknown" {
-				evaluated++
-			}
-		}
-		if len(rules) == n && evaluated == n {
-			for _, r := range rules {
-				assert.Equal(t, "ok", r.Health, "rule %s: %s", r.Name, r.LastError)
-			}
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "rules loaded %d of %d, evaluated %d", len(rules), n, evaluated)
-		time.Sleep(200 * time.Millisecond)
-	}
+	return promtest.Start(t, bin, rulesFile, target)
 }

@@ -308,25 +308,41 @@ type counters struct {
 	last *witnessSlot
 }
 
-// witness is a cell a range's run moved: its row, target family, column
+// Witness is a cell a range's run moved: its row, target family, column
 // and new timestamp. While it is stored the range's moves were not undone
 // (a restore from a backup, a table re-created under the same name): the
-// checkpoint records it with the range's result, and a resumed run skips
-// the range only if it is still there (scan.WithResumeCheck).
-type witness struct {
+// checkpoint records it with the range's result, a resumed run skips the
+// range only if it is still there (scan.WithResumeCheck), and a shard's
+// report carries its ranges' (ShardReport.Witnesses).
+type Witness struct {
 	Row    []byte             `json:"row"` // bytes: keys need not be UTF-8
 	Family string             `json:"family"`
 	Column []byte             `json:"column"`
 	TS     bigtable.Timestamp `json:"ts"`
 }
 
+// Stored reports whether the witness cell is still stored in tbl (any
+// value at its column and millisecond).
+func (w Witness) Stored(ctx context.Context, tbl *bigtable.Table) (bool, error) {
+	col := string(w.Column)
+	f := bigtable.ChainFilters( // that column (binary-safe, as filters pins it), that timestamp
+		bigtable.ColumnRangeFilter(w.Family, col, col+"\x00"),
+		bigtable.TimestampRangeFilterMicros(strategy.Millis(w.TS), strategy.MilliEnd(strategy.Millis(w.TS))),
+		bigtable.StripValueFilter())
+	row, err := tbl.ReadRow(ctx, string(w.Row), bigtable.RowFilter(f))
+	if err != nil {
+		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
+	}
+	return len(row[w.Family]) > 0, nil
+}
+
 // witnessSlot keeps the range's latest move.
 type witnessSlot struct {
 	mu sync.Mutex
-	w  *witness
+	w  *Witness
 }
 
-func (s *witnessSlot) set(w witness) {
+func (s *witnessSlot) set(w Witness) {
 	if s == nil {
 		return
 	}
@@ -335,7 +351,7 @@ func (s *witnessSlot) set(w witness) {
 	s.mu.Unlock()
 }
 
-func (s *witnessSlot) get() *witness {
+func (s *witnessSlot) get() *Witness {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w
@@ -345,7 +361,7 @@ func (s *witnessSlot) get() *witness {
 // counts (what Report.Earlier sums) and its witness.
 type rangeResult struct {
 	Stats
-	Witness *witness `json:"witness,omitempty"`
+	Witness *Witness `json:"witness,omitempty"`
 }
 
 // stillDone is Run's scan.WithResumeCheck: a range an earlier run finished
@@ -379,25 +395,18 @@ func (m *Migrator) stillDone(ctx context.Context, rg scan.Range, result json.Raw
 		m.witnessNone.Add(1)
 		return false, nil
 	}
-	w := rr.Witness
-	col := string(w.Column)
-	f := bigtable.ChainFilters( // that column (binary-safe, as filters pins it), that timestamp
-		bigtable.ColumnRangeFilter(w.Family, col, col+"\x00"),
-		bigtable.TimestampRangeFilterMicros(strategy.Millis(w.TS), strategy.MilliEnd(strategy.Millis(w.TS))),
-		bigtable.StripValueFilter())
-	row, err := m.tbl.ReadRow(ctx, string(w.Row), bigtable.RowFilter(f))
+	stored, err := rr.Witness.Stored(ctx, m.tbl)
 	if err != nil {
-		return false, bttlerr.Wrap(err, "migrate: read the witness of a finished range, row %s", keytext.Quote(string(w.Row)))
+		return false, err
 	}
-	if len(row[w.Family]) == 0 {
+	if !stored {
 		if unfinished {
 			m.movesUndone.Store(rg, true)
 			return true, nil
 		}
 		m.witnessGone.Add(1)
-		return false, nil
 	}
-	return true, nil
+	return stored, nil
 }
 
 func countersOf(ts ...*tally) *counters {
@@ -1066,7 +1075,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 	for _, a := range batch {
 		if a.kind == actMove {
 			cnt.moved.Add(1)
-			cnt.last.set(witness{Row: []byte(row), Family: m.plan.target(), Column: []byte(a.q), TS: a.to})
+			cnt.last.set(Witness{Row: []byte(row), Family: m.plan.target(), Column: []byte(a.q), TS: a.to})
 			m.example(Example{Row: row, Column: a.q, Old: a.c.ts, New: a.to})
 		} else {
 			cnt.expiredDeleted.Add(1)

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -132,6 +133,13 @@ type ShardReport struct {
 	// Examples the first changed cells.
 	Ambiguous []ReportCell `json:"ambiguous"`
 	Examples  []ReportCell `json:"examples"`
+	// Witnesses are the last cell moved in each of the shard's finished
+	// key ranges that moved one (by this run or, resumed, an earlier
+	// one), as its checkpoint records them: while they are stored, the
+	// report still describes the table (Witness.Stored); a restore from a
+	// backup or a table re-created under the same name removes them.
+	// Absent from reports of runs without a checkpoint and of dry runs.
+	Witnesses []Witness `json:"witnesses,omitempty"`
 }
 
 // ShardReport is rep as a shard's JSON report, for the Migrator's plan on
@@ -150,6 +158,14 @@ func (m *Migrator) ShardReport(rep *Report) *ShardReport {
 			}
 			if r.Resumed {
 				out.RangesResumed++
+			}
+		}
+	}
+	if s := rep.Scan; s != nil && !m.dryRun {
+		for _, r := range s.Ranges {
+			var rr rangeResult
+			if r.Done && r.Result != nil && json.Unmarshal(r.Result, &rr) == nil && rr.Witness != nil {
+				out.Witnesses = append(out.Witnesses, *rr.Witness)
 			}
 		}
 	}

@@ -64,7 +64,8 @@ once every shard is done, which 'bttl migrate merge' of the shards' -json
 reports says. -json prints the run's report (schema in docs/design.md#migrate:
 every ambiguous cell, not only -examples of them); -report bigtable://T/JOB
 writes it to a row of table T of the instance (one per job and shard), for
-'bttl migrate merge bigtable://T/JOB'; -metrics-out writes its figures as
+'bttl migrate merge bigtable://T/JOB' (a dry run writes none there: -json
+prints it); -metrics-out writes its figures as
 bttl_migrate_* gauges. 'bttl migrate resolve' moves or deletes
 one ambiguous cell. With -checkpoint, a run whose TTL differs from an
 earlier run of the same migration recorded in the checkpoint (the same
@@ -99,7 +100,7 @@ target family yet (docs/design.md#migrate, the copy steps).
 		fs.BoolVar(&a.dryRun, "dry-run", false, "count and show what would change; write nothing")
 		fs.BoolVar(&a.json, "json", false, "print the run's report as JSON (every ambiguous cell listed) instead of text, for bttl migrate merge")
 		fs.StringVar(&a.report, "report", "", "also write the run's JSON report (as -json prints it) to a row of table T of the instance with `bigtable://T/JOB` "+
-			"(created when missing; one row per job and shard), for bttl migrate merge bigtable://T/JOB")
+			"(created when missing; one row per job and shard; a dry run writes none), for bttl migrate merge bigtable://T/JOB")
 		fs.StringVar(&a.metricsOut, "metrics-out", "", "also write the run's figures as bttl_migrate_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		fs.BoolVar(&a.allowTTLChange, "allow-ttl-change", false, "run although an earlier run of this migration in the -checkpoint store moved cells with another TTL")
 		fs.BoolVar(&a.checkCopy, "check-copy", false, "with -to-family: write nothing; list every target cell that is not the copy of a stored source cell (exit 1 when any)")
@@ -301,6 +302,12 @@ func (a *migrateArgs) run(e *env) int {
 		if code, done := a.checkEarlierRuns(e, m); done {
 			return code
 		}
+	}
+	// A dry run writes nothing, its report included: in the job's rows
+	// it would replace a shard's real report (or add a whole-table one)
+	// and the job's merge would refuse.
+	if a.dryRun && a.report != "" {
+		fmt.Fprintf(e.stderr, "bttl migrate: -report %s: a dry run writes no report there (the job's reports are its real runs'); -json prints this one\n", a.report)
 	}
 	store, err := a.claimReport(e)
 	if err != nil {

@@ -134,7 +134,9 @@ result. Each SOURCE is a file, one shard's bttl migrate -json output (its
 latest run), or bigtable://TABLE/JOB: every shard's report that bttl
 migrate -report bigtable://TABLE/JOB wrote to table TABLE of the instance
 (then -project and -instance are needed); a shard claimed but not written
-yet is a missing shard. The result has the counts summed (cells moved by
+yet is a missing shard, and a report whose table no longer holds the
+last cell the shard moved in a key range (the table restored from a
+backup or re-created since) is refused, naming the shard to rerun. The result has the counts summed (cells moved by
 every run of the job included), every ambiguous cell, and whether the job
 is done. The reports must be of the
 same table, families and plan (-ttl, window, ...), all dry runs or none,
@@ -448,9 +450,10 @@ func migrateReportKey(d reportDest, sh scan.Shard) string {
 
 // claimReport claims the shard's report row before the run (an earlier
 // report of the shard goes with the claim, so merge never takes it for
-// this run's); nil without -report.
+// this run's); nil without -report, and for a dry run, which writes
+// nothing.
 func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
-	if a.report == "" {
+	if a.report == "" || a.dryRun {
 		return nil, nil
 	}
 	d, _ := parseReportDest(a.report) // checked
@@ -501,9 +504,34 @@ func readMigrateReports(e *env, d reportDest) ([]*migrate.ShardReport, error) {
 		if migrateReportKey(d, r.Shard) != k {
 			return nil, &mergeMismatch{fmt.Errorf("%s: holds the report of shard %s: not where bttl migrate writes it", name, r.Shard)}
 		}
+		if err := checkWitnesses(e, name, r); err != nil {
+			return nil, err
+		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// checkWitnesses refuses (a mismatch) a report whose table no longer
+// holds a cell the shard moved: restored from a backup or re-created
+// since, the table is not the one the report describes, and its "done"
+// would send the operator to bttl apply with the cells unmoved.
+func checkWitnesses(e *env, name string, r *migrate.ShardReport) error {
+	tbl := e.data.Open(r.Table)
+	for _, w := range r.Witnesses {
+		ctx, cancel := e.step()
+		stored, err := w.Stored(ctx, tbl)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: table %q: %w", name, r.Table, err)
+		}
+		if !stored {
+			return &mergeMismatch{fmt.Errorf("%s: the report no longer describes table %q: the last cell shard %s moved in a key range (row %s, family %q, column %s) is no longer stored "+
+				"(the table was restored or re-created since, or a writer deleted that cell); rerun shard %s with its -checkpoint (it reads that range again)",
+				name, r.Table, r.Shard, keytext.Quote(string(w.Row)), w.Family, keytext.Quote(string(w.Column)), r.Shard)}
+		}
+	}
+	return nil
 }
 
 func parseShardReport(name string, b []byte) (*migrate.ShardReport, error) {

@@ -311,3 +311,84 @@ func TestJobResultPrintsReportKeysThroughKeytext(t *testing.T) {
 	assert.Contains(t, out.String(), `...(101 bytes)`)
 	assert.Contains(t, out.String(), `  ambiguous: row "plain", column "c", timestamp 2000`)
 }
+
+// A dry run writes nothing, its report included: given the job's flags
+// as they are (-report bigtable://T/JOB), it wrote a dry-run report into
+// the job's rows (whole table: shard 0/1; one index: over that shard's
+// real report), and the job's merge then refused for ever ("shard 0/1's
+// report is of a dry run and shard 0/4's of a real run"; found by
+// TestMigrateJobTrial).
+func TestMigrateDryRunLeavesTheJobsReports(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 40, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "keys", "row0000020\n")
+	run := func(extra ...string) result {
+		return bttl(t, addr, "", append(append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"}, switchedAt(now)...), extra...)...)
+	}
+	for i := 0; i < 2; i++ {
+		r := run("-shard", fmt.Sprintf("%d/2", i))
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	}
+	for _, dry := range [][]string{{"-dry-run", "-shard-count", "2"}, {"-dry-run", "-shard", "0/2"}} {
+		r := run(dry...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "a dry run writes no report", "%v", dry)
+		r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+		require.Equal(t, exitOK, r.code, "the job's merge after a dry run %v: %s", dry, r.stdout+r.stderr)
+		var res migrate.JobResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		assert.False(t, res.DryRun)
+		assert.True(t, res.Complete)
+		assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the job's reports, as its real runs wrote them")
+	}
+}
+
+// A job's reports in Bigtable describe the table as it was: after a
+// restore from a backup taken before the job (the table deleted,
+// re-created and its cells written back), migrate merge of the job said
+// "the job is done ... next: bttl apply" with every cell unmoved (found
+// by TestMigrateJobTrial). A report carries its ranges' witnesses (the
+// last cell moved in each); merge refuses a report whose witness is gone,
+// naming the shard to rerun, and merges again once it has run.
+func TestMigrateMergeRefusesReportsOfARestoredTable(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 40, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "keys", "row0000020\n")
+	run := func(i int) result {
+		return bttl(t, addr, "", append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d",
+			"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", "bigtable://bttl-state", "-report", "bigtable://bttl-state/job1"},
+			switchedAt(now)...)...)
+	}
+	for i := 0; i < 2; i++ {
+		require.Equal(t, exitOK, run(i).code)
+	}
+	r := bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	ctx := context.Background()
+	require.NoError(t, ac.DeleteTable(ctx, "legacy"))
+	createLegacy(t, ac)
+	writeBack(t, dc, "legacy", "f", model)
+	r = bttl(t, addr, "", "migrate", "merge", "bigtable://bttl-state/job1")
+	assert.Equal(t, exitFindings, r.code, "the restored table's cells are unmoved: %s", r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout, "the job is done")
+	assert.Contains(t, r.stderr, "bigtable://bttl-state/migrate/job1/0/2: the report no longer describes table \"legacy\"")
+	assert.Contains(t, r.stderr, "rerun shard 0/2")
+
+	for i := 0; i < 2; i++ {
+		require.Equal(t, exitOK, run(i).code)
+	}
+	r = bttl(t, addr, "", "migrate", "merge", "-json", "bigtable://bttl-state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	var res migrate.JobResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.True(t, res.Complete)
+	assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the reruns moved what the restore brought back")
+}
