@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // BigtableStore is a Store in a Bigtable table, so workers in separate
@@ -97,7 +99,7 @@ func (s *BigtableStore) Init(ctx context.Context, start time.Time, parts []Parti
 	cells := s.cells(row)
 	var stored []Partition
 	if err := json.Unmarshal([]byte(cells[colParts]), &stored); err != nil {
-		return fmt.Errorf("changestream: store row %q: parts: %w", s.initRow(), err)
+		return fmt.Errorf("changestream: store row %s: parts: %w", keytext.Quote(s.initRow()), err)
 	}
 	for _, p := range stored {
 		m := bigtable.NewMutation()
@@ -141,7 +143,7 @@ func (s *BigtableStore) List(ctx context.Context) (bool, []State, error) {
 		}
 		p, err := partitionOfKey(key)
 		if err != nil {
-			bad = fmt.Errorf("changestream: store row %q: %w", r.Key(), err)
+			bad = fmt.Errorf("changestream: store row %s: %w", keytext.Quote(r.Key()), err)
 			return false
 		}
 		st := State{Partition: p, Lease: decodeLease(c[colLease]), Done: c[colDone] != ""}
@@ -161,7 +163,7 @@ func (s *BigtableStore) List(ctx context.Context) (bool, []State, error) {
 			if k, ok := strings.CutPrefix(q, colParent); ok {
 				tp, err := partitionOfKey(k)
 				if err != nil {
-					bad = fmt.Errorf("changestream: store row %q: %w", r.Key(), err)
+					bad = fmt.Errorf("changestream: store row %s: %w", keytext.Quote(r.Key()), err)
 					return false
 				}
 				st.Parents = append(st.Parents, Token{Partition: tp, Token: v})

@@ -9,6 +9,8 @@ import (
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // RunGC collects table's garbage at the clock's now: it deletes, on the
@@ -90,7 +92,7 @@ func (s *Server) RunGC(ctx context.Context, tableID string) (int, error) {
 			continue
 		}
 		if _, err := s.data.MutateRow(ctx, &btpb.MutateRowRequest{TableName: name, RowKey: r.key, Mutations: muts}); err != nil {
-			return deleted, fmt.Errorf("changestreams: GC of row %q: %w", r.key, err)
+			return deleted, fmt.Errorf("changestreams: GC of row %s: %w", keytext.Quote(string(r.key)), err)
 		}
 		deleted += len(muts)
 		s.appendLocked(t, r.key, true, now, muts)

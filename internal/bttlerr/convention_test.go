@@ -23,6 +23,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/changestream"
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
@@ -55,6 +56,11 @@ var sentinels = map[string]error{
 	"migrate.ErrMerge":                     migrate.ErrMerge,
 	"migrate.ErrMetrics":                   migrate.ErrMetrics,
 	"migrate.ErrTTLChanged":                migrate.ErrTTLChanged,
+	"changestream.ErrLeaseLost":            changestream.ErrLeaseLost,
+	"changestream.ErrProtocol":             changestream.ErrProtocol,
+	"changestream.ErrInvalidOption":        changestream.ErrInvalidOption,
+	"changestream.ErrIdle":                 changestream.ErrIdle,
+	"changestream.ErrNotInitialized":       changestream.ErrNotInitialized,
 	"provision.ErrPlanMismatch":            provision.ErrPlanMismatch,
 	"provision.ErrUnsafeAdoption":          provision.ErrUnsafeAdoption,
 	"provision.ErrRealTimestamps":          provision.ErrRealTimestamps,
@@ -120,6 +126,7 @@ var structErrors = map[string]error{
 	"migrate.MergeError":             &migrate.MergeError{Reason: "r"},
 	"migrate.TTLChangeError":         &migrate.TTLChangeError{Record: "p", Updated: "2026-01-01T00:00:00Z", Earlier: []string{"1h"}, Now: []string{"2h"}, Moved: 3},
 	"provision.RealTimestampsError":  &provision.RealTimestampsError{Table: "t", Family: "f"},
+	"changestream.Error":             &changestream.Error{Op: "read", Endpoint: "localhost:1", Table: "t", Err: changestream.ErrIdle},
 	"provision.HiddenColumnsError":   &provision.HiddenColumnsError{Table: "t", Family: "f"},
 	"provision.SequenceCellsError":   &provision.SequenceCellsError{Table: "t", Family: "f"},
 	"provision.NotSequenceError":     &provision.NotSequenceError{Table: "t", Family: "f"},
