@@ -42,6 +42,8 @@ func users(t *testing.T) map[string][]string {
 		"Prometheus": testenv.Prometheus, "Promtool": testenv.Promtool, "GNUTime": testenv.GNUTime}
 	ref := regexp.MustCompile(`testenv\.(CBTEmulator|CBT|Prometheus|Promtool|GNUTime)\b`)
 	emu := regexp.MustCompile(`bttestharness\.(NewEmulator|NewOnEmulator|StartEmulator)\(`)
+	// internal/promtest finds Prometheus for the tests that start one.
+	prom := regexp.MustCompile(`promtest\.(Tool|Start)\(`)
 	found := map[string]map[string]bool{}
 	add := func(tool, pkg string) {
 		if found[tool] == nil {
@@ -70,6 +72,10 @@ func users(t *testing.T) map[string][]string {
 		}
 		if strings.HasSuffix(path, "_test.go") && emu.MatchString(string(src)) {
 			add(testenv.CBTEmulator.Name, pkg)
+		}
+		if strings.HasSuffix(path, "_test.go") && prom.MatchString(string(src)) {
+			add(testenv.Prometheus.Name, pkg)
+			add(testenv.Promtool.Name, pkg)
 		}
 		return nil
 	})
