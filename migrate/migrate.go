@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/bttlerr"
@@ -1138,6 +1140,12 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 		defer cancel()
 	}
 	if err := m.tbl.Apply(wctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+		if m.writeStall > 0 && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
+			// gRPC's own deadline timer can fire just before the
+			// context's: wait for the context (bounded by writeStall) so
+			// its cause says which deadline it was.
+			<-wctx.Done()
+		}
 		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWriteStalled) {
 			return false, &scan.StallError{Interval: m.writeStall, Step: "CheckAndMutateRow"}
 		}
