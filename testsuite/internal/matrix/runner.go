@@ -88,6 +88,9 @@ type Config struct {
 	// queued (FamDef has an idle TTL). Leave it nil only for a Target
 	// whose reads do not go through the library's read path.
 	FlushIdle func(context.Context) error
+	// Replication, when set, is the replicated instance under the Target
+	// (replicated.go): reads may return a lagging cluster's state.
+	Replication *Replication
 }
 
 // Stats counts what a run did and saw.
@@ -111,6 +114,8 @@ type Stats struct {
 	// IdleRefreshed: those whose refresh applied (the others had changed
 	// or were not their column's newest).
 	IdleDue, IdleRefreshed int
+	// Replication: the replicated slice's counts (Config.Replication).
+	Replication ReplicationStats
 }
 
 func (s Stats) String() string {
@@ -141,6 +146,7 @@ type runner struct {
 	step    int
 	history []string
 	ctx     context.Context
+	lag     *lagged // the replica's state (Config.Replication)
 }
 
 // Run drives cfg.Target with cfg.Ops random steps and compares every read
@@ -507,6 +513,7 @@ func (r *runner) apply(row string) error {
 	if want == nil {
 		_ = r.m.Apply(row, clock, ops)
 	}
+	r.snapshot(clock)
 	r.stats.Writes++
 	return nil
 }
@@ -561,6 +568,7 @@ func (r *runner) applyBulk() error {
 			_ = r.m.Apply(rows[i], clock, opss[i])
 		}
 	}
+	r.snapshot(clock)
 	r.stats.Writes++
 	r.stats.Bulk++
 	return nil
@@ -607,6 +615,7 @@ func (r *runner) condMutation(row string) error {
 		}
 		_ = r.m.Apply(row, clock, chosen)
 	}
+	r.snapshot(clock)
 	r.stats.Writes++
 	r.stats.Cond++
 	return nil
@@ -675,13 +684,16 @@ func (r *runner) readRow(row string) error {
 	if f != nil {
 		bf = f.Bigtable()
 	}
-	got, err := r.cfg.Target.ReadRow(r.ctx, row, bf)
 	what := fmt.Sprintf("ReadRow %s at %d with %s", row, t, filterString(f))
+	if err := r.replicate(what); err != nil {
+		return err
+	}
+	got, err := r.cfg.Target.ReadRow(r.ctx, row, bf)
 	if err != nil {
 		return r.fail(what, fmt.Sprintf("read failed: %v", err))
 	}
-	want := r.m.Read(row, t, f)
-	if err := r.compare(what, want, fromRow(got)); err != nil {
+	want, err := r.compareRead(what, fromRow(got), func(m *model.Model) []model.Cell { return m.Read(row, t, f) })
+	if err != nil {
 		return err
 	}
 	return r.afterRead(what, want, t)
@@ -709,6 +721,9 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 				return err
 			}
 		}
+	}
+	if len(due) > 0 {
+		r.snapshot(now)
 	}
 	return nil
 }
@@ -757,12 +772,12 @@ func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
 func (r *runner) readRows() error {
 	f := r.filter()
 	var rs bigtable.RowSet
-	var keys []string
+	var keys func(m *model.Model) []string // the rows read, in a state of the table
 	var desc string
 	switch r.u(16) {
 	case 0:
 		rs, desc = bigtable.InfiniteRange(""), "all rows"
-		keys = r.m.RowKeys()
+		keys = (*model.Model).RowKeys
 	case 1, 2:
 		a, b := r.u(numRows), r.u(4)
 		start, end := rowKey(a), ""
@@ -774,10 +789,13 @@ func (r *runner) readRows() error {
 			rs = bigtable.InfiniteRange(start)
 		}
 		desc = fmt.Sprintf("rows [%s, %s)", start, end)
-		for _, k := range r.m.RowKeys() {
-			if k >= start && (end == "" || k < end) {
-				keys = append(keys, k)
+		keys = func(m *model.Model) (in []string) {
+			for _, k := range m.RowKeys() {
+				if k >= start && (end == "" || k < end) {
+					in = append(in, k)
+				}
 			}
+			return in
 		}
 	default:
 		set := map[string]bool{}
@@ -790,12 +808,16 @@ func (r *runner) readRows() error {
 		}
 		sort.Strings(list)
 		rs, desc = list, fmt.Sprintf("rows %v", []string(list))
-		keys = list
+		keys = func(*model.Model) []string { return []string(list) }
 	}
 	t := r.now()
 	var bf bigtable.Filter
 	if f != nil {
 		bf = f.Bigtable()
+	}
+	what := fmt.Sprintf("ReadRows %s at %d with %s", desc, t, filterString(f))
+	if err := r.replicate(what); err != nil {
+		return err
 	}
 	var got []model.Cell
 	var prev string
@@ -808,18 +830,19 @@ func (r *runner) readRows() error {
 		got = append(got, fromRow(row)...)
 		return true
 	})
-	what := fmt.Sprintf("ReadRows %s at %d with %s", desc, t, filterString(f))
 	if err != nil {
 		return r.fail(what, fmt.Sprintf("read failed: %v", err))
 	}
 	if order != nil {
 		return r.fail(what, "rows out of order: "+order.Error())
 	}
-	var want []model.Cell
-	for _, k := range keys {
-		want = append(want, r.m.Read(k, t, f)...)
-	}
-	if err := r.compare(what, want, got); err != nil {
+	want, err := r.compareRead(what, got, func(m *model.Model) (want []model.Cell) {
+		for _, k := range keys(m) {
+			want = append(want, m.Read(k, t, f)...)
+		}
+		return want
+	})
+	if err != nil {
 		return err
 	}
 	return r.afterRead(what, want, t)
@@ -911,6 +934,11 @@ func indent(s string) string {
 // must store only cells the model holds, missing only cells its GC may
 // have collected.
 func (r *runner) fullCheck() error {
+	// On a replicated instance every cluster holds every write after a
+	// Flush: the reads below must be the model's on any routing.
+	if err := r.flush("full read"); err != nil {
+		return err
+	}
 	t := r.now()
 	var got []model.Cell
 	err := r.cfg.Target.ReadRows(r.ctx, bigtable.InfiniteRange(""), nil, func(row bigtable.Row) bool {
@@ -936,13 +964,32 @@ func (r *runner) fullCheck() error {
 	if r.cfg.Raw == nil {
 		return nil
 	}
+	if err := r.checkStored("raw full read", r.cfg.Raw, want); err != nil {
+		return err
+	}
+	if rep := r.cfg.Replication; rep != nil && rep.RawReplica != nil {
+		// The full read's refreshes reach the replica too.
+		if err := r.flush("raw full read of the replica"); err != nil {
+			return err
+		}
+		r.stats.Replication.ReplicaChecks++
+		return r.checkStored("raw full read of the replica", rep.RawReplica, want)
+	}
+	return nil
+}
+
+// checkStored reads tbl unfiltered: it must store only cells the model
+// holds, and miss only cells its GC may have collected; want is the
+// model's view at the full read (a stored cell outside it is counted as
+// expired or excess).
+func (r *runner) checkStored(what string, tbl *bigtable.Table, want []model.Cell) error {
 	var stored []model.Cell
-	err = r.cfg.Raw.ReadRows(r.ctx, bigtable.InfiniteRange(""), func(row bigtable.Row) bool {
+	err := tbl.ReadRows(r.ctx, bigtable.InfiniteRange(""), func(row bigtable.Row) bool {
 		stored = append(stored, fromRow(row)...)
 		return true
 	})
 	if err != nil {
-		return r.fail("raw full read", err.Error())
+		return r.fail(what, err.Error())
 	}
 	realNow := time.Now().UnixMicro()
 	held := map[model.Cell]bool{}
@@ -970,7 +1017,7 @@ func (r *runner) fullCheck() error {
 		}
 		seen[c] = true
 		if !held[c] {
-			return r.fail("raw full read", fmt.Sprintf("the server stores %s, which the model never wrote or has deleted (a duplicate with a shifted timestamp?)", c))
+			return r.fail(what, fmt.Sprintf("the server stores %s, which the model never wrote or has deleted (a duplicate with a shifted timestamp?)", c))
 		}
 		delete(held, c)
 		if !view[c] {
@@ -979,7 +1026,7 @@ func (r *runner) fullCheck() error {
 	}
 	for c := range held {
 		if !r.m.Collectable(c.Row, c.Family, c.Column, c.TS, realNow) {
-			return r.fail("raw full read", fmt.Sprintf("the server lost %s, which its GC may not collect yet", c))
+			return r.fail(what, fmt.Sprintf("the server lost %s, which its GC may not collect yet", c))
 		}
 		r.stats.Collected++
 	}
@@ -1057,6 +1104,7 @@ func (r *runner) expire(row string) error {
 			}
 		}
 	}
+	r.snapshot(clock)
 	return r.writeTime(ex, row, fam, col)
 }
 
