@@ -198,7 +198,9 @@ func (r *runner) compareRead(what string, got []model.Cell, wantOf func(*model.M
 // through write (on a transactional profile) and reads through read (on
 // another profile): a program with two clients, as the replicated slice
 // runs it.
-func SplitTarget(write, read *ttlclient.Table) Target { return splitTarget{tableTarget{write}, tableTarget{read}} }
+func SplitTarget(write, read *ttlclient.Table) Target {
+	return splitTarget{tableTarget{write}, tableTarget{read}}
+}
 
 type splitTarget struct{ w, r tableTarget }
 

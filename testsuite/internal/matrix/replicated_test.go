@@ -54,7 +54,9 @@ func (r replRouting) name() string {
 
 // clockRef lets the server read the harness's clock, which exists only
 // once the harness is dialled to the server.
-type clockRef struct{ c atomic.Pointer[bttestharness.ManualClock] }
+type clockRef struct {
+	c atomic.Pointer[bttestharness.ManualClock]
+}
 
 func (r *clockRef) Now() time.Time { return r.c.Load().Now() }
 
