@@ -196,13 +196,17 @@ func (r *runner) compareRead(what string, got []model.Cell, wantOf func(*model.M
 
 // SplitTarget is a Target that writes, and runs the lifecycle operations,
 // through write (on a transactional profile) and reads through read (on
-// another profile): a program with two clients, as the replicated slice
-// runs it.
-func SplitTarget(write, read *ttlclient.Table) Target {
-	return splitTarget{tableTarget{write}, tableTarget{read}}
+// another profile: a ttlclient.Table's TableTarget, or a plain client's
+// WireTarget, whose writes it never uses): a program with two clients, as
+// the replicated slice runs it.
+func SplitTarget(write *ttlclient.Table, read Target) Target {
+	return splitTarget{tableTarget{write}, read}
 }
 
-type splitTarget struct{ w, r tableTarget }
+type splitTarget struct {
+	w tableTarget
+	r Target
+}
 
 func (s splitTarget) Apply(ctx context.Context, row string, ops []model.Op) error {
 	return s.w.Apply(ctx, row, ops)

@@ -17,8 +17,10 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/bttest_harness/prodserver"
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/testsuite/internal/matrix"
 	"github.com/bttl/bttl/ttlclient"
+	"github.com/bttl/bttl/wireguard"
 )
 
 // The replicated slice's instance: clusters a and b; the default profile
@@ -36,20 +38,26 @@ type replRouting struct {
 	profile string // "" the writer's (default)
 	reads   matrix.ReadRouting
 	lag     time.Duration
+	guard   bool // reads by a plain client under the wire guard (WithReadFilter)
 }
 
 var replRoutings = []replRouting{
 	{profile: "", reads: matrix.ReadsWriter},
 	{profile: "b", reads: matrix.ReadsReplica, lag: replLag},
 	{profile: "multi", reads: matrix.ReadsEither, lag: replLag},
+	{profile: "multi", reads: matrix.ReadsEither, lag: replLag, guard: true},
 	{profile: "boost", reads: matrix.ReadsReplica, lag: replBoostLag},
 }
 
 func (r replRouting) name() string {
-	if r.profile == "" {
-		return "writer"
+	name := r.profile
+	if name == "" {
+		name = "writer"
 	}
-	return r.profile
+	if r.guard {
+		name += "+guard"
+	}
+	return name
 }
 
 // clockRef lets the server read the harness's clock, which exists only
@@ -104,8 +112,8 @@ func rawClient(t *testing.T, addr, profile string, dial ...grpc.DialOption) *big
 // with app profiles, millisecond granularity and a replication lag on the
 // run's clock. ttlclient writes, expires and refreshes through a
 // single-cluster transactional profile and reads through each routing:
-// the writer's cluster, the other cluster, multi-cluster routing and Data
-// Boost; every read is checked against the states the routing allows
+// the writer's cluster, the other cluster, multi-cluster routing (also by
+// a plain client under the wire guard) and Data Boost; every read is checked against the states the routing allows
 // (matrix.Replication), every full check after a Flush. The CI slice runs
 // each routing once, with the family option the seed rotates to;
 // BTTL_REPLICATED=all runs every routing with every option, BTTL_OPS sets
@@ -186,9 +194,18 @@ func runReplicated(t *testing.T, table string, r replRouting, opt matrix.FamilyO
 			RawReplica: rawClient(t, srv.ClusterAddr("b"), "").Open(table),
 		},
 	}
-	if r.profile == "" {
+	switch {
+	case r.profile == "":
 		cfg.Target, cfg.FlushIdle = matrix.TableTarget(writer), h.Client.FlushIdleRefreshes
-	} else {
+	case r.guard:
+		// A plain program reading under the wire guard, which filters
+		// its reads at the shared clock.
+		g, err := wireguard.New(map[string]strategy.Schema{table: schema}, wireguard.WithReadFilter(), wireguard.WithClock(h.Clock))
+		require.NoError(t, err)
+		rt, err := matrix.WireTarget(rawClient(t, srv.Addr, r.profile, g.DialOptions()...).Open(table), schema, h.Clock, false)
+		require.NoError(t, err)
+		cfg.Target = matrix.SplitTarget(writer, rt)
+	default:
 		// A second program's client on the read profile, on the same
 		// clock. Its time-to-idle refreshes need a transactional profile:
 		// the server refuses them, and the model applies none.
@@ -197,7 +214,7 @@ func runReplicated(t *testing.T, table string, r replRouting, opt matrix.FamilyO
 		t.Cleanup(func() { _ = reader.Close() })
 		rt, err := reader.Open(ctx, table, schema)
 		require.NoError(t, err)
-		cfg.Target = matrix.SplitTarget(writer, rt)
+		cfg.Target = matrix.SplitTarget(writer, matrix.TableTarget(rt))
 		if r.profile == "boost" {
 			cfg.Replication.RawReplica = rawClient(t, srv.Addr, "boost").Open(table)
 		}
