@@ -108,10 +108,10 @@ type lagged struct {
 	pending []snapshot
 }
 
-// snapshot records the model after a write accepted at clock at (the
-// clock does not move during a write). Called after every change of the
-// model; a step that changed nothing records an identical state, which is
-// harmless.
+// snapshot records the model as of clock reading at: runner.clock calls
+// it before it moves the clock, so every write (and time-to-idle refresh)
+// since its last call, all accepted at reading at, is in it. A reading
+// without writes records an identical state, which is harmless.
 func (r *runner) snapshot(at time.Time) {
 	if r.cfg.Replication == nil {
 		return

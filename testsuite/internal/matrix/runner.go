@@ -220,6 +220,10 @@ const ClockLead = 3 * time.Second
 // and returns it. Writes give the model this reading itself: the library
 // adds a TTL to it in nanoseconds.
 func (r *runner) clock() time.Time {
+	// Every write since the last call was accepted at the clock's reading
+	// now (only this method and moveClock, through it, move the clock):
+	// the replicated slice records the model as of that reading.
+	r.snapshot(r.cfg.Clock.Now())
 	floor := time.Now().Add(ClockLead)
 	if c := r.cfg.Clock.Now(); c.Before(floor) {
 		r.cfg.Clock.Set(floor)
@@ -513,7 +517,6 @@ func (r *runner) apply(row string) error {
 	if want == nil {
 		_ = r.m.Apply(row, clock, ops)
 	}
-	r.snapshot(clock)
 	r.stats.Writes++
 	return nil
 }
@@ -568,7 +571,6 @@ func (r *runner) applyBulk() error {
 			_ = r.m.Apply(rows[i], clock, opss[i])
 		}
 	}
-	r.snapshot(clock)
 	r.stats.Writes++
 	r.stats.Bulk++
 	return nil
@@ -615,7 +617,6 @@ func (r *runner) condMutation(row string) error {
 		}
 		_ = r.m.Apply(row, clock, chosen)
 	}
-	r.snapshot(clock)
 	r.stats.Writes++
 	r.stats.Cond++
 	return nil
@@ -721,9 +722,6 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 				return err
 			}
 		}
-	}
-	if len(due) > 0 {
-		r.snapshot(now)
 	}
 	return nil
 }
@@ -1104,7 +1102,6 @@ func (r *runner) expire(row string) error {
 			}
 		}
 	}
-	r.snapshot(clock)
 	return r.writeTime(ex, row, fam, col)
 }
 
