@@ -33,7 +33,7 @@ import (
 
 const (
 	gOne   = "one"   // one-second expiry with write times
-	gIdle  = "idle"  // one-second expiry, time-to-idle 1m
+	gIdle  = "idle"  // one-second expiry, time-to-idle 1h
 	gSV    = "sv"    // default expiry 1h, single value
 	gPlain = "plain" // unmanaged
 )
@@ -41,7 +41,7 @@ const (
 func guaranteeSchema() strategy.Schema {
 	return strategy.Schema{
 		gOne:   strategy.OneSecond(strategy.WithWriteTime()),
-		gIdle:  strategy.OneSecond(strategy.WithIdleTTL(time.Minute, 0.5)),
+		gIdle:  strategy.OneSecond(strategy.WithIdleTTL(time.Hour, 0.5)),
 		gSV:    strategy.DefaultExpiry(time.Hour, strategy.SingleValue()),
 		gPlain: strategy.Unmanaged(),
 	}
@@ -121,7 +121,9 @@ func TestReplicatedReadsNeverReturnAnExpiredCell(t *testing.T) {
 	ri := newReplicatedInstance(t)
 	ctx := context.Background()
 	w := ri.table(t, "")
-	require.NoError(t, w.Apply(ctx, "r", setTTL(gOne, "c", 10*time.Second, "v")))
+	// A minute: the servers' GC, on real time, leaves the cell stored
+	// while the test runs.
+	require.NoError(t, w.Apply(ctx, "r", setTTL(gOne, "c", time.Minute, "v")))
 	require.NoError(t, w.Apply(ctx, "r", setTTL(gOne, "keep", time.Hour, "k")))
 	g, err := wireguard.New(map[string]strategy.Schema{"g": guaranteeSchema()}, wireguard.WithReadFilter(), wireguard.WithClock(ri.h.Clock))
 	require.NoError(t, err)
@@ -132,15 +134,26 @@ func TestReplicatedReadsNeverReturnAnExpiredCell(t *testing.T) {
 		readers["profile "+p] = func() bigtable.Row { r, err := tbl.ReadRow(ctx, "r"); require.NoError(t, err); return r }
 	}
 	readers["multi under the wire guard"] = func() bigtable.Row { r, err := guarded.ReadRow(ctx, "r"); require.NoError(t, err); return r }
-	for _, cluster := range []string{"a", "b"} {
-		ri.srv.RouteMultiCluster(cluster)
-		ri.h.Clock.Advance(11 * time.Second) // c expired; lag (and the Data Boost lag) passed once
-		require.NoError(t, ri.srv.ReplicateDue(ctx))
-		for name, read := range readers {
-			require.Equal(t, []string{gOne + ":keep=k"}, values(read(), gOne), "%s, multi-cluster on %s", name, cluster)
+	check := func(when string) {
+		for _, cluster := range []string{"a", "b"} {
+			ri.srv.RouteMultiCluster(cluster)
+			for name, read := range readers {
+				got := values(read(), gOne)
+				require.NotContains(t, got, gOne+":c=v", "%s, multi-cluster on %s, %s", name, cluster, when)
+			}
 		}
 	}
-	require.Len(t, ri.stored(t, "b", "r")[gOne], 2+2, "b stores the expired cell (and both companions): the reads hid it")
+	ri.h.Clock.Advance(time.Minute + time.Millisecond) // c expired, the lags passed
+	require.Len(t, ri.stored(t, "a", "r")[gOne], 2+2, "a stores the expired cell (and both companions)")
+	check("before replication")
+	require.NoError(t, ri.srv.ReplicateDue(ctx))
+	require.Len(t, ri.stored(t, "b", "r")[gOne], 2+2, "b stores the expired cell (and both companions)")
+	check("after replication")
+	// The same readers return the live cell wherever it has arrived.
+	ri.srv.RouteMultiCluster("b")
+	for name, read := range readers {
+		require.Equal(t, []string{gOne + ":keep=k"}, values(read(), gOne), name)
+	}
 }
 
 // Single-row transactions (Expire, ExpireColumn, ExpireRow, conditional
@@ -215,7 +228,9 @@ func TestReplicatedIdleRefreshNeedsATransactionalProfile(t *testing.T) {
 	ri := newReplicatedInstance(t)
 	ctx := context.Background()
 	w := ri.table(t, "")
-	require.NoError(t, w.Apply(ctx, "r", setTTL(gIdle, "c", 10*time.Second, "v")))
+	// 10 minutes left of a 1-hour idle TTL: due for a refresh, and stored
+	// while the test runs.
+	require.NoError(t, w.Apply(ctx, "r", setTTL(gIdle, "c", 10*time.Minute, "v")))
 	require.NoError(t, ri.srv.Flush(ctx))
 	stamp := ri.stored(t, "a", "r")[gIdle][0].Timestamp
 	for _, p := range []string{"b", "multi"} {
