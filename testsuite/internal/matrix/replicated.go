@@ -122,9 +122,9 @@ func (r *runner) snapshot(at time.Time) {
 	r.lag.pending = append(r.lag.pending, snapshot{at: at, m: r.m.Clone()})
 }
 
-// replicate applies the writes due at the clock's reading t (in
-// microseconds, the read time; the clock reads t until the read is done)
-// and moves the suite's replica state along.
+// replicate applies the writes due at the clock's reading (the read's
+// time, which does not move until the read is checked) and moves the
+// suite's record of the replica along.
 func (r *runner) replicate(what string) error {
 	rep := r.cfg.Replication
 	if rep == nil {
