@@ -179,8 +179,11 @@ func TestReplicatedTransactionsNeedASingleClusterTransactionalProfile(t *testing
 		require.Equal(t, codes.FailedPrecondition, status.Code(err), "a conditional mutation through %s: %v", p, err)
 	}
 	// Data Boost takes no write at all.
-	err := ri.table(t, "boost").Apply(ctx, "r", setTTL(gOne, "d", time.Hour, "x"))
+	boost := ri.table(t, "boost")
+	err := boost.Apply(ctx, "r", setTTL(gOne, "d", time.Hour, "x"))
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "Apply through Data Boost: %v", err)
+	_, err = boost.ApplyBulk(ctx, []string{"r"}, []*ttlclient.Mutation{setTTL(gOne, "d", time.Hour, "x")})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "ApplyBulk through Data Boost: %v", err)
 	require.NoError(t, ri.srv.Flush(ctx))
 	require.Equal(t, before, map[string]bigtable.Row{"a": ri.stored(t, "a", "r"), "b": ri.stored(t, "b", "r")})
 	// The writer's profile takes them.
@@ -233,7 +236,7 @@ func TestReplicatedIdleRefreshNeedsATransactionalProfile(t *testing.T) {
 	require.NoError(t, w.Apply(ctx, "r", setTTL(gIdle, "c", 10*time.Minute, "v")))
 	require.NoError(t, ri.srv.Flush(ctx))
 	stamp := ri.stored(t, "a", "r")[gIdle][0].Timestamp
-	for _, p := range []string{"b", "multi"} {
+	for _, p := range []string{"b", "multi", "boost"} {
 		rec := &idleCount{}
 		tbl, c := ri.client(t, p, ttlclient.WithRecorder(rec))
 		_, err := tbl.ReadRow(ctx, "r")
@@ -404,10 +407,12 @@ func TestReplicatedMigrateNeedsTheWritersProfileAndSeesOnlyReplicatedCells(t *te
 	require.NoError(t, ri.srv.Flush(ctx))
 	before := ri.stored(t, "a", "on-a")
 
-	mm, err := migrate.New(rawClient(t, ri.srv.Addr, "multi").Open("g"), "g", plan, migrate.WithClock(ri.h.Clock))
-	require.NoError(t, err)
-	_, err = mm.Run(ctx, scan.WithWorkers(1))
-	require.Equal(t, codes.FailedPrecondition, status.Code(err), "a run through multi-cluster routing: %v", err)
+	for _, p := range []string{"b", "multi", "boost"} {
+		mm, err := migrate.New(rawClient(t, ri.srv.Addr, p).Open("g"), "g", plan, migrate.WithClock(ri.h.Clock))
+		require.NoError(t, err)
+		_, err = mm.Run(ctx, scan.WithWorkers(1))
+		require.Equal(t, codes.FailedPrecondition, status.Code(err), "a run through %s: %v", p, err)
+	}
 	require.NoError(t, ri.srv.Flush(ctx))
 	require.Equal(t, before, ri.stored(t, "a", "on-a"))
 	require.Equal(t, before, ri.stored(t, "b", "on-a"))
