@@ -359,7 +359,10 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 		opts = append(opts, scan.WithShardKeys(keys...))
 	}
 	if e := s.e; e != nil {
-		opts = append(opts, scan.WithBigtableCheckpoints(e.data, e.adminClient))
+		opts = append(opts, scan.WithBigtableCheckpoints(e.write, e.adminClient))
+		if e.pace != nil {
+			opts = append(opts, scan.WithPacer(e.pace))
+		}
 		if s.shardFrom != "" && s.shardFrom != "-shard" || s.sharded() {
 			from := ""
 			if s.shardFrom != "" {
