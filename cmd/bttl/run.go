@@ -58,13 +58,13 @@ type globals struct {
 	creds, appProfile         string
 	// writeAppProfile is -write-app-profile; set says it was given
 	// (otherwise writes use appProfile).
-	writeAppProfile    string
-	writeAppProfileSet bool
-	dataEndpoint              string
-	adminEndpoint             string
-	certFile, userAgent       string
-	timeout                   time.Duration
-	version                   bool
+	writeAppProfile     string
+	writeAppProfileSet  bool
+	dataEndpoint        string
+	adminEndpoint       string
+	certFile, userAgent string
+	timeout             time.Duration
+	version             bool
 	// fromFile: the flags .cbtrc gave a value, and its path (source).
 	fromFile map[string]string
 }
