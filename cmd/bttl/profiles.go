@@ -101,7 +101,7 @@ type profileError struct {
 
 func (e *profileError) Error() string {
 	return fmt.Sprintf("app profile %q (%s) cannot take bttl's writes (moves, checkpoints and reports, and the reads of those records): %s; "+
-		"give -write-app-profile a single-cluster profile that allows single-row transactions (a low-priority one for batch work: docs/runbook.md#app-profiles), and keep -app-profile for the scans",
+		"give -write-app-profile a single-cluster profile that allows single-row transactions (a low-priority one for batch work: docs/runbook.md#app-profiles-for-batch-jobs), and keep -app-profile for the scans",
 		e.Profile, e.Flag, e.Reason)
 }
 
