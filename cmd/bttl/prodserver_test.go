@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -270,4 +271,64 @@ func serverClientsAt(t *testing.T, addr string) (*bigtable.AdminClient, *bigtabl
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = dc.Close() })
 	return ac, dc
+}
+
+// Each kind of profile that cannot take bttl's writes is refused with a
+// *profileError naming it, where it came from and why; a single-cluster
+// transactional profile passes.
+func TestClassifyWriteProfile(t *testing.T) {
+	single := func(tx bool) *btapb.AppProfile {
+		return &btapb.AppProfile{RoutingPolicy: &btapb.AppProfile_SingleClusterRouting_{SingleClusterRouting: &btapb.AppProfile_SingleClusterRouting{ClusterId: "c", AllowTransactionalWrites: tx}}}
+	}
+	boost := single(false)
+	boost.Isolation = &btapb.AppProfile_DataBoostIsolationReadOnly_{DataBoostIsolationReadOnly: &btapb.AppProfile_DataBoostIsolationReadOnly{}}
+	multi := &btapb.AppProfile{RoutingPolicy: &btapb.AppProfile_MultiClusterRoutingUseAny_{MultiClusterRoutingUseAny: &btapb.AppProfile_MultiClusterRoutingUseAny{}}}
+	for _, c := range []struct {
+		name   string
+		ap     *btapb.AppProfile
+		reason string
+	}{
+		{"data boost", boost, "Data Boost"},
+		{"multi-cluster", multi, "multi-cluster routing"},
+		{"no transactions", single(false), "does not allow transactional writes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := classifyWriteProfile(c.ap, "p1", "-write-app-profile")
+			var pe *profileError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "p1", pe.Profile)
+			assert.Equal(t, "-write-app-profile", pe.Flag)
+			assert.Contains(t, pe.Reason, c.reason)
+			assert.Contains(t, err.Error(), "give -write-app-profile")
+		})
+	}
+	require.NoError(t, classifyWriteProfile(single(true), "p1", "-write-app-profile"))
+}
+
+// On a replicated instance the default profile routes to any cluster: a
+// migration given no profile at all is refused before it writes, naming
+// the default profile; given a transactional write profile it runs.
+func TestMigrateOnReplicatedInstanceNeedsAWriteProfile(t *testing.T) {
+	srv := prodserver.New(t, prodserver.Config{
+		Clusters: []prodserver.Cluster{{ID: "a"}, {ID: "b"}},
+		Profiles: []prodserver.AppProfile{prodserver.SingleCluster("batch", "a", true)},
+	})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr("a"))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	args := append([]string{"-project=p", "-instance=i", "-schema=" + schema, "migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)
+	r := inProcess(t, srv.Addr, args...)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "default" (the instance's default profile, as neither -app-profile nor -write-app-profile is given)`)
+	assert.Contains(t, r.stderr, "multi-cluster routing")
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+	// The scan may go anywhere (the default, multi-cluster profile); the
+	// moves go to cluster a, whose cells the scan may read only once
+	// replicated: pinned there for the test.
+	srv.RouteMultiCluster("a")
+	r = inProcess(t, srv.Addr, append(args, "-write-app-profile=batch")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
 }

@@ -63,7 +63,10 @@ func (g *globals) writeProfile() string {
 // option.WithGRPCDialOption (it dials the emulator itself), so the
 // connection is dialled here, with the interceptors.
 func (g *globals) dataClient(ctx context.Context, profile string, opts []option.ClientOption, pace *throttle.Controller) (*bigtable.Client, func(), error) {
-	cfg := bigtable.ClientConfig{AppProfile: profile, MetricsProvider: bigtable.NoopMetricsProvider{}}
+	// Sessions off: the session data plane has connections of its own,
+	// which the interceptors would not see (as for ttlclient and the wire
+	// guard, docs/design.md#write-path).
+	cfg := bigtable.ClientConfig{AppProfile: profile, MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}
 	closeConn := func() {}
 	if addr := os.Getenv("BIGTABLE_EMULATOR_HOST"); addr != "" {
 		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, pace.DialOptions()...)...)
@@ -72,7 +75,6 @@ func (g *globals) dataClient(ctx context.Context, profile string, opts []option.
 		}
 		closeConn = func() { _ = conn.Close() }
 		opts = append(append([]option.ClientOption(nil), opts...), option.WithGRPCConn(conn))
-		cfg.DisableSession = true // a pre-dialled connection carries no session
 	} else {
 		opts = append([]option.ClientOption(nil), opts...)
 		for _, d := range pace.DialOptions() {
