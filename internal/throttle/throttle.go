@@ -255,9 +255,18 @@ func (c *Controller) Throttle(delay time.Duration) {
 		if el := now.Sub(c.winStart); el > 0 && c.winCells/el.Seconds() > from {
 			from = c.winCells / el.Seconds()
 		}
+		if from <= 0 {
+			// Nothing paced yet (a first call refused): no pace to
+			// lower, the hold alone slows the workers.
+			return
+		}
 		c.step = max(from*IncreaseShare, MinRate)
 	}
-	c.setRate(now, max(MinRate, from*DecreaseFactor))
+	floor := MinRate
+	if c.ceiling > 0 {
+		floor = min(floor, c.ceiling) // a ceiling below the floor stays the most
+	}
+	c.setRate(now, max(floor, from*DecreaseFactor))
 	c.decreases++
 	c.lastChange, c.lastDecrease = now, now
 }

@@ -132,8 +132,13 @@ func TestRateNeverFallsBelowTheFloor(t *testing.T) {
 		clk.advance(time.Second)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	assert.Equal(t, MinRate, c.cur)
+	assert.Equal(t, MinRate, c.cur) // read without the increase Rate applies
+	c.mu.Unlock()
+	// A ceiling below the floor is the most the pace reaches, throttled
+	// or not.
+	low := New(Config{Ceiling: 0.5, Clock: clk})
+	low.Throttle(0)
+	assert.Equal(t, 0.5, low.Rate())
 }
 
 func TestRetryInfoHoldsEveryWorker(t *testing.T) {
@@ -157,6 +162,19 @@ func TestWithoutCeilingTheFirstThrottleStartsFromThePaceMeasured(t *testing.T) {
 	// The increase is a tenth of the pace measured, without a ceiling.
 	clk.advance(time.Second)
 	assert.InDelta(t, 0.7*5000+500, c.Rate(), 1)
+}
+
+// A RESOURCE_EXHAUSTED before any cell was paced, without a ceiling (a
+// first SampleRowKeys refused): nothing to lower from, so the pace stays
+// unlimited and only the hold applies; it is not set to the floor.
+func TestWithoutCeilingAThrottleBeforeAnyCellOnlyHolds(t *testing.T) {
+	clk := newFakeClock()
+	c := New(Config{Period: time.Second, Clock: clk})
+	c.Throttle(50 * time.Millisecond)
+	assert.Zero(t, c.Rate(), "still unlimited")
+	require.NoError(t, c.WaitN(context.Background(), 1_000_000))
+	assert.Equal(t, 50*time.Millisecond, clk.sleptFor(), "the hold only")
+	assert.Equal(t, Stats{Throttled: 1}, c.Stats())
 }
 
 func TestWaitPastTheDeadlineFailsAtOnce(t *testing.T) {
