@@ -54,12 +54,12 @@ func (c *Controller) WriteMetrics(w io.Writer, command string) error {
 			col = g
 		}
 		if err := reg.Register(col); err != nil {
-			return fmt.Errorf("throttle metrics: %w", err)
+			return fmt.Errorf("bttl: throttle metrics: %w", err)
 		}
 	}
 	fams, err := reg.Gather()
 	if err != nil {
-		return fmt.Errorf("throttle metrics: %w", err)
+		return fmt.Errorf("bttl: throttle metrics: %w", err)
 	}
 	for _, f := range fams {
 		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {

@@ -181,7 +181,7 @@ func (c *Controller) WaitN(ctx context.Context, n int) error {
 		r := c.lim.ReserveN(now, take)
 		c.mu.Unlock()
 		if !r.OK() {
-			return fmt.Errorf("throttle: cannot pace %d cells at burst %d", take, c.lim.Burst()) // unreachable: take <= burst
+			return fmt.Errorf("bttl: cannot pace %d cells at burst %d", take, c.lim.Burst()) // unreachable: take <= burst
 		}
 		if wait := r.DelayFrom(now); wait > 0 {
 			if err := c.sleep(ctx, now, wait); err != nil {
