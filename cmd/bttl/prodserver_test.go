@@ -171,11 +171,16 @@ func logRates(t *testing.T, what string, samples []rateSample) {
 }
 
 // Issue 36: with 30% of requests answered RESOURCE_EXHAUSTED (with
-// RetryInfo), audit and migrate finish with exact results (those of the
-// same commands on a plain server) and their rate adapts: it falls below
-// -cells-per-second, the ceiling, and the metric says so.
+// RetryInfo), audit, plan and migrate finish with exact results (those of
+// the same commands on a plain server) and the rate of audit and migrate
+// adapts: it falls below -cells-per-second, the ceiling, and the metric
+// says so.
 func TestThrottledAuditAndMigrateAdapt(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	// Seed 2 throttles the first request and 5 of the first 12: the audit
+	// sends a dozen or so, so every run sees RESOURCE_EXHAUSTED there too
+	// (a random seed left none in about 1% of runs). BTTL_SEED tries
+	// others.
+	seed := uint64(2)
 	if s := os.Getenv("BTTL_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err, "BTTL_SEED")
@@ -216,8 +221,21 @@ func TestThrottledAuditAndMigrateAdapt(t *testing.T) {
 	logRates(t, "audit", auditRates)
 	requireAdapted(t, auditRates, readFileString(t, filepath.Join(dir, "audit.prom")), "audit")
 
-	// Migrate, with its checkpoint and report in the instance.
+	// Plan (and apply's refusal, which the same scan decides): the same
+	// exact counts and refusals as on the plain server.
 	throttledBefore := srv.Counts().Throttled
+	planArgs := []string{"-project=p", "-instance=i", "-schema=" + schema, "plan", "-workers=2"}
+	pp := inProcess(t, srv.Addr, planArgs...)
+	plainPlan := inProcess(t, plainAddr, planArgs...)
+	assert.Equal(t, plainPlan.code, pp.code, pp.stdout+pp.stderr)
+	nowRE := regexp.MustCompile(`before now \S+Z`) // each run's own instant
+	assert.Equal(t, nowRE.ReplaceAllString(plainPlan.stdout, "before now T"), nowRE.ReplaceAllString(pp.stdout, "before now T"),
+		"exact: the throttled plan's counts are the plain server's")
+	assert.Empty(t, pp.stderr)
+	t.Logf("throttled plan: %d RESOURCE_EXHAUSTED answers", srv.Counts().Throttled-throttledBefore)
+
+	// Migrate, with its checkpoint and report in the instance.
+	throttledBefore = srv.Counts().Throttled
 	migrateArgs := append([]string{"-project=p", "-instance=i", "-schema=" + schema, "migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d",
 		"-workers=2", "-cells-per-second=" + strconv.Itoa(ceiling)}, switchedAt(now)...)
 	start = time.Now()
