@@ -20,6 +20,7 @@ import (
 	"github.com/bttl/bttl/bttest_harness/prodserver"
 	"github.com/bttl/bttl/internal/throttle"
 	migratepkg "github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/scan"
 )
 
 // inProcess runs bttl in-process against the server at addr, with exactly
@@ -349,4 +350,25 @@ func TestMigrateOnReplicatedInstanceNeedsAWriteProfile(t *testing.T) {
 	r = inProcess(t, srv.Addr, append(args, "-write-app-profile=batch")...)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
+}
+
+// The progress line's pace: the rate and the RESOURCE_EXHAUSTED answers
+// so far; nothing while the pace is unlimited and nothing was throttled.
+func TestProgressLineShowsThePace(t *testing.T) {
+	var buf strings.Builder
+	p := &progress{w: &buf, pace: throttle.New(throttle.Config{Ceiling: 500})}
+	p.update(scan.Progress{Ranges: 4, Rows: 1, Cells: 2})
+	assert.Equal(t, "scanned 1 rows, 2 cells, about 0% (0 of 4 key ranges), rate 500 cells/s\n", buf.String())
+	buf.Reset()
+	p.pace.Throttle(0)
+	p.update(scan.Progress{Ranges: 4, Rows: 1, Cells: 2})
+	assert.Equal(t, "scanned 1 rows, 2 cells, about 0% (0 of 4 key ranges), rate 350 cells/s (1 throttled)\n", buf.String())
+	buf.Reset()
+	p.pace = throttle.New(throttle.Config{})
+	p.update(scan.Progress{Ranges: 4, Rows: 1, Cells: 2})
+	assert.Equal(t, "scanned 1 rows, 2 cells, about 0% (0 of 4 key ranges)\n", buf.String(), "unlimited, never throttled")
+	p.pace.Throttle(0)
+	buf.Reset()
+	p.update(scan.Progress{Ranges: 4, Rows: 1, Cells: 2})
+	assert.Equal(t, "scanned 1 rows, 2 cells, about 0% (0 of 4 key ranges), rate unlimited (1 throttled)\n", buf.String())
 }

@@ -163,16 +163,21 @@ func classifyWriteProfile(ap *btapb.AppProfile, id, from string) error {
 }
 
 // rateText is the pace for a progress line: ", rate N cells/s" and the
-// RESOURCE_EXHAUSTED answers so far ("" without a pace).
+// RESOURCE_EXHAUSTED answers so far; "" without a pace, or while it is
+// unlimited and nothing was throttled (the line says nothing new then).
 func rateText(pace *throttle.Controller) string {
 	if pace == nil {
 		return ""
 	}
+	r, n := pace.Rate(), pace.Stats().Throttled
+	if r == 0 && n == 0 {
+		return ""
+	}
 	out := ", rate unlimited"
-	if r := pace.Rate(); r > 0 {
+	if r > 0 {
 		out = fmt.Sprintf(", rate %.0f cells/s", r)
 	}
-	if n := pace.Stats().Throttled; n > 0 {
+	if n > 0 {
 		out += fmt.Sprintf(" (%d throttled)", n)
 	}
 	return out
