@@ -27,8 +27,9 @@
 //
 // The rate is in cells a second, the unit of -cells-per-second, which is
 // the ceiling. Without a ceiling the pace is unlimited until the first
-// RESOURCE_EXHAUSTED, which sets the rate to DecreaseFactor times the pace
-// measured over the last Period. The limiter is golang.org/x/time/rate's;
+// RESOURCE_EXHAUSTED after cells were paced, which sets the rate to
+// DecreaseFactor times the pace measured over the last Period (one before
+// any cell only holds the workers). The limiter is golang.org/x/time/rate's;
 // this package only decides its limit. The clock is injectable (Config.Clock)
 // so that the decisions are tested without sleeping.
 package throttle
