@@ -9,8 +9,14 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/bttest_harness/prodserver"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
@@ -375,4 +381,66 @@ func ExampleWithWriteTimeout() {
 	rep, err := m.Run(ctx)
 	fmt.Println(err, rep.Moved)
 	// Output: <nil> 2
+}
+
+// The scan reads through a Data Boost profile, the moves go through a
+// single-cluster profile that allows transactional writes: on the
+// production-rules server, as production does, the Data Boost profile
+// alone refuses the moves.
+func ExampleWithWriteTable() {
+	ctx := context.Background()
+	srv, err := prodserver.Start(ctx, prodserver.Config{Profiles: []prodserver.AppProfile{
+		prodserver.DataBoost("boost", prodserver.DefaultCluster),
+		prodserver.SingleCluster("batch", prodserver.DefaultCluster, true),
+	}})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{Addr: srv.Addr})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	if err := h.CreateTable(ctx, "events", strategy.Schema{"f": strategy.Unmanaged()}); err != nil {
+		panic(err)
+	}
+	now := h.Clock.Now()
+	m := bigtable.NewMutation()
+	m.Set("f", "session", bigtable.Time(now.Add(-24*time.Hour)).TruncateToMilliseconds(), []byte("a"))
+	if err := h.Raw.Open("events").Apply(ctx, "user#1", m); err != nil {
+		panic(err)
+	}
+	// Data Boost reads lag by half an hour: Flush stands for the wait.
+	if err := srv.Flush(ctx); err != nil {
+		panic(err)
+	}
+	open := func(profile string) *bigtable.Table {
+		c, err := bigtable.NewClientWithConfig(ctx, bttestharness.Project, bttestharness.Instance,
+			bigtable.ClientConfig{AppProfile: profile, MetricsProvider: bigtable.NoopMetricsProvider{}},
+			option.WithEndpoint(srv.Addr), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+		if err != nil {
+			panic(err)
+		}
+		return c.Open("events")
+	}
+	boost, batch := open("boost"), open("batch")
+
+	alone, _ := migrate.New(boost, "events", realToOneSecond(now), migrate.WithClock(h.Clock))
+	_, err = alone.Run(ctx)
+	fmt.Println("Data Boost alone:", status.Code(err) == codes.FailedPrecondition)
+
+	mg, err := migrate.New(boost, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithWriteTable(batch))
+	if err != nil {
+		panic(err)
+	}
+	rep, err := mg.Run(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("with a write table: moved", rep.Moved)
+	// Output:
+	// Data Boost alone: true
+	// with a write table: moved 1
 }

@@ -42,6 +42,28 @@ type options struct {
 	// allAmbiguous: every ambiguous cell is kept, not maxExamples.
 	allAmbiguous bool
 	writeStall   time.Duration
+	// writeTbl takes the writes and the reads that must see them
+	// (WithWriteTable); nil: New's table.
+	writeTbl *bigtable.Table
+}
+
+// WithWriteTable sends the moves (CheckAndMutateRow), and the reads that
+// must see the latest writes (a resumed run's witness checks, a cell read
+// again after a move did not apply), through w instead of New's table,
+// which then serves the scan only: w is the same table opened on a client
+// with another app profile. Production allows CheckAndMutateRow only
+// through a single-cluster profile that allows transactional writes, and
+// a Data Boost profile, which suits the scan, neither writes nor serves
+// point reads, and may miss the last half hour's writes
+// (docs/design.md#app-profiles).
+func WithWriteTable(w *bigtable.Table) Option { return func(m *options) { m.writeTbl = w } }
+
+// writer is the table moves and their reads go through.
+func (m *Migrator) writer() *bigtable.Table {
+	if m.writeTbl != nil {
+		return m.writeTbl
+	}
+	return m.tbl
 }
 
 // WithClock sets the clock that decides which cells are expired (default:
@@ -397,7 +419,7 @@ func (m *Migrator) stillDone(ctx context.Context, rg scan.Range, result json.Raw
 		m.witnessNone.Add(1)
 		return false, nil
 	}
-	stored, err := rr.Witness.Stored(ctx, m.tbl)
+	stored, err := rr.Witness.Stored(ctx, m.writer())
 	if err != nil {
 		return false, err
 	}
@@ -1093,7 +1115,7 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 // not, leaves work (a rerun sees what blocks it).
 func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error) {
 	ms := strategy.Millis(a.c.ts)
-	r, err := m.tbl.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	r, err := m.writer().ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(m.plan.Family, a.q, a.q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.StripValueFilter())))
@@ -1139,7 +1161,7 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 		wctx, cancel = context.WithTimeoutCause(ctx, m.writeStall, errWriteStalled)
 		defer cancel()
 	}
-	if err := m.tbl.Apply(wctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
+	if err := m.writer().Apply(wctx, row, cond, bigtable.GetCondMutationResult(&matched)); err != nil {
 		if m.writeStall > 0 && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
 			// gRPC's own deadline timer can fire just before the
 			// context's: wait for the context (bounded by writeStall) so

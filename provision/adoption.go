@@ -396,6 +396,9 @@ func (p *Provisioner) examine(ctx context.Context, table string, families []stri
 		}, func() (json.RawMessage, error) { return nil, nil }
 	}
 	opts := []scan.Option{scan.WithWorkers(p.workers), scan.WithStall(p.stall)}
+	if p.pacer != nil {
+		opts = append(opts, scan.WithPacer(p.pacer))
+	}
 	for _, f := range fs {
 		opts = append(opts, scan.WithFilter(f))
 	}

@@ -562,3 +562,33 @@ func ExampleWithCallTimeout() {
 	fmt.Println(plan.Table)
 	// Output: events
 }
+
+// countingPacer lets every cell through and counts them.
+type countingPacer struct{ cells int }
+
+func (p *countingPacer) WaitN(_ context.Context, n int) error {
+	p.cells += n // one worker: no concurrent calls
+	return nil
+}
+
+// The scan that counts what a lowering change makes collectable goes
+// through the pacer, cell by cell (bttl plan and apply give one that slows
+// down when the server answers RESOURCE_EXHAUSTED).
+func ExampleWithPacer() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	m := bigtable.NewMutation()
+	m.Set("doc", "body", 1000, []byte("v1"))
+	m.Set("doc", "body", 2000, []byte("v2"))
+	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
+		panic(err)
+	}
+	pacer := &countingPacer{}
+	p := provision.New(admin, h.Raw, provision.WithPacer(pacer))
+	if _, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(1)}); err != nil {
+		panic(err)
+	}
+	fmt.Println("cells paced:", pacer.cells)
+	// Output: cells paced: 2
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -251,6 +252,8 @@ type options struct {
 	// stall and callTimeout bound the scans and each other call
 	// (WithStall, WithCallTimeout); 0: the context only.
 	stall, callTimeout time.Duration
+	// pacer paces the scans' cells (WithPacer); nil: unpaced.
+	pacer scan.Pacer
 	// writtenBefore and skew are WithWrittenBefore's (writtenBefore zero:
 	// not given).
 	writtenBefore    time.Time
@@ -323,6 +326,11 @@ func WithoutImpact() Option { return func(p *options) { p.noImpact = true } }
 // (default 1: one stream, the load a plain ReadRows puts on the cluster);
 // see scan.WithWorkers.
 func WithWorkers(n int) Option { return func(p *options) { p.workers = max(n, 1) } }
+
+// WithPacer paces the cells each scan of a family reads with p
+// (scan.WithPacer): bttl plan and apply give the adaptive pace that lowers
+// its rate when the server answers RESOURCE_EXHAUSTED. Default: unpaced.
+func WithPacer(p scan.Pacer) Option { return func(o *options) { o.pacer = p } }
 
 // WithClock sets the clock the sample scans compare timestamps with
 // (default: the system clock).

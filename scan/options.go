@@ -15,6 +15,7 @@ type config struct {
 	workers       int
 	ranges        int
 	cellsPerSec   float64
+	pacer         Pacer
 	shard         Shard
 	shardKeys     []string
 	shardKeysSet  bool
@@ -54,6 +55,15 @@ func WithRanges(n int) Option { return func(c *config) { c.ranges = n } }
 // one second's allowance waits for as many seconds as it holds.
 func WithCellsPerSecond(r float64) Option {
 	return func(c *config) { c.cellsPerSec = r }
+}
+
+// WithPacer paces the cells delivered to the callback with p, over all
+// workers, instead of WithCellsPerSecond's fixed rate: an adaptive pace
+// (bttl's commands give one that lowers its rate when the server answers
+// RESOURCE_EXHAUSTED, with -cells-per-second as its ceiling). Each row
+// waits for as many cells as it holds before its callback is called.
+func WithPacer(p Pacer) Option {
+	return func(c *config) { c.pacer = p }
 }
 
 // WithShard scans only shard index of count (0 <= index < count): the

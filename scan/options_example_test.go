@@ -57,6 +57,24 @@ func ExampleWithCellsPerSecond() {
 	// Output: 1000 true
 }
 
+// countingPacer lets every cell through and counts them.
+type countingPacer struct{ cells atomic.Int64 }
+
+func (p *countingPacer) WaitN(_ context.Context, n int) error {
+	p.cells.Add(int64(n))
+	return nil
+}
+
+// A pacer of one's own: each row waits for its cells before its callback
+// (bttl's commands give an adaptive one, lowered when the server answers
+// RESOURCE_EXHAUSTED).
+func ExampleWithPacer() {
+	p := &countingPacer{}
+	rows := countRows(scan.WithPacer(p), scan.WithWorkers(4))
+	fmt.Println(rows, p.cells.Load())
+	// Output: 1000 3000
+}
+
 // Without shard keys the scanned range is split evenly in the key space:
 // a function of the options alone, which balances binary hashed keys. Keys
 // sharing the prefix "user#" all fall in one shard; SuggestShardKeys

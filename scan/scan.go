@@ -481,9 +481,9 @@ func (r *runner) run(ctx context.Context) error {
 			todo = append(todo, i)
 		}
 	}
-	var lim *rate.Limiter
-	if r.c.cellsPerSec > 0 {
-		lim = rate.NewLimiter(rate.Limit(r.c.cellsPerSec), max(1, int(r.c.cellsPerSec)))
+	pace := r.c.pacer
+	if pace == nil && r.c.cellsPerSec > 0 {
+		pace = fixedPace{rate.NewLimiter(rate.Limit(r.c.cellsPerSec), max(1, int(r.c.cellsPerSec)))}
 	}
 	var progressDone chan struct{}
 	stopProgress := func() {}
@@ -525,7 +525,7 @@ func (r *runner) run(ctx context.Context) error {
 				if r.limited.Load() {
 					continue // drain: the feeder must not block
 				}
-				if err := r.scanRange(gctx, i, lim); err != nil {
+				if err := r.scanRange(gctx, i, pace); err != nil {
 					return err
 				}
 			}
@@ -562,7 +562,7 @@ func (r *runner) progress(total int) Progress {
 }
 
 // scanRange reads range i; an error stops the scan.
-func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error {
+func (r *runner) scanRange(ctx context.Context, i int, pace Pacer) error {
 	rg := r.ck.Ranges[i].Range // fixed at planning: read without the lock
 	r.mu.Lock()
 	prior := r.ck.Ranges[i].Result // an unfinished range's result, recorded by an earlier run
@@ -583,16 +583,9 @@ func (r *runner) scanRange(ctx context.Context, i int, lim *rate.Limiter) error 
 			n += len(items)
 		}
 		r.cells.Add(int64(n))
-		if lim != nil {
-			for left := n; left > 0; left -= lim.Burst() {
-				if ferr = lim.WaitN(ctx, min(left, lim.Burst())); ferr != nil {
-					if _, ok := ctx.Deadline(); ok && ctx.Err() == nil {
-						// The wait would pass the deadline: said as the
-						// deadline, which it is, rather than as the limiter.
-						ferr = fmt.Errorf("%w (%v)", context.DeadlineExceeded, ferr)
-					}
-					return false
-				}
+		if pace != nil {
+			if ferr = pace.WaitN(ctx, n); ferr != nil {
+				return false
 			}
 		}
 		if ferr = rows(ctx, row); ferr != nil {
@@ -728,4 +721,27 @@ func SuggestShardKeys(ctx context.Context, tbl *bigtable.Table, start, end strin
 		keys = append(keys, r.Start)
 	}
 	return keys, nil
+}
+
+// Pacer paces the cells a scan delivers (WithPacer): WaitN returns once n
+// more cells may be delivered, or with an error that stops the scan.
+type Pacer interface {
+	WaitN(ctx context.Context, n int) error
+}
+
+// fixedPace is WithCellsPerSecond's pace: a fixed rate.
+type fixedPace struct{ lim *rate.Limiter }
+
+func (p fixedPace) WaitN(ctx context.Context, n int) error {
+	for left := n; left > 0; left -= p.lim.Burst() {
+		if err := p.lim.WaitN(ctx, min(left, p.lim.Burst())); err != nil {
+			if _, ok := ctx.Deadline(); ok && ctx.Err() == nil {
+				// The wait would pass the deadline: said as the
+				// deadline, which it is, rather than as the limiter.
+				return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -366,6 +366,54 @@ func TestCellsPerSecondLimitsTheRate(t *testing.T) {
 	t.Logf("3,000 cells at 2,000 cells/s: %s", elapsed)
 }
 
+// pacerStub stops the scan once it paced limit cells.
+type pacerStub struct {
+	mu    sync.Mutex
+	cells int
+	limit int
+}
+
+var errPaceRefused = errors.New("pace refused")
+
+func (p *pacerStub) WaitN(_ context.Context, n int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cells+n > p.limit {
+		return errPaceRefused
+	}
+	p.cells += n
+	return nil
+}
+
+// WithPacer paces every cell delivered, each row before its callback, in
+// place of WithCellsPerSecond's fixed rate; its error stops the scan,
+// naming the range.
+func TestPacerPacesEveryCellAndItsErrorStopsTheScan(t *testing.T) {
+	tbl := newTable(t)
+	load(t, tbl, 300, 4, func(i int) string { return fmt.Sprintf("row%06d", i) }) // 1,200 cells
+	p := &pacerStub{limit: 1 << 30}
+	var delivered atomic.Int64
+	sum, err := scan.Run(context.Background(), tbl, "t", func(_ context.Context, r bigtable.Row) error {
+		delivered.Add(int64(len(r["f"])))
+		return nil
+	}, scan.WithWorkers(3), scan.WithPacer(p), scan.WithCellsPerSecond(1)) // the pacer, not 1 cell/s
+	require.NoError(t, err)
+	assert.Equal(t, 1200, p.cells)
+	assert.EqualValues(t, 1200, delivered.Load())
+	assert.EqualValues(t, 1200, sum.Cells)
+
+	stop := &pacerStub{limit: 400}
+	delivered.Store(0)
+	_, err = scan.Run(context.Background(), tbl, "t", func(_ context.Context, r bigtable.Row) error {
+		delivered.Add(int64(len(r["f"])))
+		return nil
+	}, scan.WithPacer(stop))
+	require.ErrorIs(t, err, errPaceRefused)
+	var rerr *scan.RangeError
+	require.ErrorAs(t, err, &rerr)
+	assert.EqualValues(t, 400, delivered.Load(), "no row past the refusal reaches the callback")
+}
+
 func TestProgressReachesOne(t *testing.T) {
 	tbl := newTable(t)
 	load(t, tbl, 2000, 1, func(i int) string { return fmt.Sprintf("row%06d", i) })

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
 )
@@ -97,7 +98,7 @@ docs/design.md#scan-engine.
 		fs.BoolVar(&a.bytes, "bytes", false, "read values to report byte figures (expired and beyond-N bytes, rows over 100 MB); without it values are stripped server-side, as cbt count does, and the report has no byte figures (-metrics-out and -fail-on large-rows imply it)")
 		fs.Var(timeFlag{&a.now}, "now", "audit at this `time` (RFC 3339, e.g. 2026-01-02T15:04:05Z) instead of the clock: the same for every shard and restart")
 		fs.Var(failOnFlag{&a.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
-		return invocation{check: a.check, run: a.run}
+		return invocation{check: a.check, run: a.run, writes: func() bool { return strings.HasPrefix(a.checkpoint, scan.BigtableScheme) || a.report != "" }}
 	},
 }
 
@@ -227,7 +228,7 @@ func (a *auditArgs) run(e *env) int {
 			sh = scan.Shard{Index: 0, Count: 1}
 		}
 		ctx, cancel := e.step()
-		store, err = scan.NewBigtableStore(ctx, e.data, e.adminClient, d.table, d.key(sh))
+		store, err = scan.NewBigtableStore(ctx, e.write, e.adminClient, d.table, d.key(sh))
 		if err == nil {
 			_, err = store.Open(ctx)
 		}
@@ -274,7 +275,7 @@ func (a *auditArgs) run(e *env) int {
 		var pr *progress
 		topts := sopts
 		if every > 0 {
-			pr = &progress{w: e.stderr, tty: tty, limit: a.opt.Limit}
+			pr = &progress{w: e.stderr, tty: tty, limit: a.opt.Limit, pace: e.pace}
 			topts = append(slices.Clip(sopts), scan.WithProgress(every, pr.update))
 		}
 		now := bigtable.Timestamp(e.now().UnixMicro())
@@ -320,7 +321,8 @@ func (a *auditArgs) run(e *env) int {
 		}
 	}
 	if a.metricsOut != "" {
-		if err := audit.WriteMetricsFile(a.metricsOut, reports); err != nil {
+		write := func(w io.Writer) error { return audit.WriteMetrics(w, reports) }
+		if err := writeMetricsWithPace(a.metricsOut, write, e.pace, "audit"); err != nil {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
@@ -456,6 +458,7 @@ type progress struct {
 	w       io.Writer
 	tty     bool
 	limit   int64
+	pace    *throttle.Controller // the pace shown, if any
 	printed bool
 }
 
@@ -469,7 +472,7 @@ func (p *progress) line(s scan.Progress) string {
 	if s.ETA > 0 {
 		line += fmt.Sprintf(", ETA %s", s.ETA)
 	}
-	return line
+	return line + rateText(p.pace)
 }
 
 func (p *progress) update(s scan.Progress) {

@@ -33,7 +33,7 @@ remove it as one.
 		c := &checkpointArgs{fs: fs}
 		c.define(fs)
 		fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
-		return invocation{check: c.check, run: c.list}
+		return invocation{check: c.check, run: c.list, writes: always}
 	},
 }
 
@@ -61,7 +61,7 @@ again before bttl audit merge.
 		fs.BoolVar(&c.dryRun, "dry-run", false, "list the rows that would be removed, and the -expect flag that removes them; remove nothing")
 		fs.Var(expectFlag{&c.expect, &c.expectGiven}, "expect", "the `count` of rows the dry run listed; a different count removes nothing")
 		fs.BoolVar(&c.force, "force", false, "remove rows written within -idle too (a job may be running on them)")
-		return invocation{check: c.checkRm, run: c.rm}
+		return invocation{check: c.checkRm, run: c.rm, writes: always}
 	},
 }
 
@@ -154,7 +154,7 @@ type stateRow struct {
 func (c *checkpointArgs) read(e *env) ([]stateRow, error) {
 	ctx, cancel := e.step()
 	defer cancel()
-	recs, err := scan.ListBigtableRecords(ctx, e.data, c.stateTable(), c.prefix())
+	recs, err := scan.ListBigtableRecords(ctx, e.write, c.stateTable(), c.prefix())
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (c *checkpointArgs) rm(e *env) int {
 	removed, kept := 0, 0
 	for _, r := range rows {
 		ctx, cancel := e.step()
-		ok, err := scan.RemoveBigtableRecord(ctx, e.data, c.stateTable(), r.rec)
+		ok, err := scan.RemoveBigtableRecord(ctx, e.write, c.stateTable(), r.rec)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(e.stdout, "removed %d row(s)\n", removed)

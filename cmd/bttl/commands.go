@@ -47,6 +47,10 @@ type invocation struct {
 	// once it is read and before any client exists.
 	checkSchemas func(schemas map[string]strategy.Schema) error
 	run          func(e *env) int
+	// writes reports whether the run writes to the instance's data
+	// (moves, checkpoints, reports) or reads bttl's records back: its
+	// write profile is checked first (checkWriteProfile).
+	writes func() bool
 }
 
 // commands is the command table, in the order help lists it.

@@ -56,9 +56,9 @@
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
 //	bttl help [COMMAND]
 //
-// Global flags (before or after the command): -admin-endpoint,
-// -app-profile, -cert-file, -creds, -data-endpoint, -instance,
-// -project, -schema, -timeout, -user-agent, -version. Credentials:
+// Global flags (before or after the command): -admin-endpoint, -app-profile,
+// -cert-file, -creds, -data-endpoint, -instance, -project, -schema,
+// -timeout, -user-agent, -version, -write-app-profile. Credentials:
 // Application Default Credentials (gcloud auth application-default login,
 // or GOOGLE_APPLICATION_CREDENTIALS), or -creds FILE, a service account key
 // file, as cbt takes. BIGTABLE_EMULATOR_HOST points bttl at an emulator.

@@ -243,7 +243,7 @@ func (s *scanFlags) register(fs *flag.FlagSet, verb string) {
 	s.workers = 1
 	s.stall = defaultStall
 	fs.Var(countFlag{&s.workers, 1}, "workers", verb+" this many key ranges at once (`n` streams)")
-	fs.Var(rateFlag{&s.cellsPerSecond}, "cells-per-second", verb+" at most this many cells a second over all workers (`rate`; 0: no limit)")
+	fs.Var(rateFlag{&s.cellsPerSecond}, "cells-per-second", verb+" at most this many cells a second over all workers (`rate`; 0: no limit): the ceiling of the pace, which RESOURCE_EXHAUSTED answers lower and quiet seconds raise back (docs/design.md#throttling)")
 	fs.Var(scanShardFlag{shardFlag{&s.shard}, s}, "shard", verb+" only shard `i/n` of the key space (0 <= i < n), for n processes each taking one "+
 		"(default: from the job runner, CLOUD_RUN_TASK_INDEX/CLOUD_RUN_TASK_COUNT, BATCH_TASK_INDEX/BATCH_TASK_COUNT, or JOB_COMPLETION_INDEX with -shard-count)")
 	fs.Var(countFlag{&s.shardCount, 1}, "shard-count", "the shard count `n` for a Kubernetes Indexed Job, whose pods get their index only (JOB_COMPLETION_INDEX): the Job's completions")
@@ -359,7 +359,10 @@ func (s *scanFlags) options() ([]scan.Option, error) {
 		opts = append(opts, scan.WithShardKeys(keys...))
 	}
 	if e := s.e; e != nil {
-		opts = append(opts, scan.WithBigtableCheckpoints(e.data, e.adminClient))
+		opts = append(opts, scan.WithBigtableCheckpoints(e.write, e.adminClient))
+		if e.pace != nil {
+			opts = append(opts, scan.WithPacer(e.pace))
+		}
 		if s.shardFrom != "" && s.shardFrom != "-shard" || s.sharded() {
 			from := ""
 			if s.shardFrom != "" {

@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/scan"
@@ -110,7 +111,7 @@ target family yet (docs/design.md#migrate, the copy steps).
 		fs.StringVar(&a.checkpoint, "checkpoint", "", "keep progress in this `file`, or in a row of table T of the instance with bigtable://T (created when missing): a rerun after a crash or Ctrl-C skips the key ranges finished (a record of another plan is refused)")
 		fs.Var(durationFlag{p: &a.every, set: &a.progressSet}, "progress",
 			"progress line `interval` on stderr, also when it is not a terminal (0: none; default: every 1s on a terminal)")
-		return invocation{check: a.check, run: a.run, checkSchemas: func(schemas map[string]strategy.Schema) (err error) {
+		return invocation{check: a.check, run: a.run, writes: a.writes, checkSchemas: func(schemas map[string]strategy.Schema) (err error) {
 			a.p, err = a.plan(schemas)
 			return err
 		}}
@@ -276,7 +277,7 @@ func (a *migrateArgs) run(e *env) int {
 	}
 	// -stall bounds each write too: the scan's watches reads only.
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),
-		migrate.WithWriteTimeout(a.scan.stall)}
+		migrate.WithWriteTimeout(a.scan.stall), migrate.WithWriteTable(e.write.Open(a.table))}
 	if a.dryRun || a.checkCopy {
 		opts = append(opts, migrate.WithDryRun())
 	}
@@ -335,7 +336,7 @@ func (a *migrateArgs) run(e *env) int {
 	}
 	var pl *progressLine
 	if every > 0 {
-		pl = &progressLine{w: e.stderr, tty: tty, m: m}
+		pl = &progressLine{w: e.stderr, tty: tty, m: m, pace: e.pace}
 		sopts = append(sopts, scan.WithProgress(every, pl.update))
 	}
 	var rep *migrate.Report
@@ -360,7 +361,8 @@ func (a *migrateArgs) run(e *env) int {
 	st := rep.Stats
 	report := m.ShardReport(rep)
 	if a.metricsOut != "" {
-		if err := migrate.WriteMetricsFile(a.metricsOut, report.Series()); err != nil {
+		write := func(w io.Writer) error { return migrate.WriteMetrics(w, report.Series()) }
+		if err := writeMetricsWithPace(a.metricsOut, write, e.pace, "migrate"); err != nil {
 			return e.fail(fmt.Errorf("-metrics-out: %w", err))
 		}
 	}
@@ -562,6 +564,7 @@ type progressLine struct {
 	w       io.Writer
 	tty     bool
 	m       *migrate.Migrator
+	pace    *throttle.Controller // the pace shown, if any
 	printed bool
 }
 
@@ -571,6 +574,7 @@ func (p *progressLine) update(pr scan.Progress) {
 	if pr.ETA > 0 {
 		line += fmt.Sprintf(", ETA %s", pr.ETA.Round(time.Second))
 	}
+	line += rateText(p.pace)
 	p.printed = true
 	if p.tty {
 		fmt.Fprintf(p.w, "\r%s\x1b[K", line)

@@ -32,7 +32,7 @@ func (a *migrateArgs) checkEarlierRuns(e *env, m *migrate.Migrator) (code int, d
 	records := map[string][]byte{}
 	read := func(flag, id, prefix string) error {
 		ctx, cancel := e.step()
-		recs, err := scan.ReadBigtableRecords(ctx, e.data, id, prefix)
+		recs, err := scan.ReadBigtableRecords(ctx, e.write, id, prefix)
 		cancel()
 		if status.Code(err) == codes.NotFound {
 			return nil // no such table yet: no earlier run
@@ -150,7 +150,7 @@ the result names it and exits 1. Only a done job prints the next step
 		m := &migrateMergeArgs{fs: fs}
 		fs.BoolVar(&m.json, "json", false, "print the job's result as JSON")
 		fs.StringVar(&m.metricsOut, "metrics-out", "", "also write the job's figures as bttl_migrate_* gauges (shard=\"all\") to this `file` (Prometheus textfile format, replaced atomically)")
-		return invocation{check: m.check, run: m.run}
+		return invocation{check: m.check, run: m.run, writes: always}
 	},
 }
 
@@ -304,7 +304,7 @@ would be done.
 		fs.StringVar(&a.to, "to", "", "move it to this `timestamp` (microseconds or RFC 3339, whole milliseconds)")
 		fs.BoolVar(&a.delete, "delete", false, "delete the one cell")
 		fs.BoolVar(&a.dryRun, "dry-run", false, "read the cell and say what would be done; write nothing")
-		return invocation{check: a.check, run: a.run}
+		return invocation{check: a.check, run: a.run, writes: always}
 	},
 }
 
@@ -390,7 +390,9 @@ func parseTimestamp(s string) (bigtable.Timestamp, error) {
 }
 
 func (a *resolveArgs) run(e *env) int {
-	tbl := e.data.Open(a.table)
+	// Point reads and a write: the write profile's (Data Boost serves
+	// neither).
+	tbl := e.write.Open(a.table)
 	ctx, cancel := e.step()
 	defer cancel()
 	what := "delete"
@@ -463,7 +465,7 @@ func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
 	}
 	ctx, cancel := e.step()
 	defer cancel()
-	store, err := scan.NewBigtableStore(ctx, e.data, e.adminClient, d.table, migrateReportKey(d, sh))
+	store, err := scan.NewBigtableStore(ctx, e.write, e.adminClient, d.table, migrateReportKey(d, sh))
 	if err == nil {
 		_, err = store.Open(ctx)
 	}
@@ -479,7 +481,7 @@ func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
 func readMigrateReports(e *env, d reportDest) ([]*migrate.ShardReport, error) {
 	ctx, cancel := e.step()
 	defer cancel()
-	recs, err := scan.ReadBigtableRecords(ctx, e.data, d.table, migrateReportPrefix+d.job+"/")
+	recs, err := scan.ReadBigtableRecords(ctx, e.write, d.table, migrateReportPrefix+d.job+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +519,7 @@ func readMigrateReports(e *env, d reportDest) ([]*migrate.ShardReport, error) {
 // since, the table is not the one the report describes, and its "done"
 // would send the operator to bttl apply with the cells unmoved.
 func checkWitnesses(e *env, name string, r *migrate.ShardReport) error {
-	tbl := e.data.Open(r.Table)
+	tbl := e.write.Open(r.Table) // the latest writes, by point reads
 	for _, w := range r.Witnesses {
 		ctx, cancel := e.step()
 		stored, err := w.Stored(ctx, tbl)

@@ -47,7 +47,7 @@ var errNoReports = errors.New("no reports")
 func readReports(e *env, d reportDest) ([]*auditOutput, []string, error) {
 	ctx, cancel := e.step()
 	defer cancel()
-	recs, err := scan.ReadBigtableRecords(ctx, e.data, d.table, reportPrefix+d.job+"/")
+	recs, err := scan.ReadBigtableRecords(ctx, e.write, d.table, reportPrefix+d.job+"/")
 	if err != nil {
 		return nil, nil, err
 	}

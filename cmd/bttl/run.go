@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
@@ -55,11 +56,15 @@ var stepTimeout = 30 * time.Second
 type globals struct {
 	project, instance, schema string
 	creds, appProfile         string
-	dataEndpoint              string
-	adminEndpoint             string
-	certFile, userAgent       string
-	timeout                   time.Duration
-	version                   bool
+	// writeAppProfile is -write-app-profile; set says it was given
+	// (otherwise writes use appProfile).
+	writeAppProfile     string
+	writeAppProfileSet  bool
+	dataEndpoint        string
+	adminEndpoint       string
+	certFile, userAgent string
+	timeout             time.Duration
+	version             bool
 	// fromFile: the flags .cbtrc gave a value, and its path (source).
 	fromFile map[string]string
 }
@@ -71,7 +76,10 @@ func (g *globals) define(fs *flag.FlagSet) {
 	fs.Var(stringFlag{&g.instance}, "instance", "instance `ID` (required)")
 	fs.Var(stringFlag{&g.schema}, "schema", "schema `file`, JSON (.json) or YAML (init: the file to write; default stdout)")
 	fs.Var(stringFlag{&g.creds}, "creds", "service account key `file` (default: Application Default Credentials)")
-	fs.Var(stringFlag{&g.appProfile}, "app-profile", "app `profile` for data reads, e.g. a Data Boost profile for audits")
+	fs.Var(stringFlag{&g.appProfile}, "app-profile", "app `profile` for the scans and reads of the table's data, e.g. a Data Boost profile for audit and migrate (default: the instance's default profile)")
+	fs.Var(setStringFlag{stringFlag{&g.writeAppProfile}, &g.writeAppProfileSet}, "write-app-profile",
+		"app `profile` for bttl's writes: migrate's moves, resolve's writes, checkpoints and reports in bigtable:// tables (and their reads); "+
+			"a single-cluster profile that allows single-row transactions, e.g. a low-priority one for batch work, never Data Boost (default: -app-profile's)")
 	fs.Var(stringFlag{&g.dataEndpoint}, "data-endpoint", "data API `host:port` instead of the default, as cbt takes it")
 	fs.Var(stringFlag{&g.adminEndpoint}, "admin-endpoint", "admin API `host:port` instead of the default, as cbt takes it")
 	fs.Var(stringFlag{&g.certFile}, "cert-file", "PEM `file` of the TLS root certificates to trust instead of the system's")
@@ -224,25 +232,43 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "bttl %s: %v\n", name, err)
 		return exitError
 	}
-	cfg := bigtable.ClientConfig{AppProfile: g.appProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}
 	// Credentials are read here: a bad key file is named with its source.
 	credsFrom := ""
 	if g.creds != "" {
 		credsFrom = " (credentials from " + g.source("creds") + " " + g.creds + ")"
 	}
-	data, err := bigtable.NewClientWithConfig(ctx, g.project, g.instance, cfg, dataOpts...)
+	// One pace for the command, fed by the interceptors of its data
+	// clients (docs/design.md#throttling).
+	e.pace = throttle.New(throttle.Config{Ceiling: flagRate(fs, "cells-per-second"), Period: throttlePeriod})
+	data, closeData, err := g.dataClient(ctx, g.appProfile, dataOpts, e.pace)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: data client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
-	defer data.Close()
+	defer closeData()
+	write := data
+	if wp := g.writeProfile(); wp != g.appProfile {
+		var closeWrite func()
+		write, closeWrite, err = g.dataClient(ctx, wp, dataOpts, e.pace)
+		if err != nil {
+			fmt.Fprintf(stderr, "bttl %s: data client for writes%s: %v\n", name, credsFrom, err)
+			return exitError
+		}
+		defer closeWrite()
+	}
 	ac, err := bigtable.NewAdminClient(ctx, g.project, g.instance, adminOpts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: admin client%s: %v\n", name, credsFrom, err)
 		return exitError
 	}
 	defer ac.Close()
-	e.data, e.admin, e.adminClient = data, gcrule.NewAdmin(ac, g.project, g.instance), ac
+	e.data, e.write, e.admin, e.adminClient = data, write, gcrule.NewAdmin(ac, g.project, g.instance), ac
+	if inv.writes != nil && inv.writes() {
+		if err := checkWriteProfile(e, adminOpts); err != nil {
+			fmt.Fprintf(stderr, "bttl %s: %v\n", name, onePrefix(err.Error()))
+			return exitError
+		}
+	}
 	bindFlags(fs, e)
 	return inv.run(e)
 }
@@ -275,8 +301,13 @@ type env struct {
 	stderr  io.Writer
 	g       *globals
 	schemas map[string]strategy.Schema
-	data    *bigtable.Client
-	admin   *gcrule.Admin
+	// data reads the table's data (-app-profile); write takes bttl's
+	// writes and the reads of its records (-write-app-profile): the same
+	// client when the profiles are the same.
+	data, write *bigtable.Client
+	// pace is the command's adaptive pace (scans, fed by both clients).
+	pace  *throttle.Controller
+	admin *gcrule.Admin
 	// adminClient is admin's client, for the tables bttl keeps its own
 	// state in (bigtable:// checkpoints).
 	adminClient *bigtable.AdminClient

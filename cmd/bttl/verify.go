@@ -179,7 +179,11 @@ func (e *env) provisioner(opts ...provision.Option) *provision.Provisioner {
 // (what it receives), each other call by stepTimeout. -timeout, when
 // given, bounds the whole command as well.
 func (e *env) provisionBounds() []provision.Option {
-	return []provision.Option{provision.WithStall(defaultStall), provision.WithCallTimeout(stepTimeout)}
+	opts := []provision.Option{provision.WithStall(defaultStall), provision.WithCallTimeout(stepTimeout)}
+	if e.pace != nil {
+		opts = append(opts, provision.WithPacer(e.pace))
+	}
+	return opts
 }
 
 // plans computes every table's plan and prints it, with the one-second
