@@ -196,6 +196,13 @@ func (p Plan) Validate() error {
 	if err := p.To.Validate(); err != nil {
 		return bad("To", "%v", err)
 	}
+	// A copy reads every stored cell, the versions beyond From's n that
+	// its rule made dead included (GC is lazy), and a Mirror cannot carry
+	// the version a writer's Set pushes out of the n: only a target
+	// keeping at most n versions hides them again.
+	if n := p.From.Versions(); n > 0 && (p.To.Versions() == 0 || p.To.Versions() > n) {
+		return bad("To", "%s keeps more versions per column than the source %s (%d): the copy would serve versions the source's rule made dead; give the target WithMaxVersions(%d) or fewer", p.To, p.From, n, n)
+	}
 	if p.fromReal() {
 		if err := p.TTL.Validate(); err != nil {
 			return err

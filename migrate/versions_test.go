@@ -1,0 +1,78 @@
+package migrate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/migrate"
+	"github.com/bttl/bttl/strategy"
+)
+
+// A copy from a family keeping n versions per column reads every stored
+// cell, the versions its rule made dead (hidden by the TTL filter, left
+// by GC until it runs) included, and copies them: a target keeping more
+// versions (or all) served them again, and a Mirror cannot carry the
+// versions a writer's new Set pushes out of the source's n. Such a plan
+// is refused; a target keeping at most n serves what the source served.
+func TestCopyFromAVersionsLimitedFamilyServesNoDeadVersion(t *testing.T) {
+	from := strategy.DefaultExpiry(48*time.Hour, strategy.WithMaxVersions(1))
+	for _, tc := range []struct {
+		name    string
+		to      strategy.Policy
+		refused bool
+	}{
+		{"all versions", strategy.DefaultExpiry(24 * time.Hour), true},
+		{"more versions", strategy.DefaultExpiry(24*time.Hour, strategy.WithMaxVersions(2)), true},
+		{"as many", strategy.DefaultExpiry(24*time.Hour, strategy.WithMaxVersions(1)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true}) // GC is lazy: the dead version is stored
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Close() })
+			ctx := context.Background()
+			schema := strategy.Schema{"f": from, "g": tc.to}
+			require.NoError(t, h.CreateTable(ctx, "t", schema))
+			raw := h.Raw.Open("t")
+			now := h.Clock.Now()
+			at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+			m := bigtable.NewMutation()
+			m.Set("f", "c", at(-2*time.Hour), []byte("old"))
+			m.Set("f", "c", at(-time.Hour), []byte("new"))
+			require.NoError(t, raw.Apply(ctx, "r", m))
+			tbl, err := h.Client.Open(ctx, "t", schema)
+			require.NoError(t, err)
+			served := func(fam string) []string {
+				row, err := tbl.ReadRow(ctx, "r")
+				require.NoError(t, err)
+				var out []string
+				for _, it := range row[fam] {
+					out = append(out, string(it.Value))
+				}
+				return out
+			}
+			require.Equal(t, []string{"new"}, served("f"), "the source serves its one version")
+
+			plan := migrate.Plan{Family: "f", From: from, To: tc.to, ToFamily: "g"}
+			if err := plan.Validate(); err != nil || tc.refused {
+				require.ErrorIs(t, err, migrate.ErrInvalidPlan, "a target keeping more versions than the source")
+				var pe *migrate.PlanError
+				require.ErrorAs(t, err, &pe)
+				assert.Equal(t, "To", pe.Field)
+				_, err = migrate.NewMirror(plan)
+				assert.ErrorIs(t, err, migrate.ErrInvalidPlan)
+				return
+			}
+			mg, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock))
+			require.NoError(t, err)
+			rep, err := mg.Run(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"new"}, served("g"), "the target serves what the source served (copied %d)", rep.Moved)
+		})
+	}
+}
