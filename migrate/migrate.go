@@ -898,17 +898,24 @@ func (o *occupancy) del(ts bigtable.Timestamp) {
 func (m *Migrator) planColumn(n *counters, row, q string, cells, target []cell, companions map[bigtable.Timestamp]bool, acts []action) []action {
 	n.cells.Add(int64(len(cells)))
 	occupied := newOccupancy(target)
+	// In place, the versions past the newest SourceMaxVersions (cells
+	// arrive newest first) are dead under the family's rule, stored until
+	// GC runs: moved, they would be live again under the target's.
+	var dead bigtable.Timestamp = -1
+	if k := m.plan.SourceMaxVersions; k > 0 && m.plan.inPlace() && len(cells) > k {
+		dead = cells[k-1].ts
+	}
 	if to, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && to < cells[0].ts {
 		cells = append([]cell(nil), cells...)
 		sort.Slice(cells, func(i, j int) bool { return cells[i].ts < cells[j].ts })
 	}
 	for _, c := range cells {
-		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], occupied, acts)
+		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], c.ts < dead, occupied, acts)
 	}
 	return acts
 }
 
-func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool, occupied *occupancy, acts []action) []action {
+func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion, dead bool, occupied *occupancy, acts []action) []action {
 	p := m.plan
 	if p.fromReal() && c.ts < strategy.RealTimeFloor {
 		cnt.notReal.Add(1)
@@ -927,6 +934,9 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 				return acts
 			}
 			return m.expired(cnt, c.ts, del, occupied, acts)
+		}
+		if dead {
+			return m.expired(cnt, 0, del, occupied, acts) // dead already: expired at any instant
 		}
 	}
 	n, ok := p.newTimestamp(row, q, c.ts)

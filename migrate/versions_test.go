@@ -12,6 +12,7 @@ import (
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/ttlclient"
 )
 
 // A copy from a family keeping n versions per column reads every stored
@@ -75,4 +76,67 @@ func TestCopyFromAVersionsLimitedFamilyServesNoDeadVersion(t *testing.T) {
 			assert.Equal(t, []string{"new"}, served("g"), "the target serves what the source served (copied %d)", rep.Moved)
 		})
 	}
+}
+
+// In place, a legacy family whose GC rule keeps n versions per column
+// stores, until GC runs, the versions the rule made dead; moved to their
+// expiry instant they were live again under the one-second rule (an
+// overwritten value served for its whole TTL). They are left where they
+// are and counted as expired: the current rule collects them, or the
+// one-second rule once applied, or -expired delete with the dry run's
+// count.
+func TestInPlaceMoveLeavesTheVersionsTheSourceRuleMadeDead(t *testing.T) {
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true}) // GC is lazy: the dead version is stored
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	// The legacy family keeps one version, as `cbt createfamily` with
+	// maxversions=1 makes it (created with the rule: bttest runs no GC).
+	require.NoError(t, h.Admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t",
+		ColumnFamilies: map[string]bigtable.Family{"f": {GCPolicy: bigtable.MaxVersionsGCPolicy(1)}}}))
+	raw := h.Raw.Open("t")
+	now := h.Clock.Now()
+	at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+	m := bigtable.NewMutation()
+	m.Set("f", "c", at(-2*time.Hour), []byte("old"))
+	m.Set("f", "c", at(-time.Hour), []byte("new"))
+	m.Set("f", "d", at(-time.Hour), []byte("only"))
+	require.NoError(t, raw.Apply(ctx, "r", m))
+	h.Clock.Set(now.Add(time.Second))
+
+	plan := inPlace(now, 30*day)
+	plan.SourceMaxVersions = 1
+	run := func(p migrate.Plan, opts ...migrate.Option) *migrate.Report {
+		mg, err := migrate.New(raw, "t", p, append([]migrate.Option{migrate.WithClock(h.Clock)}, opts...)...)
+		require.NoError(t, err)
+		rep, err := mg.Run(ctx)
+		require.NoError(t, err)
+		return rep
+	}
+	dry := run(plan, migrate.WithDryRun())
+	assert.Equal(t, int64(2), dry.Moved)
+	assert.Equal(t, int64(1), dry.ExpiredLeft, "the dead version is counted as expired")
+	rep := run(plan)
+	assert.Equal(t, int64(2), rep.Moved)
+
+	// Read as the schema's rule will serve it once applied (one-second,
+	// every version kept; not applied here, so nothing is collected).
+	tbl, err := h.Client.Open(ctx, "t", strategy.Schema{"f": strategy.OneSecond()}, ttlclient.WithoutVerify())
+	require.NoError(t, err)
+	row, err := tbl.ReadRow(ctx, "r")
+	require.NoError(t, err)
+	var served []string
+	for _, it := range row["f"] {
+		served = append(served, string(it.Value))
+	}
+	assert.Equal(t, []string{"new", "only"}, served, "the overwritten value stays dead")
+
+	// Deleting the expired cells deletes the dead version, counted.
+	del := plan
+	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, dry.Now, dry.ExpiredLeft
+	rep = run(del)
+	assert.Equal(t, int64(1), rep.ExpiredDeleted)
+	stored, err := h.Stored(ctx, "t", "r")
+	require.NoError(t, err)
+	assert.Len(t, stored["f"], 2, "the two live cells, moved")
 }

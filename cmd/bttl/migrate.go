@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
@@ -273,6 +274,11 @@ func (a *migrateArgs) run(e *env) int {
 				f.flag, a.table, f.name, a.table, f.name)
 			return exitError
 		}
+	}
+	// The versions the family's own rule made dead (GC is lazy) are not
+	// moved, nor copied into a family keeping more (Plan.SourceMaxVersions).
+	if nr := gcrule.Normalize(fams[a.family].GetGcRule()); nr.HasVersions && !nr.Intersection && !nr.Unrecognized {
+		p.SourceMaxVersions = int(nr.Versions)
 	}
 	// -stall bounds each write too: the scan's watches reads only.
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),
