@@ -67,7 +67,8 @@ func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint
 // WithWriteTimeout bounds each conditional write Run sends: one that gets
 // no answer within d fails Run with a *scan.StallError (Step
 // "CheckAndMutateRow"), as a read that stalls does (scan.WithStall, which
-// watches reads only). 0, the default: no bound but the context's.
+// watches reads only); so does the read of a cell whose write did not
+// apply (Step "ReadRow"). 0, the default: no bound but the context's.
 func WithWriteTimeout(d time.Duration) Option { return func(m *options) { m.writeStall = max(d, 0) } }
 
 // WithExamples keeps up to n examples of changed cells, and as many of
@@ -1103,11 +1104,25 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 // not, leaves work (a rerun sees what blocks it).
 func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error) {
 	ms := strategy.Millis(a.c.ts)
-	r, err := m.tbl.ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	// Bounded as the write is (WithWriteTimeout): the scan's stall watch
+	// sees nothing of it.
+	rctx := ctx
+	if m.writeStall > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeoutCause(ctx, m.writeStall, errWriteStalled)
+		defer cancel()
+	}
+	r, err := m.tbl.ReadRow(rctx, row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(m.plan.Family, a.q, a.q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.StripValueFilter())))
 	if err != nil {
+		if m.writeStall > 0 && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
+			<-rctx.Done() // gRPC's deadline can fire just before the context's (see apply)
+		}
+		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errWriteStalled) {
+			return false, &scan.StallError{Interval: m.writeStall, Step: "ReadRow"}
+		}
 		return false, bttlerr.Wrap(err, "migrate row %s: read column %s, timestamp %s again", keytext.Quote(row), keytext.Quote(a.q), formatTimestamp(a.c.ts))
 	}
 	return len(r[m.plan.Family]) == 0, nil
