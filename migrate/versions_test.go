@@ -140,3 +140,71 @@ func TestInPlaceMoveLeavesTheVersionsTheSourceRuleMadeDead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, stored["f"], 2, "the two live cells, moved")
 }
+
+// In a single-value family every Set through bttl (or the wire guard)
+// deletes the column's older cells first. The Mirror carried only the
+// Set's own slot to the other family: a source Set left the copies of
+// the source's deleted versions in the target (served there), and a
+// switched writer's SetTarget left the source's other versions, which the
+// next copy run copied back over the last write. The Mirror deletes the
+// other family's column too.
+func TestMirrorCarriesASingleValueSetsColumnDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to strategy.Policy
+		target   bool // the writer is switched to the target family
+	}{
+		{"single-value source", strategy.DefaultExpiry(48*time.Hour, strategy.SingleValue()), strategy.DefaultExpiry(24 * time.Hour), false},
+		{"single-value target", strategy.DefaultExpiry(48 * time.Hour), strategy.DefaultExpiry(24*time.Hour, strategy.SingleValue()), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := bttestharness.New(t)
+			ctx := context.Background()
+			schema := strategy.Schema{"f": tc.from, "g": tc.to}
+			require.NoError(t, h.CreateTable(ctx, "t", schema))
+			raw := h.Raw.Open("t")
+			now := h.Clock.Now()
+			at := func(d time.Duration) bigtable.Timestamp { return bigtable.Time(now.Add(d)).TruncateToMilliseconds() }
+			m := bigtable.NewMutation()
+			m.Set("f", "c", at(-2*time.Hour), []byte("v1"))
+			m.Set("f", "c", at(-time.Hour), []byte("v2"))
+			require.NoError(t, raw.Apply(ctx, "r", m)) // legacy history, before single value
+			plan := migrate.Plan{Family: "f", From: tc.from, To: tc.to, ToFamily: "g"}
+			copyRun := func() {
+				mg, err := migrate.New(raw, "t", plan, migrate.WithClock(h.Clock))
+				require.NoError(t, err)
+				_, err = mg.Run(ctx)
+				require.NoError(t, err)
+			}
+			copyRun()
+			mirror, err := migrate.NewMirror(plan)
+			require.NoError(t, err)
+			tbl, err := h.Client.Open(ctx, "t", schema)
+			require.NoError(t, err)
+
+			// The last write, through bttl, which adds the single-value
+			// delete of its column.
+			w := bigtable.NewMutation()
+			fam := "f"
+			if tc.target {
+				fam = "g"
+				mirror.SetTarget(w, "r", "c", at(0), []byte("last"))
+			} else {
+				mirror.Set(w, "r", "c", at(0), []byte("last"))
+			}
+			require.NoError(t, tbl.API().Apply(ctx, "r", w))
+			copyRun() // step 6: copy again
+			served := func(fam string) []string {
+				row, err := tbl.ReadRow(ctx, "r")
+				require.NoError(t, err)
+				var out []string
+				for _, it := range row[fam] {
+					out = append(out, string(it.Value))
+				}
+				return out
+			}
+			require.Equal(t, []string{"last"}, served(fam), "the family written serves the last write only")
+			assert.Equal(t, []string{"last"}, served("g"), "the target serves the last write only")
+		})
+	}
+}
