@@ -468,9 +468,11 @@ type Report struct {
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
-	// DeletedBefore (a restarted deletion run) is what the checkpoint
-	// records earlier runs of the job deleted.
-	DeletedBefore int64
+	// RecordedDeletions (a restarted deletion run) is what the checkpoint
+	// records earlier runs of the job deleted, in every range: the bound
+	// on what is left to delete (not Stats.DeletedBefore, the part carried
+	// over in the ranges this run read again).
+	RecordedDeletions int64
 	// Undone counts the ranges the checkpoint recorded finished that this
 	// run read again because the last cell moved there is no longer
 	// stored (the table was restored or re-created since, or a writer or
@@ -537,7 +539,7 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 		case rec != nil:
 			m.budget.Store(m.plan.ExpectExpired - deleted)
 		}
-		rep.DeletedBefore = deleted
+		rep.RecordedDeletions = deleted
 	}
 	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
