@@ -785,6 +785,9 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	// In a family recording write times, companions are evidence, not
 	// cells: one at a cell's millisecond proves a bttl write.
 	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
+	// A copy into a family without write times leaves the source's
+	// companions: there they would be columns of data, served.
+	dropCompanions := !m.plan.inPlace() && m.plan.From.HasWriteTime() && !m.plan.To.HasWriteTime()
 	var companions map[string]map[bigtable.Timestamp]bool
 	// Cells of a column arrive together, newest first: a column is a run
 	// of items, held in one slice for the row.
@@ -797,6 +800,9 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	prefix := len(m.plan.Family) + 1
 	for _, it := range src {
 		q := it.Column[prefix:]
+		if dropCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
+			continue
+		}
 		if withCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
 			of := q[len(strategy.WriteTimePrefix):]
 			if companions == nil {
