@@ -212,6 +212,17 @@ func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, er
 	if a.toFamily == "" {
 		p.ClockSkew = a.clockSkew
 	}
+	// -from says how the timestamps are written; whether the source
+	// records write times (companions, not data: a copy leaves them) is
+	// the schema's source family's.
+	if sp, ok := schema[a.family]; ok && sp.HasWriteTime() && a.toFamily != "" {
+		switch a.from.Kind() {
+		case strategy.KindOneSecond:
+			p.From = strategy.OneSecond(strategy.WithWriteTime())
+		case strategy.KindDefaultExpiry:
+			p.From = strategy.DefaultExpiry(a.from.DefaultTTL(), strategy.WithWriteTime())
+		}
+	}
 	if a.expired == migrate.DeleteExpired && a.dryRun && a.expiredAsOf.IsZero() {
 		p.Expired = migrate.KeepExpired // a dry run counts the cells expired now either way
 	}

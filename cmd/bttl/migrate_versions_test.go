@@ -52,3 +52,28 @@ func TestMigrateLeavesTheVersionsTheFamilysRuleMadeDead(t *testing.T) {
 	assert.Contains(t, r.stderr, `keeps more versions per column than the source family "f" (1)`)
 	assert.Empty(t, storedFamily(t, dc, "legacy", "g"), "nothing copied")
 }
+
+// -from says how the source's timestamps are written, not whether it
+// records write times: the schema's source family does. A copy from a
+// family with write times into one without copied its companions, which
+// the target served as columns of data.
+func TestMigrateCopyLeavesTheSourcesCompanions(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTable(ctx, "clicks"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "clicks", "f"))
+	require.NoError(t, ac.CreateColumnFamily(ctx, "clicks", "g"))
+	now := bigtable.Now().TruncateToMilliseconds()
+	m := bigtable.NewMutation()
+	m.Set("f", "a", now-1000, []byte("a"))
+	m.Set("f", "\xff\xffbttl.wt\x00a", now-1000, []byte("write time")) // its companion, as bttl writes it
+	require.NoError(t, dc.Open("clicks").Apply(ctx, "r1", m))
+	schema := writeFile(t, "s.yaml", "tables: {clicks: {f: {strategy: default-expiry, ttl: 48h, write_time: true}, g: {strategy: default-expiry, ttl: 24h}}}\n")
+	r := bttl(t, addr, "", "-schema", schema, "migrate", "-table", "clicks", "-family", "f", "-from", "default-expiry:48h", "-to-family", "g")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	var cols []string
+	for k := range storedFamily(t, dc, "clicks", "g") {
+		cols = append(cols, k.col)
+	}
+	assert.Equal(t, []string{"a"}, cols, "the cell copied, not its companion")
+}
