@@ -1131,6 +1131,9 @@ func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error)
 		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errWriteStalled) {
 			return false, &scan.StallError{Interval: m.writeStall, Step: "ReadRow"}
 		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err) // as in apply
+		}
 		return false, bttlerr.Wrap(err, "migrate row %s: read column %s, timestamp %s again", keytext.Quote(row), keytext.Quote(a.q), formatTimestamp(a.c.ts))
 	}
 	return len(r[m.plan.Family]) == 0, nil
@@ -1181,6 +1184,10 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 		}
 		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWriteStalled) {
 			return false, &scan.StallError{Interval: m.writeStall, Step: "CheckAndMutateRow"}
+		}
+		if ctx.Err() != nil {
+			// gRPC reports the call as a status that does not wrap it.
+			return false, fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
 		return false, err
 	}
