@@ -89,7 +89,8 @@ func WithCheckpoint(path string) Option { return func(m *options) { m.checkpoint
 // WithWriteTimeout bounds each conditional write Run sends: one that gets
 // no answer within d fails Run with a *scan.StallError (Step
 // "CheckAndMutateRow"), as a read that stalls does (scan.WithStall, which
-// watches reads only). 0, the default: no bound but the context's.
+// watches reads only); so does the read of a cell whose write did not
+// apply (Step "ReadRow"). 0, the default: no bound but the context's.
 func WithWriteTimeout(d time.Duration) Option { return func(m *options) { m.writeStall = max(d, 0) } }
 
 // WithExamples keeps up to n examples of changed cells, and as many of
@@ -489,9 +490,11 @@ type Report struct {
 	// Scan is the scan engine's summary: ranges, which are done, which
 	// were resumed from the checkpoint.
 	Scan *scan.Summary
-	// DeletedBefore (a restarted deletion run) is what the checkpoint
-	// records earlier runs of the job deleted.
-	DeletedBefore int64
+	// RecordedDeletions (a restarted deletion run) is what the checkpoint
+	// records earlier runs of the job deleted, in every range: the bound
+	// on what is left to delete (not Stats.DeletedBefore, the part carried
+	// over in the ranges this run read again).
+	RecordedDeletions int64
 	// Undone counts the ranges the checkpoint recorded finished that this
 	// run read again because the last cell moved there is no longer
 	// stored (the table was restored or re-created since, or a writer or
@@ -558,7 +561,7 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 		case rec != nil:
 			m.budget.Store(m.plan.ExpectExpired - deleted)
 		}
-		rep.DeletedBefore = deleted
+		rep.RecordedDeletions = deleted
 	}
 	sum, err := m.run(ctx, m.withJob(opts))
 	rep.Stats, rep.Scan = m.Stats(), sum
@@ -804,6 +807,9 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	// In a family recording write times, companions are evidence, not
 	// cells: one at a cell's millisecond proves a bttl write.
 	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
+	// A copy into a family without write times leaves the source's
+	// companions: there they would be columns of data, served.
+	dropCompanions := !m.plan.inPlace() && m.plan.From.HasWriteTime() && !m.plan.To.HasWriteTime()
 	var companions map[string]map[bigtable.Timestamp]bool
 	// Cells of a column arrive together, newest first: a column is a run
 	// of items, held in one slice for the row.
@@ -816,6 +822,9 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	prefix := len(m.plan.Family) + 1
 	for _, it := range src {
 		q := it.Column[prefix:]
+		if dropCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
+			continue
+		}
 		if withCompanions && strings.HasPrefix(q, strategy.WriteTimePrefix) {
 			of := q[len(strategy.WriteTimePrefix):]
 			if companions == nil {
@@ -920,17 +929,24 @@ func (o *occupancy) del(ts bigtable.Timestamp) {
 func (m *Migrator) planColumn(n *counters, row, q string, cells, target []cell, companions map[bigtable.Timestamp]bool, acts []action) []action {
 	n.cells.Add(int64(len(cells)))
 	occupied := newOccupancy(target)
+	// In place, the versions past the newest SourceMaxVersions (cells
+	// arrive newest first) are dead under the family's rule, stored until
+	// GC runs: moved, they would be live again under the target's.
+	var dead bigtable.Timestamp = -1
+	if k := m.plan.SourceMaxVersions; k > 0 && m.plan.inPlace() && len(cells) > k {
+		dead = cells[k-1].ts
+	}
 	if to, ok := m.plan.newTimestamp(row, q, cells[0].ts); ok && to < cells[0].ts {
 		cells = append([]cell(nil), cells...)
 		sort.Slice(cells, func(i, j int) bool { return cells[i].ts < cells[j].ts })
 	}
 	for _, c := range cells {
-		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], occupied, acts)
+		acts = m.planCell(n, row, q, c, companions != nil && companions[strategy.Millis(c.ts)], c.ts < dead, occupied, acts)
 	}
 	return acts
 }
 
-func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool, occupied *occupancy, acts []action) []action {
+func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion, dead bool, occupied *occupancy, acts []action) []action {
 	p := m.plan
 	if p.fromReal() && c.ts < strategy.RealTimeFloor {
 		cnt.notReal.Add(1)
@@ -949,6 +965,9 @@ func (m *Migrator) planCell(cnt *counters, row, q string, c cell, companion bool
 				return acts
 			}
 			return m.expired(cnt, c.ts, del, occupied, acts)
+		}
+		if dead {
+			return m.expired(cnt, 0, del, occupied, acts) // dead already: expired at any instant
 		}
 	}
 	n, ok := p.newTimestamp(row, q, c.ts)
@@ -1115,11 +1134,28 @@ func (m *Migrator) send(ctx context.Context, cnt *counters, row string, rm *filt
 // not, leaves work (a rerun sees what blocks it).
 func (m *Migrator) gone(ctx context.Context, row string, a action) (bool, error) {
 	ms := strategy.Millis(a.c.ts)
-	r, err := m.writer().ReadRow(ctx, row, bigtable.RowFilter(bigtable.ChainFilters(
+	// Bounded as the write is (WithWriteTimeout): the scan's stall watch
+	// sees nothing of it.
+	rctx := ctx
+	if m.writeStall > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeoutCause(ctx, m.writeStall, errWriteStalled)
+		defer cancel()
+	}
+	r, err := m.writer().ReadRow(rctx, row, bigtable.RowFilter(bigtable.ChainFilters(
 		bigtable.ColumnRangeFilter(m.plan.Family, a.q, a.q+"\x00"),
 		bigtable.TimestampRangeFilterMicros(ms, strategy.MilliEnd(ms)),
 		bigtable.StripValueFilter())))
 	if err != nil {
+		if m.writeStall > 0 && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
+			<-rctx.Done() // gRPC's deadline can fire just before the context's (see apply)
+		}
+		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errWriteStalled) {
+			return false, &scan.StallError{Interval: m.writeStall, Step: "ReadRow"}
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err) // as in apply
+		}
 		return false, bttlerr.Wrap(err, "migrate row %s: read column %s, timestamp %s again", keytext.Quote(row), keytext.Quote(a.q), formatTimestamp(a.c.ts))
 	}
 	return len(r[m.plan.Family]) == 0, nil
@@ -1170,6 +1206,10 @@ func (m *Migrator) apply(ctx context.Context, row string, pin bigtable.Filter, m
 		}
 		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWriteStalled) {
 			return false, &scan.StallError{Interval: m.writeStall, Step: "CheckAndMutateRow"}
+		}
+		if ctx.Err() != nil {
+			// gRPC reports the call as a status that does not wrap it.
+			return false, fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
 		return false, err
 	}

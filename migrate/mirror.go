@@ -56,9 +56,17 @@ func (m *Mirror) shift(row, column string) (bigtable.Timestamp, bool) {
 // Set adds to mut a Set of value at ts in the source family's column and,
 // since a Set at a stored cell's very timestamp replaces its value, the
 // deletion of the copy of the cell at ts (the next copy run copies the
-// new value; a copy left with the old value would be served).
+// new value; a copy left with the old value would be served). From a
+// single-value family, whose Set deletes the column's older cells, it
+// deletes every copy in the target's column.
 func (m *Mirror) Set(mut *bigtable.Mutation, row, column string, ts bigtable.Timestamp, value []byte) {
 	mut.Set(m.plan.Family, column, ts, value)
+	if m.plan.From.IsSingleValue() {
+		// bttl (or the wire guard) deletes the source column's older
+		// cells with the Set: their copies go too.
+		mut.DeleteCellsInColumn(m.plan.ToFamily, column)
+		return
+	}
 	if ts == bigtable.ServerTime {
 		return // a new timestamp: no copy can be at it
 	}
@@ -121,9 +129,18 @@ func (m *Mirror) deleteCopies(mut *bigtable.Mutation, row, column string, start,
 // collision).
 
 // SetTarget adds to mut a Set of value at ts in the target family's
-// column and the deletion of the source cell a copy would put at ts.
+// column and the deletion of the source cell a copy would put at ts; into
+// a single-value family, whose Set deletes the column's older cells, the
+// deletion of the source's whole column.
 func (m *Mirror) SetTarget(mut *bigtable.Mutation, row, column string, ts bigtable.Timestamp, value []byte) {
 	mut.Set(m.plan.ToFamily, column, ts, value)
+	if m.plan.To.IsSingleValue() {
+		// bttl (or the wire guard) deletes the target column's older
+		// cells with the Set: their sources go too, or the next copy run
+		// would copy them back over this write.
+		mut.DeleteCellsInColumn(m.plan.Family, column)
+		return
+	}
 	if ts == bigtable.ServerTime {
 		return
 	}

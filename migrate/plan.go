@@ -61,6 +61,11 @@ type Plan struct {
 	From strategy.Policy
 	// To is the target: strategy.OneSecond() or strategy.DefaultExpiry(D').
 	To strategy.Policy
+	// SourceMaxVersions is the number of versions per column Family's GC
+	// rule keeps when From does not say it (a legacy family's max-versions
+	// rule, From strategy.Unmanaged()): 0, no limit. A copy is refused
+	// into a target keeping more (see Validate).
+	SourceMaxVersions int
 	// ToFamily, when set, is another family of the table the cells are
 	// copied into, at their new timestamps; Family is not written.
 	// Empty: in place.
@@ -195,6 +200,20 @@ func (p Plan) Validate() error {
 	}
 	if err := p.To.Validate(); err != nil {
 		return bad("To", "%v", err)
+	}
+	// A copy reads every stored cell, the versions beyond From's n that
+	// its rule made dead included (GC is lazy), and a Mirror cannot carry
+	// the version a writer's Set pushes out of the n: only a target
+	// keeping at most n versions hides them again.
+	if p.SourceMaxVersions < 0 {
+		return bad("SourceMaxVersions", "%d: want the versions the source's rule keeps, 0 for no limit", p.SourceMaxVersions)
+	}
+	n := p.From.Versions()
+	if p.SourceMaxVersions > 0 && (n == 0 || p.SourceMaxVersions < n) {
+		n = p.SourceMaxVersions
+	}
+	if n > 0 && !p.inPlace() && (p.To.Versions() == 0 || p.To.Versions() > n) {
+		return bad("To", "%s keeps more versions per column than the source family %q (%d): the copy would serve versions the source's rule made dead; give the target WithMaxVersions(%d) or fewer", p.To, p.Family, n, n)
 	}
 	if p.fromReal() {
 		if err := p.TTL.Validate(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
@@ -212,6 +213,17 @@ func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, er
 	if a.toFamily == "" {
 		p.ClockSkew = a.clockSkew
 	}
+	// -from says how the timestamps are written; whether the source
+	// records write times (companions, not data: a copy leaves them) is
+	// the schema's source family's.
+	if sp, ok := schema[a.family]; ok && sp.HasWriteTime() && a.toFamily != "" {
+		switch a.from.Kind() {
+		case strategy.KindOneSecond:
+			p.From = strategy.OneSecond(strategy.WithWriteTime())
+		case strategy.KindDefaultExpiry:
+			p.From = strategy.DefaultExpiry(a.from.DefaultTTL(), strategy.WithWriteTime())
+		}
+	}
 	if a.expired == migrate.DeleteExpired && a.dryRun && a.expiredAsOf.IsZero() {
 		p.Expired = migrate.KeepExpired // a dry run counts the cells expired now either way
 	}
@@ -274,6 +286,11 @@ func (a *migrateArgs) run(e *env) int {
 				f.flag, a.table, f.name, a.table, f.name)
 			return exitError
 		}
+	}
+	// The versions the family's own rule made dead (GC is lazy) are not
+	// moved, nor copied into a family keeping more (Plan.SourceMaxVersions).
+	if nr := gcrule.Normalize(fams[a.family].GetGcRule()); nr.HasVersions && !nr.Intersection && !nr.Unrecognized {
+		p.SourceMaxVersions = int(nr.Versions)
 	}
 	// -stall bounds each write too: the scan's watches reads only.
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),

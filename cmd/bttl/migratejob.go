@@ -126,7 +126,7 @@ func reportKey(s string, quoted bool) string {
 
 var migrateMergeCommand = command{
 	name: "migrate merge", offline: true, args: "SOURCE...",
-	online:   readsBigtable,
+	online:   readsReportsToCheck,
 	synopsis: []string{"[-json] [-metrics-out FILE] FILE|bigtable://TABLE/JOB..."},
 	short:    "merge the -json reports of a migration's shards into the job's result",
 	help: `Merges the reports of every shard of one migration job into the job's
@@ -136,7 +136,9 @@ migrate -report bigtable://TABLE/JOB wrote to table TABLE of the instance
 (then -project and -instance are needed); a shard claimed but not written
 yet is a missing shard, and a report whose table no longer holds the
 last cell the shard moved in a key range (the table restored from a
-backup or re-created since) is refused, naming the shard to rerun. The result has the counts summed (cells moved by
+backup or re-created since) is refused, naming the shard to rerun. A
+file carrying such witnesses (a run with -checkpoint) is checked the
+same way, so it too needs -project and -instance. The result has the counts summed (cells moved by
 every run of the job included), every ambiguous cell, and whether the job
 is done. The reports must be of the
 same table, families and plan (-ttl, window, ...), all dry runs or none,
@@ -198,6 +200,17 @@ func (m *migrateMergeArgs) run(e *env) int {
 		r, err := parseShardReport(src, b)
 		if err != nil {
 			return e.fail(err)
+		}
+		if len(r.Witnesses) > 0 { // online then (readsReportsToCheck)
+			err = checkWitnesses(e, src, r)
+			var mm *mergeMismatch
+			if errors.As(err, &mm) {
+				fmt.Fprintf(e.stderr, "bttl migrate merge: %s\n", onePrefix(err.Error()))
+				return exitFindings
+			}
+			if err != nil {
+				return e.fail(err)
+			}
 		}
 		reports = append(reports, r)
 	}
@@ -512,6 +525,26 @@ func readMigrateReports(e *env, d reportDest) ([]*migrate.ShardReport, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// readsReportsToCheck says whether merge needs the instance: to read
+// bigtable:// reports, or to check the witnesses a report file carries
+// (a file is no proof that the table still holds what it moved). A file
+// that cannot be read or parsed is left to run, which names it.
+func readsReportsToCheck(args []string) bool {
+	if readsBigtable(args) {
+		return true
+	}
+	for _, a := range args {
+		b, err := os.ReadFile(a)
+		if err != nil {
+			continue
+		}
+		if r, err := parseShardReport(a, b); err == nil && len(r.Witnesses) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkWitnesses refuses (a mismatch) a report whose table no longer

@@ -392,3 +392,60 @@ func TestMigrateMergeRefusesReportsOfARestoredTable(t *testing.T) {
 	assert.True(t, res.Complete)
 	assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the reruns moved what the restore brought back")
 }
+
+// Merge of reports given as files read no table: after a restore it said
+// "the job is done ... next: bttl apply" with every restored cell
+// unmoved, as merge of bigtable:// reports did before it checked
+// witnesses. A file report carrying witnesses is checked the same way
+// (merge then connects, as for bigtable:// sources).
+func TestMigrateMergeOfFilesRefusesReportsOfARestoredTable(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 40, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	keys := writeFile(t, "keys", "row0000020\n")
+	dir := t.TempDir()
+	report := func(i int) string { return filepath.Join(dir, fmt.Sprintf("shard%d.json", i)) }
+	run := func(i int) {
+		r := bttl(t, addr, "", append([]string{"-schema", schema, "migrate", "-table", "legacy", "-family", "f", "-from", "real", "-ttl", "30d", "-json",
+			"-shard", fmt.Sprintf("%d/2", i), "-shard-keys", keys, "-checkpoint", filepath.Join(dir, fmt.Sprintf("ckpt%d", i))},
+			switchedAt(now)...)...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		require.NoError(t, os.WriteFile(report(i), []byte(r.stdout), 0o600))
+	}
+	for i := 0; i < 2; i++ {
+		run(i)
+	}
+	r := bttl(t, addr, "", "migrate", "merge", report(0), report(1))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	ctx := context.Background()
+	require.NoError(t, ac.DeleteTable(ctx, "legacy"))
+	createLegacy(t, ac)
+	writeBack(t, dc, "legacy", "f", model)
+	r = bttl(t, addr, "", "migrate", "merge", report(0), report(1))
+	assert.Equal(t, exitFindings, r.code, "the restored table's cells are unmoved: %s", r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout, "the job is done")
+	assert.Contains(t, r.stderr, report(0)+": the report no longer describes table \"legacy\"")
+	assert.Contains(t, r.stderr, "rerun shard 0/2")
+
+	// Without an instance to check them against, file reports with
+	// witnesses are not merged on trust.
+	t.Setenv("HOME", t.TempDir()) // no .cbtrc
+	r = runRaw(ctx, "migrate", "merge", report(0), report(1))
+	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "-project and -instance are required")
+	assert.NotContains(t, r.stdout, "the job is done")
+	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+
+	for i := 0; i < 2; i++ {
+		run(i)
+	}
+	r = bttl(t, addr, "", "migrate", "merge", "-json", report(0), report(1))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	var res migrate.JobResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.True(t, res.Complete)
+	assert.Equal(t, int64(len(model)), res.Total.MovedByJob(), "the reruns moved what the restore brought back")
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+)
+
+// A move whose predicate does not match is followed by a read of the
+// cell (gone, or changed?): that read was bounded by nothing but
+// -timeout, so an endpoint that stopped answering then hung the command
+// (the scan had delivered every row, so its stall watch saw nothing).
+// -stall bounds it as it bounds the write.
+func TestMigrateReadAfterAMissedMoveFailsWithinStall(t *testing.T) {
+	var missed atomic.Bool
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if strings.HasSuffix(info.FullMethod, "/CheckAndMutateRow") {
+			missed.Store(true)
+			return &btpb.CheckAndMutateRowResponse{PredicateMatched: false}, nil // as if the cell changed
+		}
+		return handler(ctx, req)
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if strings.HasSuffix(info.FullMethod, "/ReadRows") && missed.Load() {
+			<-ss.Context().Done() // never answers
+			return ss.Context().Err()
+		}
+		return handler(srv, ss)
+	}
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	ctx := context.Background()
+	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ac.Close() })
+	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dc.Close() })
+	createLegacy(t, ac)
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 3, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+
+	// Bounded by the test: without the fix the command returns only then.
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := run(rctx, append([]string{"-project", "p", "-instance", "i", "-schema", schema, "migrate", "-table", "legacy", "-family", "f",
+		"-from", "real", "-ttl", "30d", "-stall", "1s"}, switchedAt(now)...), strings.NewReader(""), &out, &errb)
+	elapsed := time.Since(start)
+	assert.Equal(t, exitError, code, errb.String())
+	assert.Contains(t, errb.String(), h.Addr, "names the endpoint")
+	assert.Contains(t, errb.String(), "ReadRow")
+	assert.Less(t, elapsed, 10*time.Second)
+}
