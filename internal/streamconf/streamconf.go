@@ -29,4 +29,3 @@ func Check(d time.Duration) error {
 	}
 	return nil
 }
-
