@@ -109,3 +109,27 @@ func TestChangeStreamRetentionOutOfRangeIsAUsageError(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "change stream retention 8d is out of range: Bigtable keeps a change stream between 1d and 7d")
 }
+
+// A table whose family and change stream both differ: verify lists both
+// under one MISMATCH; apply fixes both in one run.
+func TestVerifyListsFamilyAndStreamMismatches(t *testing.T) {
+	ac, addr := newStreamServer(t)
+	require.NoError(t, ac.CreateTableFromConf(context.Background(), &bigtable.TableConf{TableID: "sessions",
+		ColumnFamilies: map[string]bigtable.Family{"s": {GCPolicy: bigtable.MaxAgePolicy(time.Hour)}}}))
+	schema := writeFile(t, "s.yaml", `
+tables:
+  sessions:
+    s: {strategy: default-expiry, ttl: 2h}
+change_stream_retention:
+  sessions: 3d
+`)
+	r := bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitFindings, r.code, r.stderr)
+	assert.Equal(t, "table \"sessions\": MISMATCH\n"+
+		"  family \"s\" (default-expiry(D=2h0m0s)): wrong max age: expected max_age=2h, actual max_age=1h\n"+
+		"  change stream: expected retention 3d, actual off (bttl apply sets it)\n", r.stdout)
+	r = bttl(t, addr, "", "-schema", schema, "apply", "-yes")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitOK, r.code, r.stdout)
+}
