@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -132,4 +134,24 @@ change_stream_retention:
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	r = bttl(t, addr, "", "-schema", schema, "verify")
 	assert.Equal(t, exitOK, r.code, r.stdout)
+}
+
+// init writes a table's change stream as it is: verify then accepts the
+// table, and the file loads.
+func TestInitWritesTheChangeStream(t *testing.T) {
+	ac, addr := newStreamServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "sessions", ChangeStreamRetention: 36 * time.Hour,
+		ColumnFamilies: map[string]bigtable.Family{"s": {GCPolicy: bigtable.MaxAgePolicy(time.Second)}}}))
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "plain",
+		ColumnFamilies: map[string]bigtable.Family{"p": {GCPolicy: bigtable.MaxAgePolicy(time.Hour)}}}))
+	schema := filepath.Join(t.TempDir(), "s.yaml")
+	r := bttl(t, addr, "", "-schema", schema, "init")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	b, err := os.ReadFile(schema)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "change_stream_retention:\n  sessions: 1d12h\n")
+	assert.NotContains(t, string(b), "  plain: ", "a table without a stream is not listed")
+	r = bttl(t, addr, "", "-schema", schema, "verify")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 }
