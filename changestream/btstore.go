@@ -25,7 +25,10 @@ import (
 //	                         the parent and its inc)
 //
 // where <partition> is Partition.Key. Every cell is written at timestamp 0,
-// so each column holds one version: give the family no GC rule. Leases are
+// so each column holds one version: give the family no GC rule (not the
+// family "ck" of scan's bigtable:// checkpoint tables, whose max-age rule
+// would collect cells at timestamp 0 at once; docs/design.md#change-streams).
+// Leases are
 // compared and tokens recorded with CheckAndMutateRow (conditional
 // mutations), so two workers never both hold, nor both record progress
 // for, one partition.

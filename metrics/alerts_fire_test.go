@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/changestream/gclag"
 	"github.com/bttl/bttl/metrics"
 )
 
@@ -35,6 +36,9 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 	}
 	lag := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metrics.GCLagSeconds, Help: "planted", Buckets: metrics.GCLagBuckets}, []string{"table", "family", "strategy"})
 	reg.MustRegister(lag)
+	// The change stream's GC lag, as changestream/gclag exports it.
+	streamLag := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: gclag.MetricName, Help: "planted", Buckets: gclag.DefaultBuckets}, []string{"table", "family"})
+	reg.MustRegister(streamLag)
 	refusals := counter(metrics.RefusalsTotal, "table", "family", "reason")
 	shadows := counter(metrics.ShadowReadsTotal, "table")
 	failed := counter(metrics.ShadowReadsFailedTotal, "table")
@@ -46,6 +50,7 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 	grow := func() {
 		for i := 0; i < 10; i++ {
 			lag.WithLabelValues("planted", "old", "default-expiry").Observe(10 * 86400) // ten days past expiry
+			streamLag.WithLabelValues("planted", "old").Observe(10 * 86400)
 		}
 		refusals.WithLabelValues("planted", "session", "server_timestamp").Add(3)
 		shadows.WithLabelValues("planted").Add(100)

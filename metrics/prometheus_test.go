@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/changestream/gclag"
 	"github.com/bttl/bttl/internal/promtest"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -242,6 +243,12 @@ func startWorkload(t *testing.T) *workload {
 	idleTbl, err := e.client.Open(context.Background(), idleTable, idleSchema())
 	require.NoError(t, err)
 
+	// The change stream's GC records, through the real recorder
+	// (changestream/gclag): each tick below hands it a GC deletion of a
+	// default-expiry cell collected ten days after its expiry.
+	gcRec, err := gclag.New("t", schema(), gclag.WithRegisterer(reg))
+	require.NoError(t, err)
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -282,6 +289,7 @@ func startWorkload(t *testing.T) *workload {
 			im.SetTTL(famIdle, fmt.Sprintf("c%d", i), time.Minute, []byte("v"))
 			_ = idleTbl.Apply(ctx, "session", im)
 			_, _ = idleTbl.ReadRow(ctx, "session")
+			_ = gcRec.Handle(ctx, gcChange(famDef, time.Now().Add(-10*24*time.Hour-time.Hour))) // D = 1h
 			select {
 			case <-ctx.Done():
 				return

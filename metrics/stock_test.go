@@ -8,13 +8,19 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/changestream"
+	"github.com/bttl/bttl/changestream/gclag"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -62,7 +68,27 @@ func exportedWithAudit(t *testing.T) map[string]bool {
 		require.True(t, strings.HasPrefix(name, "bttl_audit_"), name)
 		have[name] = true
 	}
+	for _, n := range gcLagExported(t) {
+		have[n] = true
+	}
 	return have
+}
+
+// gcLagExported is what changestream/gclag exports once it has seen a GC
+// deletion of a managed cell (the stream's GC lag, which the dashboard and
+// the BttlStreamGCLag alerts read).
+func gcLagExported(t *testing.T) []string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	rec, err := gclag.New("t", strategy.Schema{"f": strategy.DefaultExpiry(time.Hour)}, gclag.WithRegisterer(reg))
+	require.NoError(t, err)
+	require.NoError(t, rec.Handle(context.Background(), gcChange("f", time.Now().Add(-3*time.Hour))))
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, fams, 1)
+	f := fams[0]
+	require.Equal(t, dto.MetricType_HISTOGRAM, f.GetType())
+	return []string{f.GetName() + "_bucket", f.GetName() + "_sum", f.GetName() + "_count"}
 }
 
 // auditUnruled creates table tableName with schema()'s families and no GC
@@ -87,4 +113,18 @@ func auditUnruled(t *testing.T, e *env, tableName string) *audit.Report {
 	require.NoError(t, err)
 	rep.NoteGCRules(fams)
 	return rep
+}
+
+// gcChange is a GARBAGE_COLLECTION change deleting the cell of family fam
+// stamped ts (at millisecond granularity), committed now, as the
+// change-stream server records one (bttest_harness/changestreams RunGC).
+func gcChange(fam string, ts time.Time) changestream.Change {
+	us := ts.UnixMilli() * 1000
+	return changestream.Change{
+		Type: changestream.GarbageCollection, RowKey: []byte("r"), CommitTime: time.Now(),
+		Mutations: []*btpb.Mutation{{Mutation: &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+			FamilyName: fam, ColumnQualifier: []byte("c"),
+			TimeRange: &btpb.TimestampRange{StartTimestampMicros: us, EndTimestampMicros: us + 1000},
+		}}}},
+	}
 }

@@ -35,6 +35,13 @@
 // such a family from the same read. Scans use the scan engine
 // (WithWorkers streams).
 //
+// With WithChangeStream (a PlanOption of Plan, PlanAndCheck and Apply)
+// the plan also sets the table's change stream: enabled with a retention
+// of 1 to 7 days, or disabled (docs/design.md#change-stream-config).
+// Disabling it or shortening its retention drops records Bigtable kept,
+// refused unless forced: *ChangeStreamLossError, which wraps
+// ErrUnsafeAdoption like the refusals above.
+//
 // When a change lowers or raises an existing rule it prints the
 // replication caveats of docs/design.md#replication: lowering can take up to a
 // week to reach every cluster, raising max age on a replicated table is

@@ -152,6 +152,10 @@ type Plan struct {
 	Unchanged []Change
 	// Assumed names the families WithAssumeAdopted left unchecked.
 	Assumed []string
+	// Stream is the change of the table's change stream, when the call
+	// gave WithChangeStream and the table's stream differs (nil
+	// otherwise).
+	Stream *StreamChange
 	// Notes are what PlanAndCheck's safety scans found that is not
 	// refused but worth saying (cells WithWrittenBefore proved expiry
 	// instants already passed, a sampled scan); Write prints them.
@@ -159,6 +163,8 @@ type Plan struct {
 
 	// families are the table's families when planned.
 	families []string
+	// streamPlanned: the call gave WithChangeStream.
+	streamPlanned bool
 	// scans are Plan's exact scans of the families whose rule a change
 	// lowers: PlanAndCheck takes their findings instead of reading the
 	// family again.
@@ -172,7 +178,7 @@ func hidesData(pol strategy.Policy) bool {
 }
 
 // Empty reports a table that already matches its schema.
-func (p *Plan) Empty() bool { return !p.CreateTable && len(p.Changes) == 0 }
+func (p *Plan) Empty() bool { return !p.CreateTable && len(p.Changes) == 0 && p.Stream == nil }
 
 // NeedsCaveat reports a change that lowers or raises an existing rule.
 func (p *Plan) NeedsCaveat() bool {
@@ -190,7 +196,11 @@ func (p *Plan) NeedsCaveat() bool {
 func (p *Plan) Write(w io.Writer) {
 	defer p.writeAssumed(w)
 	if p.Empty() {
-		fmt.Fprintf(w, "table %q: no change (every family matches the schema)\n", p.Table)
+		what := "every family matches the schema"
+		if p.streamPlanned {
+			what = "every family and the change stream match the schema"
+		}
+		fmt.Fprintf(w, "table %q: no change (%s)\n", p.Table, what)
 		return
 	}
 	fmt.Fprintf(w, "table %q:\n", p.Table)
@@ -202,6 +212,9 @@ func (p *Plan) Write(w io.Writer) {
 		if c.Impact != nil {
 			fmt.Fprintf(w, "    %s\n", c.Impact)
 		}
+	}
+	if p.Stream != nil {
+		fmt.Fprintf(w, "  %s\n", p.Stream)
 	}
 	if p.NeedsCaveat() {
 		fmt.Fprintln(w, Caveat)
@@ -397,18 +410,23 @@ func New(admin *gcrule.Admin, data *bigtable.Client, opts ...Option) *Provisione
 	return p
 }
 
-// Plan compares the table with schema and returns the changes Apply makes.
-func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
+// Plan compares the table with schema (and, with WithChangeStream, its
+// change stream) and returns the changes Apply makes.
+func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Schema, opts ...PlanOption) (*Plan, error) {
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	po, err := planConfig(opts)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := p.call(ctx)
 	fams, err := p.admin.Families(cctx, table)
 	cancel()
-	plan := &Plan{Table: table}
+	plan := &Plan{Table: table, streamPlanned: po.stream}
 	switch {
 	case status.Code(err) == codes.NotFound:
 		plan.CreateTable = true
@@ -466,6 +484,9 @@ func (p *Provisioner) Plan(ctx context.Context, table string, schema strategy.Sc
 		}
 		plan.Changes = append(plan.Changes, c)
 	}
+	if err := p.planStream(ctx, plan, po); err != nil {
+		return nil, err
+	}
 	return plan, nil
 }
 
@@ -493,8 +514,8 @@ func direction(from, to gcrule.Normal) (lowers, raises bool) {
 // It refuses a change that would delete or hide stored cells
 // (ErrUnsafeAdoption; see CheckAdoptions) unless forced, before changing
 // anything.
-func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
-	plan, err := p.Plan(ctx, table, schema)
+func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.Schema, opts ...PlanOption) (*Plan, error) {
+	plan, err := p.Plan(ctx, table, schema, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +541,10 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 // lost), so callers can show them; Execute then goes ahead.
 func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
 	_, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), false)
-	return err
+	if err != nil && !errors.Is(err, ErrUnsafeAdoption) {
+		return err
+	}
+	return errors.Join(err, p.streamRefusal(plan))
 }
 
 // PlanAndCheck is Plan followed by CheckAdoptions, reading each family
@@ -529,17 +553,17 @@ func (p *Provisioner) CheckAdoptions(ctx context.Context, plan *Plan) error {
 // at the plan's time, instead of reading it again. The plan is returned
 // with the refusals too (a scan error returns no plan). Execute reads
 // again, as it acts.
-func (p *Provisioner) PlanAndCheck(ctx context.Context, table string, schema strategy.Schema) (*Plan, error) {
-	plan, err := p.Plan(ctx, table, schema)
+func (p *Provisioner) PlanAndCheck(ctx context.Context, table string, schema strategy.Schema, opts ...PlanOption) (*Plan, error) {
+	plan, err := p.Plan(ctx, table, schema, opts...)
 	if err != nil {
 		return nil, err
 	}
 	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), true)
 	plan.Notes = notes
-	if err != nil {
-		if !errors.Is(err, ErrUnsafeAdoption) {
-			return nil, err
-		}
+	if err != nil && !errors.Is(err, ErrUnsafeAdoption) {
+		return nil, err
+	}
+	if err = errors.Join(err, p.streamRefusal(plan)); err != nil {
 		return plan, err
 	}
 	return plan, nil
@@ -598,6 +622,9 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		}
 	}
 	notes, err := p.checkAdoptions(ctx, plan, append(append([]Change(nil), plan.Changes...), plan.Unchanged...), false)
+	if err == nil || errors.Is(err, ErrUnsafeAdoption) {
+		err = errors.Join(err, p.streamRefusal(plan))
+	}
 	if err != nil {
 		if !p.force || !errors.Is(err, ErrUnsafeAdoption) {
 			return err
@@ -633,6 +660,9 @@ func (p *Provisioner) Execute(ctx context.Context, plan *Plan, schema strategy.S
 		if err != nil {
 			return bttlerr.Wrap(err, "%s", c)
 		}
+	}
+	if err := p.executeStream(ctx, ac, plan); err != nil {
+		return err
 	}
 	plan.Write(p.out)
 	return nil

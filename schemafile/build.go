@@ -7,7 +7,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/bttl/bttl/internal/bttlerr"
+	"github.com/bttl/bttl/internal/streamconf"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -40,11 +43,16 @@ func build(root *node) (map[string]Table, *Error) {
 		return nil, errAt(root.at, fmt.Errorf("want a mapping with the key \"tables\", not %s", root.kind))
 	}
 	var tables *node
-	for _, e := range root.entries {
-		if e.key != "tables" {
-			return nil, unknownKey(e, []string{"tables"})
+	var streams *entry
+	for i, e := range root.entries {
+		switch e.key {
+		case "tables":
+			tables = e.val
+		case ChangeStreamKey:
+			streams = &root.entries[i]
+		default:
+			return nil, unknownKey(e, []string{"tables", ChangeStreamKey})
 		}
-		tables = e.val
 	}
 	if tables == nil || tables.kind == kindNull || (tables.kind == kindMap && len(tables.entries) == 0) {
 		at := root.at
@@ -65,7 +73,55 @@ func build(root *node) (map[string]Table, *Error) {
 		}
 		out[t.key] = tb
 	}
+	if streams != nil {
+		if err := buildChangeStreams(*streams, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// buildChangeStreams reads change_stream_retention: a mapping of table IDs
+// of the file to a retention between 1 and 7 days (Bigtable's bounds,
+// internal/streamconf) or "off".
+func buildChangeStreams(e entry, tables map[string]Table) *Error {
+	m := e.val
+	if m.kind != kindMap {
+		return &Error{Line: m.at.line, Column: m.at.col, Offset: m.at.off, Key: ChangeStreamKey,
+			Err: fmt.Errorf("want a mapping of table IDs to a retention (1d to 7d) or \"off\", not %s", m.kind)}
+	}
+	for _, t := range m.entries {
+		at := t.val.at
+		bad := func(err error) *Error {
+			return &Error{Line: at.line, Column: at.col, Offset: at.off, Table: t.key, Key: ChangeStreamKey, Err: err}
+		}
+		tb, ok := tables[t.key]
+		if !ok {
+			at = t.at
+			return bad(errors.New("table not under tables: the change stream is set for the file's tables only"))
+		}
+		var cs ChangeStream
+		if t.val.kind == kindString && t.val.text == "off" {
+			tb.ChangeStream = &cs
+			tables[t.key] = tb
+			continue
+		}
+		text, err := durationValue(t.val)
+		if err != nil {
+			return bad(fmt.Errorf("%w, or \"off\"", err))
+		}
+		d, err := ParseDuration(text)
+		if err == nil {
+			err = streamconf.Check(d)
+		}
+		if err != nil {
+			return bad(errors.New(bttlerr.Trim(err.Error())))
+		}
+		cs.Retention = d.Truncate(time.Microsecond)
+		tb.ChangeStream = &cs
+		tables[t.key] = tb
+	}
+	return nil
 }
 
 func buildTable(t entry) (Table, *Error) {

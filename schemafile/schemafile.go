@@ -38,6 +38,9 @@ type Family struct {
 // File is the whole file.
 type File struct {
 	Tables map[string]map[string]Family `json:"tables" yaml:"tables"`
+	// ChangeStreamRetention maps table IDs to a retention or "off"
+	// (ChangeStreamKey).
+	ChangeStreamRetention map[string]string `json:"change_stream_retention,omitempty" yaml:"change_stream_retention,omitempty"`
 }
 
 // UnlistedKey is the family key that gives the policy of every family a
@@ -54,6 +57,30 @@ const UnlistedKey = "*"
 type Table struct {
 	Schema   strategy.Schema
 	Unlisted *strategy.Policy
+	// ChangeStream is the table's entry under ChangeStreamKey: nil when
+	// the file gives none (bttl leaves the table's change stream as it
+	// is).
+	ChangeStream *ChangeStream
+}
+
+// ChangeStreamKey is the top-level key giving tables' change streams: a
+// mapping of table IDs (of the file's tables) to a retention, between 1
+// and 7 days (Bigtable's bounds), or "off":
+//
+//	change_stream_retention:
+//	  sessions: 7d
+//	  archive: off
+//
+// bttl apply enables (or disables) each named table's change stream to
+// match and bttl verify checks it (docs/design.md#change-stream-config).
+const ChangeStreamKey = "change_stream_retention"
+
+// ChangeStream is what a table's change stream should be.
+type ChangeStream struct {
+	// Retention is how long Bigtable keeps the stream's records, between
+	// 1 and 7 days (truncated to microseconds, as Bigtable truncates it);
+	// 0 for "off": the stream is disabled.
+	Retention time.Duration
 }
 
 // Load reads path: JSON when it ends in .json, YAML otherwise. Errors are

@@ -104,7 +104,7 @@ var badCases = []badCase{
 	{name: "YAML wrong case", doc: "tables: {t: {f: {strategy: one-second, Default_TTL: 1h}}}",
 		offset: -1, key: "Default_TTL", msg: `did you mean "default_ttl"?`},
 	{name: "YAML unknown top-level key", doc: "tables: {t: {f: {strategy: unmanaged}}}\nversion: 2\n",
-		line: 2, column: 1, offset: -1, key: "version", msg: "unknown key (known keys: tables)"},
+		line: 2, column: 1, offset: -1, key: "version", msg: "unknown key (known keys: tables, change_stream_retention)"},
 	{name: "YAML syntax error", doc: "tables:\n  t:\n    f: {strategy: unmanaged\n",
 		line: 2, offset: -1, msg: "YAML syntax: did not find expected ',' or '}'"},
 	{name: "YAML yes is not a boolean", doc: "tables: {t: {f: {strategy: one-second, single_value: yes}}}",

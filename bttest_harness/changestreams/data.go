@@ -68,6 +68,26 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	return nil
 }
 
+// SampleRowKeys is forwarded as it is (scans split the table with it).
+func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.Bigtable_SampleRowKeysServer) error {
+	up, err := d.s.data.SampleRowKeys(stream.Context(), req)
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := up.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
 func (d *dataServer) MutateRow(ctx context.Context, req *btpb.MutateRowRequest) (*btpb.MutateRowResponse, error) {
 	s := d.s
 	s.mu.Lock()

@@ -112,6 +112,9 @@ type table struct {
 	records []*record
 	insts   []*inst
 	rules   map[string]*btapb.GcRule // the families' GC rules, kept here
+	// stream is the table's change stream configuration (nil: disabled),
+	// kept here: bttest keeps none.
+	stream *btapb.ChangeStreamConfig
 	// generated is the partition GenerateInitialChangeStreamPartitions
 	// last returned for each range (start + "\x00" + end).
 	generated map[string]*inst

@@ -45,8 +45,10 @@ so the family is written unmanaged, with a comment and a line on stderr
 saying what the sample found. An age family whose first -sample-rows rows
 hold write-time companions (which bttl writes only for write_time families)
 is written with write_time. A table holding bttl's own state (bigtable://
-checkpoints and audit reports) is left out. Reads only: ListTables,
-GetTable and those ReadRows.
+checkpoints and audit reports) is left out. A table written whose change
+stream is enabled gets its retention under change_stream_retention, so
+verify and apply keep it as it is. Reads only: ListTables, GetTable and
+those ReadRows.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := fs.String("table", "", "this table only (default: every table of the instance)")
@@ -189,6 +191,7 @@ func initSchema(e *env, only string, force bool, sampleRows int64) int {
 		tables = []string{only}
 	}
 	tablesNode := &yaml.Node{Kind: yaml.MappingNode}
+	streamsNode := &yaml.Node{Kind: yaml.MappingNode}
 	var skipped []string
 	for _, t := range tables {
 		ctx, cancel := e.step()
@@ -264,6 +267,15 @@ func initSchema(e *env, only string, force bool, sampleRows int64) int {
 			key.HeadComment = "not classified:\n" + strings.Join(left, "\n")
 		}
 		tablesNode.Content = append(tablesNode.Content, key, famsNode)
+		ctx, cancel = e.step()
+		info, err := e.admin.Client().TableInfo(ctx, t)
+		cancel()
+		if err != nil {
+			return e.fail(fmt.Errorf("table %q: change stream: %w", t, err))
+		}
+		if d, ok := info.ChangeStreamRetention.(time.Duration); ok && d > 0 {
+			streamsNode.Content = append(streamsNode.Content, str(t), str(formatDuration(d)))
+		}
 	}
 	head := fmt.Sprintf("Written by bttl init from projects/%s/instances/%s at %s.\n"+
 		"Each strategy is read off the family's GC rule; review the comments, then run bttl audit.",
@@ -272,8 +284,14 @@ func initSchema(e *env, only string, force bool, sampleRows int64) int {
 		head += "\n" + strings.Join(skipped, "\n")
 	}
 	tablesKey := str("tables")
+	top := []*yaml.Node{tablesKey, tablesNode}
+	if len(streamsNode.Content) > 0 {
+		streamsKey := str(schemafile.ChangeStreamKey)
+		streamsKey.HeadComment = "The tables' change streams as they are (bttl apply keeps them so)."
+		top = append(top, streamsKey, streamsNode)
+	}
 	root := &yaml.Node{Kind: yaml.DocumentNode, HeadComment: head, Content: []*yaml.Node{{
-		Kind: yaml.MappingNode, Content: []*yaml.Node{tablesKey, tablesNode},
+		Kind: yaml.MappingNode, Content: top,
 	}}}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -224,12 +224,15 @@ func TestAuditReportRerunHidesEarlierReport(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
 	var out, errb strings.Builder
 	done := make(chan int, 1)
+	// The owner before the run starts: read after it, a claim made first
+	// went unseen and the test waited for the run's end (it failed so on a
+	// loaded machine, on main too).
+	before := ownerOf(t, dc, "audit/job/1/2")
 	go func() {
 		done <- run(cctx, []string{"-project", "p", "-instance", "i", "-schema", schema, "audit", "-now", "2026-01-02T15:04:05Z",
 			"-shard", "1/2", "-cells-per-second", "1", "-report", "bigtable://bttl_reports/job"}, strings.NewReader(""), &out, &errb)
 	}()
 	// Wait for its claim: the owner cell changes.
-	before := ownerOf(t, dc, "audit/job/1/2")
 	for ownerOf(t, dc, "audit/job/1/2") == before {
 		select {
 		case code := <-done:

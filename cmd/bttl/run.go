@@ -202,9 +202,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e := &env{name: name, ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, g: g, now: time.Now, args: fs.Args()}
 	if c.needsSchema {
-		schemas, err := schemafile.Load(g.schema)
+		tables, err := schemafile.LoadTables(g.schema)
 		if err != nil {
 			return usageErr("-schema: %v", err)
+		}
+		schemas := make(map[string]strategy.Schema, len(tables))
+		e.streams = map[string]*schemafile.ChangeStream{}
+		for id, t := range tables {
+			schemas[id] = t.Schema
+			if t.ChangeStream != nil {
+				e.streams[id] = t.ChangeStream
+			}
 		}
 		e.schemas = schemas
 		// -table (verify, plan, apply, audit, migrate) names a table of
@@ -301,6 +309,9 @@ type env struct {
 	stderr  io.Writer
 	g       *globals
 	schemas map[string]strategy.Schema
+	// streams are the schema file's change_stream_retention entries, by
+	// table (plan, apply and verify set and check them).
+	streams map[string]*schemafile.ChangeStream
 	// data reads the table's data (-app-profile); write takes bttl's
 	// writes and the reads of its records (-write-app-profile): the same
 	// client when the profiles are the same.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
@@ -29,6 +30,8 @@ family whose rule matches are read too (values stripped), as apply's
 adoption scan reads them: real timestamps in a sequence family, or columns
 under the reserved qualifiers of a write-time family, are a mismatch
 (exit 1). -assume-adopted skips that scan: then only GetTable is called.
+A table the schema file gives a change_stream_retention is also checked for
+its change stream: off, or another retention, is a mismatch.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
@@ -56,7 +59,10 @@ strategy would hide (-assume-adopted skips that scan). Changes nothing.
 Exit status 1 when apply would refuse a change (as apply then exits), 0
 otherwise. -family plans the named families only, as apply -family makes
 them. -written-before tells cells whose expiry has passed from real
-timestamps, as apply takes it.
+timestamps, as apply takes it. A table the schema file gives a
+change_stream_retention has its change stream planned too (not with
+-family); disabling it or shortening its retention is refused like a
+change that deletes cells.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		only := tableFlag(fs)
@@ -86,6 +92,10 @@ the same way (-assume-adopted skips them). A refusal holds back every change
 of the run: -family F,G applies the named families' changes only, so a safe
 change need not wait for a refused one (the families not named are left as
 they are).
+A table the schema file gives a change_stream_retention (1d to 7d, or off)
+has its change stream enabled, changed or disabled to match (not with
+-family, which changes families only); disabling it or shortening its
+retention drops records Bigtable kept, refused unless -force.
 A timestamp alone does not say whether a cell at or before now is a real
 write time (one-second expiry would delete it) or an expiry instant already
 passed (a cell bttl wrote or bttl migrate moved, which the rule collects as
@@ -100,7 +110,7 @@ those at or before it are still refused (docs/design.md#apply-after-migrate).
 		fams := familiesFlag(fs)
 		assume := assumeAdoptedFlag(fs)
 		yes := fs.Bool("yes", false, "do not ask for confirmation")
-		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times)")
+		force := fs.Bool("force", false, "make changes that delete or hide stored cells (real timestamps under one-second expiry, sequence numbers under an age rule, real timestamps under sequence, reserved columns under write times) or change stream records (disabling the stream or shortening its retention)")
 		sample := int64(10_000)
 		fs.Var(countFlag{&sample, 1}, "sample-rows", "no effect: the count of cells a lowering change makes collectable is exact (kept so that scripts still run)")
 		var lw legacyWindow
@@ -128,10 +138,15 @@ func verify(e *env, only string, assumeAdopted bool) int {
 		cancel()
 		ctx, cancel = e.scanStep()
 		var ms gcrule.Mismatches
+		var stream *provision.StreamChange
 		if err == nil || errors.As(err, &ms) {
-			// The families whose rule matches: does their data fit?
+			// The families whose rule matches: does their data fit? And
+			// the change stream, where the file sets it.
 			var pl *provision.Plan
-			pl, err = p.Plan(ctx, t, e.schemas[t])
+			pl, err = p.Plan(ctx, t, e.schemas[t], e.streamOption(t)...)
+			if pl != nil {
+				stream = pl.Stream
+			}
 			if err == nil {
 				err = p.CheckUnchanged(ctx, pl)
 			}
@@ -144,11 +159,14 @@ func verify(e *env, only string, assumeAdopted bool) int {
 		}
 		cancel()
 		switch {
-		case errors.As(err, &ms) || errors.Is(err, provision.ErrUnsafeAdoption):
+		case errors.As(err, &ms) || errors.Is(err, provision.ErrUnsafeAdoption) || err == nil && stream != nil:
 			code = worst(code, exitFindings)
 			fmt.Fprintf(e.stdout, "table %q: MISMATCH\n", t)
 			for _, m := range ms {
 				fmt.Fprintf(e.stdout, "  family %q (%s): %s: expected %s, actual %s\n", m.Family, m.Policy, m.Kind, m.Expected, m.Actual)
+			}
+			if stream != nil {
+				fmt.Fprintf(e.stdout, "  change stream: expected %s, actual %s (bttl apply sets it)\n", describeRetention(stream.To), describeRetention(stream.From))
 			}
 			if errors.Is(err, provision.ErrUnsafeAdoption) {
 				for _, x := range unwrapJoined(err) {
@@ -186,14 +204,37 @@ func (e *env) provisionBounds() []provision.Option {
 	return opts
 }
 
+// streamOption is the table's change stream as the schema file sets it
+// (none when the file does not).
+func (e *env) streamOption(table string) []provision.PlanOption {
+	if cs, ok := e.streams[table]; ok {
+		return []provision.PlanOption{provision.WithChangeStream(cs.Retention)}
+	}
+	return nil
+}
+
+// describeRetention is a change stream's retention as verify prints it.
+func describeRetention(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return "retention " + timefmt.Duration(d)
+}
+
 // plans computes every table's plan and prints it, with the one-second
-// adoptions apply would refuse (refusal) unless forced.
-func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema) (plans []*provision.Plan, refusal, err error) {
+// adoptions apply would refuse (refusal) unless forced. withStreams plans
+// the tables' change streams too (not with -family, which changes the
+// named families only).
+func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[string]strategy.Schema, withStreams bool) (plans []*provision.Plan, refusal, err error) {
 	for _, t := range tables {
 		ctx, cancel := e.scanStep()
+		var opts []provision.PlanOption
+		if withStreams {
+			opts = e.streamOption(t)
+		}
 		// One read of each lowered family gives its count and its
 		// refusals (apply's Execute reads again before it acts).
-		pl, err := p.PlanAndCheck(ctx, t, schemas[t])
+		pl, err := p.PlanAndCheck(ctx, t, schemas[t], opts...)
 		if pl != nil {
 			pl.Write(e.stdout)
 		}
@@ -314,7 +355,7 @@ func plan(e *env, only string, families []string, workers int, assumeAdopted boo
 	if assumeAdopted {
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
-	_, refusal, err := e.plans(e.provisioner(opts...), tables, schemas)
+	_, refusal, err := e.plans(e.provisioner(opts...), tables, schemas, len(families) == 0)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -338,12 +379,12 @@ func apply(e *env, only string, families []string, yes, force, assumeAdopted boo
 		opts = append(opts, provision.WithAssumeAdopted())
 	}
 	p := e.provisioner(opts...)
-	plans, refusal, err := e.plans(p, tables, schemas)
+	plans, refusal, err := e.plans(p, tables, schemas, len(families) == 0)
 	if err != nil {
 		return e.fail(err)
 	}
 	if refusal != nil && !force {
-		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells (marked ! above); nothing changed (use -force to go ahead, or -family to apply the other families alone)")
+		fmt.Fprintln(e.stderr, "bttl apply: refused: a rule change, or a declared strategy over the cells already stored, would delete or hide stored cells, or a change stream change would drop its records (marked ! above); nothing changed (use -force to go ahead, or -family to apply the other families alone)")
 		return exitFindings
 	}
 	pending := 0
