@@ -1,13 +1,13 @@
 package lifecycle
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -15,7 +15,8 @@ import (
 // forever: a sequence or unmanaged family (whose cells do not expire by
 // age at all) or a family whose TTL cap refuses longer TTLs
 // (strategy.RefuseLonger).
-var ErrCannotPersist = errors.New("bttl: the family cannot keep a cell without a TTL")
+// Declared in internal/rules, with the other refusals' sentinels.
+var ErrCannotPersist = rules.ErrCannotPersist
 
 // Condition is when a conditional expire applies, by the cell's current
 // expiry and the new one. Its values mirror Redis EXPIRE's flags; a cell
