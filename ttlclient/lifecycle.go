@@ -721,3 +721,126 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 	}
 	return time.UnixMicro(int64(wt)).UTC(), nil
 }
+
+// ReadRowAndExpire reads row, like Redis GETEX/HGETEX with a TTL, and
+// gives the cells it returns of the age families the TTL ttl, atomically:
+// one read through the table (the TTL filter, then filter when not nil),
+// then one CheckAndMutateRow moving, for each column, the newest cell
+// returned to the timestamp a write with ttl gets now (older versions
+// returned keep their TTL, as with time-to-idle). Its predicate pins every
+// such cell (column, millisecond, value), requires each to be still its
+// column's newest and each lower target millisecond to be empty: a write,
+// Expire, delete or refresh since the read makes the whole move not apply
+// (ExpireChanged, nothing changed: read again), so no concurrent write is
+// overwritten or hidden and no dead cell revived. It returns the row as
+// read (the timestamps before the move) and ExpireSet, or ExpireNoCell
+// when no age-family cell was returned (nothing sent). Sequence and
+// unmanaged families' cells are returned and left alone. The reads do not
+// count as use for time-to-idle (this is the use, synchronous).
+// Refusals before any write, for the whole row: a TTL a returned family
+// refuses (cap, overflow, below 1ms), cells too large to pin together
+// (filters.ErrCellTooLargeToPin).
+func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
+	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return p.WriteTimestamp(t.clock.Now(), ttl)
+	})
+}
+
+// ReadRowAndPersist is ReadRowAndExpire removing the TTL of the cells it
+// returns (GETEX ... PERSIST), as Persist does: each moves to the largest
+// timestamp, or the cap on a clamping family; a returned family where
+// "forever" has no meaning refuses the call (ErrCannotPersist). A cell
+// already without a TTL stays where it is.
+func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
+	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return lifecycle.Forever(p, t.clock.Now())
+	})
+}
+
+func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, ExpireResult, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return nil, ExpireNoCell, err
+	}
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), filter)))
+	if err != nil {
+		return nil, ExpireNoCell, err
+	}
+	var moves []lifecycle.Move
+	var shorten []lifecycle.Move
+	fams := make([]string, 0, len(r))
+	for fam := range r {
+		fams = append(fams, fam)
+	}
+	sort.Strings(fams) // the first refusal is the same every time
+	for _, fam := range fams {
+		items := r[fam]
+		p, ok := t.policy(fam)
+		if !ok || (p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry) {
+			continue
+		}
+		ts, err := target(p)
+		if err != nil {
+			return r, ExpireNoCell, t.refuse(row, fam, "", err)
+		}
+		seen := map[string]bool{}
+		for _, it := range items { // newest first within a column
+			col := strings.TrimPrefix(it.Column, fam+":")
+			if seen[col] {
+				continue
+			}
+			seen[col] = true
+			ms := strategy.Millis(it.Timestamp)
+			if ms == ts {
+				continue // already there
+			}
+			mv := lifecycle.Move{Family: fam, Column: col, TS: ms, Target: ts, Value: it.Value, Keep: true, WriteTime: p.HasWriteTime()}
+			if ts < ms {
+				shorten = append(shorten, mv)
+			}
+			moves = append(moves, mv)
+		}
+	}
+	if len(moves) == 0 {
+		if len(r) == 0 {
+			return r, ExpireNoCell, nil
+		}
+		return r, ExpireSet, nil
+	}
+	if _, _, err := lifecycle.RowMove(moves); err != nil { // the size, before any write
+		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
+	}
+	for _, mv := range shorten {
+		p, _ := t.policy(mv.Family)
+		if err := t.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
+			return r, ExpireChanged, err
+		}
+	}
+	for i := range moves {
+		mv := &moves[i]
+		if mv.WriteTime {
+			if mv.Companion, err = t.readCompanion(ctx, row, mv.Family, mv.Column, mv.TS); err != nil {
+				return r, ExpireChanged, err
+			}
+		}
+	}
+	now := t.now()
+	for i := range moves {
+		p, _ := t.policy(moves[i].Family)
+		if !p.IsLive(moves[i].TS, now) {
+			return r, ExpireChanged, nil // expired since the read: not revived
+		}
+		moves[i].Keep = p.IsLive(moves[i].Target, now)
+	}
+	pred, m, err := lifecycle.RowMove(moves)
+	if err != nil {
+		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
+	}
+	var applied bool
+	if err := t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return r, ExpireChanged, err
+	}
+	if !applied {
+		return r, ExpireChanged, nil
+	}
+	return r, ExpireSet, nil
+}

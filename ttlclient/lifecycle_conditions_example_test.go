@@ -125,3 +125,35 @@ func ExampleTable_MaxWriteTime() {
 	// 2030-01-01T00:05:00Z <nil>
 	// 2030-01-01T00:00:00Z <nil>
 }
+
+// Read a session and extend it in one step, without time-to-idle's
+// asynchronous refresh.
+func ExampleTable_ReadRowAndExpire() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "s", "token", "abc", 5*time.Minute)
+
+	row, r, err := tbl.ReadRowAndExpire(ctx, "u1", nil, time.Hour)
+	fmt.Println(string(row["s"][0].Value), r, err)
+	left, _ := tbl.RemainingTTL(exCell(ctx, tbl, "u1", "s", "token"))
+	fmt.Println(left)
+	// Output:
+	// abc set <nil>
+	// 1h0m0s
+}
+
+func ExampleTable_ReadRowAndPersist() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "u1", "hits", "n", "1", 10*time.Minute)
+
+	row, r, err := tbl.ReadRowAndPersist(ctx, "u1", nil)
+	fmt.Println(string(row["hits"][0].Value), r, err)
+	_, err = tbl.RemainingTTL(exCell(ctx, tbl, "u1", "hits", "n"))
+	fmt.Println("remaining TTL over 292 years:", err != nil)
+	// Output:
+	// 1 set <nil>
+	// remaining TTL over 292 years: true
+}

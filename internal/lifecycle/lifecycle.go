@@ -7,6 +7,9 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/strategy"
 )
@@ -286,4 +289,78 @@ func MaxWriteTime(p strategy.Policy, family string, items []bigtable.ReadItem, c
 		}
 	}
 	return wt, ok
+}
+
+// Move is one cell of a row-wide move (get-and-expire): the newest cell
+// read of family:column, at TS holding Value, to Target; Keep false makes
+// it a delete (the target is not live). Companion is its write-time
+// companion's value (nil: none to move).
+type Move struct {
+	Family, Column string
+	TS, Target     bigtable.Timestamp
+	Value          []byte
+	Keep           bool
+	Companion      []byte
+	WriteTime      bool // the family stores companions: delete the old one
+}
+
+// RowMove is the predicate and mutation moving every cell of moves in one
+// CheckAndMutateRow (the mutation applies when the predicate matches):
+// each cell pinned (column, millisecond, value: filters.RowMove), each
+// still its column's newest (nothing stored in the column after its
+// millisecond, so no concurrent write is overwritten, or hidden under the
+// moved cell), and each target millisecond below it empty. An error when
+// the pins do not fit in one predicate (filters.ErrCellTooLargeToPin).
+func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
+	var rm filters.RowMove
+	var guards []bigtable.Filter
+	guardBytes := 16 // the condition and interleave around them
+	m := bigtable.NewMutation()
+	for _, mv := range moves {
+		ms, target := strategy.Millis(mv.TS), strategy.Millis(mv.Target)
+		slotFamily := ""
+		if mv.Keep && target < ms {
+			slotFamily = mv.Family // the slot below must be empty; above, the newer guard covers it
+		}
+		ok, err := rm.Add(mv.Family, mv.Column, ms, mv.Value, slotFamily, target)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: the %d cells of the row do not fit in one predicate of %d bytes", filters.ErrCellTooLargeToPin, len(moves), filters.MaxFilterBytes)
+		}
+		if ms < strategy.MaxTimestamp {
+			// Bounded above: family, column twice, a range, the tags and
+			// lengths of a chain of two.
+			guardBytes += len(mv.Family) + 2*len(mv.Column) + 40
+			guards = append(guards, bigtable.ChainFilters(
+				bigtable.ColumnRangeFilter(mv.Family, mv.Column, mv.Column+"\x00"),
+				bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0),
+			))
+		}
+		end := strategy.MilliEnd(ms)
+		m.DeleteTimestampRange(mv.Family, mv.Column, ms, end)
+		if mv.Keep {
+			m.Set(mv.Family, mv.Column, target, mv.Value)
+		}
+		if mv.WriteTime {
+			q := strategy.WriteTimeColumn(mv.Column)
+			m.DeleteTimestampRange(mv.Family, q, ms, end)
+			if mv.Keep && mv.Companion != nil {
+				m.Set(mv.Family, q, target, mv.Companion)
+			}
+		}
+	}
+	if n := proto.Size(rm.Proto()) + guardBytes; n > filters.MaxFilterBytes {
+		return nil, nil, fmt.Errorf("%w: the %d cells of the row need a predicate of about %d bytes (limit %d)", filters.ErrCellTooLargeToPin, len(moves), n, filters.MaxFilterBytes)
+	}
+	pred := rm.Filter()
+	switch len(guards) {
+	case 0:
+	case 1:
+		pred = bigtable.ConditionFilter(guards[0], bigtable.BlockAllFilter(), pred)
+	default:
+		pred = bigtable.ConditionFilter(bigtable.InterleaveFilters(guards...), bigtable.BlockAllFilter(), pred)
+	}
+	return pred, m, nil
 }

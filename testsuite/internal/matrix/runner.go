@@ -1001,7 +1001,7 @@ func (r *runner) expire(row string) error {
 	fam := r.cfg.Families[r.u(len(r.cfg.Families))]
 	col := r.column()
 	ttl := r.ttl()
-	mode := r.u(7) // 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4 Persist, 5 SetKeepTTL, 6 MaxWriteTime
+	mode := r.u(8) // 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4 Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist
 	pick := r.u(8)
 	cond := model.Cond(r.u(6))
 	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
@@ -1012,7 +1012,7 @@ func (r *runner) expire(row string) error {
 		r.record("expire: target has none")
 		return nil
 	}
-	if mode != 6 && r.m.ExpireUndecidable(row, fam, col) {
+	if (mode != 6 && mode != 7 && r.m.ExpireUndecidable(row, fam, col)) || (mode == 7 && r.m.RowUndecidable(row)) {
 		r.stats.ExpireSkipped++
 		r.record(fmt.Sprintf("expire %s %s:%s skipped: a version GC may have removed", row, fam, col))
 		return nil
@@ -1108,6 +1108,29 @@ func (r *runner) expire(row string) error {
 			case 5:
 				_, _ = r.m.SetKeepTTL(row, fam, col, clock, keepValue)
 			}
+			r.countResult(want)
+		}
+	case 7:
+		persist := whole
+		what = fmt.Sprintf("ReadRowAndExpire %s ttl %s persist %v at %s", row, ttl, persist, clockString(clock))
+		r.record(what)
+		probe := r.m.CloneRow(row)
+		want, wantErr := probe.ReadRowAndMove(row, clock, ttl, persist)
+		var got ttlclient.ExpireResult
+		var err error
+		if persist {
+			_, got, err = ex.ReadRowAndPersist(r.ctx, row, nil)
+		} else {
+			_, got, err = ex.ReadRowAndExpire(r.ctx, row, nil, ttl)
+		}
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if int(got) != want {
+				return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
+			}
+			_, _ = r.m.ReadRowAndMove(row, clock, ttl, persist)
 			r.countResult(want)
 		}
 	case 6:

@@ -42,6 +42,8 @@ type Expirer interface {
 	Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error)
 	MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error)
+	ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error)
+	ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error)
 	WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error)
 }
 
@@ -159,6 +161,14 @@ func (a tableTarget) Persist(ctx context.Context, row, family, column string, op
 
 func (a tableTarget) SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error) {
 	return a.t.SetKeepTTL(ctx, row, family, column, value)
+}
+
+func (a tableTarget) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error) {
+	return a.t.ReadRowAndExpire(ctx, row, filter, ttl)
+}
+
+func (a tableTarget) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error) {
+	return a.t.ReadRowAndPersist(ctx, row, filter)
 }
 
 func (a tableTarget) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {

@@ -233,3 +233,91 @@ func (m *Model) MaxWriteTime(rowKey, fam string, cols []string, now time.Time) (
 	}
 	return wt, ok, nil
 }
+
+// ReadRowAndMove is ttlclient.Table.ReadRowAndExpire (persist false, the
+// target a write with ttl gets) or ReadRowAndPersist (persist true): the
+// newest live cell of every column of the row's age families moves to its
+// family's target, all or nothing (a target millisecond holding another
+// cell fails the whole move: ResChanged). A refusal of the first family,
+// by name, with a live cell, before anything changes.
+func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, persist bool) (int, error) {
+	if rowKey == "" {
+		return 0, refused(ClassInvalid, "empty row key")
+	}
+	t := now.UnixMicro()
+	type mv struct {
+		fam, col string
+		c        cell
+		target   int64
+	}
+	var moves []mv
+	any := false
+	for _, fam := range sortedKeys(m.rows[rowKey]) {
+		f := m.fams[fam]
+		var cols []string
+		for _, col := range sortedKeys(m.rows[rowKey][fam]) {
+			if len(m.liveColumn(rowKey, fam, col, t)) > 0 {
+				cols = append(cols, col)
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		any = true
+		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
+			continue
+		}
+		var target int64
+		var err error
+		switch {
+		case !persist:
+			target, err = f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
+		case f.maxTTL > 0 && !f.clampTTL:
+			err = refused(ClassCannotPersist, "the max TTL %s refuses longer TTLs", f.maxTTL)
+		case f.maxTTL > 0:
+			target, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now)
+		default:
+			target = lastMilli
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, col := range cols {
+			c := m.liveColumn(rowKey, fam, col, t)[0]
+			if c.ts != target {
+				moves = append(moves, mv{fam, col, c, target})
+			}
+		}
+	}
+	if len(moves) == 0 {
+		if !any {
+			return ResNoCell, nil
+		}
+		return ResSet, nil
+	}
+	for _, x := range moves {
+		if x.target < x.c.ts && m.fams[x.fam].live(x.target, t) {
+			for _, o := range m.rows[rowKey][x.fam][x.col] {
+				if o.ts == x.target {
+					return ResChanged, nil
+				}
+			}
+		}
+	}
+	for _, x := range moves {
+		m.move(rowKey, x.fam, x.col, x.c, x.target, t)
+	}
+	return ResSet, nil
+}
+
+// RowUndecidable is ExpireUndecidable for every column of the row.
+func (m *Model) RowUndecidable(rowKey string) bool {
+	for fam, cols := range m.rows[rowKey] {
+		for col := range cols {
+			if m.ExpireUndecidable(rowKey, fam, col) {
+				return true
+			}
+		}
+	}
+	return false
+}
