@@ -375,3 +375,29 @@ func TestMaxWriteTime(t *testing.T) {
 	var ce *ttlclient.CellError
 	require.ErrorAs(t, err, &ce)
 }
+
+// A time-to-idle refresh between a conditional Expire's read and its
+// mutation: the refresh moved the cell, so the Expire does not apply
+// (GT 5m would otherwise shorten the refreshed 10m), on both servers.
+func TestConditionalExpireAfterAnIdleRefresh(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "idlecond", strategy.Schema{"idle": strategy.OneSecond(strategy.WithIdleTTL(10*time.Minute, 0.1))})
+		lcSet(t, tbl, "r", "idle", "c", "v", time.Minute) // due: 1m left of 10m
+		hc.before("CheckAndMutateRow", func() {
+			_, err := tbl.ReadRow(ctx, "r") // queues the refresh
+			require.NoError(t, err)
+			require.NoError(t, h.Client.FlushIdleRefreshes(ctx))
+		})
+		var r ttlclient.ExpireResult
+		_, err := tbl.Expire(ctx, "r", "idle", "c", 5*time.Minute, ttlclient.OnlyIfLater, ttlclient.ExpireResultTo(&r))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, r)
+		it, ok := lcCell(t, tbl, "r", "idle", "c")
+		require.True(t, ok)
+		left, err := tbl.RemainingTTL(it)
+		require.NoError(t, err)
+		assert.Equal(t, 10*time.Minute, left, "the refresh stands")
+	})
+}
