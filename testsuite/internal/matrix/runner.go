@@ -1007,6 +1007,13 @@ func (r *runner) expire(row string) error {
 	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
 	whole := r.u(2) == 0 // MaxWriteTime of the row's family, or of col
 	keepValue := fmt.Sprintf("%06d-k%d", r.step, r.u(1000))
+	if r.u(4) != 0 {
+		// Mostly a column holding a live cell: a drawn one is often empty
+		// (TTLs are short), and an operation on nothing checks little.
+		if live := r.m.Read(row, clock.UnixMicro(), model.ColumnRange(fam, "", "")); len(live) > 0 {
+			col = live[pick%len(live)].Column
+		}
+	}
 	ex, ok := r.cfg.Target.(Expirer)
 	if !ok {
 		r.record("expire: target has none")
