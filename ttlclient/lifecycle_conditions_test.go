@@ -401,3 +401,50 @@ func TestConditionalExpireAfterAnIdleRefresh(t *testing.T) {
 		assert.Equal(t, 10*time.Minute, left, "the refresh stands")
 	})
 }
+
+// Edge cases: an expired cell is no cell (not revived, whatever the
+// condition or form); a TTL that would overflow is refused before any
+// RPC, with a condition too.
+func TestLifecycleEdgeCases(t *testing.T) {
+	e := newEnvNoGC(t, condSchema())
+	e.setTTL(t, "r", famOne, "c", "v", time.Second)
+	e.setTTL(t, "r", "wt", "c", "v", time.Second)
+	e.h.Clock.Advance(time.Second)
+	before := e.stored(t, "r")
+	var r ttlclient.ExpireResult
+	_, err := e.tbl.Expire(e.ctx, "r", famOne, "c", time.Hour, ttlclient.OnlyIfEarlier, ttlclient.ExpireResultTo(&r))
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireNoCell, r)
+	r, err = e.tbl.ExpireAt(e.ctx, "r", famOne, "c", e.h.Clock.Now().Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireNoCell, r)
+	r, err = e.tbl.Persist(e.ctx, "r", famOne, "c")
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireNoCell, r)
+	r, err = e.tbl.SetKeepTTL(e.ctx, "r", famOne, "c", []byte("x"))
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireNoCell, r)
+	_, r, err = e.tbl.ReadRowAndExpire(e.ctx, "r", nil, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireNoCell, r)
+	_, err = e.tbl.MaxWriteTime(e.ctx, "r", "wt")
+	require.ErrorIs(t, err, ttlclient.ErrNoWriteTime)
+	assert.Equal(t, before, e.stored(t, "r"), "nothing revived or written")
+
+	// A clock near the end of time, a persisted cell still live: a TTL
+	// that overflows is refused before any RPC, with a condition too and
+	// for get-and-expire.
+	e.setTTL(t, "late", famOne, "c", "v", time.Hour)
+	_, err = e.tbl.Persist(e.ctx, "late", famOne, "c")
+	require.NoError(t, err)
+	e.h.Clock.Set(time.UnixMicro(int64(strategy.MaxTimestamp)).Add(-time.Hour))
+	before = e.stored(t, "late")
+	_, err = e.tbl.Expire(e.ctx, "late", famOne, "c", 2*time.Hour, ttlclient.OnlyIfLater)
+	require.ErrorIs(t, err, strategy.ErrTimestampOverflow)
+	_, _, err = e.tbl.ReadRowAndExpire(e.ctx, "late", nil, 2*time.Hour)
+	require.ErrorIs(t, err, strategy.ErrTimestampOverflow)
+	r, err = e.tbl.ExpireAt(e.ctx, "late", famOne, "c", e.h.Clock.Now().Add(30*time.Minute), ttlclient.OnlyIfEarlier)
+	require.NoError(t, err)
+	assert.Equal(t, ttlclient.ExpireSet, r, "an instant before the end is fine")
+	assert.NotEqual(t, before, e.stored(t, "late"))
+}
