@@ -187,9 +187,16 @@ func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, p
 	if ts < 0 || !p.IsLive(ts, nowUS) {
 		return 0, true, nil
 	}
-	ts, err = p.CheckExplicit(nowUS, ts)
+	out, err := p.CheckExplicit(nowUS, ts)
 	if err != nil {
 		return 0, false, err
+	}
+	if out != ts {
+		// Clamped to the cap: from the clock reading itself, sub-microsecond
+		// part included, as a write with the cap's TTL is (CheckExplicit
+		// has the clock in microseconds only).
+		out, err = p.WriteTimestamp(now, p.MaxTTL())
+		return out, false, err
 	}
 	return ts, false, nil
 }
