@@ -765,40 +765,9 @@ func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.
 	if err != nil {
 		return nil, ExpireNoCell, err
 	}
-	var moves []lifecycle.Move
-	var shorten []lifecycle.Move
-	fams := make([]string, 0, len(r))
-	for fam := range r {
-		fams = append(fams, fam)
-	}
-	sort.Strings(fams) // the first refusal is the same every time
-	for _, fam := range fams {
-		items := r[fam]
-		p, ok := t.policy(fam)
-		if !ok || (p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry) {
-			continue
-		}
-		ts, err := target(p)
-		if err != nil {
-			return r, ExpireNoCell, t.refuse(row, fam, "", err)
-		}
-		seen := map[string]bool{}
-		for _, it := range items { // newest first within a column
-			col := strings.TrimPrefix(it.Column, fam+":")
-			if seen[col] {
-				continue
-			}
-			seen[col] = true
-			ms := strategy.Millis(it.Timestamp)
-			if ms == ts {
-				continue // already there
-			}
-			mv := lifecycle.Move{Family: fam, Column: col, TS: ms, Target: ts, Value: it.Value, Keep: true, WriteTime: p.HasWriteTime()}
-			if ts < ms {
-				shorten = append(shorten, mv)
-			}
-			moves = append(moves, mv)
-		}
+	moves, fam, err := lifecycle.PlanRowMove(r, t.policy, target)
+	if err != nil {
+		return r, ExpireNoCell, t.refuse(row, fam, "", err)
 	}
 	if len(moves) == 0 {
 		if len(r) == 0 {
@@ -809,10 +778,11 @@ func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.
 	if _, _, err := lifecycle.RowMove(moves); err != nil { // the size, before any write
 		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
 	}
-	for _, mv := range shorten {
-		p, _ := t.policy(mv.Family)
-		if err := t.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
-			return r, ExpireChanged, err
+	for _, mv := range moves {
+		if p, _ := t.policy(mv.Family); mv.Target < mv.TS {
+			if err := t.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
+				return r, ExpireChanged, err
+			}
 		}
 	}
 	for i := range moves {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -370,4 +371,41 @@ func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
 		pred = bigtable.ConditionFilter(bigtable.InterleaveFilters(guards...), bigtable.BlockAllFilter(), pred)
 	}
 	return pred, m, nil
+}
+
+// PlanRowMove is the moves of get-and-expire for the row r as read
+// through the table: the newest returned cell of each column of the age
+// families, to the target its family's policy gives (target), in family
+// then column order; a cell already at its target is left out. A family
+// whose target is refused stops the plan: its name and the error (the
+// first family by name, so the refusal is the same every time).
+func PlanRowMove(r bigtable.Row, policy func(family string) (strategy.Policy, bool), target func(strategy.Policy) (bigtable.Timestamp, error)) ([]Move, string, error) {
+	fams := make([]string, 0, len(r))
+	for fam := range r {
+		fams = append(fams, fam)
+	}
+	sort.Strings(fams)
+	var moves []Move
+	for _, fam := range fams {
+		p, ok := policy(fam)
+		if !ok || (p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry) {
+			continue
+		}
+		ts, err := target(p)
+		if err != nil {
+			return nil, fam, err
+		}
+		seen := map[string]bool{}
+		for _, it := range r[fam] { // newest first within a column
+			col := strings.TrimPrefix(it.Column, fam+":")
+			if seen[col] {
+				continue
+			}
+			seen[col] = true
+			if ms := strategy.Millis(it.Timestamp); ms != ts {
+				moves = append(moves, Move{Family: fam, Column: col, TS: ms, Target: ts, Value: it.Value, Keep: true, WriteTime: p.HasWriteTime()})
+			}
+		}
+	}
+	return moves, "", nil
 }

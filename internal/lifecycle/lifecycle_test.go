@@ -134,3 +134,30 @@ func TestMaxWriteTimeCountsTheLiveView(t *testing.T) {
 	_, ok = MaxWriteTime(p, "f", items, []string{"c"})
 	assert.False(t, ok)
 }
+
+func TestPlanRowMove(t *testing.T) {
+	schema := strategy.Schema{
+		"a":   strategy.OneSecond(),
+		"cap": strategy.OneSecond(strategy.WithMaxTTL(time.Minute, strategy.RefuseLonger)),
+		"seq": strategy.Sequence(2),
+	}
+	policy := func(f string) (strategy.Policy, bool) { p, ok := schema[f]; return p, ok }
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	row := bigtable.Row{
+		"a": {
+			{Column: "a:x", Timestamp: 9000, Value: []byte("new")}, {Column: "a:x", Timestamp: 5000, Value: []byte("old")},
+			{Column: "a:y", Timestamp: bigtable.Time(now.Add(time.Hour)), Value: []byte("there")},
+		},
+		"seq": {{Column: "seq:s", Timestamp: 1000}},
+	}
+	hour := func(p strategy.Policy) (bigtable.Timestamp, error) { return p.WriteTimestamp(now, time.Hour) }
+	moves, _, err := PlanRowMove(row, policy, hour)
+	require.NoError(t, err)
+	require.Len(t, moves, 1, "the newest of x only; y is already there; sequence left alone")
+	assert.Equal(t, Move{Family: "a", Column: "x", TS: 9000, Target: bigtable.Time(now.Add(time.Hour)), Value: []byte("new"), Keep: true}, moves[0])
+
+	row["cap"] = []bigtable.ReadItem{{Column: "cap:c", Timestamp: 1000}}
+	_, fam, err := PlanRowMove(row, policy, hour)
+	assert.Equal(t, "cap", fam)
+	require.ErrorIs(t, err, strategy.ErrTTLTooLong)
+}
