@@ -176,7 +176,8 @@ func (o resultToOption) applyExpire(s *expireSettings) { s.result = o.r }
 
 // ExpireResultTo makes Expire store what it did in *r, as
 // bigtable.GetCondMutationResult does for Apply: applied alone does not
-// tell a condition not met from a cell changed or absent.
+// tell a condition not met from a cell changed or absent. A call refused
+// before any RPC leaves *r as it was; an RPC error stores ExpireChanged.
 func ExpireResultTo(r *ExpireResult) ExpireOption { return resultToOption{r} }
 
 // ErrCannotPersist: Persist on a family with no "forever": a sequence or
