@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -82,21 +83,106 @@ func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 	return left, nil
 }
 
-// ExpireOption adjusts Expire.
-type ExpireOption func(*expireSettings)
+// ExpireOption adjusts Expire, ExpireAt and Persist: ExpireCellAt, an
+// ExpireCondition, ExpireResultTo. As with the bigtable client's options,
+// of two options setting the same thing the last wins.
+type ExpireOption interface{ applyExpire(*expireSettings) }
+
+// ExpireColumnOption adjusts ExpireColumn and ExpireRow: an
+// ExpireCondition, checked for each cell.
+type ExpireColumnOption interface{ applyExpireColumn(*expireSettings) }
 
 type expireSettings struct {
-	ts    bigtable.Timestamp
-	hasTS bool
+	ts     bigtable.Timestamp
+	hasTS  bool
+	cond   lifecycle.Condition
+	result *ExpireResult
 }
+
+type cellAtOption bigtable.Timestamp
+
+func (o cellAtOption) applyExpire(s *expireSettings) { s.ts, s.hasTS = bigtable.Timestamp(o), true }
 
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
 // newest live cell. A negative ts (bigtable.ServerTime included) is refused
 // (strategy.ErrBeforeEpoch).
-func ExpireCellAt(ts bigtable.Timestamp) ExpireOption {
-	return func(s *expireSettings) { s.ts, s.hasTS = ts, true }
-}
+func ExpireCellAt(ts bigtable.Timestamp) ExpireOption { return cellAtOption(ts) }
+
+// ExpireCondition makes an expire apply only when it holds, like Redis
+// EXPIRE's NX, XX, GT and LT flags (docs/design.md#lifecycle-conditions).
+// It compares the cell's current expiry with the new one; a cell without a
+// TTL (one stored at the largest timestamp, where Persist puts it) counts
+// as expiring last, so OnlyIfLater never applies to it and OnlyIfEarlier
+// always does, as in Redis. The condition is part of the predicate of the
+// conditional mutation (a timestamp range the pinned cell must lie in), so
+// the server decides it on the cell it stores, never a stale read. A cell
+// it does not hold for is left alone (ExpireNotMet).
+type ExpireCondition uint8
+
+const (
+	// OnlyIfNoTTL (NX): only a cell without a TTL.
+	OnlyIfNoTTL = ExpireCondition(lifecycle.IfNoTTL)
+	// OnlyIfTTL (XX): only a cell with a TTL.
+	OnlyIfTTL = ExpireCondition(lifecycle.IfTTL)
+	// OnlyIfLater (GT): only when the new expiry is later.
+	OnlyIfLater = ExpireCondition(lifecycle.IfLater)
+	// OnlyIfEarlier (LT): only when the new expiry is earlier.
+	OnlyIfEarlier = ExpireCondition(lifecycle.IfEarlier)
+	// OnlyIfTTLAndEarlier (XX LT): only a cell with a TTL, to an earlier
+	// expiry. (XX GT is OnlyIfLater: a cell without a TTL is never
+	// extended.)
+	OnlyIfTTLAndEarlier = ExpireCondition(lifecycle.IfTTLAndEarlier)
+)
+
+func (c ExpireCondition) applyExpire(s *expireSettings)       { s.cond = lifecycle.Condition(c) }
+func (c ExpireCondition) applyExpireColumn(s *expireSettings) { s.cond = lifecycle.Condition(c) }
+
+// String is the condition's Redis flags ("NX", "XX LT").
+func (c ExpireCondition) String() string { return lifecycle.Condition(c).String() }
+
+// ExpireResult is what a lifecycle operation did to one cell, numbered as
+// Redis HEXPIRE answers where it has a counterpart.
+type ExpireResult int8
+
+const (
+	// ExpireChanged: the cell read changed before the conditional
+	// mutation ran (rewritten, moved by a concurrent Expire or time-to-idle
+	// refresh, deleted, collected or expired), or the move would have
+	// overwritten or lifted the cell over a concurrent write: nothing
+	// changed; read again and retry if needed.
+	ExpireChanged = ExpireResult(lifecycle.Changed)
+	// ExpireNoCell: no live cell to act on (HEXPIRE's -2).
+	ExpireNoCell = ExpireResult(lifecycle.NoCell)
+	// ExpireNotMet: the condition does not hold, or Persist found no TTL
+	// to remove (HEXPIRE's 0, HPERSIST's -1); nothing sent.
+	ExpireNotMet = ExpireResult(lifecycle.NotMet)
+	// ExpireSet: the cell has the new expiry (HEXPIRE's 1): moved, or
+	// already there (nothing sent).
+	ExpireSet = ExpireResult(lifecycle.Set)
+	// ExpireDeleted: the instant was already past, and the cell was
+	// deleted (HEXPIRE's 2): its millisecond, and its write-time
+	// companion, are deleted from storage (not hidden); the column's older
+	// live versions, if any, stay.
+	ExpireDeleted = ExpireResult(lifecycle.Deleted)
+)
+
+// String names the result ("set", "not-met").
+func (r ExpireResult) String() string { return lifecycle.Result(r).String() }
+
+type resultToOption struct{ r *ExpireResult }
+
+func (o resultToOption) applyExpire(s *expireSettings) { s.result = o.r }
+
+// ExpireResultTo makes Expire store what it did in *r, as
+// bigtable.GetCondMutationResult does for Apply: applied alone does not
+// tell a condition not met from a cell changed or absent. A call refused
+// before any RPC leaves *r as it was; an RPC error stores ExpireChanged.
+func ExpireResultTo(r *ExpireResult) ExpireOption { return resultToOption{r} }
+
+// ErrCannotPersist: Persist on a family with no "forever": a sequence or
+// unmanaged family, or a TTL cap that refuses longer TTLs.
+var ErrCannotPersist = lifecycle.ErrCannotPersist
 
 // expireTimestamp checks a lifecycle write: row key, family, column and
 // TTL, with the same guardrails as a write with SetTTL(..., ttl, ...) (cap,
@@ -178,36 +264,175 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 // costs one read and one CheckAndMutateRow (and a read of the write-time
 // companion on a family with strategy.WithWriteTime, which moves too).
 func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ExpireOption) (applied bool, err error) {
-	var s expireSettings
-	for _, o := range opts {
-		o(&s)
-	}
+	s := expireOptions(opts)
 	p, ts, err := t.expireTimestamp(row, family, column, ttl)
+	if err == nil {
+		err = t.checkCellAt(row, family, column, s)
+	}
 	if err != nil {
 		return false, err
 	}
+	r, err := t.expireCell(ctx, row, family, column, p, ts, s)
+	return r == ExpireSet, err
+}
+
+func expireOptions(opts []ExpireOption) expireSettings {
+	var s expireSettings
+	for _, o := range opts {
+		o.applyExpire(&s)
+	}
+	return s
+}
+
+// checkCellAt refuses a negative ExpireCellAt.
+func (t *Table) checkCellAt(row, family, column string, s expireSettings) error {
 	if s.hasTS && s.ts < 0 {
 		// No cell has one; its millisecond's end, 0, would read as an
 		// open end and select the newest cell.
 		e := t.refuse(row, family, column, fmt.Errorf("%w: ExpireCellAt(%d)", strategy.ErrBeforeEpoch, s.ts))
 		e.Timestamp = s.ts
-		return false, e
+		return e
 	}
+	return nil
+}
+
+// expireCell moves the cell Expire, ExpireAt and Persist act on to
+// target (a target not live at the table's clock deletes it) if s's
+// condition holds, and stores the result where ExpireResultTo asked.
+func (t *Table) expireCell(ctx context.Context, row, family, column string, p strategy.Policy, target bigtable.Timestamp, s expireSettings) (r ExpireResult, err error) {
+	defer func() {
+		if s.result != nil {
+			*s.result = r
+		}
+	}()
 	cells, err := t.liveCells(ctx, row, family, column, s, true)
-	if err != nil || len(cells) == 0 {
-		return false, err
+	if err != nil {
+		return ExpireChanged, err
+	}
+	if len(cells) == 0 {
+		return ExpireNoCell, nil
 	}
 	c := cells[0]
-	if ts < strategy.Millis(c.Timestamp) {
+	if lifecycle.Holds(s.cond, c.Timestamp, target) && target < strategy.Millis(c.Timestamp) {
 		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
-			return false, err
+			return ExpireChanged, err
 		}
 	}
 	mode := moveNoCrossing // the newest: never lifted over a value written since the read
 	if s.hasTS {
 		mode = moveAny // the caller named the cell
 	}
-	return t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, ts, mode)
+	return t.expireOne(ctx, row, family, column, p, c, target, s.cond, mode)
+}
+
+// expireOne moves cell c to target when cond holds: the condition, as a
+// timestamp range the pinned cell must lie in, joins the move's predicate.
+func (t *Table) expireOne(ctx context.Context, row, family, column string, p strategy.Policy, c bigtable.ReadItem, target bigtable.Timestamp, cond lifecycle.Condition, mode moveMode) (ExpireResult, error) {
+	cur := strategy.Millis(c.Timestamp)
+	if !lifecycle.Holds(cond, cur, target) {
+		return ExpireNotMet, nil
+	}
+	var window []bigtable.Filter
+	if cond != lifecycle.Always {
+		start, end, _ := lifecycle.Window(cond, target) // ok: Holds
+		window = append(window, bigtable.TimestampRangeFilterMicros(start, end))
+	}
+	applied, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
+	switch {
+	case err != nil || !applied:
+		return ExpireChanged, err
+	case !p.IsLive(target, t.now()):
+		return ExpireDeleted, nil
+	}
+	return ExpireSet, nil
+}
+
+// ExpireAt gives a cell of row the expiry at, like Redis EXPIREAT
+// (HEXPIREAT's per-field answer): the column's newest live cell, or the
+// one ExpireCellAt names, moves to the timestamp whose cell expires at at
+// (at itself on a one-second family, at - D on a default-expiry one,
+// rounded down to the millisecond), with Expire's atomic move and
+// guarantees. An instant already past (at or before the table's clock, or
+// within its millisecond) deletes the cell (ExpireDeleted): its
+// millisecond and its write-time companion are deleted from storage in the
+// same pinned conditional mutation, and the column's older live versions
+// stay visible. An ExpireCondition is checked as for Expire. The cap
+// (strategy.WithMaxTTL) refuses or clamps an expiry too far away, as a
+// write with that TTL; an instant past the family's last timestamp is
+// strategy.ErrTimestampOverflow. Other guardrails as for Expire.
+func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ExpireOption) (ExpireResult, error) {
+	s := expireOptions(opts)
+	p, err := t.lifecyclePolicy(row, family, column)
+	if err == nil {
+		err = t.checkCellAt(row, family, column, s)
+	}
+	if err != nil {
+		return ExpireNoCell, err
+	}
+	target, past, err := lifecycle.AtTimestamp(p, t.clock.Now(), at)
+	if err != nil {
+		return ExpireNoCell, t.refuse(row, family, column, err)
+	}
+	if past {
+		target = 0 // not live: the move deletes
+	}
+	return t.expireCell(ctx, row, family, column, p, target, s)
+}
+
+// Persist removes the TTL of a cell of row, like Redis PERSIST/HPERSIST:
+// the column's newest live cell, or the one ExpireCellAt names, moves to
+// the largest timestamp (strategy.MaxTimestamp), which expires after the
+// year 294,000 (docs/design.md#lifecycle-conditions). On a family whose
+// cap clamps (strategy.ClampLonger) "forever" is the cap: the cell gets
+// the cap's TTL from now, as any longer TTL does there, and keeps a TTL.
+// A family whose cap refuses longer TTLs, and a sequence or unmanaged
+// family, are refused with a *CellError wrapping ErrCannotPersist. A cell
+// already without a TTL is ExpireNotMet (HPERSIST's -1); otherwise the
+// results and guarantees are Expire's, the move never lifting the newest
+// cell over a value written since the read. An ExpireCondition replaces
+// the default, OnlyIfTTL.
+func (t *Table) Persist(ctx context.Context, row, family, column string, opts ...ExpireOption) (ExpireResult, error) {
+	s := expireSettings{cond: lifecycle.IfTTL}
+	for _, o := range opts {
+		o.applyExpire(&s)
+	}
+	if err := t.checkRowKey(row); err != nil {
+		return ExpireNoCell, err
+	}
+	p, ok := t.policy(family)
+	if !ok {
+		return ExpireNoCell, t.refuse(row, family, column, ErrUnknownFamily)
+	}
+	if err := checkReserved(p, column); err != nil {
+		return ExpireNoCell, t.refuse(row, family, column, err)
+	}
+	if err := t.checkCellAt(row, family, column, s); err != nil {
+		return ExpireNoCell, err
+	}
+	target, err := lifecycle.Forever(p, t.clock.Now())
+	if err != nil {
+		if !p.Managed() || p.Kind() == strategy.KindSequence {
+			err = fmt.Errorf("%w (%w)", err, ErrNotApplicable)
+		}
+		return ExpireNoCell, t.refuse(row, family, column, err)
+	}
+	return t.expireCell(ctx, row, family, column, p, target, s)
+}
+
+// lifecyclePolicy checks the row key, the family (an age family) and the
+// column (not reserved) of a lifecycle operation.
+func (t *Table) lifecyclePolicy(row, family, column string) (strategy.Policy, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return strategy.Policy{}, err
+	}
+	p, err := t.agePolicy(family)
+	if err != nil {
+		return p, t.refuse(row, family, column, err)
+	}
+	if err := checkReserved(p, column); err != nil {
+		return p, t.refuse(row, family, column, err)
+	}
+	return p, nil
 }
 
 // purgeHidden deletes the cells of family:column that a max-versions age
@@ -269,15 +494,16 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 // Guardrails and errors as for Expire (every cell read is checked for
 // filters.ErrCellTooLargeToPin before the first move); a move that fails stops the
 // call, with the cells moved until then counted.
-func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (moved int, err error) {
+func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ExpireColumnOption) (moved int, err error) {
 	if _, _, err := t.expireTimestamp(row, family, column, ttl); err != nil {
 		return 0, err
 	}
-	cells, err := t.liveCells(ctx, row, family, column, expireSettings{}, false)
+	s := columnOptions(opts)
+	cells, err := t.liveCells(ctx, row, family, column, s, false)
 	if err != nil {
 		return 0, err
 	}
-	return t.expireCells(ctx, row, family, column, cells, ttl)
+	return t.expireCells(ctx, row, family, column, cells, ttl, s.cond)
 }
 
 // ExpireRow gives every live cell of row's age families (one-second and
@@ -286,7 +512,8 @@ func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, tt
 // age family gets ErrNotApplicable. moved counts the cells given the new
 // TTL, as ExpireColumn does. Refusals come before the first move; an RPC
 // error stops the call, with the cells moved until then counted.
-func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (moved int, err error) {
+func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration, opts ...ExpireColumnOption) (moved int, err error) {
+	cond := columnOptions(opts).cond
 	if err := t.checkRowKey(row); err != nil {
 		return 0, err
 	}
@@ -326,7 +553,7 @@ func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (m
 				j++
 			}
 			column := strings.TrimPrefix(items[i].Column, fam+":")
-			n, err := t.expireCells(ctx, row, fam, column, items[i:j], ttl)
+			n, err := t.expireCells(ctx, row, fam, column, items[i:j], ttl, cond)
 			moved += n
 			if err != nil {
 				return moved, err
@@ -339,7 +566,7 @@ func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration) (m
 
 // expireCells moves the live cells of one column (newest first, as read)
 // so that the newest gets ttl and the others keep their spacing.
-func (t *Table) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration) (int, error) {
+func (t *Table) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration, cond lifecycle.Condition) (int, error) {
 	if len(cells) == 0 {
 		return 0, nil
 	}
@@ -374,15 +601,23 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 		if target < 0 {
 			target = 0
 		}
-		ok, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, moveNoCrossing)
+		r, err := t.expireOne(ctx, row, family, column, p, c, target, cond, moveNoCrossing)
 		if err != nil {
 			return moved, err
 		}
-		if ok {
+		if r == ExpireSet || r == ExpireDeleted {
 			moved++
 		}
 	}
 	return moved, nil
+}
+
+func columnOptions(opts []ExpireColumnOption) expireSettings {
+	var s expireSettings
+	for _, o := range opts {
+		o.applyExpireColumn(&s)
+	}
+	return s
 }
 
 // checkPinnable refuses, as moveCell would, a cell whose value is too large
@@ -395,4 +630,188 @@ func (t *Table) checkPinnable(row, family, column string, c bigtable.ReadItem) e
 		return e
 	}
 	return nil
+}
+
+// SetKeepTTL writes value to family:column of row keeping the TTL of the
+// column's newest live cell, like Redis SET ... KEEPTTL: the new value
+// takes that cell's timestamp, replacing it, in one conditional row
+// mutation whose predicate pins the cell (column, millisecond, value) and
+// requires it to be still the column's newest, so a concurrent write is
+// never overwritten and a concurrent Expire or refresh is never undone
+// (ExpireChanged, nothing written). With no live cell nothing is written
+// and the result is ExpireNoCell: unlike KEEPTTL on a missing key, which
+// creates a key without a TTL, bttl does not pick a TTL the caller did not
+// ask for (docs/design.md#lifecycle-conditions). On a single-value family
+// the column's other stored cells are deleted as a write's are; on a
+// write-time family the companion records this write's time. A cell that
+// expires at the table's clock before the mutation is sent is not
+// replaced (ExpireNoCell). Guardrails: an age family, a column not
+// reserved, a value within MaxValueBytes and small enough, with the old
+// one, to pin (filters.ErrCellTooLargeToPin is about the cell read).
+func (t *Table) SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ExpireResult, error) {
+	p, err := t.lifecyclePolicy(row, family, column)
+	if err != nil {
+		return ExpireNoCell, err
+	}
+	if len(value) > MaxValueBytes {
+		return ExpireNoCell, t.refuse(row, family, column, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(value)))
+	}
+	cells, err := t.liveCells(ctx, row, family, column, expireSettings{}, true)
+	if err != nil || len(cells) == 0 {
+		return ExpireNoCell, err
+	}
+	c := cells[0]
+	ms := strategy.Millis(c.Timestamp)
+	pin, err := filters.Cell(family, column, ms, c.Value)
+	if err != nil {
+		e := t.refuse(row, family, column, err)
+		e.Timestamp = c.Timestamp
+		return ExpireNoCell, e
+	}
+	if ms < strategy.MaxTimestamp {
+		pin = bigtable.ConditionFilter(newerCells(family, column, ms), bigtable.BlockAllFilter(), pin)
+	}
+	now := t.now()
+	if !p.IsLive(ms, now) {
+		return ExpireNoCell, nil
+	}
+	m := lifecycle.KeepTTLMutation(p, family, column, ms, value, now)
+	var applied bool
+	if err := t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return ExpireChanged, err
+	}
+	if !applied {
+		return ExpireChanged, nil
+	}
+	return ExpireSet, nil
+}
+
+// MaxWriteTime is the newest write time of row's live cells of family,
+// or of the named columns only, like Cassandra 5's MAXWRITETIME: the
+// largest write-time companion among the cells a read through the table
+// returns (live, and the newest n of a max-versions family). One raw read
+// of the family's live range, so the answer is one instant of the row,
+// whatever moves concurrently. family must record write times
+// (strategy.WithWriteTime), else a *CellError wrapping ErrNotApplicable;
+// no such live cell with a companion is ErrNoWriteTime.
+func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return time.Time{}, err
+	}
+	p, err := t.agePolicy(family)
+	if err == nil && !p.HasWriteTime() {
+		err = fmt.Errorf("%w: family %q does not record write times (strategy.WithWriteTime)", ErrNotApplicable, family)
+	}
+	if err != nil {
+		return time.Time{}, t.readError(row, family, "", 0, err)
+	}
+	now := t.now()
+	if p.AllExpired(now) {
+		return time.Time{}, t.readError(row, family, "", 0, ErrNoWriteTime)
+	}
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, "", ""),
+		bigtable.TimestampRangeFilterMicros(p.LiveFrom(now), 0),
+	)))
+	if err != nil {
+		return time.Time{}, err
+	}
+	wt, ok := lifecycle.MaxWriteTime(p, family, r[family], columns)
+	if !ok {
+		return time.Time{}, t.readError(row, family, "", 0, ErrNoWriteTime)
+	}
+	return time.UnixMicro(int64(wt)).UTC(), nil
+}
+
+// ReadRowAndExpire reads row, like Redis GETEX/HGETEX with a TTL, and
+// gives the cells it returns of the age families the TTL ttl, atomically:
+// one read through the table (the TTL filter, then filter when not nil),
+// then one CheckAndMutateRow moving, for each column, the newest cell
+// returned to the timestamp a write with ttl gets now (older versions
+// returned keep their TTL, as with time-to-idle). Its predicate pins every
+// such cell (column, millisecond, value), requires each to be still its
+// column's newest and each lower target millisecond to be empty: a write,
+// Expire, delete or refresh since the read makes the whole move not apply
+// (ExpireChanged, nothing changed: read again), so no concurrent write is
+// overwritten or hidden and no dead cell revived. It returns the row as
+// read (the timestamps before the move) and ExpireSet, or ExpireNoCell
+// when no age-family cell was returned (nothing sent). Sequence and
+// unmanaged families' cells are returned and left alone. The reads do not
+// count as use for time-to-idle (this is the use, synchronous).
+// Refusals before any write, for the whole row: a TTL a returned family
+// refuses (cap, overflow, below 1ms), cells too large to pin together
+// (filters.ErrCellTooLargeToPin).
+func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
+	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return p.WriteTimestamp(t.clock.Now(), ttl)
+	})
+}
+
+// ReadRowAndPersist is ReadRowAndExpire removing the TTL of the cells it
+// returns (GETEX ... PERSIST), as Persist does: each moves to the largest
+// timestamp, or the cap on a clamping family; a returned family where
+// "forever" has no meaning refuses the call (ErrCannotPersist). A cell
+// already without a TTL stays where it is.
+func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
+	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return lifecycle.Forever(p, t.clock.Now())
+	})
+}
+
+func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, ExpireResult, error) {
+	if err := t.checkRowKey(row); err != nil {
+		return nil, ExpireNoCell, err
+	}
+	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), filter)))
+	if err != nil {
+		return nil, ExpireNoCell, err
+	}
+	moves, fam, err := lifecycle.PlanRowMove(r, t.policy, target)
+	if err != nil {
+		return r, ExpireNoCell, t.refuse(row, fam, "", err)
+	}
+	if len(moves) == 0 {
+		if len(r) == 0 {
+			return r, ExpireNoCell, nil
+		}
+		return r, ExpireSet, nil
+	}
+	if _, _, err := lifecycle.RowMove(moves); err != nil { // the size, before any write
+		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
+	}
+	for _, mv := range moves {
+		if p, _ := t.policy(mv.Family); mv.Target < mv.TS {
+			if err := t.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
+				return r, ExpireChanged, err
+			}
+		}
+	}
+	for i := range moves {
+		mv := &moves[i]
+		if mv.WriteTime {
+			if mv.Companion, err = t.readCompanion(ctx, row, mv.Family, mv.Column, mv.TS); err != nil {
+				return r, ExpireChanged, err
+			}
+		}
+	}
+	now := t.now()
+	for i := range moves {
+		p, _ := t.policy(moves[i].Family)
+		if !p.IsLive(moves[i].TS, now) {
+			return r, ExpireChanged, nil // expired since the read: not revived
+		}
+		moves[i].Keep = p.IsLive(moves[i].Target, now)
+	}
+	pred, m, err := lifecycle.RowMove(moves)
+	if err != nil {
+		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
+	}
+	var applied bool
+	if err := t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return r, ExpireChanged, err
+	}
+	if !applied {
+		return r, ExpireChanged, nil
+	}
+	return r, ExpireSet, nil
 }

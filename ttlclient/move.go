@@ -44,8 +44,10 @@ import (
 // under it; moveOnlyIfNewest (time-to-idle) requires it to be still its
 // column's newest. Every millisecond is movable, the last one
 // (strategy.MaxTimestamp's) included: its ranges end with "no end"
-// (strategy.MilliEnd).
-func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode) (applied bool, err error) {
+// (strategy.MilliEnd). Each filter of also is chained after the predicate:
+// the pinned cell must pass it too (a conditional Expire's timestamp
+// window, internal/lifecycle.Window).
+func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode, also ...bigtable.Filter) (applied bool, err error) {
 	p, ok := t.policy(family)
 	if !ok {
 		return false, t.refuseOp(row, family, column, ErrUnknownFamily)
@@ -98,6 +100,9 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		// moving it above a concurrent newer write would hide that write.
 		// (Nothing is stored after the last millisecond.)
 		pin = bigtable.ConditionFilter(newerCells(family, column, old), bigtable.BlockAllFilter(), pin)
+	}
+	if len(also) > 0 {
+		pin = bigtable.ChainFilters(append([]bigtable.Filter{pin}, also...)...)
 	}
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, old, strategy.MilliEnd(old))

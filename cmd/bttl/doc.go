@@ -20,6 +20,7 @@
 //	init             write a schema file from the instance's tables and GC rules
 //	lookup           show one row's stored cells, whether a bttl read returns each, and why not
 //	read             the same for a range of rows, as cbt read takes it
+//	expire           give the live cells of a row, a column or a row range a new TTL, or remove it
 //	help             print bttl's help, or a command's (as -h after it does)
 //
 // Usage:
@@ -54,6 +55,10 @@
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
+//	bttl [global flags] expire [-if NX|XX|GT|LT|XXLT] [-column FAMILY[:COLUMN]] [-dry-run] TABLE ROW
+//	                           TTL|persist
+//	bttl [global flags] expire [-if ...] [-column ...] [-dry-run] (-start K -end K | -prefix P)
+//	                           [-count N] TABLE TTL|persist
 //	bttl help [COMMAND]
 //
 // Global flags (before or after the command): -admin-endpoint, -app-profile,

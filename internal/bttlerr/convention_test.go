@@ -103,6 +103,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrReservedColumn":          ttlclient.ErrReservedColumn,
 	"ttlclient.ErrNoWriteTime":             ttlclient.ErrNoWriteTime,
 	"ttlclient.ErrCellMoved":               ttlclient.ErrCellMoved,
+	"ttlclient.ErrCannotPersist":           ttlclient.ErrCannotPersist,
 	"ttlclient.ErrReadOnlyView":            ttlclient.ErrReadOnlyView,
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,

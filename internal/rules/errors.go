@@ -21,6 +21,7 @@ var (
 	ErrNotApplicable           = errors.New("bttl: operation does not apply to the family's strategy")
 	ErrReservedColumn          = errors.New("bttl: column qualifier reserved for write-time companions")
 	ErrNoWriteTime             = errors.New("bttl: no write time recorded for the cell")
+	ErrCannotPersist           = errors.New("bttl: the family cannot keep a cell without a TTL")
 	ErrCellMoved               = errors.New("bttl: cell moved since it was read, and its value is not unique in its column")
 	ErrReadOnlyView            = errors.New("bttl: a materialized view is read-only")
 	ErrUnfilteredSQL           = errors.New("bttl: SQL query reads managed families with no TTL filter")

@@ -73,6 +73,7 @@ var Registry = []Reason{
 	row(ErrNotApplicable, pre, "not_applicable", "not-applicable", "lifecycle"),
 	row(filters.ErrCellTooLargeToPin, pre, "cell_too_large_to_pin", "cell-too-large-to-pin", "lifecycle"),
 	row(ErrNoWriteTime, pre, "no_write_time", "no-write-time", "write-time"),
+	row(ErrCannotPersist, pre, "cannot_persist", "cannot-persist", "persist"),
 	row(ErrReadOnlyView, pre, "read_only_view", "read-only-view", "views"),
 	row(ErrUnfilteredSQL, pre, "unfiltered_sql", "sql-query", "sql"),
 	row(ErrSQLUnknownTable, pre, "sql_unknown_table", "sql-unknown-table", "sql"),

@@ -79,7 +79,7 @@ func ownByName(name string) error {
 		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 		"ErrNotApplicable":  ErrNotApplicable,
-		"ErrReservedColumn": ErrReservedColumn, "ErrNoWriteTime": ErrNoWriteTime, "ErrCellMoved": ErrCellMoved,
+		"ErrReservedColumn": ErrReservedColumn, "ErrNoWriteTime": ErrNoWriteTime, "ErrCellMoved": ErrCellMoved, "ErrCannotPersist": ErrCannotPersist,
 		"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
 		"ErrNotDialed": ErrNotDialed, "ErrUnclassifiable": ErrUnclassifiable,
 		"ErrSessionDataPlane": ErrSessionDataPlane, "ErrUndeclaredMaterializedView": ErrUndeclaredMaterializedView,

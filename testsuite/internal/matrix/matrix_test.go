@@ -193,6 +193,8 @@ func addStats(a, b matrix.Stats) matrix.Stats {
 	a.Moved += b.Moved
 	a.ExpireSkipped += b.ExpireSkipped
 	a.WriteTimes += b.WriteTimes
+	a.NotMet += b.NotMet
+	a.MaxWriteTimes += b.MaxWriteTimes
 	a.Reads += b.Reads
 	a.CellsCompared += b.CellsCompared
 	a.StoredExpired += b.StoredExpired

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -100,7 +101,10 @@ type Stats struct {
 	// ExpireSkipped: ones skipped as undecidable (model.ExpireUndecidable);
 	// WriteTimes: write times read back and compared.
 	Expires, Moved, ExpireSkipped, WriteTimes int
-	Reads, CellsCompared                      int
+	// NotMet: lifecycle operations whose condition did not hold;
+	// MaxWriteTimes: MaxWriteTime answers compared.
+	NotMet, MaxWriteTimes int
+	Reads, CellsCompared  int
 	// StoredExpired: cells the server still stored although the model's view
 	// excluded them (expired or beyond N, not collected yet), summed over
 	// full checks. Collected: cells the server's GC had removed.
@@ -119,9 +123,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored; %d expires moved %d cells (%d skipped as undecidable), %d write times compared; %d time-to-idle refreshes of %d cells due",
+	return fmt.Sprintf("%d steps: %d writes (%d bulk, %d conditional, %d refused), %d clock moves, %d reads comparing %d cells; full checks saw %d expired-or-excess cells still stored and %d collected by the server's GC (%d duplicated by the emulator's raw reads); at most %d cells stored; %d expires moved %d cells (%d skipped as undecidable), %d write times compared; %d conditions not met, %d max write times compared; %d time-to-idle refreshes of %d cells due",
 		s.Steps, s.Writes, s.Bulk, s.Cond, s.Refused, s.ClockMoves, s.Reads, s.CellsCompared, s.StoredExpired, s.Collected, s.ServerDuplicates, s.MaxStored,
-		s.Expires, s.Moved, s.ExpireSkipped, s.WriteTimes, s.IdleRefreshed, s.IdleDue)
+		s.Expires, s.Moved, s.ExpireSkipped, s.WriteTimes, s.NotMet, s.MaxWriteTimes, s.IdleRefreshed, s.IdleDue)
 }
 
 // MismatchError is a read that differs from the model.
@@ -1031,22 +1035,36 @@ func (r *runner) checkStored(what string, tbl *bigtable.Table, want []model.Cell
 	return nil
 }
 
-// expire draws an Expire (of the newest live cell, or of one named by its
-// timestamp) or an ExpireColumn, compares the library's answer with the
-// model's, and reads a write time back. Its draws are fixed in number.
+// expire draws a lifecycle operation: an Expire (of the newest live cell,
+// or of one named by its timestamp) or an ExpireColumn, each with a drawn
+// condition, an ExpireAt, a Persist, a SetKeepTTL or a MaxWriteTime;
+// compares the library's answer (per-cell result, moved count, write
+// time) with the model's, and reads a write time back. Its draws are
+// fixed in number.
 func (r *runner) expire(row string) error {
 	clock := r.clock()
 	fam := r.cfg.Families[r.u(len(r.cfg.Families))]
 	col := r.column()
 	ttl := r.ttl()
-	mode := r.u(3) // 0 newest, 1 a given timestamp, 2 the whole column
+	mode := r.u(8) // 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4 Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist
 	pick := r.u(8)
+	cond := model.Cond(r.u(6))
+	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
+	whole := r.u(2) == 0 // MaxWriteTime of the row's family, or of col
+	keepValue := fmt.Sprintf("%06d-k%d", r.step, r.u(1000))
+	if r.u(4) != 0 {
+		// Mostly a column holding a live cell: a drawn one is often empty
+		// (TTLs are short), and an operation on nothing checks little.
+		if live := r.m.Read(row, clock.UnixMicro(), model.ColumnRange(fam, "", "")); len(live) > 0 {
+			col = live[pick%len(live)].Column
+		}
+	}
 	ex, ok := r.cfg.Target.(Expirer)
 	if !ok {
 		r.record("expire: target has none")
 		return nil
 	}
-	if r.m.ExpireUndecidable(row, fam, col) {
+	if (mode != 6 && mode != 7 && r.m.ExpireUndecidable(row, fam, col)) || (mode == 7 && r.m.RowUndecidable(row)) {
 		r.stats.ExpireSkipped++
 		r.record(fmt.Sprintf("expire %s %s:%s skipped: a version GC may have removed", row, fam, col))
 		return nil
@@ -1061,16 +1079,17 @@ func (r *runner) expire(row string) error {
 			at, hasAt = now, true // names no live cell
 		}
 	}
-	what := fmt.Sprintf("Expire(%d) %s %s:%s ttl %s at %s", mode, row, fam, col, ttl, clockString(clock))
+	what := fmt.Sprintf("Expire(%d) %s %s:%s ttl %s cond %d at %s", mode, row, fam, col, ttl, cond, clockString(clock))
 	if hasAt {
 		what += fmt.Sprintf(" cell %d", at)
 	}
-	r.record(what)
 	r.stats.Expires++
-	if mode == 2 {
+	switch mode {
+	case 2:
+		r.record(what)
 		probe := r.m.CloneRow(row)
-		want, wantErr := probe.ExpireColumn(row, fam, col, clock, ttl)
-		got, err := ex.ExpireColumn(r.ctx, row, fam, col, ttl)
+		want, wantErr := probe.ExpireColumnCond(row, fam, col, clock, ttl, cond)
+		got, err := ex.ExpireColumn(r.ctx, row, fam, col, ttl, columnCond(cond)...)
 		if e := r.outcome(what, wantErr, err); e != nil {
 			return e
 		}
@@ -1078,31 +1097,163 @@ func (r *runner) expire(row string) error {
 			if got != want {
 				return r.fail(what, fmt.Sprintf("moved %d cells, the model %d", got, want))
 			}
-			_, _ = r.m.ExpireColumn(row, fam, col, clock, ttl)
+			_, _ = r.m.ExpireColumnCond(row, fam, col, clock, ttl, cond)
 			r.stats.Moved += got
 		}
-	} else {
-		var opts []ttlclient.ExpireOption
+	case 0, 1:
+		r.record(what)
+		var res ttlclient.ExpireResult
+		opts := append(expireCond(cond), ttlclient.ExpireResultTo(&res))
 		if hasAt {
 			opts = append(opts, ttlclient.ExpireCellAt(bigtable.Timestamp(at)))
 		}
 		probe := r.m.CloneRow(row)
-		want, wantErr := probe.Expire(row, fam, col, clock, ttl, at, hasAt)
+		want, wantErr := probe.ExpireCond(row, fam, col, clock, ttl, at, hasAt, cond)
 		got, err := ex.Expire(r.ctx, row, fam, col, ttl, opts...)
 		if e := r.outcome(what, wantErr, err); e != nil {
 			return e
 		}
 		if wantErr == nil {
-			if got != want {
-				return r.fail(what, fmt.Sprintf("applied %v, the model %v", got, want))
+			if int(res) != want || got != (want == model.ResSet) {
+				return r.fail(what, fmt.Sprintf("applied %v result %d, the model %d", got, res, want))
 			}
-			_, _ = r.m.Expire(row, fam, col, clock, ttl, at, hasAt)
-			if got {
-				r.stats.Moved++
-			}
+			_, _ = r.m.ExpireCond(row, fam, col, clock, ttl, at, hasAt, cond)
+			r.countResult(want)
 		}
+	case 3, 4, 5:
+		instant := clock.Add(ttl + sub)
+		if past {
+			instant = clock.Add(-ttl + sub)
+		}
+		var want int
+		var wantErr error
+		var got ttlclient.ExpireResult
+		var err error
+		probe := r.m.CloneRow(row)
+		switch mode {
+		case 3:
+			what = fmt.Sprintf("ExpireAt %s %s:%s at %s cond %d at %s", row, fam, col, clockString(instant), cond, clockString(clock))
+			want, wantErr = probe.ExpireAt(row, fam, col, clock, instant, 0, false, cond)
+			got, err = ex.ExpireAt(r.ctx, row, fam, col, instant, expireCond(cond)...)
+		case 4:
+			what = fmt.Sprintf("Persist %s %s:%s at %s", row, fam, col, clockString(clock))
+			want, wantErr = probe.Persist(row, fam, col, clock)
+			got, err = ex.Persist(r.ctx, row, fam, col)
+		case 5:
+			what = fmt.Sprintf("SetKeepTTL %s %s:%s %q at %s", row, fam, col, keepValue, clockString(clock))
+			want, wantErr = probe.SetKeepTTL(row, fam, col, clock, keepValue)
+			got, err = ex.SetKeepTTL(r.ctx, row, fam, col, []byte(keepValue))
+		}
+		r.record(what)
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if int(got) != want {
+				return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
+			}
+			switch mode {
+			case 3:
+				_, _ = r.m.ExpireAt(row, fam, col, clock, instant, 0, false, cond)
+			case 4:
+				_, _ = r.m.Persist(row, fam, col, clock)
+			case 5:
+				_, _ = r.m.SetKeepTTL(row, fam, col, clock, keepValue)
+			}
+			r.countResult(want)
+		}
+	case 7:
+		persist := whole
+		what = fmt.Sprintf("ReadRowAndExpire %s ttl %s persist %v at %s", row, ttl, persist, clockString(clock))
+		r.record(what)
+		probe := r.m.CloneRow(row)
+		want, wantErr := probe.ReadRowAndMove(row, clock, ttl, persist)
+		var got ttlclient.ExpireResult
+		var err error
+		if persist {
+			_, got, err = ex.ReadRowAndPersist(r.ctx, row, nil)
+		} else {
+			_, got, err = ex.ReadRowAndExpire(r.ctx, row, nil, ttl)
+		}
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if int(got) != want {
+				return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
+			}
+			_, _ = r.m.ReadRowAndMove(row, clock, ttl, persist)
+			r.countResult(want)
+		}
+	case 6:
+		var cols []string
+		if !whole {
+			cols = []string{col}
+		}
+		what = fmt.Sprintf("MaxWriteTime %s %s %q at %s", row, fam, cols, clockString(clock))
+		r.record(what)
+		want, ok, wantErr := r.m.MaxWriteTime(row, fam, cols, clock)
+		got, err := ex.MaxWriteTime(r.ctx, row, fam, cols...)
+		if wantErr == nil && !ok {
+			// No live cell: the library's ErrNoWriteTime, not a refusal.
+			if !errors.Is(err, ttlclient.ErrNoWriteTime) {
+				return r.fail(what, fmt.Sprintf("the model has no write time, the library: %v, %v", got, err))
+			}
+			return nil
+		}
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if got.UnixMicro() != want {
+				return r.fail(what, fmt.Sprintf("max write time %d, the model %d", got.UnixMicro(), want))
+			}
+			r.stats.MaxWriteTimes++
+		}
+		return nil
 	}
 	return r.writeTime(ex, row, fam, col)
+}
+
+// countResult counts a lifecycle result in the stats.
+func (r *runner) countResult(res int) {
+	switch res {
+	case model.ResSet, model.ResDeleted:
+		r.stats.Moved++
+	case model.ResNotMet:
+		r.stats.NotMet++
+	}
+}
+
+// expireCond is the library's option for the model's condition.
+func expireCond(c model.Cond) []ttlclient.ExpireOption {
+	if o, ok := libCond(c); ok {
+		return []ttlclient.ExpireOption{o}
+	}
+	return nil
+}
+
+func columnCond(c model.Cond) []ttlclient.ExpireColumnOption {
+	if o, ok := libCond(c); ok {
+		return []ttlclient.ExpireColumnOption{o}
+	}
+	return nil
+}
+
+func libCond(c model.Cond) (ttlclient.ExpireCondition, bool) {
+	switch c {
+	case model.CondNX:
+		return ttlclient.OnlyIfNoTTL, true
+	case model.CondXX:
+		return ttlclient.OnlyIfTTL, true
+	case model.CondGT:
+		return ttlclient.OnlyIfLater, true
+	case model.CondLT:
+		return ttlclient.OnlyIfEarlier, true
+	case model.CondXXLT:
+		return ttlclient.OnlyIfTTLAndEarlier, true
+	}
+	return 0, false
 }
 
 // writeTime reads fam:col's newest live cell through the library and, on a

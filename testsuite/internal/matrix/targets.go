@@ -37,7 +37,13 @@ type Target interface {
 // Expire steps only on one (the ttlclient.Table paths are).
 type Expirer interface {
 	Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error)
-	ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error)
+	ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error)
+	ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
+	Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
+	SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error)
+	MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error)
+	ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error)
+	ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error)
 	WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error)
 }
 
@@ -69,6 +75,7 @@ func Classify(err error) (model.Class, bool) {
 			{strategy.ErrAlreadyExpired, model.ClassExpired},
 			{strategy.ErrWrongCellOption, model.ClassWrongOption},
 			{ttlclient.ErrUnknownFamily, model.ClassUnknownFamily},
+			{ttlclient.ErrCannotPersist, model.ClassCannotPersist},
 			{ttlclient.ErrNotApplicable, model.ClassNotApplicable},
 			{ttlclient.ErrReservedColumn, model.ClassReservedColumn},
 		} {
@@ -140,8 +147,32 @@ func (a tableTarget) Expire(ctx context.Context, row, family, column string, ttl
 	return a.t.Expire(ctx, row, family, column, ttl, opts...)
 }
 
-func (a tableTarget) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration) (int, error) {
-	return a.t.ExpireColumn(ctx, row, family, column, ttl)
+func (a tableTarget) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error) {
+	return a.t.ExpireColumn(ctx, row, family, column, ttl, opts...)
+}
+
+func (a tableTarget) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error) {
+	return a.t.ExpireAt(ctx, row, family, column, at, opts...)
+}
+
+func (a tableTarget) Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error) {
+	return a.t.Persist(ctx, row, family, column, opts...)
+}
+
+func (a tableTarget) SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error) {
+	return a.t.SetKeepTTL(ctx, row, family, column, value)
+}
+
+func (a tableTarget) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error) {
+	return a.t.ReadRowAndExpire(ctx, row, filter, ttl)
+}
+
+func (a tableTarget) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error) {
+	return a.t.ReadRowAndPersist(ctx, row, filter)
+}
+
+func (a tableTarget) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {
+	return a.t.MaxWriteTime(ctx, row, family, columns...)
 }
 
 func (a tableTarget) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {

@@ -112,7 +112,7 @@ func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
 			}
 		}
 	}
-	r.deleteColumn(fam, col, c.ts, c.ts+1000)
+	r.deleteColumn(fam, col, c.ts, milliEnd(c.ts))
 	if keep {
 		c.ts, c.shadowed = target, false
 		r.set(fam, col, c)
@@ -149,6 +149,12 @@ func (m *Model) Expire(rowKey, fam, col string, now time.Time, ttl time.Duration
 // fam:col moves by the amount that gives the newest ttl, one move at a
 // time (newest first when extending, oldest first when shortening).
 func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Duration) (int, error) {
+	return m.ExpireColumnCond(rowKey, fam, col, now, ttl, CondAlways)
+}
+
+// ExpireColumnCond is ExpireColumn with a condition checked for each
+// cell against its own target.
+func (m *Model) ExpireColumnCond(rowKey, fam, col string, now time.Time, ttl time.Duration, cond Cond) (int, error) {
 	if rowKey == "" {
 		return 0, refused(ClassInvalid, "empty row key")
 	}
@@ -168,7 +174,11 @@ func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Du
 		if delta < 0 {
 			c = cells[len(cells)-1-i]
 		}
-		if m.move(rowKey, fam, col, c, max(0, c.ts+delta), t) {
+		to := max(0, c.ts+delta)
+		if !holds(cond, c.ts, to) {
+			continue
+		}
+		if m.move(rowKey, fam, col, c, to, t) {
 			moved++
 		}
 	}

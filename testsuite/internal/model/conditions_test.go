@@ -1,0 +1,71 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/strategy"
+)
+
+// The model's lifecycle operations follow docs/design.md#lifecycle-conditions.
+func TestModelConditionsPersistAndExpireAt(t *testing.T) {
+	m := New(strategy.Schema{
+		"one":    strategy.OneSecond(strategy.WithWriteTime()),
+		"refuse": strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),
+		"seq":    strategy.Sequence(1),
+	})
+	t0 := time.UnixMicro(1_000_000_000_000)
+	require.NoError(t, m.Apply("r", t0, []Op{{Kind: SetTTL, Family: "one", Column: "c", TTL: time.Minute, Value: "v"}}))
+
+	res, err := m.ExpireCond("r", "one", "c", t0, 30*time.Second, 0, false, CondGT)
+	require.NoError(t, err)
+	assert.Equal(t, ResNotMet, res)
+	res, err = m.Persist("r", "one", "c", t0)
+	require.NoError(t, err)
+	assert.Equal(t, ResSet, res)
+	assert.Equal(t, int64(lastMilli), m.Stored("r")[0].TS)
+	res, _ = m.Persist("r", "one", "c", t0)
+	assert.Equal(t, ResNotMet, res, "no TTL to remove")
+	res, _ = m.ExpireCond("r", "one", "c", t0, time.Hour, 0, false, CondGT)
+	assert.Equal(t, ResNotMet, res, "GT never sets a TTL on a cell without one")
+	res, _ = m.ExpireCond("r", "one", "c", t0, time.Hour, 0, false, CondNX)
+	assert.Equal(t, ResSet, res)
+	assert.Len(t, m.Stored("r"), 1, "the last millisecond's cell moved, not copied")
+
+	res, err = m.ExpireAt("r", "one", "c", t0, t0.Add(-time.Second), 0, false, CondAlways)
+	require.NoError(t, err)
+	assert.Equal(t, ResDeleted, res)
+	assert.Empty(t, m.Stored("r"))
+	res, _ = m.ExpireAt("r", "one", "c", t0, t0.Add(time.Hour), 0, false, CondAlways)
+	assert.Equal(t, ResNoCell, res)
+
+	_, err = m.Persist("r", "refuse", "c", t0)
+	assert.Equal(t, ClassCannotPersist, err.(*Refusal).Class)
+	_, err = m.Persist("r", "seq", "c", t0)
+	assert.Equal(t, ClassCannotPersist, err.(*Refusal).Class)
+	_, err = m.ExpireAt("r", "refuse", "c", t0, t0.Add(2*time.Hour), 0, false, CondAlways)
+	assert.Equal(t, ClassTTLTooLong, err.(*Refusal).Class)
+}
+
+func TestModelSetKeepTTLAndMaxWriteTime(t *testing.T) {
+	m := New(strategy.Schema{"one": strategy.OneSecond(strategy.WithWriteTime(), strategy.SingleValue())})
+	t0 := time.UnixMicro(1_000_000_000_000)
+	require.NoError(t, m.Apply("r", t0, []Op{{Kind: SetTTL, Family: "one", Column: "c", TTL: time.Minute, Value: "v"}}))
+	ts := m.Stored("r")[0].TS
+	t1 := t0.Add(time.Second)
+	res, err := m.SetKeepTTL("r", "one", "c", t1, "w")
+	require.NoError(t, err)
+	assert.Equal(t, ResSet, res)
+	assert.Equal(t, []Cell{{"r", "one", "c", ts, "w"}}, m.Stored("r"))
+	wt, ok, err := m.MaxWriteTime("r", "one", nil, t1)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, t1.UnixMicro(), wt)
+	res, _ = m.SetKeepTTL("none", "one", "c", t1, "w")
+	assert.Equal(t, ResNoCell, res)
+	_, ok, _ = m.MaxWriteTime("r", "one", nil, t0.Add(time.Hour))
+	assert.False(t, ok, "expired: no write time")
+}
