@@ -19,6 +19,7 @@ import (
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -166,10 +167,10 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	opts    []ClientOption // the client's options: its pools', and every table's defaults
-	shadows shadowPool     // shadow reads of tables with a Recorder
-	sql     sqlSchemas     // the schemas of what was opened, for PrepareStatement
-	refresh refreshPool    // time-to-idle refreshes
+	opts    []ClientOption                      // the client's options: its pools', and every table's defaults
+	shadows *workpool.Pool[struct{}, shadowJob] // shadow reads of tables with a Recorder
+	sql     sqlSchemas                          // the schemas of what was opened, for PrepareStatement
+	refresh *workpool.Pool[idleKey, idleJob]    // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
 	wire wireState
@@ -244,8 +245,8 @@ func Wrap(raw *bigtable.Client, opts ...ClientOption) *Client {
 func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
-	c.shadows.limit = cfg.shadowLimit
-	c.refresh.workers, c.refresh.queueLimit = cfg.idleWorkers, cfg.idleQueue
+	c.shadows = newShadowPool(cfg.shadowLimit)
+	c.refresh = newRefreshPool(cfg.idleWorkers, cfg.idleQueue)
 	return c
 }
 
@@ -259,8 +260,8 @@ func (c *Client) Raw() *bigtable.Client { return c.raw }
 // NewClient created them. No goroutine of the client outlives it. To let
 // the queued refreshes finish first, call FlushIdleRefreshes.
 func (c *Client) Close() error {
-	c.shadows.close()
-	c.refresh.close()
+	c.shadows.Close()
+	c.refresh.Close()
 	if !c.owned {
 		return nil
 	}
@@ -281,7 +282,7 @@ func (c *Client) Close() error {
 // Close, to let the refreshes of the last reads land, or in a test, to see
 // their effect. Reads made meanwhile may queue more, which it waits for
 // too.
-func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.flush(ctx) }
+func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.Flush(ctx) }
 
 // config is the client's configuration with a table's options over it.
 func (c *Client) config(opts []TableOption) config {
@@ -429,7 +430,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		logger:      cfg.logger,
 		keyText:     cfg.keyText,
 		idleFams:    idleFamilies(own),
-		refresh:     &c.refresh,
+		refresh:     c.refresh,
 		unlisted:    cfg.unlisted,
 		wireState:   &c.wire,
 		rec:         rec,
@@ -440,7 +441,7 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)
-	t.obs = newObserver(&cfg, rec, t, &c.shadows)
+	t.obs = newObserver(&cfg, rec, t, c.shadows)
 	c.sql.remember(table, own)
 	return t, nil
 }

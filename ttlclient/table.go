@@ -14,6 +14,7 @@ import (
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -39,7 +40,7 @@ type Table struct {
 	// none), the client's refresh pool, and the recorder's IdleRecorder if
 	// it has one.
 	idleFams []idleFamily
-	refresh  *refreshPool
+	refresh  *workpool.Pool[idleKey, idleJob]
 	idleRec  IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
