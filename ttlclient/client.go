@@ -18,6 +18,7 @@ import (
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/sqlscan"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
@@ -169,7 +170,7 @@ type Client struct {
 	owned   bool
 	opts    []ClientOption                      // the client's options: its pools', and every table's defaults
 	shadows *workpool.Pool[struct{}, shadowJob] // shadow reads of tables with a Recorder
-	sql     sqlSchemas                          // the schemas of what was opened, for PrepareStatement
+	sql     sqlscan.Catalog                     // the managed families of what was opened, for PrepareStatement
 	refresh *workpool.Pool[idleKey, idleJob]    // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
@@ -414,8 +415,12 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false
+	var managed []string
 	for fam, p := range schema {
 		own[fam] = p
+		if p.Managed() {
+			managed = append(managed, fam)
+		}
 		hasAge = hasAge || p.MaxAge() > 0
 		singleValue = singleValue || p.IsSingleValue()
 	}
@@ -442,6 +447,6 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, c.shadows)
-	c.sql.remember(table, own)
+	c.sql.Remember(table, managed)
 	return t, nil
 }
