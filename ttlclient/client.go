@@ -18,6 +18,7 @@ import (
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/shadow"
 	"github.com/bttl/bttl/internal/sqlscan"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/internal/workpool"
@@ -168,10 +169,10 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	opts    []ClientOption                      // the client's options: its pools', and every table's defaults
-	shadows *workpool.Pool[struct{}, shadowJob] // shadow reads of tables with a Recorder
-	sql     sqlscan.Catalog                     // the managed families of what was opened, for PrepareStatement
-	refresh *workpool.Pool[idleKey, idleJob]    // time-to-idle refreshes
+	opts    []ClientOption                   // the client's options: its pools', and every table's defaults
+	shadows *shadow.Pool                     // shadow reads of tables with a Recorder
+	sql     sqlscan.Catalog                  // the managed families of what was opened, for PrepareStatement
+	refresh *workpool.Pool[idleKey, idleJob] // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
 	wire wireState
@@ -246,7 +247,7 @@ func Wrap(raw *bigtable.Client, opts ...ClientOption) *Client {
 func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
-	c.shadows = newShadowPool(cfg.shadowLimit)
+	c.shadows = shadow.NewPool(cfg.shadowLimit, shadowTimeout)
 	c.refresh = newRefreshPool(cfg.idleWorkers, cfg.idleQueue)
 	return c
 }

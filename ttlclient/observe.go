@@ -6,9 +6,8 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/rules"
-	"github.com/bttl/bttl/internal/workpool"
+	"github.com/bttl/bttl/internal/shadow"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -132,15 +131,9 @@ func RefusalReason(err error) string { return rules.Metric(err) }
 // has a nil observer, and every method starts with a nil check, so the
 // hooks in the hot paths cost one comparison.
 type observer struct {
-	rec      TableRecorder
-	schema   Schema
-	raw      bigtable.TableAPI
-	filters  *filters.Builder
-	clock    strategy.Clock
-	pool     *workpool.Pool[struct{}, shadowJob]
-	sampling float64 // 0 when no family expires by age: nothing to find
-	rand     func() float64
-	wire     func(context.Context) context.Context // the table's (Table.wire)
+	rec    TableRecorder
+	schema Schema
+	shadow *shadow.Reader // nil when nothing is sampled or no family expires by age
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
@@ -152,198 +145,38 @@ func recordOpenRefusal(rec TableRecorder, err error) {
 	}
 }
 
-func newObserver(cfg *config, rec TableRecorder, t *Table, pool *workpool.Pool[struct{}, shadowJob]) *observer {
+func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadow.Pool) *observer {
 	if rec == nil {
 		return nil
 	}
-	o := &observer{
-		rec:      rec,
-		schema:   t.schema,
-		raw:      t.raw,
-		filters:  t.filters,
-		clock:    t.clock,
-		pool:     pool,
-		sampling: cfg.sampling,
-		rand:     cfg.rand,
-		wire:     t.wire,
-	}
+	o := &observer{rec: rec, schema: t.schema}
 	hasAge := false
 	for _, p := range t.schema {
 		hasAge = hasAge || p.Kind() == strategy.KindOneSecond || p.Kind() == strategy.KindDefaultExpiry
 	}
-	if !hasAge {
-		o.sampling = 0
+	if hasAge && cfg.sampling > 0 {
+		o.shadow = &shadow.Reader{Rec: rec, Schema: t.schema, Raw: t.raw, Filters: t.filters, Clock: t.clock, Pool: pool,
+			Sampling: cfg.sampling, Rand: cfg.rand, Wire: t.wire, Run: o.runShadow}
 	}
 	return o
 }
 
+// runShadow runs one of the table's shadow reads (internal/shadow), on
+// the client's pool.
+func (o *observer) runShadow(ctx context.Context, read func(context.Context)) { read(ctx) }
+
 // afterReadRow may start a shadow read of row, after the caller's read of
 // it, with ctx, returned err.
 func (o *observer) afterReadRow(ctx context.Context, row string, err error) {
-	if o != nil && err == nil && o.sampling > 0 {
-		o.afterReadRowSlow(ctx, row)
+	if o != nil && err == nil && o.shadow != nil {
+		o.shadow.AfterReadRow(ctx, row)
 	}
-}
-
-func (o *observer) afterReadRowSlow(ctx context.Context, row string) {
-	if o.sampled() {
-		o.shadow(ctx, &shadowScan{rows: bigtable.RowList{row}})
-	}
-}
-
-func (o *observer) sampled() bool {
-	s := o.sampling
-	return s > 0 && (s >= 1 || o.rand() < s)
-}
-
-// shadowScan is a sampled ReadRows: a copy of the caller's row set, and
-// where the scan stopped, so the shadow read walks the same rows.
-type shadowScan struct {
-	o       *observer
-	rows    bigtable.RowSet // the shadow read's own copy: the caller may reuse its row set
-	f       func(bigtable.Row) bool
-	reverse bool
-	limit   int64 // the read's LimitRows, 0 for none (from the request the interceptor saw)
-	stopped bool
-	n       int64
-	last    string
-}
-
-// copyRowSet is a copy of rows that shares nothing the caller can change:
-// a RowList's or RowRangeList's backing array is the caller's, and may be
-// reused as soon as ReadRows returns. RowSet's methods are unexported, so
-// these are all its implementations; false for any other (nil).
-func copyRowSet(rows bigtable.RowSet) (bigtable.RowSet, bool) {
-	switch r := rows.(type) {
-	case bigtable.RowList:
-		return append(bigtable.RowList(nil), r...), true
-	case bigtable.RowRangeList:
-		return append(bigtable.RowRangeList(nil), r...), true
-	case bigtable.RowRange:
-		return r, true // a value of strings: nothing shared is mutable
-	}
-	return nil, false
 }
 
 // sampleRows decides whether a ReadRows is sampled: nil when not.
-func (o *observer) sampleRows(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadowScan {
-	if o == nil || o.sampling == 0 {
+func (o *observer) sampleRows(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadow.Scan {
+	if o == nil || o.shadow == nil {
 		return nil
 	}
-	return o.sampleRowsSlow(rows, opts)
-}
-
-func (o *observer) sampleRowsSlow(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadowScan {
-	if !o.sampled() {
-		return nil
-	}
-	own, ok := copyRowSet(rows)
-	if !ok {
-		return nil
-	}
-	s := &shadowScan{o: o, rows: own}
-	for _, opt := range opts {
-		if opt == bigtable.ReverseScan() {
-			s.reverse = true
-		}
-	}
-	return s
-}
-
-// wrap returns the row callback to give the client: f itself when the read
-// is not sampled.
-func (s *shadowScan) wrap(f func(bigtable.Row) bool) func(bigtable.Row) bool {
-	if s == nil {
-		return f
-	}
-	s.f = f
-	return s.each
-}
-
-func (s *shadowScan) each(r bigtable.Row) bool {
-	s.n++
-	s.last = r.Key()
-	if !s.f(r) {
-		s.stopped = true
-		return false
-	}
-	return true
-}
-
-// done starts the shadow read of a sampled ReadRows, made with ctx, that
-// returned err.
-func (s *shadowScan) done(ctx context.Context, call *wireCall, err error) {
-	if s != nil && err == nil {
-		s.limit = max(call.rowsLimit.Load(), 0)
-		s.doneSlow(ctx)
-	}
-}
-
-func (s *shadowScan) doneSlow(ctx context.Context) {
-	// The server stopped where the caller did, or at the row limit when
-	// the read reached it: the scan ended at the last row returned. A read
-	// that returned fewer rows than its limit walked the whole row set,
-	// and so does the shadow read.
-	reachedLimit := s.limit > 0 && s.n >= s.limit
-	if !s.stopped && !reachedLimit {
-		s.last = ""
-	}
-	s.f = nil
-	s.o.shadow(ctx, s)
-}
-
-// shadowJob is one shadow read: the sampled read's rows, read again at
-// now.
-type shadowJob struct {
-	o   *observer
-	s   *shadowScan
-	now bigtable.Timestamp
-}
-
-// newShadowPool is a client's pool of shadow reads, for all its tables:
-// at most limit at once, none waiting, each with the caller's read's
-// values (trace spans, request IDs), not its cancellation (the caller's
-// read has returned), and bounded by shadowTimeout.
-func newShadowPool(limit int) *workpool.Pool[struct{}, shadowJob] {
-	return workpool.New(workpool.Config[struct{}, shadowJob]{
-		Workers: limit, Timeout: shadowTimeout, Cause: context.Canceled,
-		Run: func(ctx context.Context, j shadowJob) { j.o.runShadow(ctx, j.s, j.now) },
-	})
-}
-
-// shadow runs the shadow read of s on the client's pool, or counts it
-// dropped.
-func (o *observer) shadow(caller context.Context, s *shadowScan) {
-	now := bigtable.Timestamp(o.clock.Now().UnixMicro())
-	if o.pool.Submit(caller, shadowJob{o: o, s: s, now: now}) == workpool.Dropped {
-		o.rec.ShadowDropped()
-	}
-}
-
-func (o *observer) runShadow(ctx context.Context, s *shadowScan, now bigtable.Timestamp) {
-	f := o.filters.Expired(now)
-	if f == nil {
-		o.rec.ShadowRead(0, nil)
-		return
-	}
-	opts := []bigtable.ReadOption{bigtable.RowFilter(f)}
-	if s.reverse {
-		opts = append(opts, bigtable.ReverseScan())
-	}
-	expired := 0
-	err := o.raw.ReadRows(o.wire(ctx), s.rows, func(r bigtable.Row) bool {
-		if s.last != "" && ((!s.reverse && r.Key() > s.last) || (s.reverse && r.Key() < s.last)) {
-			return false
-		}
-		for fam, items := range r {
-			p := o.schema[fam]
-			for _, it := range items {
-				lag := time.UnixMicro(int64(now)).Sub(p.ExpiryTime(it.Timestamp))
-				o.rec.ExpiredCell(fam, p.Kind(), lag)
-				expired++
-			}
-		}
-		return true
-	}, opts...)
-	o.rec.ShadowRead(expired, err)
+	return o.shadow.SampleRows(rows, opts)
 }

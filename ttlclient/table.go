@@ -118,8 +118,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
-	sh.done(ctx, call, err)
+	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.Wrap(t.idleRows(ctx, f)), opts...)
+	sh.Done(ctx, call.rowsLimit.Load(), err)
 	return err
 }
 
