@@ -86,7 +86,9 @@ type config struct {
 	idleWorkers   int
 	idleQueue     int
 	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
-	keyText       keytext.Text     // WithKeyRedaction; zero: quoted and cut
+	txn           *bigtable.Client // WithTransactionalClient; nil: the client itself
+	txnProfile    string
+	keyText       keytext.Text // WithKeyRedaction; zero: quoted and cut
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -169,6 +171,8 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
+	profile string                           // raw's app profile, when known (NewClientWithConfig)
+	txn     *bigtable.Client                 // the transactional client NewClientWithConfig created; closed by Close
 	opts    []ClientOption                   // the client's options: its pools', and every table's defaults
 	shadows *shadow.Pool                     // shadow reads of tables with a Recorder
 	sql     sqlscan.Catalog                  // the managed families of what was opened, for PrepareStatement
@@ -197,6 +201,16 @@ type ClientConfig struct {
 	// its start-up checks); those that are also TableOptions are the
 	// defaults of every table it opens. See ClientOption.
 	Options []ClientOption
+
+	// TransactionalAppProfile is the app profile of the client's
+	// single-row transactions (CheckAndMutateRow, ReadModifyWriteRow:
+	// Expire and its kin, time-to-idle refreshes, cell moves, conditional
+	// mutations, ApplyReadModifyWrite), when it is not AppProfile: a
+	// profile with single-cluster routing and allow_transactional_writes,
+	// beside a multi-cluster AppProfile for the rest. The client dials a
+	// second bigtable client for it, the same way as the first, and Close
+	// closes both (docs/design.md#app-profiles).
+	TransactionalAppProfile string
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -225,8 +239,20 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 		_ = raw.Close()
 		return nil, bttlerr.Wrap(err, "admin client")
 	}
-	c := newClient(raw, append([]ClientOption{WithAdminClient(admin, project, instance)}, config.Options...))
-	c.admin, c.owned = admin, true
+	first := []ClientOption{WithAdminClient(admin, project, instance)}
+	var txn *bigtable.Client
+	if p := config.TransactionalAppProfile; p != "" && p != btcfg.AppProfile {
+		txcfg := btcfg
+		txcfg.AppProfile = p
+		if txn, err = bigtable.NewClientWithConfig(ctx, project, instance, txcfg, append(append([]option.ClientOption(nil), opts...), ClientOptions()...)...); err != nil {
+			_ = raw.Close()
+			_ = admin.Close()
+			return nil, bttlerr.Wrap(err, "transactional client (app profile %q)", p)
+		}
+		first = append(first, WithTransactionalClient(txn, p))
+	}
+	c := newClient(raw, append(first, config.Options...))
+	c.admin, c.owned, c.profile, c.txn = admin, true, btcfg.AppProfile, txn
 	return c, nil
 }
 
@@ -273,6 +299,9 @@ func (c *Client) Close() error {
 	// says only that it is closed already (Canceled, all a connection's
 	// Close returns besides nil), which is what Close wants.
 	err := c.raw.Close()
+	if c.txn != nil {
+		err = errors.Join(err, c.txn.Close())
+	}
 	if aerr := c.admin.Close(); status.Code(aerr) != codes.Canceled || err != nil {
 		err = errors.Join(err, aerr)
 	}
@@ -369,15 +398,21 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 //
 // opts override the client's options for this table (see TableOption).
 func (c *Client) Open(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
-	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
+	return c.open(ctx, table, func(bc *bigtable.Client) bigtable.TableAPI { return bc.Open(table) }, schema, opts, true)
 }
 
-// open returns a Table named table, sending its requests through raw (the
-// table, or one of its views), whose families follow schema. verify says
+// open returns a Table named table, sending its requests through what
+// opener opens on the client (the table, or one of its views), and its
+// single-row transactions through what it opens on the transactional
+// client, whose families follow schema. verify says
 // whether table names a table, whose GC rules can be checked: a
 // materialized view has none.
-func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, schema Schema, opts []TableOption, verify bool) (*Table, error) {
+func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.Client) bigtable.TableAPI, schema Schema, opts []TableOption, verify bool) (*Table, error) {
 	cfg := c.config(opts)
+	raw, txn, txnProfile := opener(c.raw), bigtable.TableAPI(nil), c.profile
+	if txn = raw; cfg.txn != nil {
+		txn, txnProfile = opener(cfg.txn), cfg.txnProfile
+	}
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
@@ -440,6 +475,9 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		unlisted:    cfg.unlisted,
 		wireState:   &c.wire,
 		rec:         rec,
+		profile:     c.profile,
+		txn:         txn,
+		txnProfile:  txnProfile,
 	}
 	t.rules, err = rules.NewTable(table, own, cfg.unlisted, rules.ModeClient, fb)
 	if err != nil {

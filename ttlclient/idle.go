@@ -2,6 +2,7 @@ package ttlclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,6 +100,17 @@ func (r IdleResult) String() string {
 // it.
 type IdleRecorder interface {
 	IdleRefresh(family string, result IdleResult, n int)
+}
+
+// IdleFailureRecorder is implemented by a TableRecorder that counts the
+// time-to-idle refreshes that failed by reason (package metrics' does, as
+// bttl_idle_refresh_failures_total): reason is RefusalReason of the error
+// ("transactions_not_allowed" on an app profile that refuses single-row
+// transactions, "read_only_profile" on Data Boost; see
+// docs/design.md#app-profiles), "rpc" for any other error. Called off the
+// caller's path, beside IdleRefresh's IdleFailed.
+type IdleFailureRecorder interface {
+	IdleRefreshFailed(family, reason string)
 }
 
 // idleFamily is a family with an idle TTL.
@@ -237,8 +249,24 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 	return IdleRefreshed
 }
 
+// logIdleFailure counts and logs a failed refresh: never silent. The
+// first refusal of the app profile is a warning (every refresh of the
+// table will fail the same way until the profile is fixed), the rest
+// debug lines beside the counter.
 func (t *Table) logIdleFailure(j *idleJob, err error) {
-	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "err", err)
+	reason := RefusalReason(err)
+	if reason == "other" {
+		reason = "rpc"
+	}
+	if r, ok := t.rec.(IdleFailureRecorder); ok {
+		r.IdleRefreshFailed(j.family, reason)
+	}
+	var pe *ProfileError
+	if errors.As(err, &pe) && t.profileWarned.CompareAndSwap(false, true) {
+		t.logger.Warn("bttl: time-to-idle refreshes cannot run on this app profile: cells expire while in use", "table", t.name, "family", j.family, "err", err)
+		return
+	}
+	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "reason", reason, "err", err)
 }
 
 // newerCells matches any cell of family:column after the millisecond ms.

@@ -256,7 +256,9 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 		bigtable.TimestampRangeFilterMicros(below, 0),
 		bigtable.CellsPerRowOffsetFilter(n-1),
 	)
-	return t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
+	return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
+	})
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest

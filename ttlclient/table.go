@@ -53,6 +53,14 @@ type Table struct {
 	// interceptor (wire.go), the client's.
 	wireState *wireState
 	rec       TableRecorder // nil without a Recorder
+
+	// App profiles (profile.go): raw's profile when known, and the table
+	// on the transactional client with its profile (raw and profile
+	// without one).
+	profile       string
+	txn           bigtable.TableAPI
+	txnProfile    string
+	profileWarned atomic.Bool // a refresh's profile refusal was logged as a warning
 }
 
 // Name is the table's name.

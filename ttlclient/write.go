@@ -29,7 +29,10 @@ func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigt
 		return err
 	}
 	t.obs.wrote(start)
-	return t.raw.Apply(t.wire(ctx), row, bm, opts...)
+	if m.isConditional {
+		return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error { return tbl.Apply(t.wire(ctx), row, bm, opts...) })
+	}
+	return t.profiled("MutateRow", t.profile, t.raw.Apply(t.wire(ctx), row, bm, opts...))
 }
 
 // ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
@@ -56,10 +59,23 @@ func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutatio
 		bms[i] = bm
 	}
 	t.obs.wrote(start)
+	var errs []error
+	var err error
 	if refused == nil {
-		return t.raw.ApplyBulk(t.wire(ctx), rowKeys, bms, opts...)
+		errs, err = t.raw.ApplyBulk(t.wire(ctx), rowKeys, bms, opts...)
+	} else {
+		errs, err = applyPassed(t.wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
 	}
-	return applyPassed(t.wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+	return t.bulkProfiled(errs, err)
+}
+
+// bulkProfiled is an ApplyBulk's result with the server's refusals of
+// the profile as *ProfileError.
+func (t *Table) bulkProfiled(errs []error, err error) ([]error, error) {
+	for i := range errs {
+		errs[i] = t.profiled("MutateRows", t.profile, errs[i])
+	}
+	return errs, t.profiled("MutateRows", t.profile, err)
 }
 
 // applyPassed sends only the rows whose slot in failed is nil, then puts
@@ -122,7 +138,13 @@ func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadMod
 		}
 	}
 	t.obs.wrote(start)
-	return t.raw.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
+	var r bigtable.Row
+	err := t.transact("ReadModifyWriteRow", func(tbl bigtable.TableAPI) error {
+		var err error
+		r, err = tbl.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
+		return err
+	})
+	return r, err
 }
 
 // build turns m into the mutation to send at now, or the first refusal.

@@ -105,6 +105,8 @@ var sentinels = map[string]error{
 	"ttlclient.ErrReadOnlyView":            ttlclient.ErrReadOnlyView,
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,
+	"ttlclient.ErrTransactionsNotAllowed":  ttlclient.ErrTransactionsNotAllowed,
+	"ttlclient.ErrReadOnlyProfile":         ttlclient.ErrReadOnlyProfile,
 	"wireguard.ErrGuardInactive":           wireguard.ErrGuardInactive,
 	"wireguard.ErrNotGuarded":              wireguard.ErrNotGuarded,
 }
@@ -140,6 +142,7 @@ var structErrors = map[string]error{
 	"ttlclient.CellError":            &ttlclient.CellError{Table: "t", Family: "f", Err: strategy.ErrInvalidTTL},
 	"ttlclient.NoAdminError":         &ttlclient.NoAdminError{Table: "t"},
 	"ttlclient.SQLError":             &ttlclient.SQLError{Query: "SELECT 1", Err: ttlclient.ErrUnfilteredSQL},
+	"ttlclient.ProfileError":         &ttlclient.ProfileError{Profile: "multi", Call: "CheckAndMutateRow", Err: ttlclient.ErrTransactionsNotAllowed, Server: status.Error(codes.FailedPrecondition, "Single-row transactions are not allowed by this app profile")},
 	"wireguard.VerifyError":          &wireguard.VerifyError{Table: "t", Reason: "r", Err: status.Error(codes.FailedPrecondition, "bttl: wire guard refused MutateRow: rule verify-probe")},
 	"scan.StallError (not ReadRows)": &scan.StallError{Interval: time.Second, Step: "SampleRowKeys"},
 }

@@ -84,6 +84,9 @@ var Registry = []Reason{
 	row(ErrSchemaMismatch, pre, "schema_mismatch", "schema-mismatch", "wire-guard"),
 	row(ErrVerifyProbe, pre, "verify_probe", "verify-probe", "wire-guard-install"),
 	row(ErrGuardNotInstalled, pre, "guard_not_installed", "guard-not-installed", "wire-guard-install"),
+	// The server refused the app profile: use one that allows the call.
+	row(ErrTransactionsNotAllowed, pre, "transactions_not_allowed", "transactions-not-allowed", "app-profiles"),
+	row(ErrReadOnlyProfile, pre, "read_only_profile", "read-only-profile", "app-profiles"),
 	// The cell a call read changed since: read it again and retry.
 	row(ErrCellMoved, codes.Aborted, "cell_moved", "cell-moved", "expire"),
 }
