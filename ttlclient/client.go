@@ -88,6 +88,8 @@ type config struct {
 	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
 	txn           *bigtable.Client // WithTransactionalClient; nil: the client itself
 	txnProfile    string
+	instanceAdmin *bigtable.InstanceAdminClient // WithInstanceAdminClient; nil: profiles not checked
+	instance      string
 	keyText       keytext.Text // WithKeyRedaction; zero: quoted and cut
 }
 
@@ -484,6 +486,12 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
+	if verify && !cfg.skipVerify {
+		if err := c.checkProfiles(ctx, t, &cfg); err != nil {
+			recordOpenRefusal(rec, err)
+			return nil, bttlerr.Wrap(err, "open table %q", table)
+		}
+	}
 	t.idleRec, _ = rec.(IdleRecorder)
 	t.obs = newObserver(&cfg, rec, t, c.shadows)
 	c.sql.Remember(table, managed)

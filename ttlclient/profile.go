@@ -1,10 +1,12 @@
 package ttlclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"cloud.google.com/go/bigtable"
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/rules"
@@ -97,4 +99,70 @@ func (t *Table) profiled(call, profile string, err error) error {
 		return &ProfileError{Profile: profile, Call: call, Err: sentinel, Server: err}
 	}
 	return err
+}
+
+// WithInstanceAdminClient gives Open an instance admin client to read the
+// app profiles the client uses (GetAppProfile), for instance, and check
+// them before the table is used: a transactional profile that does not
+// allow single-row transactions fails Open of a schema with an idle TTL
+// (every refresh would fail and cells in use expire) with a *ProfileError
+// (Call "Open"), and is otherwise logged as a warning naming what will
+// fail (Expire and its kin, conditional mutations, ApplyReadModifyWrite);
+// a Data Boost profile for writes is logged likewise. A profile Open
+// cannot read (no permission: bigtable.appProfiles.get) is logged and not
+// checked. The profiles are the client's: ClientConfig.AppProfile ("" is
+// the instance's "default") and TransactionalAppProfile with
+// NewClientWithConfig, WithTransactionalClient's with Wrap (whose own
+// profile Open cannot know). WithoutVerify skips this check too.
+func WithInstanceAdminClient(iac *bigtable.InstanceAdminClient, instance string) ClientOption {
+	return clientOption(func(cfg *config) { cfg.instanceAdmin, cfg.instance = iac, instance })
+}
+
+// checkProfiles is Open's check of the profiles t uses (see
+// WithInstanceAdminClient).
+func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error {
+	if cfg.instanceAdmin == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
+	defer cancel()
+	read := func(id string) *btapb.AppProfile {
+		if id == "" {
+			id = defaultProfileID
+		}
+		ap, err := cfg.instanceAdmin.GetAppProfile(ctx, cfg.instance, id)
+		if err != nil {
+			cfg.logger.Warn("bttl: app profile not checked", "table", t.name, "profile", id, "err", err)
+		}
+		return ap
+	}
+	known := c.owned || cfg.txn != nil // Wrap's own profile is not known
+	if known {
+		if ap := read(t.txnProfile); ap != nil && !transactional(ap) {
+			e := &ProfileError{Profile: t.txnProfile, Call: "Open", Err: ErrTransactionsNotAllowed}
+			if t.idleFams != nil {
+				return e
+			}
+			cfg.logger.Warn("bttl: Expire, ExpireColumn, ExpireRow, conditional mutations and ApplyReadModifyWrite will fail", "table", t.name, "err", e)
+		}
+	}
+	if c.owned {
+		if ap := read(t.profile); ap != nil && ap.GetDataBoostIsolationReadOnly() != nil {
+			cfg.logger.Warn("bttl: every write will fail", "table", t.name,
+				"err", &ProfileError{Profile: t.profile, Call: "Open", Err: ErrReadOnlyProfile})
+		}
+	}
+	return nil
+}
+
+// defaultProfileID is the ID of the profile a client without one uses
+// ("When you create a Bigtable instance, a default app profile is created
+// automatically", App profiles overview).
+const defaultProfileID = "default"
+
+// transactional reports whether ap allows single-row transactions:
+// single-cluster routing with allow_transactional_writes, and not Data
+// Boost (read-only).
+func transactional(ap *btapb.AppProfile) bool {
+	return ap.GetSingleClusterRouting().GetAllowTransactionalWrites() && ap.GetDataBoostIsolationReadOnly() == nil
 }

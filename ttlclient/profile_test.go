@@ -1,8 +1,10 @@
 package ttlclient_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -162,4 +164,43 @@ func TestDataBoostProfileRefusesWrites(t *testing.T) {
 	bm.Set("u", "c", 1000, []byte("v"))
 	err = tbl.API().Apply(ctx, "r", bm)
 	requireProfileError(t, err, ttlclient.ErrReadOnlyProfile, profBoost, "Apply")
+}
+
+// Open reads the profiles with the instance admin client it is given: a
+// multi-cluster profile for the transactions of a schema with an idle TTL
+// fails Open with a *ProfileError naming it; without an idle TTL Open
+// succeeds and warns; with a transactional profile Open is silent.
+func TestOpenChecksProfiles(t *testing.T) {
+	s := profileServer(t)
+	ctx := context.Background()
+	idle := strategy.Schema{"i": strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))}
+	h, err := bttestharness.StartWithConfig(ctx, bttestharness.Config{Addr: s.Addr})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	require.NoError(t, h.CreateTable(ctx, "idle", idle))
+
+	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	iac, err := bigtable.NewInstanceAdminClient(ctx, bttestharness.Project, option.WithGRPCConn(conn))
+	require.NoError(t, err)
+	check := ttlclient.WithInstanceAdminClient(iac, bttestharness.Instance)
+
+	var logs bytes.Buffer
+	logger := ttlclient.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	multi := profileClient(t, s, ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{AppProfile: profMulti}, Options: []ttlclient.ClientOption{check, logger}})
+	_, err = multi.Open(ctx, "idle", idle)
+	requireProfileError(t, err, ttlclient.ErrTransactionsNotAllowed, profMulti, "Open")
+
+	_, err = multi.Open(ctx, "t", profileSchema)
+	require.NoError(t, err)
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), "Expire, ExpireColumn, ExpireRow")
+
+	logs.Reset()
+	tx := profileClient(t, s, ttlclient.ClientConfig{ClientConfig: bigtable.ClientConfig{AppProfile: profMulti}, TransactionalAppProfile: profTxn,
+		Options: []ttlclient.ClientOption{check, logger}})
+	_, err = tx.Open(ctx, "idle", idle)
+	require.NoError(t, err)
+	assert.Empty(t, logs.String())
 }
