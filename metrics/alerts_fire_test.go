@@ -45,6 +45,7 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 	dropped := counter(metrics.ShadowReadsDroppedTotal, "table")
 	skipped := counter(metrics.VerifySkippedTotal, "table")
 	idle := counter(metrics.IdleRefreshesTotal, "table", "family", "result")
+	idleFail := counter(metrics.IdleRefreshFailuresTotal, "table", "family", "reason")
 	// Each scrape of /metrics moves the planted counters on, so every rate
 	// over the rules' windows is what a troubled application shows.
 	grow := func() {
@@ -60,6 +61,7 @@ func TestEveryAlertGoesActiveOnRealPrometheus(t *testing.T) {
 		skipped.WithLabelValues("planted").Inc()
 		idle.WithLabelValues("planted", "s", "refreshed").Add(50)
 		idle.WithLabelValues("planted", "s", "dropped").Add(50)
+		idleFail.WithLabelValues("planted", "s", "transactions_not_allowed").Add(5)
 	}
 
 	// The audit file: a table audited three days ago, whose default-expiry

@@ -40,6 +40,11 @@ const (
 	// with an idle TTL (strategy.WithIdleTTL), by what became of them
 	// (LabelResult: ttlclient.IdleResult's names).
 	IdleRefreshesTotal = "bttl_idle_refreshes_total"
+	// IdleRefreshFailuresTotal counts the time-to-idle refreshes that
+	// failed, by reason (LabelReason: ttlclient.IdleFailureRecorder's:
+	// transactions_not_allowed and read_only_profile when the app
+	// profile refuses them, rpc for other errors).
+	IdleRefreshFailuresTotal = "bttl_idle_refresh_failures_total"
 	// ClientIncompatibleTotal counts a table's calls refused because its
 	// client's connection lacks bttl's interceptor (ttlclient.ErrNotDialed),
 	// by check (LabelCheck: "interceptor").
@@ -68,6 +73,7 @@ const (
 	OTelShadowReadsDropped     = "bttl.shadow_reads.dropped"
 	OTelVerifySkipped          = "bttl.verify.skipped"
 	OTelIdleRefreshes          = "bttl.idle_refreshes"
+	OTelIdleRefreshFailures    = "bttl.idle_refresh.failures"
 	OTelClientIncompatible     = "bttl.client.incompatible"
 )
 
@@ -91,6 +97,12 @@ const (
 	instrumentationName = "github.com/bttl/bttl/metrics"
 	otelUnitSeconds     = "s"
 )
+
+// IdleFailureReasons are the reasons of bttl_idle_refresh_failures_total
+// whose series exist, at 0, for every family with an idle TTL: the app
+// profile's refusals and any other error. Other registry reasons (a cell
+// too large to pin, say) appear when they happen.
+var IdleFailureReasons = []string{"transactions_not_allowed", "read_only_profile", "rpc"}
 
 // Histogram buckets. GC can lag expiry by up to a week.
 var (
@@ -138,12 +150,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // ttlclient.Recorder methods carry no request context (most are called
 // after the call, or off its path), and the Recorder keeps none.
 type Recorder struct {
-	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped, idle, incompatible *prometheus.CounterVec
-	ttl, gcLag, hidden, readLat, writeLat                                                          *prometheus.HistogramVec
+	reads, writes, cells, refusals, expired, shadows, failed, dropped, skipped, idle, idleFail, incompatible *prometheus.CounterVec
+	ttl, gcLag, hidden, readLat, writeLat                                                                    *prometheus.HistogramVec
 
-	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped, oIdle, oIncompatible metric.Int64Counter
-	oTTL, oGCLag, oReadLat, oWriteLat                                                                         metric.Float64Histogram
-	oHidden                                                                                                   metric.Int64Histogram
+	oReads, oWrites, oCells, oRefusals, oExpired, oShadows, oFailed, oDropped, oSkipped, oIdle, oIdleFail, oIncompatible metric.Int64Counter
+	oTTL, oGCLag, oReadLat, oWriteLat                                                                                    metric.Float64Histogram
+	oHidden                                                                                                              metric.Int64Histogram
 
 	refusalMu sync.Mutex
 	refusalOK map[[3]string][]metric.AddOption
@@ -189,6 +201,7 @@ func New(opts ...Option) *Recorder {
 		hDropped  = "Sampled reads whose shadow read was dropped: concurrency limit reached or client closed."
 		hSkipped  = "Tables opened without checking their GC rules (ttlclient.WithoutVerify)."
 		hIncompat = "Calls of a table refused because its client's connection lacks bttl's interceptor (ttlclient.ErrNotDialed), by check (interceptor)."
+		hIdleFail = "Time-to-idle refreshes that failed, by reason: transactions_not_allowed or read_only_profile (the app profile refuses them: every refresh fails), rpc (another error)."
 		hIdle     = "Cells reads returned from families with an idle TTL, by result: refreshed, skipped (not due: the debounce), dropped (queue full or client closed), failed, conflict (changed before the refresh)."
 	)
 	r.reads = counter(ReadsTotal, hReads, LabelTable)
@@ -201,6 +214,7 @@ func New(opts ...Option) *Recorder {
 	r.dropped = counter(ShadowReadsDroppedTotal, hDropped, LabelTable)
 	r.skipped = counter(VerifySkippedTotal, hSkipped, LabelTable)
 	r.idle = counter(IdleRefreshesTotal, hIdle, LabelTable, LabelFamily, LabelResult)
+	r.idleFail = counter(IdleRefreshFailuresTotal, hIdleFail, LabelTable, LabelFamily, LabelReason)
 	r.incompatible = counter(ClientIncompatibleTotal, hIncompat, LabelTable, LabelCheck)
 	r.ttl = histogram(WriteTTLSeconds, hTTL, TTLBuckets, tfs...)
 	r.gcLag = histogram(GCLagSeconds, hGCLag, GCLagBuckets, tfs...)
@@ -239,6 +253,7 @@ func New(opts ...Option) *Recorder {
 	r.oDropped = ocounter(OTelShadowReadsDropped, hDropped, "{read}")
 	r.oSkipped = ocounter(OTelVerifySkipped, hSkipped, "{open}")
 	r.oIdle = ocounter(OTelIdleRefreshes, hIdle, "{cell}")
+	r.oIdleFail = ocounter(OTelIdleRefreshFailures, hIdleFail, "{refresh}")
 	r.oIncompatible = ocounter(OTelClientIncompatible, hIncompat, "{open}")
 	r.oTTL = ohistogram(OTelWriteTTL, hTTL, TTLBuckets)
 	r.oGCLag = ohistogram(OTelGCLag, hGCLag, GCLagBuckets)
@@ -256,7 +271,7 @@ func New(opts ...Option) *Recorder {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.incompatible, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
+	return []prometheus.Collector{r.reads, r.writes, r.cells, r.refusals, r.expired, r.shadows, r.failed, r.dropped, r.skipped, r.idle, r.idleFail, r.incompatible, r.ttl, r.gcLag, r.hidden, r.readLat, r.writeLat}
 }
 
 // Describe implements prometheus.Collector.
@@ -295,6 +310,12 @@ func (r *Recorder) Table(table string, schema ttlclient.Schema) ttlclient.TableR
 		t.families[fam] = r.family(table, fam, p.Kind())
 		if p.IdleTTL() > 0 {
 			t.families[fam].idle = r.idleSeries(table, fam)
+			// The failure series exist from the start, at 0, so that
+			// increase() sees the first failure (a series born at 1
+			// has no increase) and BttlIdleRefreshesFailing fires on it.
+			for _, reason := range IdleFailureReasons {
+				r.idleFail.WithLabelValues(table, fam, reason)
+			}
 		}
 	}
 	return t
@@ -463,6 +484,17 @@ func (t *tableRecorder) IdleRefresh(family string, result ttlclient.IdleResult, 
 	s := f.idle[result]
 	s.prom.Add(float64(n))
 	t.r.oIdle.Add(context.Background(), int64(n), s.add...)
+}
+
+var _ ttlclient.IdleFailureRecorder = (*tableRecorder)(nil)
+
+// IdleRefreshFailed implements ttlclient.IdleFailureRecorder.
+func (t *tableRecorder) IdleRefreshFailed(family, reason string) {
+	if _, ok := t.families[family]; !ok {
+		family = ""
+	}
+	t.r.idleFail.WithLabelValues(t.table, family, reason).Inc()
+	t.r.oIdleFail.Add(context.Background(), 1, addOpts(attribute.String(LabelTable, t.table), attribute.String(LabelFamily, family), attribute.String(LabelReason, reason))...)
 }
 
 var _ ttlclient.CompatibilityRecorder = (*tableRecorder)(nil)

@@ -23,7 +23,7 @@ import (
 // come out of OpenTelemetry's own Prometheus exporter under exactly the
 // names the Recorder's Prometheus collector uses, with the same values.
 func TestOTelNamesExportAsThePrometheusNames(t *testing.T) {
-	for _, n := range []string{metrics.OTelReads, metrics.OTelWriteTTL, metrics.OTelGCLag, metrics.OTelIdleRefreshes, metrics.OTelClientIncompatible} {
+	for _, n := range []string{metrics.OTelReads, metrics.OTelWriteTTL, metrics.OTelGCLag, metrics.OTelIdleRefreshes, metrics.OTelIdleRefreshFailures, metrics.OTelClientIncompatible} {
 		assert.True(t, strings.HasPrefix(n, "bttl.") && !strings.HasSuffix(n, "_total") && !strings.HasSuffix(n, "_seconds") && n == strings.ToLower(n), n)
 	}
 	viaOTel := prometheus.NewPedanticRegistry()
@@ -52,6 +52,9 @@ func TestOTelNamesExportAsThePrometheusNames(t *testing.T) {
 	})
 	require.True(t, ok, "the table recorder records time-to-idle refreshes")
 	idle.IdleRefresh("s", ttlclient.IdleResult(0), 1)
+	failures, ok := tr.(ttlclient.IdleFailureRecorder)
+	require.True(t, ok, "the table recorder counts failed time-to-idle refreshes by reason")
+	failures.IdleRefreshFailed("s", "rpc")
 	compat, ok := tr.(ttlclient.CompatibilityRecorder)
 	require.True(t, ok, "the table recorder counts failed client-version checks")
 	compat.IncompatibleClient("mutation")

@@ -18,7 +18,10 @@ import (
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/shadow"
+	"github.com/bttl/bttl/internal/sqlscan"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -83,7 +86,11 @@ type config struct {
 	idleWorkers   int
 	idleQueue     int
 	unlisted      *strategy.Policy // WithUnlistedFamilies; nil: strict
-	keyText       keytext.Text     // WithKeyRedaction; zero: quoted and cut
+	txn           *bigtable.Client // WithTransactionalClient; nil: the client itself
+	txnProfile    string
+	instanceAdmin *bigtable.InstanceAdminClient // WithInstanceAdminClient; nil: profiles not checked
+	instance      string
+	keyText       keytext.Text // WithKeyRedaction; zero: quoted and cut
 }
 
 // DefaultVerifyTimeout bounds the admin call Open makes to verify GC rules.
@@ -166,10 +173,12 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	opts    []ClientOption // the client's options: its pools', and every table's defaults
-	shadows shadowPool     // shadow reads of tables with a Recorder
-	sql     sqlSchemas     // the schemas of what was opened, for PrepareStatement
-	refresh refreshPool    // time-to-idle refreshes
+	profile string                           // raw's app profile, when known (NewClientWithConfig)
+	txn     *bigtable.Client                 // the transactional client NewClientWithConfig created; closed by Close
+	opts    []ClientOption                   // the client's options: its pools', and every table's defaults
+	shadows *shadow.Pool                     // shadow reads of tables with a Recorder
+	sql     sqlscan.Catalog                  // the managed families of what was opened, for PrepareStatement
+	refresh *workpool.Pool[idleKey, idleJob] // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
 	wire wireState
@@ -194,6 +203,16 @@ type ClientConfig struct {
 	// its start-up checks); those that are also TableOptions are the
 	// defaults of every table it opens. See ClientOption.
 	Options []ClientOption
+
+	// TransactionalAppProfile is the app profile of the client's
+	// single-row transactions (CheckAndMutateRow, ReadModifyWriteRow:
+	// Expire and its kin, time-to-idle refreshes, cell moves, conditional
+	// mutations, ApplyReadModifyWrite), when it is not AppProfile: a
+	// profile with single-cluster routing and allow_transactional_writes,
+	// beside a multi-cluster AppProfile for the rest. The client dials a
+	// second bigtable client for it, the same way as the first, and Close
+	// closes both (docs/design.md#app-profiles).
+	TransactionalAppProfile string
 }
 
 // NewClient creates a client, exactly like bigtable.NewClient, and an admin
@@ -222,8 +241,20 @@ func NewClientWithConfig(ctx context.Context, project, instance string, config C
 		_ = raw.Close()
 		return nil, bttlerr.Wrap(err, "admin client")
 	}
-	c := newClient(raw, append([]ClientOption{WithAdminClient(admin, project, instance)}, config.Options...))
-	c.admin, c.owned = admin, true
+	first := []ClientOption{WithAdminClient(admin, project, instance)}
+	var txn *bigtable.Client
+	if p := config.TransactionalAppProfile; p != "" && p != btcfg.AppProfile {
+		txcfg := btcfg
+		txcfg.AppProfile = p
+		if txn, err = bigtable.NewClientWithConfig(ctx, project, instance, txcfg, append(append([]option.ClientOption(nil), opts...), ClientOptions()...)...); err != nil {
+			_ = raw.Close()
+			_ = admin.Close()
+			return nil, bttlerr.Wrap(err, "transactional client (app profile %q)", p)
+		}
+		first = append(first, WithTransactionalClient(txn, p))
+	}
+	c := newClient(raw, append(first, config.Options...))
+	c.admin, c.owned, c.profile, c.txn = admin, true, btcfg.AppProfile, txn
 	return c, nil
 }
 
@@ -244,8 +275,8 @@ func Wrap(raw *bigtable.Client, opts ...ClientOption) *Client {
 func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
-	c.shadows.limit = cfg.shadowLimit
-	c.refresh.workers, c.refresh.queueLimit = cfg.idleWorkers, cfg.idleQueue
+	c.shadows = shadow.NewPool(cfg.shadowLimit, shadowTimeout)
+	c.refresh = newRefreshPool(cfg.idleWorkers, cfg.idleQueue)
 	return c
 }
 
@@ -259,8 +290,8 @@ func (c *Client) Raw() *bigtable.Client { return c.raw }
 // NewClient created them. No goroutine of the client outlives it. To let
 // the queued refreshes finish first, call FlushIdleRefreshes.
 func (c *Client) Close() error {
-	c.shadows.close()
-	c.refresh.close()
+	c.shadows.Close()
+	c.refresh.Close()
 	if !c.owned {
 		return nil
 	}
@@ -270,6 +301,9 @@ func (c *Client) Close() error {
 	// says only that it is closed already (Canceled, all a connection's
 	// Close returns besides nil), which is what Close wants.
 	err := c.raw.Close()
+	if c.txn != nil {
+		err = errors.Join(err, c.txn.Close())
+	}
 	if aerr := c.admin.Close(); status.Code(aerr) != codes.Canceled || err != nil {
 		err = errors.Join(err, aerr)
 	}
@@ -281,7 +315,7 @@ func (c *Client) Close() error {
 // Close, to let the refreshes of the last reads land, or in a test, to see
 // their effect. Reads made meanwhile may queue more, which it waits for
 // too.
-func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.flush(ctx) }
+func (c *Client) FlushIdleRefreshes(ctx context.Context) error { return c.refresh.Flush(ctx) }
 
 // config is the client's configuration with a table's options over it.
 func (c *Client) config(opts []TableOption) config {
@@ -366,15 +400,21 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 //
 // opts override the client's options for this table (see TableOption).
 func (c *Client) Open(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
-	return c.open(ctx, table, c.raw.Open(table), schema, opts, true)
+	return c.open(ctx, table, func(bc *bigtable.Client) bigtable.TableAPI { return bc.Open(table) }, schema, opts, true)
 }
 
-// open returns a Table named table, sending its requests through raw (the
-// table, or one of its views), whose families follow schema. verify says
+// open returns a Table named table, sending its requests through what
+// opener opens on the client (the table, or one of its views), and its
+// single-row transactions through what it opens on the transactional
+// client, whose families follow schema. verify says
 // whether table names a table, whose GC rules can be checked: a
 // materialized view has none.
-func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, schema Schema, opts []TableOption, verify bool) (*Table, error) {
+func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.Client) bigtable.TableAPI, schema Schema, opts []TableOption, verify bool) (*Table, error) {
 	cfg := c.config(opts)
+	raw, txn, txnProfile := opener(c.raw), bigtable.TableAPI(nil), c.profile
+	if txn = raw; cfg.txn != nil {
+		txn, txnProfile = opener(cfg.txn), cfg.txnProfile
+	}
 	var rec TableRecorder
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
@@ -413,8 +453,12 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false
+	var managed []string
 	for fam, p := range schema {
 		own[fam] = p
+		if p.Managed() {
+			managed = append(managed, fam)
+		}
 		hasAge = hasAge || p.MaxAge() > 0
 		singleValue = singleValue || p.IsSingleValue()
 	}
@@ -429,18 +473,27 @@ func (c *Client) open(ctx context.Context, table string, raw bigtable.TableAPI, 
 		logger:      cfg.logger,
 		keyText:     cfg.keyText,
 		idleFams:    idleFamilies(own),
-		refresh:     &c.refresh,
+		refresh:     c.refresh,
 		unlisted:    cfg.unlisted,
 		wireState:   &c.wire,
 		rec:         rec,
+		profile:     c.profile,
+		txn:         txn,
+		txnProfile:  txnProfile,
 	}
 	t.rules, err = rules.NewTable(table, own, cfg.unlisted, rules.ModeClient, fb)
 	if err != nil {
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
+	if verify && !cfg.skipVerify {
+		if err := c.checkProfiles(ctx, t, &cfg); err != nil {
+			recordOpenRefusal(rec, err)
+			return nil, bttlerr.Wrap(err, "open table %q", table)
+		}
+	}
 	t.idleRec, _ = rec.(IdleRecorder)
-	t.obs = newObserver(&cfg, rec, t, &c.shadows)
-	c.sql.remember(table, own)
+	t.obs = newObserver(&cfg, rec, t, c.shadows)
+	c.sql.Remember(table, managed)
 	return t, nil
 }

@@ -1,13 +1,11 @@
 package ttlclient
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -136,7 +134,7 @@ func (e *CellError) Unwrap() error { return e.Err }
 // StatusCode), its message, and an ErrorInfo detail (domain
 // "github.com/bttl/bttl") whose reason is RefusalReason's. It makes status.Code and status.FromError see a
 // refusal as they see a server's error.
-func (e *CellError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
+func (e *CellError) GRPCStatus() *status.Status { return rules.Status(e.Err, e.Error()) }
 
 // NoAdminError: Open was asked to verify GC rules without an admin client.
 type NoAdminError struct {
@@ -150,37 +148,14 @@ func (e *NoAdminError) Error() string {
 
 func (e *NoAdminError) Unwrap() error { return ErrNoAdminClient }
 
-func (e *NoAdminError) GRPCStatus() *status.Status { return refusalStatus(ErrNoAdminClient, e.Error()) }
+func (e *NoAdminError) GRPCStatus() *status.Status { return rules.Status(ErrNoAdminClient, e.Error()) }
 
-func (e *SQLError) GRPCStatus() *status.Status { return refusalStatus(e.Err, e.Error()) }
+func (e *SQLError) GRPCStatus() *status.Status { return rules.Status(e.Err, e.Error()) }
 
 // StatusCode is the gRPC code of a refusal wrapping err's sentinel, from
 // bttl's refusal registry (docs/design.md#refusal-status-codes):
 // codes.Unknown when err wraps none.
 func StatusCode(err error) codes.Code { return rules.Code(err) }
-
-// refusalStatus is the status of a refusal whose cause is err and whose
-// message is msg. A cause that carries a gRPC status itself (a server's
-// error in a *CellError about a cell that was read) keeps its code.
-func refusalStatus(err error, msg string) *status.Status {
-	var inner interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &inner) {
-		if st := inner.GRPCStatus(); st != nil {
-			p := st.Proto()
-			p.Message = msg
-			return status.FromProto(p)
-		}
-	}
-	code := StatusCode(err)
-	st := status.New(code, msg)
-	if code == codes.Unknown {
-		return st // not a refusal (a failed Open's own error, say): no reason to give
-	}
-	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: rules.Of(err).Info, Domain: rules.ErrorDomain}); e == nil {
-		st = d
-	}
-	return st
-}
 
 // codedError gives a refusal that is not a *CellError (a refused Open, an
 // unreadable read option) its sentinel's gRPC status; its message and
@@ -189,4 +164,4 @@ type codedError struct{ err error }
 
 func (e *codedError) Error() string              { return e.err.Error() }
 func (e *codedError) Unwrap() error              { return e.err }
-func (e *codedError) GRPCStatus() *status.Status { return refusalStatus(e.err, e.err.Error()) }
+func (e *codedError) GRPCStatus() *status.Status { return rules.Status(e.err, e.err.Error()) }

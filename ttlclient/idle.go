@@ -2,12 +2,13 @@ package ttlclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -101,6 +102,17 @@ type IdleRecorder interface {
 	IdleRefresh(family string, result IdleResult, n int)
 }
 
+// IdleFailureRecorder is implemented by a TableRecorder that counts the
+// time-to-idle refreshes that failed by reason (package metrics' does, as
+// bttl_idle_refresh_failures_total): reason is RefusalReason of the error
+// ("transactions_not_allowed" on an app profile that refuses single-row
+// transactions, "read_only_profile" on Data Boost; see
+// docs/design.md#app-profiles), "rpc" for any other error. Called off the
+// caller's path, beside IdleRefresh's IdleFailed.
+type IdleFailureRecorder interface {
+	IdleRefreshFailed(family, reason string)
+}
+
 // idleFamily is a family with an idle TTL.
 type idleFamily struct {
 	name string
@@ -124,8 +136,7 @@ type idleJob struct {
 	family string
 	p      strategy.Policy
 	key    idleKey
-	value  []byte          // the caller's row holds the original: this is a copy
-	caller context.Context // the read's: its values go with the refresh (background)
+	value  []byte // the caller's row holds the original: this is a copy
 }
 
 // idleKey identifies a cell, so that a cell read again while its refresh
@@ -168,11 +179,11 @@ func (t *Table) afterIdleRead(ctx context.Context, r bigtable.Row, now bigtable.
 			}
 			job := idleJob{t: t, family: f.name, p: f.p,
 				key:   idleKey{t: t, row: r.Key(), family: f.name, column: column, ts: it.Timestamp},
-				value: append([]byte(nil), it.Value...), caller: ctx}
-			switch t.refresh.enqueue(job) {
-			case enqueueDuplicate:
+				value: append([]byte(nil), it.Value...)}
+			switch t.refresh.Submit(ctx, job) {
+			case workpool.Duplicate:
 				skipped++
-			case enqueueDropped:
+			case workpool.Dropped:
 				t.recordIdle(f.name, IdleDropped, 1)
 			}
 		}
@@ -201,6 +212,18 @@ func (t *Table) recordIdle(family string, result IdleResult, n int) {
 	}
 }
 
+// newRefreshPool is a client's pool of time-to-idle refreshes, for all
+// its tables: a job's context is the read's values, cancelled by Close
+// (errClientClosed) or after idleRefreshTimeout.
+func newRefreshPool(workers, queue int) *workpool.Pool[idleKey, idleJob] {
+	return workpool.New(workpool.Config[idleKey, idleJob]{
+		Workers: workers, Queue: queue, Timeout: idleRefreshTimeout, Cause: errClientClosed,
+		Key:     func(j idleJob) idleKey { return j.key },
+		Run:     func(ctx context.Context, j idleJob) { j.t.recordIdle(j.family, j.t.refreshIdle(ctx, &j), 1) },
+		Dropped: func(j idleJob) { j.t.recordIdle(j.family, IdleDropped, 1) },
+	})
+}
+
 // refreshIdle runs one refresh.
 func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 	now := t.clock.Now()
@@ -213,8 +236,6 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 		// Not due any more (the clock went back): never shorten a TTL.
 		return IdleSkipped
 	}
-	ctx, cancel := background(j.caller, ctx, idleRefreshTimeout)
-	defer cancel()
 	applied, err := t.moveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, moveOnlyIfNewest)
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
@@ -228,8 +249,24 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 	return IdleRefreshed
 }
 
+// logIdleFailure counts and logs a failed refresh: never silent. The
+// first refusal of the app profile is a warning (every refresh of the
+// table will fail the same way until the profile is fixed), the rest
+// debug lines beside the counter.
 func (t *Table) logIdleFailure(j *idleJob, err error) {
-	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "err", err)
+	reason := RefusalReason(err)
+	if reason == "other" {
+		reason = "rpc"
+	}
+	if r, ok := t.rec.(IdleFailureRecorder); ok {
+		r.IdleRefreshFailed(j.family, reason)
+	}
+	var pe *ProfileError
+	if errors.As(err, &pe) && t.profileWarned.CompareAndSwap(false, true) {
+		t.logger.Warn("bttl: time-to-idle refreshes cannot run on this app profile: cells expire while in use", "table", t.name, "family", j.family, "err", err)
+		return
+	}
+	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "reason", reason, "err", err)
 }
 
 // newerCells matches any cell of family:column after the millisecond ms.
@@ -242,130 +279,3 @@ func newerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
 
 // errClientClosed is the cause of the refreshes' context once Close runs.
 var errClientClosed = fmt.Errorf("bttl: client closed")
-
-// enqueueResult says what enqueue did with a refresh.
-type enqueueResult uint8
-
-const (
-	enqueueQueued enqueueResult = iota
-	enqueueDuplicate
-	enqueueDropped
-)
-
-// refreshPool runs a client's time-to-idle refreshes, for all its tables:
-// a queue of at most queueLimit drained by at most workers goroutines,
-// which exit once the queue is empty (an idle client runs none). The
-// client sets both bounds once, before any table uses it; close drops
-// what is queued, cancels what runs and waits for it.
-type refreshPool struct {
-	workers, queueLimit int
-
-	mu      sync.Mutex
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	queue   []idleJob
-	pending map[idleKey]struct{} // queued or running
-	active  int
-	closed  bool
-	waiters []chan struct{} // flush calls waiting for an empty, idle pool
-	wg      sync.WaitGroup
-}
-
-// enqueue queues j, starting a worker when fewer than workers run; it never
-// blocks for long (one mutex held for a few instructions).
-func (p *refreshPool) enqueue(j idleJob) enqueueResult {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.pending[j.key]; ok && !p.closed {
-		return enqueueDuplicate
-	}
-	if p.closed || len(p.queue) >= p.queueLimit {
-		return enqueueDropped
-	}
-	if p.ctx == nil {
-		p.ctx, p.cancel = context.WithCancelCause(context.Background())
-		p.pending = map[idleKey]struct{}{}
-	}
-	p.pending[j.key] = struct{}{}
-	p.queue = append(p.queue, j)
-	if p.active < p.workers {
-		p.active++
-		p.wg.Add(1)
-		go p.work()
-	}
-	return enqueueQueued
-}
-
-// work runs refreshes until the queue is empty or the pool closed.
-func (p *refreshPool) work() {
-	defer p.wg.Done()
-	for {
-		p.mu.Lock()
-		if len(p.queue) == 0 || p.closed {
-			p.active--
-			p.notifyLocked()
-			p.mu.Unlock()
-			return
-		}
-		j := p.queue[0]
-		p.queue[0] = idleJob{} // let the value go
-		p.queue = p.queue[1:]
-		ctx := p.ctx
-		p.mu.Unlock()
-
-		result := j.t.refreshIdle(ctx, &j)
-		j.t.recordIdle(j.family, result, 1)
-
-		p.mu.Lock()
-		delete(p.pending, j.key)
-		p.mu.Unlock()
-	}
-}
-
-// notifyLocked wakes the flush calls once nothing is queued or running.
-func (p *refreshPool) notifyLocked() {
-	if p.active == 0 && len(p.queue) == 0 {
-		for _, w := range p.waiters {
-			close(w)
-		}
-		p.waiters = nil
-	}
-}
-
-// flush waits until nothing is queued or running, or ctx is done.
-func (p *refreshPool) flush(ctx context.Context) error {
-	p.mu.Lock()
-	if p.active == 0 && len(p.queue) == 0 {
-		p.mu.Unlock()
-		return nil
-	}
-	w := make(chan struct{})
-	p.waiters = append(p.waiters, w)
-	p.mu.Unlock()
-	select {
-	case <-w:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// close drops the queued refreshes (counting them), cancels the running
-// ones and waits for their goroutines.
-func (p *refreshPool) close() {
-	p.mu.Lock()
-	p.closed = true
-	dropped := p.queue
-	p.queue = nil
-	if p.cancel != nil {
-		p.cancel(errClientClosed)
-	}
-	p.mu.Unlock()
-	for i := range dropped {
-		dropped[i].t.recordIdle(dropped[i].family, IdleDropped, 1)
-	}
-	p.wg.Wait()
-	p.mu.Lock()
-	p.notifyLocked()
-	p.mu.Unlock()
-}

@@ -481,7 +481,9 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 		bigtable.TimestampRangeFilterMicros(below, 0),
 		bigtable.CellsPerRowOffsetFilter(n-1),
 	)
-	return t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
+	return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
+	})
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
@@ -677,7 +679,9 @@ func (t *Table) SetKeepTTL(ctx context.Context, row, family, column string, valu
 	}
 	m := lifecycle.KeepTTLMutation(p, family, column, ms, value, now)
 	var applied bool
-	if err := t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied))
+	}); err != nil {
 		return ExpireChanged, err
 	}
 	if !applied {
@@ -807,7 +811,9 @@ func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.
 		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
 	}
 	var applied bool
-	if err := t.raw.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied))
+	}); err != nil {
 		return r, ExpireChanged, err
 	}
 	if !applied {

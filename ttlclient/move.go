@@ -117,7 +117,9 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
-	if err := t.raw.Apply(t.wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
+	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+		return tbl.Apply(t.wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied))
+	}); err != nil {
 		return false, err
 	}
 	return applied, nil

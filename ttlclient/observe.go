@@ -2,12 +2,12 @@ package ttlclient
 
 import (
 	"context"
-	"github.com/bttl/bttl/internal/rules"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/shadow"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -131,15 +131,9 @@ func RefusalReason(err error) string { return rules.Metric(err) }
 // has a nil observer, and every method starts with a nil check, so the
 // hooks in the hot paths cost one comparison.
 type observer struct {
-	rec      TableRecorder
-	schema   Schema
-	raw      bigtable.TableAPI
-	filters  *filters.Builder
-	clock    strategy.Clock
-	pool     *shadowPool
-	sampling float64 // 0 when no family expires by age: nothing to find
-	rand     func() float64
-	wire     func(context.Context) context.Context // the table's (Table.wire)
+	rec    TableRecorder
+	schema Schema
+	shadow *shadow.Reader // nil when nothing is sampled or no family expires by age
 }
 
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
@@ -151,27 +145,38 @@ func recordOpenRefusal(rec TableRecorder, err error) {
 	}
 }
 
-func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadowPool) *observer {
+func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadow.Pool) *observer {
 	if rec == nil {
 		return nil
 	}
-	o := &observer{
-		rec:      rec,
-		schema:   t.schema,
-		raw:      t.raw,
-		filters:  t.filters,
-		clock:    t.clock,
-		pool:     pool,
-		sampling: cfg.sampling,
-		rand:     cfg.rand,
-		wire:     t.wire,
-	}
+	o := &observer{rec: rec, schema: t.schema}
 	hasAge := false
 	for _, p := range t.schema {
 		hasAge = hasAge || p.Kind() == strategy.KindOneSecond || p.Kind() == strategy.KindDefaultExpiry
 	}
-	if !hasAge {
-		o.sampling = 0
+	if hasAge && cfg.sampling > 0 {
+		o.shadow = &shadow.Reader{Rec: rec, Schema: t.schema, Raw: t.raw, Filters: t.filters, Clock: t.clock, Pool: pool,
+			Sampling: cfg.sampling, Rand: cfg.rand, Wire: t.wire, Run: o.runShadow}
 	}
 	return o
+}
+
+// runShadow runs one of the table's shadow reads (internal/shadow), on
+// the client's pool.
+func (o *observer) runShadow(ctx context.Context, read func(context.Context)) { read(ctx) }
+
+// afterReadRow may start a shadow read of row, after the caller's read of
+// it, with ctx, returned err.
+func (o *observer) afterReadRow(ctx context.Context, row string, err error) {
+	if o != nil && err == nil && o.shadow != nil {
+		o.shadow.AfterReadRow(ctx, row)
+	}
+}
+
+// sampleRows decides whether a ReadRows is sampled: nil when not.
+func (o *observer) sampleRows(rows bigtable.RowSet, opts []bigtable.ReadOption) *shadow.Scan {
+	if o == nil || o.shadow == nil {
+		return nil
+	}
+	return o.shadow.SampleRows(rows, opts)
 }

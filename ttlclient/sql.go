@@ -3,15 +3,12 @@ package ttlclient
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
-	"github.com/bttl/bttl/internal/sqlscan"
 )
 
 var (
@@ -132,62 +129,23 @@ func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes 
 		rest = append(rest, o)
 	}
 	if !cfg.sqlAllowed {
-		if err := c.sql.check(query, cfg.keyText); err != nil {
+		if err := c.checkSQL(query, cfg.keyText); err != nil {
 			return nil, err
 		}
 	}
 	return c.raw.PrepareStatement(ctx, query, paramTypes, rest...)
 }
 
-// sqlSchemas remembers the managed families of every table and view the
-// client opened. A name opened twice with different schemas keeps every
-// family either managed.
-type sqlSchemas struct {
-	mu      sync.RWMutex
-	managed map[string]map[string]bool
-}
-
-func (s *sqlSchemas) remember(name string, schema Schema) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.managed == nil {
-		s.managed = make(map[string]map[string]bool)
+// checkSQL refuses query unless every table it reads was opened by the
+// client and has no managed family.
+func (c *Client) checkSQL(query string, text keytext.Text) error {
+	f := c.sql.Check(query)
+	if f == nil {
+		return nil
 	}
-	fams := s.managed[name]
-	if fams == nil {
-		fams = make(map[string]bool)
-		s.managed[name] = fams
+	err := ErrUnfilteredSQL
+	if f.Unknown {
+		err = ErrSQLUnknownTable
 	}
-	for fam, p := range schema {
-		if p.Managed() {
-			fams[fam] = true
-		}
-	}
-}
-
-// check refuses query unless every table it reads is known and has no
-// managed family.
-func (s *sqlSchemas) check(query string, text keytext.Text) error {
-	tables, err := sqlscan.Tables(query)
-	if err != nil {
-		return &SQLError{Query: query, Reason: err.Error(), Err: ErrSQLUnknownTable, text: text}
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, table := range tables {
-		fams, ok := s.managed[table]
-		if !ok {
-			return &SQLError{Query: query, Table: table, Err: ErrSQLUnknownTable,
-				Reason: "its schema is unknown: this client has not opened it", text: text}
-		}
-		if len(fams) > 0 {
-			names := make([]string, 0, len(fams))
-			for fam := range fams {
-				names = append(names, fam)
-			}
-			sort.Strings(names)
-			return &SQLError{Query: query, Table: table, Families: names, Err: ErrUnfilteredSQL, text: text}
-		}
-	}
-	return nil
+	return &SQLError{Query: query, Table: f.Table, Families: f.Families, Reason: f.Reason, Err: err, text: text}
 }

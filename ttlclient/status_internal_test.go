@@ -34,7 +34,7 @@ var sentinelsByName = map[string]error{
 	"ErrTTLTooLong": strategy.ErrTTLTooLong, "ErrNotApplicable": ErrNotApplicable, "ErrReservedColumn": ErrReservedColumn,
 	"ErrCellTooLargeToPin": filters.ErrCellTooLargeToPin, "ErrNoWriteTime": ErrNoWriteTime,
 	"ErrReadOnlyView": ErrReadOnlyView, "ErrUnfilteredSQL": ErrUnfilteredSQL, "ErrSQLUnknownTable": ErrSQLUnknownTable,
-	"ErrCellMoved": ErrCellMoved, "ErrCannotPersist": ErrCannotPersist,
+	"ErrCellMoved": ErrCellMoved, "ErrCannotPersist": ErrCannotPersist, "ErrTransactionsNotAllowed": ErrTransactionsNotAllowed, "ErrReadOnlyProfile": ErrReadOnlyProfile,
 }
 
 // documentedCodes is the gRPC code table of docs/design.md#refusal-status-codes, by

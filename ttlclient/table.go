@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -39,7 +39,7 @@ type Table struct {
 	// none), the client's refresh pool, and the recorder's IdleRecorder if
 	// it has one.
 	idleFams []idleFamily
-	refresh  *refreshPool
+	refresh  *workpool.Pool[idleKey, idleJob]
 	idleRec  IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
@@ -53,6 +53,14 @@ type Table struct {
 	// interceptor (wire.go), the client's.
 	wireState *wireState
 	rec       TableRecorder // nil without a Recorder
+
+	// App profiles (profile.go): raw's profile when known, and the table
+	// on the transactional client with its profile (raw and profile
+	// without one).
+	profile       string
+	txn           bigtable.TableAPI
+	txnProfile    string
+	profileWarned atomic.Bool // a refresh's profile refusal was logged as a warning
 }
 
 // Name is the table's name.
@@ -76,80 +84,6 @@ func (t *Table) Policy(family string) (strategy.Policy, bool) {
 // now is the clock in microseconds. UnixMicro, unlike bigtable.Time, stays
 // exact past the year 2262.
 func (t *Table) now() bigtable.Timestamp { return bigtable.Timestamp(t.clock.Now().UnixMicro()) }
-
-// Apply mutates a row atomically, like bigtable.Table.Apply. A conditional
-// mutation's predicate gets the TTL filter first, so an expired cell never
-// satisfies it; both branches are rewritten and checked.
-func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
-	start := t.obs.begin()
-	now := t.clock.Now()
-	bm, err := t.build(row, m, now, false)
-	if err != nil {
-		return err
-	}
-	t.obs.wrote(start)
-	return t.raw.Apply(t.wire(ctx), row, bm, opts...)
-}
-
-// ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
-// the guardrails refuse does not stop the others: its error is at its index
-// in the returned slice, as a failed row's is, and it is never sent. The
-// slice is nil when every row succeeded.
-func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
-	if len(rowKeys) != len(muts) {
-		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
-	}
-	start := t.obs.begin()
-	now := t.clock.Now()
-	bms := make([]*bigtable.Mutation, len(muts))
-	var refused []error
-	for i, m := range muts {
-		bm, err := t.build(rowKeys[i], m, now, true)
-		if err != nil {
-			if refused == nil {
-				refused = make([]error, len(muts))
-			}
-			refused[i] = err
-			continue
-		}
-		bms[i] = bm
-	}
-	t.obs.wrote(start)
-	if refused == nil {
-		return t.raw.ApplyBulk(t.wire(ctx), rowKeys, bms, opts...)
-	}
-	return applyPassed(t.wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
-}
-
-// applyPassed sends only the rows whose slot in failed is nil, then puts
-// their results back in place, so failed[i] ends as row i's outcome.
-func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed []error,
-	apply func(context.Context, []string, []M, ...bigtable.ApplyOption) ([]error, error), opts []bigtable.ApplyOption) ([]error, error) {
-	keys := make([]string, 0, len(rowKeys))
-	sent := make([]M, 0, len(rowKeys))
-	index := make([]int, 0, len(rowKeys))
-	for i := range muts {
-		if failed[i] == nil {
-			keys = append(keys, rowKeys[i])
-			sent = append(sent, muts[i])
-			index = append(index, i)
-		}
-	}
-	if len(sent) == 0 {
-		return failed, nil
-	}
-	errs, err := apply(ctx, keys, sent, opts...)
-	for j, e := range errs {
-		failed[index[j]] = e
-	}
-	if err != nil && errs == nil {
-		// The whole call failed: a nil slot would read as "written".
-		for _, i := range index {
-			failed[i] = err
-		}
-	}
-	return failed, err
-}
 
 // ReadRow reads one row, like bigtable.Table.ReadRow, returning only its
 // live cells. A bigtable.RowFilter among opts is applied after the TTL
@@ -192,8 +126,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.wrap(t.idleRows(ctx, f)), opts...)
-	sh.done(ctx, call, err)
+	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.Wrap(t.idleRows(ctx, f)), opts...)
+	sh.Done(ctx, call.rowsLimit.Load(), err)
 	return err
 }
 
@@ -201,39 +135,6 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 // bigtable.Table.SampleRowKeys.
 func (t *Table) SampleRowKeys(ctx context.Context) ([]string, error) {
 	return t.raw.SampleRowKeys(ctx)
-}
-
-// ApplyReadModifyWrite applies m, like bigtable.Table.ApplyReadModifyWrite.
-// The server picks the timestamps it writes, so every family m touches must
-// be unmanaged.
-func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadModifyWrite) (bigtable.Row, error) {
-	start := t.obs.begin()
-	if err := t.checkRowKey(row); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, t.refuse(row, "", "", ErrNilMutation)
-	}
-	if len(m.ops) == 0 {
-		return nil, t.refuse(row, "", "", ErrEmptyMutation)
-	}
-	rs := make([]*btpb.ReadModifyWriteRule, len(m.ops))
-	for i, o := range m.ops {
-		rs[i] = &btpb.ReadModifyWriteRule{FamilyName: o.family, ColumnQualifier: []byte(o.column)}
-	}
-	if r := t.rules.ReadModifyWrite(rs); r != nil {
-		return nil, t.refusal(row, r)
-	}
-	rmw := bigtable.NewReadModifyWrite()
-	for _, o := range m.ops {
-		if o.isAppend {
-			rmw.AppendValue(o.family, o.column, o.appendValue)
-		} else {
-			rmw.Increment(o.family, o.column, o.delta)
-		}
-	}
-	t.obs.wrote(start)
-	return t.raw.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
 }
 
 func (t *Table) refuse(row, family, column string, err error) *CellError {

@@ -76,7 +76,7 @@ func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, o
 	start := t.obs.begin()
 	call := &wireCall{t: t, writes: true}
 	t.obs.wrote(start)
-	return call.result(t.raw.Apply(t.wire(call.mark(ctx)), row, m, opts...))
+	return t.profiled("Apply", t.profile, call.result(t.raw.Apply(t.wire(call.mark(ctx)), row, m, opts...)))
 }
 
 // ApplyBulk applies muts with the table's rules, on the wire.
@@ -112,7 +112,7 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	} else {
 		errs, err = applyPassed(ctx, rowKeys, muts, refused, t.raw.ApplyBulk, opts)
 	}
-	return call.bulkResults(rowKeys, errs), err
+	return t.bulkProfiled(call.bulkResults(rowKeys, errs), err)
 }
 
 // ApplyReadModifyWrite applies m, refused on a managed family, on the
@@ -130,7 +130,7 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 	}
 	call := &wireCall{t: t, writes: true}
 	r, err := t.raw.ApplyReadModifyWrite(t.wire(call.mark(ctx)), row, m)
-	return r, call.result(err)
+	return r, t.profiled("ReadModifyWriteRow", t.profile, call.result(err))
 }
 
 // Timestamp is the timestamp to pass to bigtable.Mutation.Set for a cell of

@@ -26,7 +26,7 @@ var ErrReadOnlyView = rules.ErrReadOnlyView
 // WithoutVerify. ctx bounds that admin call, as Open's. Raw is nil on the
 // returned Table.
 func (c *Client) OpenAuthorizedView(ctx context.Context, table, authorizedView string, schema Schema, opts ...TableOption) (*Table, error) {
-	return c.open(ctx, table, c.raw.OpenAuthorizedView(table, authorizedView), schema, opts, true)
+	return c.open(ctx, table, func(bc *bigtable.Client) bigtable.TableAPI { return bc.OpenAuthorizedView(table, authorizedView) }, schema, opts, true)
 }
 
 // MaterializedView is a read-only handle on a materialized view whose
@@ -51,7 +51,7 @@ type MaterializedView struct{ t *Table }
 // nothing is verified and no admin call is made. Reads through a view
 // refresh nothing (strategy.WithIdleTTL): a refresh is a write.
 func (c *Client) OpenMaterializedView(materializedView string, schema Schema, opts ...TableOption) (*MaterializedView, error) {
-	t, err := c.open(context.Background(), materializedView, c.raw.OpenMaterializedView(materializedView), schema, opts, false)
+	t, err := c.open(context.Background(), materializedView, func(bc *bigtable.Client) bigtable.TableAPI { return bc.OpenMaterializedView(materializedView) }, schema, opts, false)
 	if err != nil {
 		return nil, err
 	}

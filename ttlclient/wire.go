@@ -3,7 +3,6 @@ package ttlclient
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/rules"
@@ -195,7 +193,8 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 	switch method {
 	case methodMutateRows:
 		if c.writes {
-			return &bulkStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}, nil
+			return wirestream.NewBulk(ctx, desc, cc, method, streamer, opts, c.entry,
+				func(m any) error { _, err := c.rewrite(method, m); return err }), nil
 		}
 	case methodReadRows, methodMutateRow, methodCheckAndMut, methodRMW:
 	default:
@@ -208,131 +207,78 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 
 // rewrite is the request to send for a marked call's req, or the refusal.
 func (c *wireCall) rewrite(method string, req any) (any, error) {
-	t := c.t
-	var now time.Time
-	if _, read := req.(*btpb.ReadRowsRequest); read {
-		now = t.clock.Now() // a resumed read filters at its own instant
-	} else {
-		now = c.writeTime()
-	}
+	rs := c.t.rules
+	var v *rules.Refusal
+	var row []byte
 	switch r := req.(type) {
-	case *btpb.MutateRowRequest:
-		if !c.writes {
-			return req, nil
-		}
-		ms, err := c.mutations(now, r.GetRowKey(), r.GetMutations())
-		if err != nil {
-			return nil, err
-		}
-		if rules.Same(ms, r.GetMutations()) {
-			return r, nil
-		}
-		out := rules.ShallowCopy(r)
-		out.Mutations = ms
-		return out, nil
-	case *btpb.MutateRowsRequest:
-		if !c.writes {
-			return req, nil
-		}
-		var entries []*btpb.MutateRowsRequest_Entry
-		for i, e := range r.GetEntries() {
-			ms, err := c.mutations(now, e.GetRowKey(), e.GetMutations())
-			if err != nil {
-				return nil, err
-			}
-			if !rules.Same(ms, e.GetMutations()) {
-				if entries == nil {
-					entries = append([]*btpb.MutateRowsRequest_Entry(nil), r.GetEntries()...)
-				}
-				ce := rules.ShallowCopy(e)
-				ce.Mutations = ms
-				entries[i] = ce
-			}
-		}
-		if entries == nil {
-			return r, nil
-		}
-		out := rules.ShallowCopy(r)
-		out.Entries = entries
-		return out, nil
-	case *btpb.CheckAndMutateRowRequest:
-		if !c.writes {
-			return req, nil
-		}
-		row := string(r.GetRowKey())
-		if len(r.GetTrueMutations()) == 0 && len(r.GetFalseMutations()) == 0 {
-			// Nothing to write whatever the predicate: an empty mutation,
-			// or a conditional one nested in another (the client sends
-			// the inner one's empty operations as the branch).
-			return nil, c.refuse(row, rules.Refuse(ErrEmptyMutation))
-		}
-		var branches [2][]*btpb.Mutation
-		for i, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
-			out, v := t.rules.Stamp(now, ms, nil)
-			if v != nil {
-				return nil, c.refuse(row, v)
-			}
-			branches[i] = out
-		}
-		for i := range branches {
-			out, v := t.rules.Complete(now, branches[i])
-			if v != nil {
-				return nil, c.refuse(row, v)
-			}
-			branches[i] = out
-		}
-		out := rules.ShallowCopy(r)
-		out.TrueMutations, out.FalseMutations = branches[0], branches[1]
-		out.PredicateFilter = t.rules.Filter(now, r.GetPredicateFilter())
-		return out, nil
-	case *btpb.ReadModifyWriteRowRequest:
-		if !c.writes {
-			return req, nil
-		}
-		if len(r.GetRules()) == 0 {
-			return nil, c.refuse(string(r.GetRowKey()), rules.Refuse(ErrEmptyMutation))
-		}
-		if v := t.rules.ReadModifyWrite(r.GetRules()); v != nil {
-			return nil, c.refuse(string(r.GetRowKey()), v)
-		}
-		return r, nil
 	case *btpb.ReadRowsRequest:
 		if c.limitSeen.CompareAndSwap(false, true) {
 			// The first attempt's: a resumed read asks for what is left.
 			c.rowsLimit.Store(r.GetRowsLimit())
 		}
-		if !c.reads || !t.filters.Managed() {
-			return r, nil
+		if c.reads {
+			return rs.ReadRows(c.t.clock.Now(), r), nil // a resumed read filters at its own instant
 		}
-		out := rules.ShallowCopy(r)
-		out.Filter = t.rules.Filter(now, r.GetFilter())
-		return out, nil
-	}
-	switch method {
-	case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodReadRows:
-		if c.writes || c.reads {
-			// A data call whose request is not the generated type the
-			// client sends: bttl cannot apply its rules to it.
-			return nil, c.refuse("", rules.Refuse(fmt.Errorf("%w: %s request of type %T", rules.ErrUnclassifiable, strings.TrimPrefix(method, service), req)))
+		return r, nil
+	case *btpb.MutateRowRequest:
+		if !c.writes {
+			return req, nil
+		}
+		row = r.GetRowKey()
+		var out *btpb.MutateRowRequest
+		if out, v = rs.MutateRow(c.writeTime(), r); v == nil {
+			return out, nil
+		}
+	case *btpb.CheckAndMutateRowRequest:
+		if !c.writes {
+			return req, nil
+		}
+		row = r.GetRowKey()
+		var out *btpb.CheckAndMutateRowRequest
+		if out, v = rs.CheckAndMutateRow(c.writeTime(), r, true); v == nil {
+			return out, nil
+		}
+	case *btpb.ReadModifyWriteRowRequest:
+		if v = rs.ReadModifyWriteRow(r); !c.writes || v == nil {
+			return req, nil
+		}
+		row = r.GetRowKey()
+	case *btpb.MutateRowsRequest:
+		return req, nil // a write call's goes through wirestream.NewBulk, entry by entry
+	default:
+		switch method {
+		case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodReadRows:
+			if c.writes || c.reads {
+				// A data call whose request is not the generated type the
+				// client sends: bttl cannot apply its rules to it.
+				v = rules.Refuse(fmt.Errorf("%w: %s request of type %T", rules.ErrUnclassifiable, strings.TrimPrefix(method, service), req))
+			}
+		}
+		if v == nil {
+			return req, nil // another call made under the mark (the client's own): untouched
 		}
 	}
-	return req, nil // another call made under the mark (the client's own): untouched
+	return nil, c.refuse(string(row), v)
 }
 
-// mutations applies the table's rules to one row's mutations.
-func (c *wireCall) mutations(now time.Time, row []byte, ms []*btpb.Mutation) ([]*btpb.Mutation, error) {
-	if len(ms) == 0 {
-		return nil, c.refuse(string(row), rules.Refuse(ErrEmptyMutation))
+// entry is the entry of a Table.API MutateRows to send for e, or the
+// status it is answered with: its refusal, the same on every attempt of
+// the call (neither counted nor recorded again).
+func (c *wireCall) entry(e *btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *status.Status) {
+	ce := c.entryRefused(e)
+	if ce == nil {
+		out, v := c.t.rules.Entry(c.writeTime(), e)
+		if v == nil {
+			return out, nil
+		}
+		ce = c.refuse(string(e.GetRowKey()), v)
+		c.bulkRefused(e, ce)
 	}
-	out, v := c.t.rules.Mutations(now, ms, nil)
-	if v != nil {
-		return nil, c.refuse(string(row), v)
-	}
-	return out, nil
+	return nil, ce.GRPCStatus()
 }
 
 // refuse records v as the call's typed refusal and returns it.
-func (c *wireCall) refuse(row string, v *rules.Refusal) error {
+func (c *wireCall) refuse(row string, v *rules.Refusal) *CellError {
 	e := c.t.refusal(row, v)
 	c.refused.CompareAndSwap(nil, e)
 	return e
@@ -393,215 +339,6 @@ func (t *Table) checkWire(ctx context.Context, what string) error {
 // bttl_client_incompatible_total{check="interceptor"}).
 type CompatibilityRecorder interface {
 	IncompatibleClient(check string)
-}
-
-// bulkStream is a MutateRows stream of a Table.API call: each entry the
-// table's rules refuse is left out of the request and answered, as a
-// server answers a failed entry, with its own status (the refusal's code
-// and message), so the other rows are written and each refused row gets
-// its error at its index, as Table.ApplyBulk does. The stream is opened
-// only once the request is known, and not at all when every entry is
-// refused. The client calls SendMsg, CloseSend, then RecvMsg, on one
-// goroutine.
-//
-// The client groups rows by their own mutation count, within Bigtable's
-// limit per request (maxRequestMutations); the rules may add mutations (a
-// single-value family's deletes, write-time companions), so a rewritten
-// request over the limit is sent as several, one stream after the other,
-// each within it.
-type bulkStream struct {
-	c        *wireCall
-	ctx      context.Context
-	desc     *grpc.StreamDesc
-	cc       *grpc.ClientConn
-	method   string
-	streamer grpc.Streamer
-	opts     []grpc.CallOption
-
-	cs        grpc.ClientStream // nil until sent, and when nothing is
-	parts     []bulkPart        // the requests to send, in turn
-	part      int               // the one cs carries
-	refused   []*btpb.MutateRowsResponse_Entry
-	answered  bool // refused has been received
-	sendError error
-}
-
-// bulkPart is one request a bulkStream sends, and the client's request
-// index of each of its entries.
-type bulkPart struct {
-	req  *btpb.MutateRowsRequest
-	kept []int64
-}
-
-// maxRequestMutations is the most mutations Bigtable takes in one
-// MutateRows request ("in total the entries can contain at most 100000
-// mutations", google.bigtable.v2.MutateRowsRequest.entries), the client's
-// own grouping bound (maxMutations, v1.58.0).
-const maxRequestMutations = 100000
-
-func (s *bulkStream) SendMsg(m any) error {
-	r, ok := m.(*btpb.MutateRowsRequest)
-	if !ok {
-		_, err := s.c.rewrite(s.method, m) // refuses what it cannot classify
-		s.sendError = err
-		return err
-	}
-	now := s.c.writeTime()
-	var entries []*btpb.MutateRowsRequest_Entry
-	var kept []int64
-	changed := false
-	total := 0
-	for i, e := range r.GetEntries() {
-		ce := s.c.entryRefused(e)
-		var ms []*btpb.Mutation
-		if ce == nil {
-			var err error
-			if ms, err = s.c.mutations(now, e.GetRowKey(), e.GetMutations()); err != nil {
-				ce, _ = err.(*CellError)
-				s.c.bulkRefused(e, ce)
-			}
-		}
-		if ce != nil {
-			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: ce.GRPCStatus().Proto()})
-			changed = true
-			continue
-		}
-		if len(ms) > maxRequestMutations {
-			// Over the limit alone once the rules added to it: the
-			// server would refuse the request carrying it, failing the
-			// other rows with it. Answered as the server answers it,
-			// alone, as the client's own grouping would have it.
-			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: status.Newf(codes.InvalidArgument,
-				"bttl: the row's %d mutations (with its families' single-value deletes and write-time companions) are over Bigtable's %d per request; nothing of it was sent",
-				len(ms), maxRequestMutations).Proto()})
-			changed = true
-			continue
-		}
-		if !rules.Same(ms, e.GetMutations()) {
-			ce := rules.ShallowCopy(e)
-			ce.Mutations = ms
-			e, changed = ce, true
-		}
-		total += len(ms)
-		entries = append(entries, e)
-		kept = append(kept, int64(i))
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	if !changed {
-		s.parts = []bulkPart{{req: r, kept: kept}}
-	} else {
-		s.parts = splitBulk(r, entries, kept, total)
-	}
-	return s.open()
-}
-
-// splitBulk is the requests carrying entries (of r, whose request indexes
-// are kept), each within maxRequestMutations where an entry alone is.
-func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total int) []bulkPart {
-	part := func(from, to int) bulkPart {
-		out := rules.ShallowCopy(r)
-		out.Entries = entries[from:to:to]
-		return bulkPart{req: out, kept: kept[from:to:to]}
-	}
-	if total <= maxRequestMutations {
-		return []bulkPart{part(0, len(entries))}
-	}
-	var parts []bulkPart
-	from, n := 0, 0
-	for i, e := range entries {
-		if k := len(e.GetMutations()); n+k > maxRequestMutations && i > from {
-			parts = append(parts, part(from, i))
-			from, n = i, 0
-		}
-		n += len(e.GetMutations())
-	}
-	return append(parts, part(from, len(entries)))
-}
-
-// open opens the stream of the current part and sends its request, closed:
-// the client closes the first itself (CloseSend), the stream closes the
-// others.
-func (s *bulkStream) open() error {
-	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, s.opts...)
-	if err != nil {
-		s.sendError = err
-		return err
-	}
-	s.cs = cs
-	if err := cs.SendMsg(s.parts[s.part].req); err != nil && (s.part == 0 || err != io.EOF) {
-		return err // io.EOF on a later part: RecvMsg gives the stream's status
-	}
-	if s.part > 0 {
-		return cs.CloseSend()
-	}
-	return nil
-}
-
-func (s *bulkStream) CloseSend() error {
-	if s.cs == nil {
-		return nil
-	}
-	return s.cs.CloseSend()
-}
-
-func (s *bulkStream) RecvMsg(m any) error {
-	if s.sendError != nil {
-		return s.sendError
-	}
-	if !s.answered && len(s.refused) > 0 {
-		s.answered = true
-		if r, ok := m.(*btpb.MutateRowsResponse); ok {
-			r.Reset()
-			r.Entries = s.refused
-			return nil
-		}
-	}
-	if s.cs == nil {
-		return io.EOF
-	}
-	err := s.cs.RecvMsg(m)
-	for err == io.EOF && s.part+1 < len(s.parts) {
-		s.part++
-		if err = s.open(); err != nil {
-			return err
-		}
-		err = s.cs.RecvMsg(m)
-	}
-	if err != nil {
-		return err
-	}
-	if r, ok := m.(*btpb.MutateRowsResponse); ok {
-		kept := s.parts[s.part].kept
-		for _, e := range r.GetEntries() {
-			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(kept)) {
-				e.Index = kept[e.GetIndex()]
-			}
-		}
-	}
-	return nil
-}
-
-func (s *bulkStream) Header() (metadata.MD, error) {
-	if s.cs == nil {
-		return metadata.MD{}, nil
-	}
-	return s.cs.Header()
-}
-
-func (s *bulkStream) Trailer() metadata.MD {
-	if s.cs == nil {
-		return metadata.MD{}
-	}
-	return s.cs.Trailer()
-}
-
-func (s *bulkStream) Context() context.Context {
-	if s.cs == nil {
-		return s.ctx
-	}
-	return s.cs.Context()
 }
 
 // bulkRefused records the refusal of entry, a row of a MutateRows

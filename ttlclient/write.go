@@ -1,6 +1,8 @@
 package ttlclient
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -10,11 +12,140 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// The write path after table.go's entry points (Apply, ApplyBulk): a
-// Mutation's changes become protos once, bttl's one rule set
-// (internal/rules) stamps and completes them, and the bigtable.Mutation
-// sent is built from them with the client's own methods
-// (docs/design.md#code-paths).
+// The write path, from Apply to the request: a Mutation's changes become
+// protos once, bttl's one rule set (internal/rules/write.go) stamps and
+// completes them, and the bigtable.Mutation sent is built from them with
+// the client's own methods (docs/design.md#code-paths). Table.API's
+// writes are rewritten on the wire instead (wire.go).
+
+// Apply mutates a row atomically, like bigtable.Table.Apply. A conditional
+// mutation's predicate gets the TTL filter first, so an expired cell never
+// satisfies it; both branches are rewritten and checked.
+func (t *Table) Apply(ctx context.Context, row string, m *Mutation, opts ...bigtable.ApplyOption) error {
+	start := t.obs.begin()
+	now := t.clock.Now()
+	bm, err := t.build(row, m, now, false)
+	if err != nil {
+		return err
+	}
+	t.obs.wrote(start)
+	if m.isConditional {
+		return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error { return tbl.Apply(t.wire(ctx), row, bm, opts...) })
+	}
+	return t.profiled("MutateRow", t.profile, t.raw.Apply(t.wire(ctx), row, bm, opts...))
+}
+
+// ApplyBulk applies several mutations, like bigtable.Table.ApplyBulk. A row
+// the guardrails refuse does not stop the others: its error is at its index
+// in the returned slice, as a failed row's is, and it is never sent. The
+// slice is nil when every row succeeded.
+func (t *Table) ApplyBulk(ctx context.Context, rowKeys []string, muts []*Mutation, opts ...bigtable.ApplyOption) ([]error, error) {
+	if len(rowKeys) != len(muts) {
+		return nil, fmt.Errorf("bttl: mismatched rowKeys and mutation array lengths: %d, %d", len(rowKeys), len(muts))
+	}
+	start := t.obs.begin()
+	now := t.clock.Now()
+	bms := make([]*bigtable.Mutation, len(muts))
+	var refused []error
+	for i, m := range muts {
+		bm, err := t.build(rowKeys[i], m, now, true)
+		if err != nil {
+			if refused == nil {
+				refused = make([]error, len(muts))
+			}
+			refused[i] = err
+			continue
+		}
+		bms[i] = bm
+	}
+	t.obs.wrote(start)
+	var errs []error
+	var err error
+	if refused == nil {
+		errs, err = t.raw.ApplyBulk(t.wire(ctx), rowKeys, bms, opts...)
+	} else {
+		errs, err = applyPassed(t.wire(ctx), rowKeys, bms, refused, t.raw.ApplyBulk, opts)
+	}
+	return t.bulkProfiled(errs, err)
+}
+
+// bulkProfiled is an ApplyBulk's result with the server's refusals of
+// the profile as *ProfileError.
+func (t *Table) bulkProfiled(errs []error, err error) ([]error, error) {
+	for i := range errs {
+		errs[i] = t.profiled("MutateRows", t.profile, errs[i])
+	}
+	return errs, t.profiled("MutateRows", t.profile, err)
+}
+
+// applyPassed sends only the rows whose slot in failed is nil, then puts
+// their results back in place, so failed[i] ends as row i's outcome.
+func applyPassed[M any](ctx context.Context, rowKeys []string, muts []M, failed []error,
+	apply func(context.Context, []string, []M, ...bigtable.ApplyOption) ([]error, error), opts []bigtable.ApplyOption) ([]error, error) {
+	keys := make([]string, 0, len(rowKeys))
+	sent := make([]M, 0, len(rowKeys))
+	index := make([]int, 0, len(rowKeys))
+	for i := range muts {
+		if failed[i] == nil {
+			keys = append(keys, rowKeys[i])
+			sent = append(sent, muts[i])
+			index = append(index, i)
+		}
+	}
+	if len(sent) == 0 {
+		return failed, nil
+	}
+	errs, err := apply(ctx, keys, sent, opts...)
+	for j, e := range errs {
+		failed[index[j]] = e
+	}
+	if err != nil && errs == nil {
+		// The whole call failed: a nil slot would read as "written".
+		for _, i := range index {
+			failed[i] = err
+		}
+	}
+	return failed, err
+}
+
+// ApplyReadModifyWrite applies m, like bigtable.Table.ApplyReadModifyWrite.
+// The server picks the timestamps it writes, so every family m touches must
+// be unmanaged.
+func (t *Table) ApplyReadModifyWrite(ctx context.Context, row string, m *ReadModifyWrite) (bigtable.Row, error) {
+	start := t.obs.begin()
+	if err := t.checkRowKey(row); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, t.refuse(row, "", "", ErrNilMutation)
+	}
+	if len(m.ops) == 0 {
+		return nil, t.refuse(row, "", "", ErrEmptyMutation)
+	}
+	rs := make([]*btpb.ReadModifyWriteRule, len(m.ops))
+	for i, o := range m.ops {
+		rs[i] = &btpb.ReadModifyWriteRule{FamilyName: o.family, ColumnQualifier: []byte(o.column)}
+	}
+	if r := t.rules.ReadModifyWrite(rs); r != nil {
+		return nil, t.refusal(row, r)
+	}
+	rmw := bigtable.NewReadModifyWrite()
+	for _, o := range m.ops {
+		if o.isAppend {
+			rmw.AppendValue(o.family, o.column, o.appendValue)
+		} else {
+			rmw.Increment(o.family, o.column, o.delta)
+		}
+	}
+	t.obs.wrote(start)
+	var r bigtable.Row
+	err := t.transact("ReadModifyWriteRow", func(tbl bigtable.TableAPI) error {
+		var err error
+		r, err = tbl.ApplyReadModifyWrite(t.wire(ctx), row, rmw)
+		return err
+	})
+	return r, err
+}
 
 // build turns m into the mutation to send at now, or the first refusal.
 // now is the clock reading itself, not its microseconds: a TTL is added to
@@ -39,9 +170,9 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 			return nil, err
 		}
 		if rules.Same(out, ms) {
-			return m.sendOps(ms), nil // nothing added: built from m's own values
+			return rules.SendOps(m.ops, ms), nil // nothing added: built from m's own values
 		}
-		return toBigtable(out), nil
+		return rules.ToBigtable(out), nil
 	}
 	if bulk {
 		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
@@ -71,7 +202,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if err != nil {
 			return nil, err
 		}
-		sent[i] = toBigtable(ms)
+		sent[i] = rules.ToBigtable(ms)
 	}
 	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), sent[0], sent[1]), nil
 }
@@ -79,17 +210,17 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 // stamp is m's changes as protos, stamped by the table's rules, each
 // cell written counted on the recorder.
 func (t *Table) stamp(row string, m *Mutation, now time.Time) ([]*btpb.Mutation, error) {
-	ms, intents := m.protos()
+	ms, intents := rules.Protos(m.ops)
 	if r := t.rules.StampOwned(now, ms, intents); r != nil {
 		return nil, t.refusal(row, r)
 	}
 	if t.obs != nil {
 		nowMicros := bigtable.Timestamp(now.UnixMicro())
 		for i, o := range m.ops {
-			if o.kind != opSet {
+			if o.Kind != rules.OpSet {
 				continue
 			}
-			p, _ := t.rules.Policy(o.family)
+			p, _ := t.rules.Policy(o.Family)
 			t.obs.cell(&p, &o, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), nowMicros)
 		}
 	}
@@ -123,25 +254,25 @@ func (t *Table) refusal(row string, r *rules.Refusal) *CellError {
 func (t *Table) policy(family string) (p strategy.Policy, ok bool) { return t.rules.Policy(family) }
 
 // cell records a cell set in family with timestamp ts at now.
-func (o *observer) cell(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
+func (o *observer) cell(p *strategy.Policy, op *rules.Op, ts, now bigtable.Timestamp) {
 	if o == nil {
 		return
 	}
 	o.cellSlow(p, op, ts, now)
 }
 
-func (o *observer) cellSlow(p *strategy.Policy, op *op, ts, now bigtable.Timestamp) {
+func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.Timestamp) {
 	var ttl time.Duration
 	switch {
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
-	case op.intent.Kind == rules.IntentTTL:
-		ttl = op.intent.TTL
+	case op.Intent.Kind == rules.IntentTTL:
+		ttl = op.Intent.TTL
 	default:
 		// Exact up to time.Duration's range (292 years), the most a
 		// histogram observation holds; Sub clamps beyond it, never wraps.
 		ttl = p.ExpiryTime(ts).Sub(time.UnixMicro(int64(now)))
 	}
-	o.rec.CellWritten(op.family, p.Kind(), ttl)
+	o.rec.CellWritten(op.Family, p.Kind(), ttl)
 }
 
 func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }

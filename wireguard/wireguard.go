@@ -359,98 +359,46 @@ func (g *Guard) check(method string, req any) (any, error) {
 		if err != nil || t == nil {
 			return r, err
 		}
-		ms, v := t.Mutations(g.now(), r.GetMutations(), nil)
+		out, v := t.MutateRow(g.now(), r)
 		if v != nil {
 			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
-		if !rules.Same(ms, r.GetMutations()) {
-			c := rules.ShallowCopy(r)
-			c.Mutations = ms
-			return c, nil
-		}
-		return r, nil
+		return out, nil
 	case methodMutateRows:
 		r, t, err := decodeAndResolve[*btpb.MutateRowsRequest](g, method, req)
 		if err != nil || t == nil {
 			return r, err
 		}
-		now := g.now()
-		var entries []*btpb.MutateRowsRequest_Entry // a copy, once an entry changes
-		for i, e := range r.GetEntries() {
-			ms, v := t.Mutations(now, e.GetMutations(), nil)
-			if v != nil {
-				return nil, t.status(v, method, e.GetRowKey(), i)
-			}
-			if !rules.Same(ms, e.GetMutations()) {
-				if entries == nil {
-					entries = append([]*btpb.MutateRowsRequest_Entry(nil), r.GetEntries()...)
-				}
-				c := rules.ShallowCopy(e)
-				c.Mutations = ms
-				entries[i] = c
-			}
+		out, v, i := t.MutateRows(g.now(), r)
+		if v != nil {
+			return nil, t.status(v, method, r.GetEntries()[i].GetRowKey(), i)
 		}
-		if entries != nil {
-			c := rules.ShallowCopy(r)
-			c.Entries = entries
-			return c, nil
-		}
-		return r, nil
+		return out, nil
 	case methodCheckAndMut:
 		r, t, err := decodeAndResolve[*btpb.CheckAndMutateRowRequest](g, method, req)
 		if err != nil || t == nil {
 			return r, err
 		}
-		now := g.now()
-		// Both branches' cells are checked before either branch's
-		// companions, as ttlclient checks a conditional mutation: the
-		// refusal is the same whichever branch holds the worse cell.
-		var branches [2][]*btpb.Mutation
-		for i, ms := range [][]*btpb.Mutation{r.GetTrueMutations(), r.GetFalseMutations()} {
-			out, v := t.Stamp(now, ms, nil)
-			if v != nil {
-				return nil, t.status(v, method, r.GetRowKey(), -1)
-			}
-			branches[i] = out
-		}
-		mtrue, v := t.Complete(now, branches[0])
+		out, v := t.CheckAndMutateRow(g.now(), r, g.readFilter)
 		if v != nil {
 			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
-		mfalse, v := t.Complete(now, branches[1])
-		if v != nil {
-			return nil, t.status(v, method, r.GetRowKey(), -1)
-		}
-		filter := g.readFilter && t.Filters().Managed()
-		if filter || !rules.Same(mtrue, r.GetTrueMutations()) || !rules.Same(mfalse, r.GetFalseMutations()) {
-			// A shallow copy: the caller's request is left as it is, so
-			// a retry sends the same predicate once more, and row keys
-			// and mutations are shared, not copied.
-			c := rules.ShallowCopy(r)
-			c.TrueMutations, c.FalseMutations = mtrue, mfalse
-			if filter {
-				c.PredicateFilter = t.Filter(now, r.GetPredicateFilter())
-			}
-			return c, nil
-		}
-		return r, nil
+		return out, nil
 	case methodRMW:
 		r, t, err := decodeAndResolve[*btpb.ReadModifyWriteRowRequest](g, method, req)
 		if err != nil || t == nil {
 			return r, err
 		}
-		if v := t.ReadModifyWrite(r.GetRules()); v != nil {
+		if v := t.ReadModifyWriteRow(r); v != nil {
 			return nil, t.status(v, method, r.GetRowKey(), -1)
 		}
 		return r, nil
 	case methodReadRows:
 		r, t, err := decodeAndResolve[*btpb.ReadRowsRequest](g, method, req)
-		if err != nil || t == nil || !t.Filters().Managed() {
+		if err != nil || t == nil {
 			return r, err
 		}
-		c := rules.ShallowCopy(r)
-		c.Filter = t.Filter(g.now(), r.GetFilter())
-		return c, nil
+		return t.ReadRows(g.now(), r), nil
 	}
 	return req, g.refuseByMethod(method)
 }

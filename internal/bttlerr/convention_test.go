@@ -107,6 +107,8 @@ var sentinels = map[string]error{
 	"ttlclient.ErrReadOnlyView":            ttlclient.ErrReadOnlyView,
 	"ttlclient.ErrUnfilteredSQL":           ttlclient.ErrUnfilteredSQL,
 	"ttlclient.ErrSQLUnknownTable":         ttlclient.ErrSQLUnknownTable,
+	"ttlclient.ErrTransactionsNotAllowed":  ttlclient.ErrTransactionsNotAllowed,
+	"ttlclient.ErrReadOnlyProfile":         ttlclient.ErrReadOnlyProfile,
 	"wireguard.ErrGuardInactive":           wireguard.ErrGuardInactive,
 	"wireguard.ErrNotGuarded":              wireguard.ErrNotGuarded,
 }
@@ -145,6 +147,7 @@ var structErrors = map[string]error{
 	"ttlclient.SQLError":              &ttlclient.SQLError{Query: "SELECT 1", Err: ttlclient.ErrUnfilteredSQL},
 	"wireguard.VerifyError":           &wireguard.VerifyError{Table: "t", Reason: "r", Err: status.Error(codes.FailedPrecondition, "bttl: wire guard refused MutateRow: rule verify-probe")},
 	"scan.StallError (not ReadRows)":  &scan.StallError{Interval: time.Second, Step: "SampleRowKeys"},
+	"ttlclient.ProfileError":          &ttlclient.ProfileError{Profile: "multi", Call: "CheckAndMutateRow", Err: ttlclient.ErrTransactionsNotAllowed, Server: status.Error(codes.FailedPrecondition, "Single-row transactions are not allowed by this app profile")},
 }
 
 // onePrefix checks the convention on one message: it starts with the

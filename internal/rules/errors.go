@@ -31,6 +31,10 @@ var (
 	// bttl did not dial.
 	ErrNotDialed = errors.New("bttl: the client's connection does not carry bttl's interceptor")
 
+	// The server's refusals of an app profile (docs/design.md#app-profiles).
+	ErrTransactionsNotAllowed = errors.New("bttl: single-row transactions are not allowed by the app profile")
+	ErrReadOnlyProfile        = errors.New("bttl: writes are not allowed by the app profile (Data Boost is read-only)")
+
 	// The wire guard's refusals of whole requests.
 	ErrUnclassifiable             = errors.New("bttl: request the wire guard cannot classify")
 	ErrSessionDataPlane           = errors.New("bttl: session stream the wire guard cannot inspect")

@@ -3,7 +3,9 @@ package rules
 import (
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
@@ -83,6 +85,9 @@ var Registry = []Reason{
 	row(ErrSchemaMismatch, pre, "schema_mismatch", "schema-mismatch", "wire-guard"),
 	row(ErrVerifyProbe, pre, "verify_probe", "verify-probe", "wire-guard-install"),
 	row(ErrGuardNotInstalled, pre, "guard_not_installed", "guard-not-installed", "wire-guard-install"),
+	// The server refused the app profile: use one that allows the call.
+	row(ErrTransactionsNotAllowed, pre, "transactions_not_allowed", "transactions-not-allowed", "app-profiles"),
+	row(ErrReadOnlyProfile, pre, "read_only_profile", "read-only-profile", "app-profiles"),
 	// The cell a call read changed since: read it again and retry.
 	row(ErrCellMoved, codes.Aborted, "cell_moved", "cell-moved", "expire"),
 }
@@ -125,4 +130,27 @@ func Code(err error) codes.Code {
 		return r.Code
 	}
 	return codes.Unknown
+}
+
+// Status is the gRPC status of a refusal whose cause is err and whose
+// message is msg. A cause that carries a gRPC status itself (a server's
+// error in a *CellError about a cell that was read) keeps its code.
+func Status(err error, msg string) *status.Status {
+	var inner interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &inner) {
+		if st := inner.GRPCStatus(); st != nil {
+			p := st.Proto()
+			p.Message = msg
+			return status.FromProto(p)
+		}
+	}
+	code := Code(err)
+	st := status.New(code, msg)
+	if code == codes.Unknown {
+		return st // not a refusal (a failed Open's own error, say): no reason to give
+	}
+	if d, e := st.WithDetails(&errdetails.ErrorInfo{Reason: Of(err).Info, Domain: ErrorDomain}); e == nil {
+		st = d
+	}
+	return st
 }

@@ -84,6 +84,7 @@ func ownByName(name string) error {
 		"ErrNotDialed": ErrNotDialed, "ErrUnclassifiable": ErrUnclassifiable,
 		"ErrSessionDataPlane": ErrSessionDataPlane, "ErrUndeclaredMaterializedView": ErrUndeclaredMaterializedView,
 		"ErrSchemaMismatch": ErrSchemaMismatch, "ErrVerifyProbe": ErrVerifyProbe, "ErrGuardNotInstalled": ErrGuardNotInstalled,
+		"ErrTransactionsNotAllowed": ErrTransactionsNotAllowed, "ErrReadOnlyProfile": ErrReadOnlyProfile,
 	}[name]
 }
 

@@ -532,3 +532,163 @@ func ShallowCopy[M proto.Message](m M) M {
 	}
 	return dst.Interface().(M)
 }
+
+// The changes of a ttlclient.Mutation, as the methods that record them
+// say, and their protos: what a Mutation sends is built here, once.
+
+// OpKind is the kind of one change of a ttlclient.Mutation.
+type OpKind uint8
+
+const (
+	OpSet OpKind = iota
+	OpDeleteColumn
+	OpDeleteRange
+	OpDeleteFamily
+	OpDeleteRow
+	OpAddInt
+	OpMergeBytes
+)
+
+// Op is one change of a ttlclient.Mutation, as its method recorded it.
+type Op struct {
+	Kind           OpKind
+	Family, Column string
+	TS             bigtable.Timestamp // Set's, an aggregate's, a range's start
+	End            bigtable.Timestamp // a range's end
+	Intent         Intent             // SetTTL's or SetVersion's
+	N              int64              // AddIntToCell's value
+	Value          []byte
+}
+
+// Protos is ops as the data API's protos (the protos the client's own
+// methods build), with each cell's intent beside it: what the rules read.
+// They are the caller's for one request: built together (a few
+// allocations for all the cells), to be stamped in place (StampOwned).
+func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
+	nCol := 0
+	for i := range ops {
+		nCol += len(ops[i].Column)
+	}
+	// One allocation holds every change's proto and, for a Set, its cell.
+	type record struct {
+		pb   btpb.Mutation
+		set  btpb.Mutation_SetCell_
+		cell btpb.Mutation_SetCell
+	}
+	recs := make([]record, len(ops))
+	cols := make([]byte, nCol)
+	col := func(c string) []byte {
+		q := cols[:len(c):len(c)]
+		copy(q, c)
+		cols = cols[len(c):]
+		return q
+	}
+	out := make([]*btpb.Mutation, len(ops))
+	var intents []Intent
+	for i := range ops {
+		o := &ops[i]
+		pb := &recs[i].pb
+		switch o.Kind {
+		case OpSet:
+			cell, set := &recs[i].cell, &recs[i].set
+			cell.FamilyName, cell.ColumnQualifier, cell.TimestampMicros, cell.Value = o.Family, col(o.Column), int64(o.TS), o.Value
+			set.SetCell = cell
+			pb.Mutation = set
+			if o.Intent.Kind != IntentNone {
+				if intents == nil {
+					intents = make([]Intent, len(ops))
+				}
+				intents[i] = o.Intent
+			}
+		case OpDeleteColumn:
+			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+				FamilyName: o.Family, ColumnQualifier: col(o.Column)}}
+		case OpDeleteRange:
+			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
+				FamilyName: o.Family, ColumnQualifier: col(o.Column),
+				TimeRange: &btpb.TimestampRange{StartTimestampMicros: int64(o.TS), EndTimestampMicros: int64(o.End)}}}
+		case OpDeleteFamily:
+			pb.Mutation = &btpb.Mutation_DeleteFromFamily_{DeleteFromFamily: &btpb.Mutation_DeleteFromFamily{FamilyName: o.Family}}
+		case OpDeleteRow:
+			pb.Mutation = &btpb.Mutation_DeleteFromRow_{DeleteFromRow: &btpb.Mutation_DeleteFromRow{}}
+		case OpAddInt:
+			pb.Mutation = &btpb.Mutation_AddToCell_{AddToCell: &btpb.Mutation_AddToCell{
+				FamilyName:      o.Family,
+				ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: col(o.Column)}},
+				Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: int64(o.TS)}},
+				Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: o.N}},
+			}}
+		case OpMergeBytes:
+			pb.Mutation = &btpb.Mutation_MergeToCell_{MergeToCell: &btpb.Mutation_MergeToCell{
+				FamilyName:      o.Family,
+				ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: col(o.Column)}},
+				Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: int64(o.TS)}},
+				Input:           &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: o.Value}},
+			}}
+		}
+		out[i] = pb
+	}
+	return out, intents
+}
+
+// SendOps is the bigtable.Mutation for ops, stamped as ms (one proto per
+// op, in order), built with the client's own methods from the ops' values
+// (no conversion of a qualifier back to a string).
+func SendOps(ops []Op, ms []*btpb.Mutation) *bigtable.Mutation {
+	b := bigtable.NewMutation()
+	for i := range ops {
+		o := &ops[i]
+		switch o.Kind {
+		case OpSet:
+			b.Set(o.Family, o.Column, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), o.Value)
+		case OpDeleteColumn:
+			b.DeleteCellsInColumn(o.Family, o.Column)
+		case OpDeleteRange:
+			b.DeleteTimestampRange(o.Family, o.Column, o.TS, o.End)
+		case OpDeleteFamily:
+			b.DeleteCellsInFamily(o.Family)
+		case OpDeleteRow:
+			b.DeleteRow()
+		case OpAddInt:
+			b.AddIntToCell(o.Family, o.Column, o.TS, o.N)
+		case OpMergeBytes:
+			b.MergeBytesToCell(o.Family, o.Column, o.TS, o.Value)
+		}
+	}
+	return b
+}
+
+// ToBigtable is the bigtable.Mutation holding ms, built with the client's
+// own methods (its protos are the ones those methods build, so what is
+// sent is ms).
+func ToBigtable(ms []*btpb.Mutation) *bigtable.Mutation {
+	b := bigtable.NewMutation()
+	for _, pb := range ms {
+		switch x := pb.GetMutation().(type) {
+		case *btpb.Mutation_SetCell_:
+			c := x.SetCell
+			b.Set(c.GetFamilyName(), string(c.GetColumnQualifier()), bigtable.Timestamp(c.GetTimestampMicros()), c.GetValue())
+		case *btpb.Mutation_DeleteFromColumn_:
+			d := x.DeleteFromColumn
+			if r := d.GetTimeRange(); r != nil {
+				b.DeleteTimestampRange(d.GetFamilyName(), string(d.GetColumnQualifier()),
+					bigtable.Timestamp(r.GetStartTimestampMicros()), bigtable.Timestamp(r.GetEndTimestampMicros()))
+			} else {
+				b.DeleteCellsInColumn(d.GetFamilyName(), string(d.GetColumnQualifier()))
+			}
+		case *btpb.Mutation_DeleteFromFamily_:
+			b.DeleteCellsInFamily(x.DeleteFromFamily.GetFamilyName())
+		case *btpb.Mutation_DeleteFromRow_:
+			b.DeleteRow()
+		case *btpb.Mutation_AddToCell_:
+			a := x.AddToCell
+			b.AddIntToCell(a.GetFamilyName(), string(a.GetColumnQualifier().GetRawValue()),
+				bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros()), a.GetInput().GetIntValue())
+		case *btpb.Mutation_MergeToCell_:
+			a := x.MergeToCell
+			b.MergeBytesToCell(a.GetFamilyName(), string(a.GetColumnQualifier().GetRawValue()),
+				bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros()), a.GetInput().GetRawValue())
+		}
+	}
+	return b
+}

@@ -257,9 +257,17 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 		require.NoError(t, err)
 		cfg.Semantics = model.Semantics{Wire: true}
 	default:
+		// The ttlclient+guard paths send their single-row transactions
+		// (Expire, refreshes, moves, conditional mutations) through a
+		// second client, as ClientConfig.TransactionalAppProfile does
+		// (docs/design.md#app-profiles): the path through Table.transact's
+		// own table; the Mutation and TableAPI paths keep one client.
+		tx, err := h.DialDataClient(ctx, dial...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Close() })
 		client := ttlclient.Wrap(dc.Client, ttlclient.WithClock(h.Clock),
 			ttlclient.WithAdminClient(h.Admin, bttestharness.Project, bttestharness.Instance),
-			ttlclient.WithKeyRedaction([]byte("matrix")))
+			ttlclient.WithKeyRedaction([]byte("matrix")), ttlclient.WithTransactionalClient(tx.Client, "transactional"))
 		t.Cleanup(func() { _ = client.Close() })
 		tbl, err := client.Open(context.Background(), table, schema)
 		require.NoError(t, err)

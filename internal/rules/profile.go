@@ -1,0 +1,42 @@
+package rules
+
+import (
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The server's refusals of an app profile, as they reach the client: a
+// status, no ErrorInfo. Production's message for a single-row transaction
+// on a profile that does not allow it is "Single-row transactions are not
+// allowed by this app profile" (FAILED_PRECONDITION, as a client surfaced
+// it: https://github.com/googleapis/google-cloud-python/pull/10021;
+// bttest_harness/prodserver's msgTransactions). No source gives
+// production's exact answer to a write through a Data Boost profile ("You
+// can't send write or delete requests with Data Boost", Data Boost
+// overview): a FAILED_PRECONDITION naming Data Boost is taken for it, as
+// the production-rules server answers (docs/emulators.md).
+const (
+	msgTransactions = "Single-row transactions are not allowed by this app profile"
+	msgDataBoost    = "Data Boost"
+)
+
+// ProfileRefusal is the sentinel of the app-profile refusal err is
+// (ErrTransactionsNotAllowed or ErrReadOnlyProfile), nil when it is none.
+func ProfileRefusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return nil
+	}
+	switch msg := st.Message(); {
+	case strings.Contains(msg, msgTransactions):
+		return ErrTransactionsNotAllowed
+	case strings.Contains(msg, msgDataBoost):
+		return ErrReadOnlyProfile
+	}
+	return nil
+}

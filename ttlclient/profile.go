@@ -1,0 +1,168 @@
+package ttlclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cloud.google.com/go/bigtable"
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
+	"google.golang.org/grpc/status"
+
+	"github.com/bttl/bttl/internal/rules"
+)
+
+// App profiles (docs/design.md#app-profiles): Bigtable allows single-row
+// transactions (CheckAndMutateRow, ReadModifyWriteRow) only through a
+// profile with single-cluster routing and allow_transactional_writes, and
+// no write through a Data Boost profile. bttl sends single-row
+// transactions for Expire, ExpireColumn, ExpireRow and Expire's purge,
+// every time-to-idle refresh, the cell moves, a conditional Mutation and
+// ApplyReadModifyWrite: all through Table.transact, on the client's
+// transactional profile (ClientConfig.TransactionalAppProfile,
+// WithTransactionalClient), the client's own profile without one.
+
+var (
+	// ErrTransactionsNotAllowed: the server refused a single-row
+	// transaction (CheckAndMutateRow, ReadModifyWriteRow) because the app
+	// profile does not allow it (multi-cluster routing, or single-cluster
+	// without allow_transactional_writes); see *ProfileError.
+	ErrTransactionsNotAllowed = rules.ErrTransactionsNotAllowed
+	// ErrReadOnlyProfile: the server refused a write through a Data Boost
+	// app profile, which is read-only; see *ProfileError.
+	ErrReadOnlyProfile = rules.ErrReadOnlyProfile
+)
+
+// ProfileError is a call an app profile does not allow: the profile, the
+// call, and the fix. It wraps ErrTransactionsNotAllowed or
+// ErrReadOnlyProfile and the server's error, and its GRPCStatus keeps the
+// server's code (FailedPrecondition). Open returns one, with no server
+// error, for a profile it read that cannot serve the schema (see Open).
+type ProfileError struct {
+	Profile string // the app profile's ID; "" is the instance's default profile
+	Call    string // what was refused: "CheckAndMutateRow", "ReadModifyWriteRow", "MutateRow", "MutateRows"; "Open" for Open's check
+	Err     error  // ErrTransactionsNotAllowed or ErrReadOnlyProfile
+	Server  error  // the server's error; nil from Open's check
+}
+
+func (e *ProfileError) Error() string {
+	profile := fmt.Sprintf("app profile %q", e.Profile)
+	if e.Profile == "" {
+		profile = "the client's app profile (the instance's default unless one was set)"
+	}
+	fix := "send writes through a standard profile"
+	if errors.Is(e.Err, ErrTransactionsNotAllowed) {
+		fix = "give the client a profile with single-cluster routing and allow_transactional_writes for its single-row transactions " +
+			"(Expire, time-to-idle refreshes, cell moves, conditional mutations): ttlclient.ClientConfig.TransactionalAppProfile, " +
+			"or ttlclient.WithTransactionalClient on Wrap"
+	}
+	msg := fmt.Sprintf("%v (%s, %s): %s (docs/design.md#app-profiles)", e.Err, e.Call, profile, fix)
+	if e.Server != nil {
+		msg += "; the server said: " + status.Convert(e.Server).Message()
+	}
+	return msg
+}
+
+func (e *ProfileError) Unwrap() []error {
+	if e.Server == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Server}
+}
+
+// GRPCStatus is the server's code (FailedPrecondition, the registry's for
+// both sentinels) with the error's message and an ErrorInfo reason.
+func (e *ProfileError) GRPCStatus() *status.Status { return rules.Status(e.Err, e.Error()) }
+
+// WithTransactionalClient gives a client you Wrap the bigtable client its
+// single-row transactions go through (see ClientConfig.TransactionalAppProfile),
+// created with bigtable.ClientConfig{AppProfile: profile} on the same
+// connection settings as the wrapped one. Close leaves it open: its owner
+// closes it. A ClientOption only: every table of the client uses it.
+func WithTransactionalClient(c *bigtable.Client, profile string) ClientOption {
+	return clientOption(func(cfg *config) { cfg.txn, cfg.txnProfile = c, profile })
+}
+
+// transact sends one single-row transaction through the table's
+// transactional profile: send is given the table to send it on (the
+// transactional client's, else the table's own). Every CheckAndMutateRow
+// and ReadModifyWriteRow ttlclient sends goes through it; call names it
+// in a refusal of the profile, which is a *ProfileError.
+func (t *Table) transact(call string, send func(bigtable.TableAPI) error) error {
+	return t.profiled(call, t.txnProfile, send(t.txn))
+}
+
+// profiled is err, a call's error through profile, as a *ProfileError
+// when it is the server's refusal of the profile.
+func (t *Table) profiled(call, profile string, err error) error {
+	if sentinel := rules.ProfileRefusal(err); sentinel != nil {
+		return &ProfileError{Profile: profile, Call: call, Err: sentinel, Server: err}
+	}
+	return err
+}
+
+// WithInstanceAdminClient gives Open an instance admin client to read the
+// app profiles the client uses (GetAppProfile), for instance, and check
+// them before the table is used: a transactional profile that does not
+// allow single-row transactions fails Open of a schema with an idle TTL
+// (every refresh would fail and cells in use expire) with a *ProfileError
+// (Call "Open"), and is otherwise logged as a warning naming what will
+// fail (Expire and its kin, conditional mutations, ApplyReadModifyWrite);
+// a Data Boost profile for writes is logged likewise. A profile Open
+// cannot read (no permission: bigtable.appProfiles.get) is logged and not
+// checked. The profiles are the client's: ClientConfig.AppProfile ("" is
+// the instance's "default") and TransactionalAppProfile with
+// NewClientWithConfig, WithTransactionalClient's with Wrap (whose own
+// profile Open cannot know). WithoutVerify skips this check too.
+func WithInstanceAdminClient(iac *bigtable.InstanceAdminClient, instance string) ClientOption {
+	return clientOption(func(cfg *config) { cfg.instanceAdmin, cfg.instance = iac, instance })
+}
+
+// checkProfiles is Open's check of the profiles t uses (see
+// WithInstanceAdminClient).
+func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error {
+	if cfg.instanceAdmin == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.verifyTimeout)
+	defer cancel()
+	read := func(id string) *btapb.AppProfile {
+		if id == "" {
+			id = defaultProfileID
+		}
+		ap, err := cfg.instanceAdmin.GetAppProfile(ctx, cfg.instance, id)
+		if err != nil {
+			cfg.logger.Warn("bttl: app profile not checked", "table", t.name, "profile", id, "err", err)
+		}
+		return ap
+	}
+	known := c.owned || cfg.txn != nil // Wrap's own profile is not known
+	if known {
+		if ap := read(t.txnProfile); ap != nil && !transactional(ap) {
+			e := &ProfileError{Profile: t.txnProfile, Call: "Open", Err: ErrTransactionsNotAllowed}
+			if t.idleFams != nil {
+				return e
+			}
+			cfg.logger.Warn("bttl: Expire, ExpireColumn, ExpireRow, conditional mutations and ApplyReadModifyWrite will fail", "table", t.name, "err", e)
+		}
+	}
+	if c.owned {
+		if ap := read(t.profile); ap != nil && ap.GetDataBoostIsolationReadOnly() != nil {
+			cfg.logger.Warn("bttl: every write will fail", "table", t.name,
+				"err", &ProfileError{Profile: t.profile, Call: "Open", Err: ErrReadOnlyProfile})
+		}
+	}
+	return nil
+}
+
+// defaultProfileID is the ID of the profile a client without one uses
+// ("When you create a Bigtable instance, a default app profile is created
+// automatically", App profiles overview).
+const defaultProfileID = "default"
+
+// transactional reports whether ap allows single-row transactions:
+// single-cluster routing with allow_transactional_writes, and not Data
+// Boost (read-only).
+func transactional(ap *btapb.AppProfile) bool {
+	return ap.GetSingleClusterRouting().GetAllowTransactionalWrites() && ap.GetDataBoostIsolationReadOnly() == nil
+}
