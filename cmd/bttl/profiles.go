@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,11 @@ func (g *globals) writeProfile() string {
 	return g.appProfile
 }
 
+// emulatorScheme is what the Bigtable client strips from
+// BIGTABLE_EMULATOR_HOST before dialling it (schemeRegexp,
+// internal/option/option.go, v1.58.0).
+var emulatorScheme = regexp.MustCompile("^(http://|https://|passthrough:///)")
+
 // dataClient opens a data client with app profile profile whose calls pass
 // pace's interceptors. Under BIGTABLE_EMULATOR_HOST the client ignores
 // option.WithGRPCDialOption (it dials the emulator itself), so the
@@ -69,6 +75,9 @@ func (g *globals) dataClient(ctx context.Context, profile string, opts []option.
 	cfg := bigtable.ClientConfig{AppProfile: profile, MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}
 	closeConn := func() {}
 	if addr := os.Getenv("BIGTABLE_EMULATOR_HOST"); addr != "" {
+		// As the client dials it (internal/option/option.go, v1.58.0):
+		// without the scheme the variable may carry, resolved as is.
+		addr = "passthrough:///" + emulatorScheme.ReplaceAllString(addr, "")
 		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, pace.DialOptions()...)...)
 		if err != nil {
 			return nil, nil, err
