@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -48,6 +49,19 @@ func flagRate(fs *flag.FlagSet, name string) float64 {
 	}
 	v, _ := strconv.ParseFloat(f.Value.String(), 64) // rateFlag checked it
 	return v
+}
+
+// flagDuration is the value of duration flag name of fs (0 when fs has
+// none, or it is 0): -stall, the longest a RESOURCE_EXHAUSTED holds the
+// scan's workers (throttle.Config.MaxHold), as no read may wait longer
+// unseen.
+func flagDuration(fs *flag.FlagSet, name string) time.Duration {
+	f := fs.Lookup(name)
+	if f == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(f.Value.String()) // durationFlag checked it
+	return d
 }
 
 // writeProfile is the profile bttl's writes go through: -write-app-profile,

@@ -239,7 +239,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// One pace for the command, fed by the interceptors of its data
 	// clients (docs/design.md#throttling).
-	e.pace = throttle.New(throttle.Config{Ceiling: flagRate(fs, "cells-per-second"), Period: throttlePeriod})
+	e.pace = throttle.New(throttle.Config{Ceiling: flagRate(fs, "cells-per-second"), Period: throttlePeriod, MaxHold: flagDuration(fs, "stall")})
 	data, closeData, err := g.dataClient(ctx, g.appProfile, dataOpts, e.pace)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: data client%s: %v\n", name, credsFrom, err)
