@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/throttle"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -183,6 +184,58 @@ func classifyWriteProfile(ap *btapb.AppProfile, id, from string) error {
 		return &profileError{Profile: id, Flag: from, Reason: reason}
 	}
 	return nil
+}
+
+// dataBoostLag is how far behind the writes a Data Boost profile's reads
+// may be: "only guaranteed to see the results of writes that were written
+// at least 30 minutes ago" (AppProfile.DataBoostIsolationReadOnly,
+// instance.proto), and the runbook's 35 minutes (docs/runbook.md#app-profiles-for-batch-jobs).
+const dataBoostLag = 35 * time.Minute
+
+// readProfileDataBoost reports whether -app-profile names a Data Boost
+// profile, as the instance admin API says: false without -app-profile (a
+// default profile is never Data Boost) or when the profile cannot be read.
+func readProfileDataBoost(e *env) bool {
+	if e.g.appProfile == "" {
+		return false
+	}
+	adminOpts, err := e.g.clientOptions(false)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := e.step()
+	defer cancel()
+	iac, err := bigtable.NewInstanceAdminClient(ctx, e.g.project, adminOpts...)
+	if err != nil {
+		return false
+	}
+	defer iac.Close()
+	ap, err := iac.GetAppProfile(ctx, e.g.instance, e.g.appProfile)
+	return err == nil && ap.GetDataBoostIsolationReadOnly() != nil
+}
+
+// checkDataBoostLag refuses an in-place migration whose scan goes through
+// a Data Boost profile while the legacy cells (written at or before
+// -written-before plus the skew) may not all be visible there yet: its
+// "nothing left to move" would be a guess, and the next step, bttl apply,
+// would collect the cells it did not see.
+func (a *migrateArgs) checkDataBoostLag(e *env) error {
+	_, last := a.p.Window()
+	if last.IsZero() || a.checkCopy {
+		return nil
+	}
+	visible := last.Add(dataBoostLag)
+	if !e.now().Before(visible) || !readProfileDataBoost(e) {
+		return nil
+	}
+	other := "a single-cluster profile"
+	if wp := e.g.writeProfile(); wp != e.g.appProfile {
+		other += " (-app-profile " + shellQuote(wp) + ", the write profile)"
+	}
+	return fmt.Errorf("app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+		"the legacy cells, written up to -written-before plus -clock-skew (%s), are all visible there only from %s; "+
+		"run then, or scan through %s",
+		e.g.appProfile, timefmt.Duration(dataBoostLag), timefmt.Instant(last), timefmt.Instant(visible), other)
 }
 
 // rateText is the pace for a progress line: ", rate N cells/s" and the

@@ -74,3 +74,35 @@ func TestLongRetryInfoDoesNotHoldTheScanPastTheStall(t *testing.T) {
 		t.Fatalf("the audit still waited after 30s for a RetryInfo of an hour, with -stall 1s")
 	}
 }
+
+// An in-place migration whose scan goes through a Data Boost profile
+// (-app-profile) sees only the writes of more than half an hour ago:
+// while the last legacy writer switched (-written-before) less than that
+// ago, its "nothing to migrate" (exit 0, next: bttl apply, whose one-second
+// rule would collect the unmoved cells) is a guess. It is refused before
+// any write, naming the instant from which it may run and the other way;
+// through the write profile the same run moves every cell.
+func TestMigrateThroughDataBoostWaitsForItsLag(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	args := append([]string{"-project=p", "-instance=i", "-schema=" + schema, "-write-app-profile=batch", "migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)
+	for _, dry := range []bool{false, true} {
+		a := append([]string(nil), args...)
+		if dry {
+			a = append(a, "-dry-run")
+		}
+		r := inProcess(t, srv.Addr, append(a, "-app-profile=boost")...)
+		require.Equal(t, exitError, r.code, "dry run %v: %s%s", dry, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
+		assert.Contains(t, r.stderr, "-written-before")
+		assert.NotContains(t, r.stdout, "nothing to migrate")
+	}
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+	r := inProcess(t, srv.Addr, append(args, "-app-profile=batch")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
+}
