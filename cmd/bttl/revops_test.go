@@ -106,3 +106,34 @@ func TestMigrateThroughDataBoostWaitsForItsLag(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
 }
+
+// bttl apply checks, by scanning the family, that its rule collects no
+// stored cell. Through a Data Boost profile (-app-profile) that scan may
+// miss the last half hour's writes: it read none of 40 cells written a
+// second before, said "exact: read all 0 row(s)" and set a one-second rule
+// that collects them all. Refused, nothing changed, unless -force; through
+// a single-cluster profile the check sees the cells and refuses as ever.
+func TestApplyRefusesToCheckThroughDataBoost(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	ac, _ := clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	gcRule := func() string {
+		ti, err := ac.TableInfo(context.Background(), "legacy")
+		require.NoError(t, err)
+		require.Len(t, ti.FamilyInfos, 1)
+		return ti.FamilyInfos[0].GCPolicy
+	}
+	before := gcRule()
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=boost", "apply", "-yes")
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
+	assert.Contains(t, r.stderr, "-force")
+	assert.Equal(t, before, gcRule(), "nothing changed")
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=batch", "apply", "-yes")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "40 cell(s)")
+	assert.Equal(t, before, gcRule(), "nothing changed")
+}

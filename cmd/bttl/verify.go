@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
@@ -354,6 +355,15 @@ func apply(e *env, only string, families []string, yes, force, assumeAdopted boo
 	}
 	if pending == 0 {
 		return exitOK
+	}
+	// The check of what the rules would collect scans the families; a
+	// Data Boost profile's scan may miss the last half hour's cells, so
+	// its "none" proves nothing.
+	if !force && readProfileDataBoost(e) {
+		fmt.Fprintf(e.stderr, "bttl apply: app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+			"the check of what the rules would collect cannot see every stored cell through it; nothing changed "+
+			"(scan through a single-cluster profile, or -force to apply unchecked)\n", e.g.appProfile, timefmt.Duration(dataBoostLag))
+		return exitError
 	}
 	if !yes {
 		fmt.Fprintf(e.stdout, "Apply these changes to %d table(s)? [y/N]: ", pending)
