@@ -142,7 +142,10 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
 	if !e.g.writeAppProfileSet {
 		from = "-app-profile, as no -write-app-profile is given"
 	}
-	if id == "" {
+	switch {
+	case id == "" && e.g.writeAppProfileSet:
+		id, from = "default", "-write-app-profile, given empty: the instance's default profile"
+	case id == "":
 		id, from = "default", "the instance's default profile, as neither -app-profile nor -write-app-profile is given"
 	}
 	ctx, cancel := e.step()

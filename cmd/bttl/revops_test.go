@@ -137,3 +137,24 @@ func TestApplyRefusesToCheckThroughDataBoost(t *testing.T) {
 	assert.Contains(t, r.stdout, "40 cell(s)")
 	assert.Equal(t, before, gcRule(), "nothing changed")
 }
+
+// -write-app-profile given empty sends the writes through the instance's
+// default profile: a refusal of that profile says so, not that neither
+// flag was given.
+func TestEmptyWriteAppProfileNamedAsGiven(t *testing.T) {
+	srv := prodserver.New(t, prodserver.Config{
+		Clusters: []prodserver.Cluster{{ID: "a"}, {ID: "b"}},
+		Profiles: []prodserver.AppProfile{prodserver.SingleCluster("batch", "a", true)},
+	})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr("a"))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 5, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-schema=" + schema, "-app-profile=batch", "-write-app-profile=",
+		"migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)...)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "default" (-write-app-profile, given empty: the instance's default profile)`)
+	assert.NotContains(t, r.stderr, "neither")
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+}
