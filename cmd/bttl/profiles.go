@@ -65,6 +65,23 @@ func flagDuration(fs *flag.FlagSet, name string) time.Duration {
 	return d
 }
 
+// checkProfileIDs refuses an app profile given as its resource name
+// (projects/P/instances/I/appProfiles/ID): requests and GetAppProfile take
+// its ID, and an ID has no "/" (instance.proto: app profile IDs are
+// [_a-zA-Z0-9][-_.a-zA-Z0-9]*).
+func (g *globals) checkProfileIDs() error {
+	for _, f := range []struct{ name, v string }{{"-app-profile", g.appProfile}, {"-write-app-profile", g.writeAppProfile}} {
+		if !strings.Contains(f.v, "/") {
+			continue
+		}
+		if _, id, ok := strings.Cut(f.v, "/appProfiles/"); ok && id != "" && !strings.Contains(id, "/") {
+			return fmt.Errorf("%s: %q is a profile's resource name: give its ID, %q", f.name, f.v, id)
+		}
+		return fmt.Errorf("%s: %q is not an app profile ID (no \"/\" in one)", f.name, f.v)
+	}
+	return nil
+}
+
 // writeProfile is the profile bttl's writes go through: -write-app-profile,
 // or -app-profile's when it is not given.
 func (g *globals) writeProfile() string {

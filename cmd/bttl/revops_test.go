@@ -158,3 +158,20 @@ func TestEmptyWriteAppProfileNamedAsGiven(t *testing.T) {
 	assert.NotContains(t, r.stderr, "neither")
 	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
 }
+
+// An app profile is named by its ID in the data API's requests
+// (app_profile_id) and in GetAppProfile's name: one given as its full
+// resource name is a usage error naming the ID to give, before any call,
+// rather than "no such profile" or the server's refusal of the first scan.
+func TestAppProfileGivenAsFullNameIsAUsageError(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	for _, flag := range []string{"-app-profile", "-write-app-profile"} {
+		r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, flag+"=projects/p/instances/i/appProfiles/batch",
+			"audit", "-table=legacy", "-json")
+		require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, flag+`: "projects/p/instances/i/appProfiles/batch" is a profile's resource name: give its ID, "batch"`)
+	}
+	assert.Zero(t, srv.Counts().Refused, "no call")
+}

@@ -192,6 +192,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
+	if err := g.checkProfileIDs(); err != nil {
+		return usageErr("%v", err)
+	}
 	if c.needsSchema && g.schema == "" {
 		return usageErr("-schema is required")
 	}
