@@ -175,3 +175,21 @@ func TestAppProfileGivenAsFullNameIsAUsageError(t *testing.T) {
 	}
 	assert.Zero(t, srv.Counts().Refused, "no call")
 }
+
+// bttl plan through a Data Boost profile counts what its scan saw, which
+// may leave out the last half hour's cells: it says so (and that apply
+// refuses to check through it), rather than only "exact: read all 0
+// row(s)" over 40 cells written a second before.
+func TestPlanThroughDataBoostSaysWhatItCannotSee(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, time.Now().Add(-time.Second))
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=boost", "plan")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last 35m: the counts above leave them out`)
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=batch", "plan")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stderr, "Data Boost")
+}

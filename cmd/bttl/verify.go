@@ -319,6 +319,10 @@ func plan(e *env, only string, families []string, workers int, assumeAdopted boo
 	if err != nil {
 		return e.fail(err)
 	}
+	if readProfileDataBoost(e) {
+		fmt.Fprintf(e.stderr, "bttl plan: note: app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+			"the counts above leave them out, and bttl apply refuses to check a change through it (unless -force)\n", e.g.appProfile, timefmt.Duration(dataBoostLag))
+	}
 	if refusal != nil {
 		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force (apply -family applies the others alone)")
 		return exitFindings
