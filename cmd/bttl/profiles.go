@@ -140,20 +140,29 @@ type profileError struct {
 	Profile, Flag string
 	// Reason says what the profile is.
 	Reason string
+	// ReadsOnly: the command only reads bttl's records back.
+	ReadsOnly bool
 }
 
 func (e *profileError) Error() string {
+	if e.ReadsOnly {
+		return fmt.Sprintf("app profile %q (%s) cannot serve the reads of bttl's records: %s; "+
+			"give -write-app-profile a single-cluster profile, the one the records were written through",
+			e.Profile, e.Flag, e.Reason)
+	}
 	return fmt.Sprintf("app profile %q (%s) cannot take bttl's writes (moves, checkpoints and reports, and the reads of those records): %s; "+
 		"give -write-app-profile a single-cluster profile that allows single-row transactions (a low-priority one for batch work: docs/runbook.md#app-profiles-for-batch-jobs), and keep -app-profile for the scans",
 		e.Profile, e.Flag, e.Reason)
 }
 
 // checkWriteProfile reads the write profile from the instance admin API
-// and refuses, before any write, one that cannot take bttl's writes. A
+// and refuses, before any write, one that cannot take bttl's writes (with
+// readsOnly, a command that only reads bttl's records back: one that
+// cannot serve those reads, transactions not needed). A
 // profile that cannot be read (no permission, an emulator without the
 // instance admin API) is noted on stderr when it was named and let
 // through: the writes then fail with the server's refusal.
-func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
+func checkWriteProfile(e *env, adminOpts []option.ClientOption, readsOnly bool) error {
 	profile := e.g.writeProfile()
 	id, from := profile, "-write-app-profile"
 	if !e.g.writeAppProfileSet {
@@ -175,7 +184,7 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
 	ap, err := iac.GetAppProfile(ctx, e.g.instance, id)
 	switch {
 	case status.Code(err) == codes.NotFound && profile != "":
-		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile"}
+		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile", ReadsOnly: readsOnly}
 	case err != nil:
 		if profile != "" {
 			fmt.Fprintf(e.stderr, "bttl %s: note: app profile %q (%s) not checked (%s): a Data Boost or multi-cluster profile refuses bttl's writes\n",
@@ -183,7 +192,25 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
 		}
 		return nil
 	}
+	if readsOnly {
+		return classifyRecordsProfile(ap, id, from)
+	}
 	return classifyWriteProfile(ap, id, from)
+}
+
+// classifyRecordsProfile refuses a profile that cannot serve the reads of
+// bttl's records: they must see the latest writes, which a Data Boost
+// profile may miss (30 minutes) and multi-cluster routing may too (a
+// record just written on another cluster, replicated asynchronously:
+// Replication overview); no CheckAndMutateRow is sent.
+func classifyRecordsProfile(ap *btapb.AppProfile, id, from string) error {
+	switch {
+	case ap.GetDataBoostIsolationReadOnly() != nil:
+		return &profileError{Profile: id, Flag: from, ReadsOnly: true, Reason: "it is a Data Boost profile, whose reads may miss the last 30 minutes of writes"}
+	case ap.GetSingleClusterRouting() == nil:
+		return &profileError{Profile: id, Flag: from, ReadsOnly: true, Reason: "it routes to any cluster (multi-cluster routing), whose reads may miss a record just written on another cluster"}
+	}
+	return nil
 }
 
 // classifyWriteProfile refuses a profile that cannot take bttl's writes.

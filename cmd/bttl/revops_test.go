@@ -193,3 +193,35 @@ func TestPlanThroughDataBoostSaysWhatItCannotSee(t *testing.T) {
 	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.NotContains(t, r.stderr, "Data Boost")
 }
+
+// The commands that only read bttl's records back (audit merge, migrate
+// merge, checkpoint list) send no CheckAndMutateRow: a single-cluster
+// profile without transactional writes serves them; Data Boost (whose
+// reads lag) and multi-cluster routing (whose reads may miss a record
+// just written on another cluster) are still refused, and checkpoint rm,
+// which writes, still needs transactions.
+func TestReadingRecordsNeedsNoTransactions(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 10, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-write-app-profile=batch", "audit", "-table=legacy", "-json",
+		"-now="+now.UTC().Format(time.RFC3339Nano), "-report=bigtable://bttl_state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	for _, args := range [][]string{
+		{"audit", "merge", "-json", "bigtable://bttl_state/job1"},
+		{"checkpoint", "list", "bigtable://bttl_state"},
+	} {
+		r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=reader"}, args...)...)
+		assert.Equal(t, exitOK, r.code, "%v: %s%s", args, r.stdout, r.stderr)
+		r = inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=boost"}, args...)...)
+		assert.Equal(t, exitError, r.code, "%v: %s%s", args, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, `app profile "boost" (-write-app-profile)`)
+	}
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-write-app-profile=reader", "checkpoint", "rm", "-dry-run", "bigtable://bttl_state")
+	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "does not allow transactional writes")
+	assert.Zero(t, srv.Counts().Refused)
+}

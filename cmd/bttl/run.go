@@ -266,8 +266,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer ac.Close()
 	e.data, e.write, e.admin, e.adminClient = data, write, gcrule.NewAdmin(ac, g.project, g.instance), ac
-	if inv.writes != nil && inv.writes() {
-		if err := checkWriteProfile(e, adminOpts); err != nil {
+	if writes := inv.writes != nil && inv.writes(); writes || inv.readsRecords {
+		if err := checkWriteProfile(e, adminOpts, !writes); err != nil {
 			fmt.Fprintf(stderr, "bttl %s: %v\n", name, onePrefix(err.Error()))
 			return exitError
 		}
