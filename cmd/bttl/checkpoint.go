@@ -33,7 +33,7 @@ remove it as one.
 		c := &checkpointArgs{fs: fs}
 		c.define(fs)
 		fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
-		return invocation{check: c.check, run: c.list, writes: always}
+		return invocation{check: c.check, run: c.list, readsRecords: true}
 	},
 }
 

@@ -51,6 +51,10 @@ type invocation struct {
 	// (moves, checkpoints, reports) or reads bttl's records back: its
 	// write profile is checked first (checkWriteProfile).
 	writes func() bool
+	// readsRecords: the run reads bttl's records back and writes nothing
+	// (the merges, checkpoint list): its write profile is checked as a
+	// reader, which needs no transactions.
+	readsRecords bool
 }
 
 // commands is the command table, in the order help lists it.

@@ -42,7 +42,7 @@ carry the schema they were made with.
 		fs.BoolVar(&m.json, "json", false, "print JSON instead of a table")
 		fs.StringVar(&m.metricsOut, "metrics-out", "", "also write the merged reports as bttl_audit_* gauges to this `file` (Prometheus textfile format, replaced atomically)")
 		fs.Var(failOnFlag{&m.failOn}, "fail-on", "exit 1 when any of these findings is present (a comma-separated `list`): "+strings.Join(allFindings, ",")+", or all")
-		return invocation{check: m.check, run: m.run, writes: always}
+		return invocation{check: m.check, run: m.run, readsRecords: true}
 	},
 }
 

@@ -292,6 +292,10 @@ func (a *migrateArgs) run(e *env) int {
 	if nr := gcrule.Normalize(fams[a.family].GetGcRule()); nr.HasVersions && !nr.Intersection && !nr.Unrecognized {
 		p.SourceMaxVersions = int(nr.Versions)
 	}
+	if err := a.checkDataBoostLag(e); err != nil {
+		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
+		return exitError
+	}
 	// -stall bounds each write too: the scan's watches reads only.
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),
 		migrate.WithWriteTimeout(a.scan.stall), migrate.WithWriteTable(e.write.Open(a.table))}

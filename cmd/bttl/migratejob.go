@@ -152,7 +152,7 @@ the result names it and exits 1. Only a done job prints the next step
 		m := &migrateMergeArgs{fs: fs}
 		fs.BoolVar(&m.json, "json", false, "print the job's result as JSON")
 		fs.StringVar(&m.metricsOut, "metrics-out", "", "also write the job's figures as bttl_migrate_* gauges (shard=\"all\") to this `file` (Prometheus textfile format, replaced atomically)")
-		return invocation{check: m.check, run: m.run, writes: always}
+		return invocation{check: m.check, run: m.run, readsRecords: true}
 	},
 }
 

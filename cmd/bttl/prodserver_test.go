@@ -59,8 +59,10 @@ func TestShardedJobsOnProdServer(t *testing.T) {
 	require.NoError(t, plainAC.CreateTable(ctx, "events"))
 	require.NoError(t, plainAC.CreateColumnFamily(ctx, "events", "clicks"))
 	now := time.Now()
-	switched := now.Add(-10 * time.Second)
-	model := loadHashedReal(t, []*bigtable.Client{dcProd, dcPlain}, "events", "clicks", 300, now.Add(-time.Minute))
+	// The last legacy write more than Data Boost's lag ago: a migration
+	// scanning through Data Boost sooner is refused (it could miss them).
+	switched := now.Add(-dataBoostLag - 5*time.Minute)
+	model := loadHashedReal(t, []*bigtable.Client{dcProd, dcPlain}, "events", "clicks", 300, switched.Add(-time.Minute))
 	require.NoError(t, srv.Flush(ctx))
 
 	schema := writeFile(t, "schema.yaml", "tables: {events: {clicks: {strategy: one-second}}}\n")

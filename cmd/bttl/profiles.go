@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/throttle"
+	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
 )
 
@@ -49,6 +52,36 @@ func flagRate(fs *flag.FlagSet, name string) float64 {
 	return v
 }
 
+// flagDuration is the value of duration flag name of fs (0 when fs has
+// none, or it is 0): -stall, the longest a RESOURCE_EXHAUSTED holds the
+// scan's workers (throttle.Config.MaxHold), as no read may wait longer
+// unseen.
+func flagDuration(fs *flag.FlagSet, name string) time.Duration {
+	f := fs.Lookup(name)
+	if f == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(f.Value.String()) // durationFlag checked it
+	return d
+}
+
+// checkProfileIDs refuses an app profile given as its resource name
+// (projects/P/instances/I/appProfiles/ID): requests and GetAppProfile take
+// its ID, and an ID has no "/" (instance.proto: app profile IDs are
+// [_a-zA-Z0-9][-_.a-zA-Z0-9]*).
+func (g *globals) checkProfileIDs() error {
+	for _, f := range []struct{ name, v string }{{"-app-profile", g.appProfile}, {"-write-app-profile", g.writeAppProfile}} {
+		if !strings.Contains(f.v, "/") {
+			continue
+		}
+		if _, id, ok := strings.Cut(f.v, "/appProfiles/"); ok && id != "" && !strings.Contains(id, "/") {
+			return fmt.Errorf("%s: %q is a profile's resource name: give its ID, %q", f.name, f.v, id)
+		}
+		return fmt.Errorf("%s: %q is not an app profile ID (no \"/\" in one)", f.name, f.v)
+	}
+	return nil
+}
+
 // writeProfile is the profile bttl's writes go through: -write-app-profile,
 // or -app-profile's when it is not given.
 func (g *globals) writeProfile() string {
@@ -57,6 +90,11 @@ func (g *globals) writeProfile() string {
 	}
 	return g.appProfile
 }
+
+// emulatorScheme is what the Bigtable client strips from
+// BIGTABLE_EMULATOR_HOST before dialling it (schemeRegexp,
+// internal/option/option.go, v1.58.0).
+var emulatorScheme = regexp.MustCompile("^(http://|https://|passthrough:///)")
 
 // dataClient opens a data client with app profile profile whose calls pass
 // pace's interceptors. Under BIGTABLE_EMULATOR_HOST the client ignores
@@ -69,6 +107,9 @@ func (g *globals) dataClient(ctx context.Context, profile string, opts []option.
 	cfg := bigtable.ClientConfig{AppProfile: profile, MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}
 	closeConn := func() {}
 	if addr := os.Getenv("BIGTABLE_EMULATOR_HOST"); addr != "" {
+		// As the client dials it (internal/option/option.go, v1.58.0):
+		// without the scheme the variable may carry, resolved as is.
+		addr = "passthrough:///" + emulatorScheme.ReplaceAllString(addr, "")
 		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, pace.DialOptions()...)...)
 		if err != nil {
 			return nil, nil, err
@@ -99,26 +140,38 @@ type profileError struct {
 	Profile, Flag string
 	// Reason says what the profile is.
 	Reason string
+	// ReadsOnly: the command only reads bttl's records back.
+	ReadsOnly bool
 }
 
 func (e *profileError) Error() string {
+	if e.ReadsOnly {
+		return fmt.Sprintf("app profile %q (%s) cannot serve the reads of bttl's records: %s; "+
+			"give -write-app-profile a single-cluster profile, the one the records were written through",
+			e.Profile, e.Flag, e.Reason)
+	}
 	return fmt.Sprintf("app profile %q (%s) cannot take bttl's writes (moves, checkpoints and reports, and the reads of those records): %s; "+
 		"give -write-app-profile a single-cluster profile that allows single-row transactions (a low-priority one for batch work: docs/runbook.md#app-profiles-for-batch-jobs), and keep -app-profile for the scans",
 		e.Profile, e.Flag, e.Reason)
 }
 
 // checkWriteProfile reads the write profile from the instance admin API
-// and refuses, before any write, one that cannot take bttl's writes. A
+// and refuses, before any write, one that cannot take bttl's writes (with
+// readsOnly, a command that only reads bttl's records back: one that
+// cannot serve those reads, transactions not needed). A
 // profile that cannot be read (no permission, an emulator without the
 // instance admin API) is noted on stderr when it was named and let
 // through: the writes then fail with the server's refusal.
-func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
+func checkWriteProfile(e *env, adminOpts []option.ClientOption, readsOnly bool) error {
 	profile := e.g.writeProfile()
 	id, from := profile, "-write-app-profile"
 	if !e.g.writeAppProfileSet {
 		from = "-app-profile, as no -write-app-profile is given"
 	}
-	if id == "" {
+	switch {
+	case id == "" && e.g.writeAppProfileSet:
+		id, from = "default", "-write-app-profile, given empty: the instance's default profile"
+	case id == "":
 		id, from = "default", "the instance's default profile, as neither -app-profile nor -write-app-profile is given"
 	}
 	ctx, cancel := e.step()
@@ -131,7 +184,7 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
 	ap, err := iac.GetAppProfile(ctx, e.g.instance, id)
 	switch {
 	case status.Code(err) == codes.NotFound && profile != "":
-		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile"}
+		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile", ReadsOnly: readsOnly}
 	case err != nil:
 		if profile != "" {
 			fmt.Fprintf(e.stderr, "bttl %s: note: app profile %q (%s) not checked (%s): a Data Boost or multi-cluster profile refuses bttl's writes\n",
@@ -139,7 +192,25 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption) error {
 		}
 		return nil
 	}
+	if readsOnly {
+		return classifyRecordsProfile(ap, id, from)
+	}
 	return classifyWriteProfile(ap, id, from)
+}
+
+// classifyRecordsProfile refuses a profile that cannot serve the reads of
+// bttl's records: they must see the latest writes, which a Data Boost
+// profile may miss (30 minutes) and multi-cluster routing may too (a
+// record just written on another cluster, replicated asynchronously:
+// Replication overview); no CheckAndMutateRow is sent.
+func classifyRecordsProfile(ap *btapb.AppProfile, id, from string) error {
+	switch {
+	case ap.GetDataBoostIsolationReadOnly() != nil:
+		return &profileError{Profile: id, Flag: from, ReadsOnly: true, Reason: "it is a Data Boost profile, whose reads may miss the last 30 minutes of writes"}
+	case ap.GetSingleClusterRouting() == nil:
+		return &profileError{Profile: id, Flag: from, ReadsOnly: true, Reason: "it routes to any cluster (multi-cluster routing), whose reads may miss a record just written on another cluster"}
+	}
+	return nil
 }
 
 // classifyWriteProfile refuses a profile that cannot take bttl's writes.
@@ -160,6 +231,58 @@ func classifyWriteProfile(ap *btapb.AppProfile, id, from string) error {
 		return &profileError{Profile: id, Flag: from, Reason: reason}
 	}
 	return nil
+}
+
+// dataBoostLag is how far behind the writes a Data Boost profile's reads
+// may be: "only guaranteed to see the results of writes that were written
+// at least 30 minutes ago" (AppProfile.DataBoostIsolationReadOnly,
+// instance.proto), and the runbook's 35 minutes (docs/runbook.md#app-profiles-for-batch-jobs).
+const dataBoostLag = 35 * time.Minute
+
+// readProfileDataBoost reports whether -app-profile names a Data Boost
+// profile, as the instance admin API says: false without -app-profile (a
+// default profile is never Data Boost) or when the profile cannot be read.
+func readProfileDataBoost(e *env) bool {
+	if e.g.appProfile == "" {
+		return false
+	}
+	adminOpts, err := e.g.clientOptions(false)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := e.step()
+	defer cancel()
+	iac, err := bigtable.NewInstanceAdminClient(ctx, e.g.project, adminOpts...)
+	if err != nil {
+		return false
+	}
+	defer iac.Close()
+	ap, err := iac.GetAppProfile(ctx, e.g.instance, e.g.appProfile)
+	return err == nil && ap.GetDataBoostIsolationReadOnly() != nil
+}
+
+// checkDataBoostLag refuses an in-place migration whose scan goes through
+// a Data Boost profile while the legacy cells (written at or before
+// -written-before plus the skew) may not all be visible there yet: its
+// "nothing left to move" would be a guess, and the next step, bttl apply,
+// would collect the cells it did not see.
+func (a *migrateArgs) checkDataBoostLag(e *env) error {
+	_, last := a.p.Window()
+	if last.IsZero() || a.checkCopy {
+		return nil
+	}
+	visible := last.Add(dataBoostLag)
+	if !e.now().Before(visible) || !readProfileDataBoost(e) {
+		return nil
+	}
+	other := "a single-cluster profile"
+	if wp := e.g.writeProfile(); wp != e.g.appProfile {
+		other += " (-app-profile " + shellQuote(wp) + ", the write profile)"
+	}
+	return fmt.Errorf("app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+		"the legacy cells, written up to -written-before plus -clock-skew (%s), are all visible there only from %s; "+
+		"run then, or scan through %s",
+		e.g.appProfile, timefmt.Duration(dataBoostLag), timefmt.Instant(last), timefmt.Instant(visible), other)
 }
 
 // rateText is the pace for a progress line: ", rate N cells/s" and the

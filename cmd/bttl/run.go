@@ -192,6 +192,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if g.project == "" || g.instance == "" {
 		return usageErr("-project and -instance are required (as flags, or project = and instance = lines in %s, as cbt reads them)", cbtrcPath())
 	}
+	if err := g.checkProfileIDs(); err != nil {
+		return usageErr("%v", err)
+	}
 	if c.needsSchema && g.schema == "" {
 		return usageErr("-schema is required")
 	}
@@ -247,7 +250,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// One pace for the command, fed by the interceptors of its data
 	// clients (docs/design.md#throttling).
-	e.pace = throttle.New(throttle.Config{Ceiling: flagRate(fs, "cells-per-second"), Period: throttlePeriod})
+	e.pace = throttle.New(throttle.Config{Ceiling: flagRate(fs, "cells-per-second"), Period: throttlePeriod, MaxHold: flagDuration(fs, "stall")})
 	data, closeData, err := g.dataClient(ctx, g.appProfile, dataOpts, e.pace)
 	if err != nil {
 		fmt.Fprintf(stderr, "bttl %s: data client%s: %v\n", name, credsFrom, err)
@@ -271,8 +274,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer ac.Close()
 	e.data, e.write, e.admin, e.adminClient = data, write, gcrule.NewAdmin(ac, g.project, g.instance), ac
-	if inv.writes != nil && inv.writes() {
-		if err := checkWriteProfile(e, adminOpts); err != nil {
+	if writes := inv.writes != nil && inv.writes(); writes || inv.readsRecords {
+		if err := checkWriteProfile(e, adminOpts, !writes); err != nil {
 			fmt.Fprintf(stderr, "bttl %s: %v\n", name, onePrefix(err.Error()))
 			return exitError
 		}

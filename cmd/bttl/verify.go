@@ -359,6 +359,10 @@ func plan(e *env, only string, families []string, workers int, assumeAdopted boo
 	if err != nil {
 		return e.fail(err)
 	}
+	if readProfileDataBoost(e) {
+		fmt.Fprintf(e.stderr, "bttl plan: note: app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+			"the counts above leave them out, and bttl apply refuses to check a change through it (unless -force)\n", e.g.appProfile, timefmt.Duration(dataBoostLag))
+	}
 	if refusal != nil {
 		fmt.Fprintln(e.stdout, "apply will refuse the change(s) marked ! above without -force (apply -family applies the others alone)")
 		return exitFindings
@@ -395,6 +399,15 @@ func apply(e *env, only string, families []string, yes, force, assumeAdopted boo
 	}
 	if pending == 0 {
 		return exitOK
+	}
+	// The check of what the rules would collect scans the families; a
+	// Data Boost profile's scan may miss the last half hour's cells, so
+	// its "none" proves nothing.
+	if !force && readProfileDataBoost(e) {
+		fmt.Fprintf(e.stderr, "bttl apply: app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
+			"the check of what the rules would collect cannot see every stored cell through it; nothing changed "+
+			"(scan through a single-cluster profile, or -force to apply unchecked)\n", e.g.appProfile, timefmt.Duration(dataBoostLag))
+		return exitError
 	}
 	if !yes {
 		fmt.Fprintf(e.stdout, "Apply these changes to %d table(s)? [y/N]: ", pending)

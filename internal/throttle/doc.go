@@ -12,7 +12,8 @@
 // every status still carries its details:
 //
 //   - a RESOURCE_EXHAUSTED answer holds every worker for its RetryInfo
-//     delay (DefaultPause without one) and lowers the rate
+//     delay (DefaultPause without one; at most Config.MaxHold, as the
+//     workers wait where no stall watch looks) and lowers the rate
 //     multiplicatively, by DecreaseFactor, at most once a Period: many
 //     workers throttled by one overload lower it once;
 //   - a Period with no RESOURCE_EXHAUSTED raises it additively, by a tenth

@@ -21,17 +21,19 @@ func (c *Controller) DialOptions() []grpc.DialOption {
 }
 
 // UnaryClientInterceptor observes each unary call's answer and sends a
-// call answered RESOURCE_EXHAUSTED with RetryInfo again once the delay
-// passed (the server refused it, asking for it later), until its context
-// ends; then the RESOURCE_EXHAUSTED answer is returned.
+// call answered RESOURCE_EXHAUSTED with RetryInfo again once its whole
+// delay passed (the server refused it, asking for it later; the workers'
+// hold may be shorter, Config.MaxHold) and no hold remains, until its
+// context ends; then the RESOURCE_EXHAUSTED answer is returned.
 func (c *Controller) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		for {
 			err := invoker(ctx, method, req, reply, cc, opts...)
-			if _, retry := c.observe(err); !retry {
+			delay, retry := c.observe(err)
+			if !retry {
 				return err
 			}
-			if c.awaitHold(ctx) != nil {
+			if delay > 0 && c.sleep(ctx, c.clock.Now(), delay) != nil || c.awaitHold(ctx) != nil {
 				return err
 			}
 			c.mu.Lock()

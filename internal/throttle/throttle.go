@@ -34,6 +34,9 @@ const (
 	// RetryInfo holds the workers: the Go client's first backoff
 	// (bigtable.go, defaultBackoff.Initial, v1.58.0).
 	DefaultPause = 100 * time.Millisecond
+	// DefaultMaxHold is the longest a RESOURCE_EXHAUSTED holds the workers
+	// when Config.MaxHold is zero: bttl's default -stall.
+	DefaultMaxHold = time.Minute
 )
 
 // Clock tells the time and waits. Tests give a fake one; nil is the real
@@ -70,6 +73,13 @@ type Config struct {
 	// Clock is the time the controller judges by and waits on; nil: the
 	// real clock.
 	Clock Clock
+	// MaxHold is the longest a RESOURCE_EXHAUSTED holds the workers; 0:
+	// DefaultMaxHold. The workers wait inside a scan's row callback,
+	// where no stall watch looks, so a RetryInfo of hours must not stop
+	// them for hours: they go on at the lowered rate after MaxHold, while
+	// the refused call's own retry still waits its whole delay (bounded by
+	// that call's context). bttl gives its -stall.
+	MaxHold time.Duration
 }
 
 // Controller is one job's adaptive pace, shared by its workers and fed by
@@ -78,6 +88,7 @@ type Controller struct {
 	clock   Clock
 	ceiling float64
 	period  time.Duration
+	maxHold time.Duration
 
 	mu sync.Mutex
 	// lim paces at the current rate; nil while unlimited (no ceiling and
@@ -102,12 +113,15 @@ type Controller struct {
 
 // New returns a Controller paced at cfg.Ceiling (unlimited without one).
 func New(cfg Config) *Controller {
-	c := &Controller{clock: cfg.Clock, ceiling: max(cfg.Ceiling, 0), period: cfg.Period}
+	c := &Controller{clock: cfg.Clock, ceiling: max(cfg.Ceiling, 0), period: cfg.Period, maxHold: cfg.MaxHold}
 	if c.clock == nil {
 		c.clock = realClock{}
 	}
 	if c.period <= 0 {
 		c.period = DefaultPeriod
+	}
+	if c.maxHold <= 0 {
+		c.maxHold = DefaultMaxHold
 	}
 	now := c.clock.Now()
 	c.lastChange, c.winStart = now, now
@@ -231,8 +245,9 @@ func (c *Controller) raise(now time.Time) {
 }
 
 // Throttle records a RESOURCE_EXHAUSTED answer asking for a retry after
-// delay (0: no RetryInfo, DefaultPause): the workers hold until then, and
-// the rate is lowered unless it was within the last period.
+// delay (0: no RetryInfo, DefaultPause): the workers hold until then (at
+// most Config.MaxHold), and the rate is lowered unless it was within the
+// last period.
 func (c *Controller) Throttle(delay time.Duration) {
 	if delay <= 0 {
 		delay = DefaultPause
@@ -241,7 +256,7 @@ func (c *Controller) Throttle(delay time.Duration) {
 	defer c.mu.Unlock()
 	now := c.clock.Now()
 	c.throttled++
-	if h := now.Add(delay); h.After(c.hold) {
+	if h := now.Add(min(delay, c.maxHold)); h.After(c.hold) {
 		c.hold = h
 	}
 	c.lastThrottle = now

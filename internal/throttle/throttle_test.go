@@ -272,3 +272,39 @@ func TestWriteMetrics(t *testing.T) {
 	require.NoError(t, New(Config{Clock: clk}).WriteMetrics(&b, "migrate"))
 	assert.True(t, strings.Contains(b.String(), `bttl_throttle_rate_cells_per_second{command="migrate"} +Inf`), b.String())
 }
+
+// A RetryInfo of an hour holds the workers Config.MaxHold only (they wait
+// where no stall watch looks); the refused unary call itself is sent again
+// only after its whole delay, which its context bounds.
+func TestLongRetryInfoHoldsTheWorkersAtMostMaxHold(t *testing.T) {
+	clk := newFakeClock()
+	c := New(Config{Ceiling: 1000, MaxHold: 5 * time.Second, Clock: clk})
+	c.Throttle(time.Hour)
+	require.NoError(t, c.WaitN(context.Background(), 1))
+	assert.Equal(t, 5*time.Second, clk.sleptFor(), "the workers' hold: MaxHold")
+
+	clk = newFakeClock()
+	c = New(Config{Ceiling: 1000, MaxHold: 5 * time.Second, Clock: clk})
+	answers := []error{throttled(time.Hour), nil}
+	calls := 0
+	err := c.UnaryClientInterceptor()(context.Background(), "/google.bigtable.v2.Bigtable/CheckAndMutateRow", nil, nil, nil,
+		func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			calls++
+			return answers[calls-1]
+		})
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls)
+	assert.Equal(t, time.Hour, clk.sleptFor(), "the call's own retry waits the delay the server asked for")
+
+	// Within a deadline shorter than the delay: the answer at once.
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(time.Minute))
+	defer cancel()
+	calls = 0
+	err = c.UnaryClientInterceptor()(ctx, "/m", nil, nil, nil, func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		calls++
+		return throttled(time.Hour)
+	})
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, time.Hour, clk.sleptFor(), "no wait past the deadline")
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bttl/bttl/bttest_harness/prodserver"
+)
+
+// BIGTABLE_EMULATOR_HOST may carry a scheme (http://, https://,
+// passthrough:///), which the Bigtable client strips before dialling
+// (internal/option/option.go, v1.58.0) and the endpoint probe strips too:
+// bttl, which dials the emulator itself to install its interceptors, must
+// reach the same server.
+func TestEmulatorHostWithSchemeAsTheClientTakesIt(t *testing.T) {
+	ac, dc, addr := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "users", ColumnFamilies: map[string]bigtable.Family{
+		"session": {}, "doc": {}, "raw": {},
+	}}))
+	m := bigtable.NewMutation()
+	m.Set("session", "tok", bigtable.Time(time.Now().Add(time.Hour)).TruncateToMilliseconds(), []byte("x"))
+	require.NoError(t, dc.Open("users").Apply(ctx, "a", m))
+	schemaPath := writeFile(t, "schema.yaml", lookupSchemaYAML)
+	for _, host := range []string{addr, "http://" + addr, "https://" + addr, "passthrough:///" + addr} {
+		r := bttl(t, host, "", "-timeout", "10s", "-schema", schemaPath, "read", "-json", "users")
+		require.Equal(t, exitOK, r.code, "BIGTABLE_EMULATOR_HOST=%s: %s", host, r.stderr)
+		assert.True(t, strings.HasPrefix(r.stdout, `{"row":"a"`), "BIGTABLE_EMULATOR_HOST=%s: %s", host, r.stdout)
+	}
+}
+
+// A RESOURCE_EXHAUSTED whose RetryInfo asks for an hour holds every scan
+// worker inside its row callback, where -stall does not look: the
+// command must not sit there for the hour (no -timeout given). The hold
+// is at most -stall; the refused ReadRows' own retry is cut by -stall, and
+// the read once more from its last row finds the server answering.
+func TestLongRetryInfoDoesNotHoldTheScanPastTheStall(t *testing.T) {
+	first := true
+	srv := prodserver.New(t, prodserver.Config{RetryDelay: time.Hour, Fault: func(c prodserver.Call) prodserver.Fault {
+		if c.Method == "ReadRows" && first {
+			first = false
+			return prodserver.FaultThrottle
+		}
+		return prodserver.FaultNo
+	}})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", srv.Addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		done <- runRaw(ctx, "-project=p", "-instance=i", "-schema="+schema, "audit", "-table=legacy", "-json", "-stall=1s",
+			"-now="+now.Add(time.Hour).UTC().Format(time.RFC3339Nano))
+	}()
+	select {
+	case r := <-done:
+		require.Equal(t, exitOK, r.code, r.stderr)
+		t.Logf("audit done in %s, server counts %+v", time.Since(start), srv.Counts())
+		assert.EqualValues(t, 1, srv.Counts().Throttled)
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the audit still waited after 30s for a RetryInfo of an hour, with -stall 1s")
+	}
+}
+
+// An in-place migration whose scan goes through a Data Boost profile
+// (-app-profile) sees only the writes of more than half an hour ago:
+// while the last legacy writer switched (-written-before) less than that
+// ago, its "nothing to migrate" (exit 0, next: bttl apply, whose one-second
+// rule would collect the unmoved cells) is a guess. It is refused before
+// any write, naming the instant from which it may run and the other way;
+// through the write profile the same run moves every cell.
+func TestMigrateThroughDataBoostWaitsForItsLag(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	args := append([]string{"-project=p", "-instance=i", "-schema=" + schema, "-write-app-profile=batch", "migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)
+	for _, dry := range []bool{false, true} {
+		a := append([]string(nil), args...)
+		if dry {
+			a = append(a, "-dry-run")
+		}
+		r := inProcess(t, srv.Addr, append(a, "-app-profile=boost")...)
+		require.Equal(t, exitError, r.code, "dry run %v: %s%s", dry, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
+		assert.Contains(t, r.stderr, "-written-before")
+		assert.NotContains(t, r.stdout, "nothing to migrate")
+	}
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+	r := inProcess(t, srv.Addr, append(args, "-app-profile=batch")...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Equal(t, shiftedModel(model, 30*24*time.Hour), storedFamily(t, dc, "legacy", "f"))
+}
+
+// bttl apply checks, by scanning the family, that its rule collects no
+// stored cell. Through a Data Boost profile (-app-profile) that scan may
+// miss the last half hour's writes: it read none of 40 cells written a
+// second before, said "exact: read all 0 row(s)" and set a one-second rule
+// that collects them all. Refused, nothing changed, unless -force; through
+// a single-cluster profile the check sees the cells and refuses as ever.
+func TestApplyRefusesToCheckThroughDataBoost(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	ac, _ := clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	gcRule := func() string {
+		ti, err := ac.TableInfo(context.Background(), "legacy")
+		require.NoError(t, err)
+		require.Len(t, ti.FamilyInfos, 1)
+		return ti.FamilyInfos[0].GCPolicy
+	}
+	before := gcRule()
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=boost", "apply", "-yes")
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
+	assert.Contains(t, r.stderr, "-force")
+	assert.Equal(t, before, gcRule(), "nothing changed")
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=batch", "apply", "-yes")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "40 cell(s)")
+	assert.Equal(t, before, gcRule(), "nothing changed")
+}
+
+// -write-app-profile given empty sends the writes through the instance's
+// default profile: a refusal of that profile says so, not that neither
+// flag was given.
+func TestEmptyWriteAppProfileNamedAsGiven(t *testing.T) {
+	srv := prodserver.New(t, prodserver.Config{
+		Clusters: []prodserver.Cluster{{ID: "a"}, {ID: "b"}},
+		Profiles: []prodserver.AppProfile{prodserver.SingleCluster("batch", "a", true)},
+	})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr("a"))
+	now := time.Now().Add(-time.Second)
+	model := loadRealTimestamps(t, dc, "legacy", "f", 5, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-schema=" + schema, "-app-profile=batch", "-write-app-profile=",
+		"migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)...)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "default" (-write-app-profile, given empty: the instance's default profile)`)
+	assert.NotContains(t, r.stderr, "neither")
+	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
+}
+
+// An app profile is named by its ID in the data API's requests
+// (app_profile_id) and in GetAppProfile's name: one given as its full
+// resource name is a usage error naming the ID to give, before any call,
+// rather than "no such profile" or the server's refusal of the first scan.
+func TestAppProfileGivenAsFullNameIsAUsageError(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	for _, flag := range []string{"-app-profile", "-write-app-profile"} {
+		r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, flag+"=projects/p/instances/i/appProfiles/batch",
+			"audit", "-table=legacy", "-json")
+		require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, flag+`: "projects/p/instances/i/appProfiles/batch" is a profile's resource name: give its ID, "batch"`)
+	}
+	assert.Zero(t, srv.Counts().Refused, "no call")
+}
+
+// bttl plan through a Data Boost profile counts what its scan saw, which
+// may leave out the last half hour's cells: it says so (and that apply
+// refuses to check through it), rather than only "exact: read all 0
+// row(s)" over 40 cells written a second before.
+func TestPlanThroughDataBoostSaysWhatItCannotSee(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, time.Now().Add(-time.Second))
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=boost", "plan")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last 35m: the counts above leave them out`)
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=batch", "plan")
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stderr, "Data Boost")
+}
+
+// The commands that only read bttl's records back (audit merge, migrate
+// merge, checkpoint list) send no CheckAndMutateRow: a single-cluster
+// profile without transactional writes serves them; Data Boost (whose
+// reads lag) and multi-cluster routing (whose reads may miss a record
+// just written on another cluster) are still refused, and checkpoint rm,
+// which writes, still needs transactions.
+func TestReadingRecordsNeedsNoTransactions(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
+	now := time.Now().Add(-time.Second)
+	loadRealTimestamps(t, dc, "legacy", "f", 10, 2, now)
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-write-app-profile=batch", "audit", "-table=legacy", "-json",
+		"-now="+now.UTC().Format(time.RFC3339Nano), "-report=bigtable://bttl_state/job1")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	for _, args := range [][]string{
+		{"audit", "merge", "-json", "bigtable://bttl_state/job1"},
+		{"checkpoint", "list", "bigtable://bttl_state"},
+	} {
+		r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=reader"}, args...)...)
+		assert.Equal(t, exitOK, r.code, "%v: %s%s", args, r.stdout, r.stderr)
+		r = inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=boost"}, args...)...)
+		assert.Equal(t, exitError, r.code, "%v: %s%s", args, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, `app profile "boost" (-write-app-profile)`)
+	}
+	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-write-app-profile=reader", "checkpoint", "rm", "-dry-run", "bigtable://bttl_state")
+	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "does not allow transactional writes")
+	assert.Zero(t, srv.Counts().Refused)
+}
