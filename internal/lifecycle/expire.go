@@ -133,7 +133,7 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 	if err != nil {
 		return 0, err
 	}
-	// delta 0: every cell is already where it goes; moveCell counts each
+	// delta 0: every cell is already where it goes; MoveCell counts each
 	// live one without sending anything.
 	delta := ts - strategy.Millis(cells[0].Timestamp)
 	if delta < 0 {
@@ -171,7 +171,7 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 	return moved, nil
 }
 
-// checkPinnable refuses, as moveCell would, a cell whose value is too large
+// checkPinnable refuses, as MoveCell would, a cell whose value is too large
 // to pin: ExpireColumn and ExpireRow check every cell they read before the
 // first move, so such a cell found late leaves nothing moved in part.
 func (o *Ops) checkPinnable(row, family, column string, c bigtable.ReadItem) error {
