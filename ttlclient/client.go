@@ -486,6 +486,7 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
+	t.life = t.newLifecycle()
 	if verify && !cfg.skipVerify {
 		if err := c.checkProfiles(ctx, t, &cfg); err != nil {
 			recordOpenRefusal(rec, err)

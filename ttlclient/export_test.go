@@ -7,6 +7,7 @@ import (
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/lifecycle"
 )
 
 // Build exposes the write path without I/O, for the pure benchmarks and
@@ -32,16 +33,16 @@ func (t *Table) Filters() *filters.Builder { return t.filters }
 // Now is the table's clock in microseconds.
 func (t *Table) Now() bigtable.Timestamp { return t.now() }
 
-// MoveCell exposes moveCell, the atomic cell move Expire and time-to-idle
+// MoveCell exposes lifecycle.Ops.MoveCell, the atomic cell move Expire and time-to-idle
 // build on.
 func (t *Table) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp) (bool, error) {
-	return t.moveCell(ctx, row, family, column, oldTS, value, newTS, moveAny)
+	return t.life.MoveCell(ctx, row, family, column, oldTS, value, newTS, lifecycle.MoveAny)
 }
 
-// PurgeBelow exposes purgeBelow, the deletion of the versions a
+// PurgeBelow exposes lifecycle.Ops.PurgeBelow, the deletion of the versions a
 // max-versions family hides, given the bound its read found.
 func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, below bigtable.Timestamp) error {
-	return t.purgeBelow(ctx, row, family, column, t.schema[family], below)
+	return t.life.PurgeBelow(ctx, row, family, column, t.schema[family], below)
 }
 
 // AfterIdleRead exposes the time-to-idle look at a row a read returned

@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/internal/workpool"
 	"github.com/bttl/bttl/strategy"
 )
@@ -17,7 +18,7 @@ import (
 // calls) looks at the newest cell of each column it returns from a family
 // with an idle TTL. One whose remaining TTL is below the idle TTL less the
 // debounce is queued for a refresh, which moves it to the family's
-// timestamp for now + idle TTL (moveCell: one conditional row mutation
+// timestamp for now + idle TTL (lifecycle.Ops.MoveCell: one conditional row mutation
 // pinning the exact cell, so a concurrent newer write is never overwritten
 // and a cell expired or collected meanwhile is never revived). The
 // refreshes run on the client's goroutines, never the caller's: the queue
@@ -236,7 +237,7 @@ func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
 		// Not due any more (the clock went back): never shorten a TTL.
 		return IdleSkipped
 	}
-	applied, err := t.moveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, moveOnlyIfNewest)
+	applied, err := t.life.MoveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, lifecycle.MoveOnlyIfNewest)
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
 		return IdleDropped
@@ -267,14 +268,6 @@ func (t *Table) logIdleFailure(j *idleJob, err error) {
 		return
 	}
 	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "reason", reason, "err", err)
-}
-
-// newerCells matches any cell of family:column after the millisecond ms.
-func newerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
-	return bigtable.ChainFilters(
-		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0), // ms < MaxTimestamp: moveCell
-	)
 }
 
 // errClientClosed is the cause of the refreshes' context once Close runs.

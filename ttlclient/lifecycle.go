@@ -2,49 +2,42 @@ package ttlclient
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"sort"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/lifecycle"
-	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/internal/rules"
 )
 
-// agePolicy is the policy of family for a lifecycle operation: an age
-// family, or ErrUnknownFamily / ErrNotApplicable.
-func (t *Table) agePolicy(family string) (strategy.Policy, error) {
-	p, ok := t.policy(family)
-	if !ok {
-		return p, ErrUnknownFamily
-	}
-	if k := p.Kind(); k != strategy.KindOneSecond && k != strategy.KindDefaultExpiry {
-		return p, fmt.Errorf("%w: a %s family's cells do not expire by age", ErrNotApplicable, k)
-	}
-	return p, nil
-}
+// The lifecycle operations run in internal/lifecycle (lifecycle.Ops): these
+// methods are their documented face.
 
-// readError is a *CellError about a cell that was read: unlike a refused
-// write (Table.refuse) it is not counted as a refusal.
-func (t *Table) readError(row, family, column string, ts bigtable.Timestamp, err error) *CellError {
-	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Timestamp: ts, Err: err, text: t.keyText}
-}
-
-// itemPolicy is the age policy of the family of a read item.
-func (t *Table) itemPolicy(item bigtable.ReadItem) (strategy.Policy, error) {
-	family, column, ok := strings.Cut(item.Column, ":")
-	if !ok {
-		return strategy.Policy{}, t.readError(item.Row, "", item.Column, item.Timestamp, fmt.Errorf("%w: the column is not family:qualifier", ErrUnknownFamily))
+// newLifecycle is what the lifecycle operations need of t.
+func (t *Table) newLifecycle() *lifecycle.Ops {
+	return &lifecycle.Ops{
+		Policy:  t.policy,
+		Schema:  t.schema,
+		Clock:   t.clock,
+		Filters: t.filters,
+		ReadRow: func(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, error) {
+			return t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(filter))
+		},
+		CheckAndMutate: func(ctx context.Context, row string, m *bigtable.Mutation, opts ...bigtable.ApplyOption) error {
+			return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
+				return tbl.Apply(t.wire(ctx), row, m, opts...)
+			})
+		},
+		CheckRowKey: t.checkRowKey,
+		Refuse: func(c lifecycle.Cell, err error) error {
+			e := t.refuse(c.Row, c.Family, c.Column, err)
+			e.Timestamp, e.TTL, e.named = c.Timestamp, c.TTL, c.Named
+			return e
+		},
+		ReadError: func(c lifecycle.Cell, err error) error {
+			return &CellError{Table: t.name, Row: c.Row, Family: c.Family, Column: c.Column, Timestamp: c.Timestamp, Err: err, text: t.keyText}
+		},
 	}
-	p, err := t.agePolicy(family)
-	if err != nil {
-		return p, t.readError(item.Row, family, column, item.Timestamp, err)
-	}
-	return p, nil
 }
 
 // Expiry is the instant the cell item stops being live, by its family's
@@ -55,11 +48,7 @@ func (t *Table) itemPolicy(item bigtable.ReadItem) (strategy.Policy, error) {
 // instant is exact to the microsecond for any timestamp, past the year 2262
 // too (no conversion goes through nanoseconds since the epoch).
 func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
-	p, err := t.itemPolicy(item)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return p.ExpiryTime(item.Timestamp), nil
+	return t.life.Expiry(item)
 }
 
 // RemainingTTL is how long the cell item has left at the table's clock:
@@ -69,39 +58,21 @@ func (t *Table) Expiry(item bigtable.ReadItem) (time.Time, error) {
 // strategy.ErrTimestampOverflow, returned with that largest Duration (use Expiry
 // for such a cell). Other errors as for Expiry.
 func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
-	exp, err := t.Expiry(item)
-	if err != nil {
-		return 0, err
-	}
-	now := t.clock.Now()
-	left := exp.Sub(now) // saturates: checked below
-	if left == math.MaxInt64 && exp.After(now.Add(left)) {
-		family, column, _ := strings.Cut(item.Column, ":")
-		return left, t.readError(item.Row, family, column, item.Timestamp,
-			fmt.Errorf("%w: the cell expires at %s, more than %s after now", strategy.ErrTimestampOverflow, exp.UTC().Format(time.RFC3339), left))
-	}
-	return left, nil
+	return t.life.RemainingTTL(item)
 }
 
 // ExpireOption adjusts Expire, ExpireAt and Persist: ExpireCellAt, an
 // ExpireCondition, ExpireResultTo. As with the bigtable client's options,
 // of two options setting the same thing the last wins.
-type ExpireOption interface{ applyExpire(*expireSettings) }
+type ExpireOption interface{ applyExpire(*lifecycle.Settings) }
 
 // ExpireColumnOption adjusts ExpireColumn and ExpireRow: an
 // ExpireCondition, checked for each cell.
-type ExpireColumnOption interface{ applyExpireColumn(*expireSettings) }
-
-type expireSettings struct {
-	ts     bigtable.Timestamp
-	hasTS  bool
-	cond   lifecycle.Condition
-	result *ExpireResult
-}
+type ExpireColumnOption interface{ applyExpireColumn(*lifecycle.Settings) }
 
 type cellAtOption bigtable.Timestamp
 
-func (o cellAtOption) applyExpire(s *expireSettings) { s.ts, s.hasTS = bigtable.Timestamp(o), true }
+func (o cellAtOption) applyExpire(s *lifecycle.Settings) { s.TS, s.HasTS = bigtable.Timestamp(o), true }
 
 // ExpireCellAt makes Expire act on the live cell stored at timestamp ts
 // (its millisecond), as read through the table, instead of the column's
@@ -135,8 +106,8 @@ const (
 	OnlyIfTTLAndEarlier = ExpireCondition(lifecycle.IfTTLAndEarlier)
 )
 
-func (c ExpireCondition) applyExpire(s *expireSettings)       { s.cond = lifecycle.Condition(c) }
-func (c ExpireCondition) applyExpireColumn(s *expireSettings) { s.cond = lifecycle.Condition(c) }
+func (c ExpireCondition) applyExpire(s *lifecycle.Settings)       { s.Cond = lifecycle.Condition(c) }
+func (c ExpireCondition) applyExpireColumn(s *lifecycle.Settings) { s.Cond = lifecycle.Condition(c) }
 
 // String is the condition's Redis flags ("NX", "XX LT").
 func (c ExpireCondition) String() string { return lifecycle.Condition(c).String() }
@@ -172,7 +143,7 @@ func (r ExpireResult) String() string { return lifecycle.Result(r).String() }
 
 type resultToOption struct{ r *ExpireResult }
 
-func (o resultToOption) applyExpire(s *expireSettings) { s.result = o.r }
+func (o resultToOption) applyExpire(s *lifecycle.Settings) { s.Result = (*lifecycle.Result)(o.r) }
 
 // ExpireResultTo makes Expire store what it did in *r, as
 // bigtable.GetCondMutationResult does for Apply: applied alone does not
@@ -183,62 +154,6 @@ func ExpireResultTo(r *ExpireResult) ExpireOption { return resultToOption{r} }
 // ErrCannotPersist: Persist on a family with no "forever": a sequence or
 // unmanaged family, or a TTL cap that refuses longer TTLs.
 var ErrCannotPersist = lifecycle.ErrCannotPersist
-
-// expireTimestamp checks a lifecycle write: row key, family, column and
-// TTL, with the same guardrails as a write with SetTTL(..., ttl, ...) (cap,
-// overflow, below 1ms), and returns the policy and the timestamp a cell
-// given ttl now gets.
-func (t *Table) expireTimestamp(row, family, column string, ttl time.Duration) (strategy.Policy, bigtable.Timestamp, error) {
-	if err := t.checkRowKey(row); err != nil {
-		return strategy.Policy{}, 0, err
-	}
-	p, err := t.agePolicy(family)
-	if err != nil {
-		e := t.refuse(row, family, column, err)
-		e.TTL = ttl
-		return p, 0, e
-	}
-	if err := checkReserved(p, column); err != nil {
-		return p, 0, t.refuse(row, family, column, err)
-	}
-	ts, err := p.WriteTimestamp(t.clock.Now(), ttl)
-	if err != nil {
-		e := t.refuse(row, family, column, err)
-		e.TTL = ttl
-		return p, 0, e
-	}
-	return p, ts, nil
-}
-
-// checkReserved refuses a column holding write-time companions.
-func checkReserved(p strategy.Policy, column string) error {
-	if p.HasWriteTime() && strings.HasPrefix(column, companionHidesFrom) {
-		return ErrReservedColumn // the *CellError names the column
-	}
-	return nil
-}
-
-// liveCells reads family:column's live cells of row, newest first, through
-// the TTL filter (so an expired cell is never found, and never revived),
-// restricted to the millisecond of ts when one is given.
-func (t *Table) liveCells(ctx context.Context, row, family, column string, s expireSettings, latest bool) ([]bigtable.ReadItem, error) {
-	f := []bigtable.Filter{bigtable.ColumnRangeFilter(family, column, column+"\x00")}
-	if s.hasTS {
-		f = append(f, bigtable.TimestampRangeFilterMicros(strategy.Millis(s.ts), strategy.MilliEnd(s.ts)))
-	}
-	if latest {
-		f = append(f, bigtable.LatestNFilter(1))
-	}
-	var user bigtable.Filter = f[0]
-	if len(f) > 1 {
-		user = bigtable.ChainFilters(f...)
-	}
-	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), user)))
-	if err != nil {
-		return nil, err
-	}
-	return r[family], nil
-}
 
 // Expire gives a cell of row a new TTL, like Redis EXPIRE: the column's
 // newest live cell, or the one ExpireCellAt names. The cell moves to the
@@ -264,87 +179,7 @@ func (t *Table) liveCells(ctx context.Context, row, family, column string, s exp
 // costs one read and one CheckAndMutateRow (and a read of the write-time
 // companion on a family with strategy.WithWriteTime, which moves too).
 func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ExpireOption) (applied bool, err error) {
-	s := expireOptions(opts)
-	p, ts, err := t.expireTimestamp(row, family, column, ttl)
-	if err == nil {
-		err = t.checkCellAt(row, family, column, s)
-	}
-	if err != nil {
-		return false, err
-	}
-	r, err := t.expireCell(ctx, row, family, column, p, ts, s)
-	return r == ExpireSet, err
-}
-
-func expireOptions(opts []ExpireOption) expireSettings {
-	var s expireSettings
-	for _, o := range opts {
-		o.applyExpire(&s)
-	}
-	return s
-}
-
-// checkCellAt refuses a negative ExpireCellAt.
-func (t *Table) checkCellAt(row, family, column string, s expireSettings) error {
-	if s.hasTS && s.ts < 0 {
-		// No cell has one; its millisecond's end, 0, would read as an
-		// open end and select the newest cell.
-		e := t.refuse(row, family, column, fmt.Errorf("%w: ExpireCellAt(%d)", strategy.ErrBeforeEpoch, s.ts))
-		e.Timestamp = s.ts
-		return e
-	}
-	return nil
-}
-
-// expireCell moves the cell Expire, ExpireAt and Persist act on to
-// target (a target not live at the table's clock deletes it) if s's
-// condition holds, and stores the result where ExpireResultTo asked.
-func (t *Table) expireCell(ctx context.Context, row, family, column string, p strategy.Policy, target bigtable.Timestamp, s expireSettings) (r ExpireResult, err error) {
-	defer func() {
-		if s.result != nil {
-			*s.result = r
-		}
-	}()
-	cells, err := t.liveCells(ctx, row, family, column, s, true)
-	if err != nil {
-		return ExpireChanged, err
-	}
-	if len(cells) == 0 {
-		return ExpireNoCell, nil
-	}
-	c := cells[0]
-	if lifecycle.Holds(s.cond, c.Timestamp, target) && target < strategy.Millis(c.Timestamp) {
-		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
-			return ExpireChanged, err
-		}
-	}
-	mode := moveNoCrossing // the newest: never lifted over a value written since the read
-	if s.hasTS {
-		mode = moveAny // the caller named the cell
-	}
-	return t.expireOne(ctx, row, family, column, p, c, target, s.cond, mode)
-}
-
-// expireOne moves cell c to target when cond holds: the condition, as a
-// timestamp range the pinned cell must lie in, joins the move's predicate.
-func (t *Table) expireOne(ctx context.Context, row, family, column string, p strategy.Policy, c bigtable.ReadItem, target bigtable.Timestamp, cond lifecycle.Condition, mode moveMode) (ExpireResult, error) {
-	cur := strategy.Millis(c.Timestamp)
-	if !lifecycle.Holds(cond, cur, target) {
-		return ExpireNotMet, nil
-	}
-	var window []bigtable.Filter
-	if cond != lifecycle.Always {
-		start, end, _ := lifecycle.Window(cond, target) // ok: Holds
-		window = append(window, bigtable.TimestampRangeFilterMicros(start, end))
-	}
-	applied, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
-	switch {
-	case err != nil || !applied:
-		return ExpireChanged, err
-	case !p.IsLive(target, t.now()):
-		return ExpireDeleted, nil
-	}
-	return ExpireSet, nil
+	return t.life.Expire(ctx, row, family, column, ttl, expireOptions(lifecycle.Settings{}, opts))
 }
 
 // ExpireAt gives a cell of row the expiry at, like Redis EXPIREAT
@@ -361,22 +196,8 @@ func (t *Table) expireOne(ctx context.Context, row, family, column string, p str
 // write with that TTL; an instant past the family's last timestamp is
 // strategy.ErrTimestampOverflow. Other guardrails as for Expire.
 func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ExpireOption) (ExpireResult, error) {
-	s := expireOptions(opts)
-	p, err := t.lifecyclePolicy(row, family, column)
-	if err == nil {
-		err = t.checkCellAt(row, family, column, s)
-	}
-	if err != nil {
-		return ExpireNoCell, err
-	}
-	target, past, err := lifecycle.AtTimestamp(p, t.clock.Now(), at)
-	if err != nil {
-		return ExpireNoCell, t.refuse(row, family, column, err)
-	}
-	if past {
-		target = 0 // not live: the move deletes
-	}
-	return t.expireCell(ctx, row, family, column, p, target, s)
+	r, err := t.life.ExpireAt(ctx, row, family, column, at, expireOptions(lifecycle.Settings{}, opts))
+	return ExpireResult(r), err
 }
 
 // Persist removes the TTL of a cell of row, like Redis PERSIST/HPERSIST:
@@ -392,98 +213,8 @@ func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at tim
 // cell over a value written since the read. An ExpireCondition replaces
 // the default, OnlyIfTTL.
 func (t *Table) Persist(ctx context.Context, row, family, column string, opts ...ExpireOption) (ExpireResult, error) {
-	s := expireSettings{cond: lifecycle.IfTTL}
-	for _, o := range opts {
-		o.applyExpire(&s)
-	}
-	if err := t.checkRowKey(row); err != nil {
-		return ExpireNoCell, err
-	}
-	p, ok := t.policy(family)
-	if !ok {
-		return ExpireNoCell, t.refuse(row, family, column, ErrUnknownFamily)
-	}
-	if err := checkReserved(p, column); err != nil {
-		return ExpireNoCell, t.refuse(row, family, column, err)
-	}
-	if err := t.checkCellAt(row, family, column, s); err != nil {
-		return ExpireNoCell, err
-	}
-	target, err := lifecycle.Forever(p, t.clock.Now())
-	if err != nil {
-		if !p.Managed() || p.Kind() == strategy.KindSequence {
-			err = fmt.Errorf("%w (%w)", err, ErrNotApplicable)
-		}
-		return ExpireNoCell, t.refuse(row, family, column, err)
-	}
-	return t.expireCell(ctx, row, family, column, p, target, s)
-}
-
-// lifecyclePolicy checks the row key, the family (an age family) and the
-// column (not reserved) of a lifecycle operation.
-func (t *Table) lifecyclePolicy(row, family, column string) (strategy.Policy, error) {
-	if err := t.checkRowKey(row); err != nil {
-		return strategy.Policy{}, err
-	}
-	p, err := t.agePolicy(family)
-	if err != nil {
-		return p, t.refuse(row, family, column, err)
-	}
-	if err := checkReserved(p, column); err != nil {
-		return p, t.refuse(row, family, column, err)
-	}
-	return p, nil
-}
-
-// purgeHidden deletes the cells of family:column that a max-versions age
-// family (strategy.WithMaxVersions) hides: those beyond the column's newest
-// N live ones, which GC's max-versions rule removes and no read returns.
-// A move to an older timestamp must not run while they are stored: the
-// moved cell would sort below them and bring them back into view as live
-// versions (and push a live one out). They are dead, so deleting them
-// changes nothing any read sees. A family without the rule has none.
-func (t *Table) purgeHidden(ctx context.Context, row, family, column string, p strategy.Policy) error {
-	n := p.Versions()
-	if n == 0 {
-		return nil
-	}
-	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
-		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(p.LiveFrom(t.now()), 0),
-		bigtable.StripValueFilter(),
-	)))
-	if err != nil {
-		return err
-	}
-	cells := r[family] // newest first
-	if len(cells) <= n {
-		return nil
-	}
-	return t.purgeBelow(ctx, row, family, column, p, strategy.Millis(cells[n-1].Timestamp))
-}
-
-// purgeBelow deletes family:column's cells under below, the n-th newest
-// live cell's millisecond when purgeHidden read the column, and their
-// companions.
-func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p strategy.Policy, below bigtable.Timestamp) error {
-	n := p.Versions()
-	m := bigtable.NewMutation()
-	m.DeleteTimestampRange(family, column, 0, below)
-	if p.HasWriteTime() {
-		m.DeleteTimestampRange(family, companionQualifier(column), 0, below)
-	}
-	// Only while at least n cells are still stored from below on: then
-	// every cell under it is beyond the n newest, collectable by GC's
-	// max-versions rule whatever moved meanwhile (a concurrent Expire may
-	// have moved a live cell under below, and the column have fewer).
-	atLeastN := bigtable.ChainFilters(
-		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
-		bigtable.TimestampRangeFilterMicros(below, 0),
-		bigtable.CellsPerRowOffsetFilter(n-1),
-	)
-	return t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
-		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(atLeastN, m, nil))
-	})
+	r, err := t.life.Persist(ctx, row, family, column, expireOptions(lifecycle.Settings{Cond: lifecycle.IfTTL}, opts))
+	return ExpireResult(r), err
 }
 
 // ExpireColumn gives every live cell of family:column a new TTL: the newest
@@ -497,15 +228,7 @@ func (t *Table) purgeBelow(ctx context.Context, row, family, column string, p st
 // filters.ErrCellTooLargeToPin before the first move); a move that fails stops the
 // call, with the cells moved until then counted.
 func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ExpireColumnOption) (moved int, err error) {
-	if _, _, err := t.expireTimestamp(row, family, column, ttl); err != nil {
-		return 0, err
-	}
-	s := columnOptions(opts)
-	cells, err := t.liveCells(ctx, row, family, column, s, false)
-	if err != nil {
-		return 0, err
-	}
-	return t.expireCells(ctx, row, family, column, cells, ttl, s.cond)
+	return t.life.ExpireColumn(ctx, row, family, column, ttl, columnOptions(opts))
 }
 
 // ExpireRow gives every live cell of row's age families (one-second and
@@ -515,123 +238,7 @@ func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, tt
 // TTL, as ExpireColumn does. Refusals come before the first move; an RPC
 // error stops the call, with the cells moved until then counted.
 func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration, opts ...ExpireColumnOption) (moved int, err error) {
-	cond := columnOptions(opts).cond
-	if err := t.checkRowKey(row); err != nil {
-		return 0, err
-	}
-	var families []string
-	for fam, p := range t.schema {
-		if _, err := t.agePolicy(fam); err == nil {
-			if _, err := p.WriteTimestamp(t.clock.Now(), ttl); err != nil {
-				e := t.refuse(row, fam, "", err)
-				e.TTL = ttl
-				return 0, e
-			}
-			families = append(families, fam)
-		}
-	}
-	if len(families) == 0 {
-		e := t.refuse(row, "", "", fmt.Errorf("%w: the table has no one-second or default-expiry family", ErrNotApplicable))
-		e.TTL = ttl
-		return 0, e
-	}
-	sort.Strings(families)
-	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.TTL(t.now())))
-	if err != nil {
-		return 0, err
-	}
-	for _, fam := range families {
-		for _, it := range r[fam] {
-			if err := t.checkPinnable(row, fam, strings.TrimPrefix(it.Column, fam+":"), it); err != nil {
-				return 0, err
-			}
-		}
-	}
-	for _, fam := range families {
-		items := r[fam]
-		for i := 0; i < len(items); {
-			j := i + 1
-			for j < len(items) && items[j].Column == items[i].Column {
-				j++
-			}
-			column := strings.TrimPrefix(items[i].Column, fam+":")
-			n, err := t.expireCells(ctx, row, fam, column, items[i:j], ttl, cond)
-			moved += n
-			if err != nil {
-				return moved, err
-			}
-			i = j
-		}
-	}
-	return moved, nil
-}
-
-// expireCells moves the live cells of one column (newest first, as read)
-// so that the newest gets ttl and the others keep their spacing.
-func (t *Table) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration, cond lifecycle.Condition) (int, error) {
-	if len(cells) == 0 {
-		return 0, nil
-	}
-	p, ts, err := t.expireTimestamp(row, family, column, ttl)
-	if err != nil {
-		return 0, err
-	}
-	// delta 0: every cell is already where it goes; moveCell counts each
-	// live one without sending anything.
-	delta := ts - strategy.Millis(cells[0].Timestamp)
-	if delta < 0 {
-		if err := t.purgeHidden(ctx, row, family, column, p); err != nil {
-			return 0, err
-		}
-	}
-	for _, c := range cells {
-		if err := t.checkPinnable(row, family, column, c); err != nil {
-			return 0, err
-		}
-	}
-	order := make([]int, len(cells))
-	for i := range order {
-		order[i] = i
-		if delta < 0 { // shortening: oldest first, so no target is a cell not yet moved
-			order[i] = len(cells) - 1 - i
-		}
-	}
-	moved := 0
-	for _, i := range order {
-		c := cells[i]
-		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
-		if target < 0 {
-			target = 0
-		}
-		r, err := t.expireOne(ctx, row, family, column, p, c, target, cond, moveNoCrossing)
-		if err != nil {
-			return moved, err
-		}
-		if r == ExpireSet || r == ExpireDeleted {
-			moved++
-		}
-	}
-	return moved, nil
-}
-
-func columnOptions(opts []ExpireColumnOption) expireSettings {
-	var s expireSettings
-	for _, o := range opts {
-		o.applyExpireColumn(&s)
-	}
-	return s
-}
-
-// checkPinnable refuses, as moveCell would, a cell whose value is too large
-// to pin: ExpireColumn and ExpireRow check every cell they read before the
-// first move, so such a cell found late leaves nothing moved in part.
-func (t *Table) checkPinnable(row, family, column string, c bigtable.ReadItem) error {
-	if _, err := filters.Cell(family, column, strategy.Millis(c.Timestamp), c.Value); err != nil {
-		e := t.refuse(row, family, column, err)
-		e.Timestamp = c.Timestamp
-		return e
-	}
-	return nil
+	return t.life.ExpireRow(ctx, row, ttl, columnOptions(opts).Cond)
 }
 
 // SetKeepTTL writes value to family:column of row keeping the TTL of the
@@ -651,43 +258,8 @@ func (t *Table) checkPinnable(row, family, column string, c bigtable.ReadItem) e
 // reserved, a value within MaxValueBytes and small enough, with the old
 // one, to pin (filters.ErrCellTooLargeToPin is about the cell read).
 func (t *Table) SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ExpireResult, error) {
-	p, err := t.lifecyclePolicy(row, family, column)
-	if err != nil {
-		return ExpireNoCell, err
-	}
-	if len(value) > MaxValueBytes {
-		return ExpireNoCell, t.refuse(row, family, column, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(value)))
-	}
-	cells, err := t.liveCells(ctx, row, family, column, expireSettings{}, true)
-	if err != nil || len(cells) == 0 {
-		return ExpireNoCell, err
-	}
-	c := cells[0]
-	ms := strategy.Millis(c.Timestamp)
-	pin, err := filters.Cell(family, column, ms, c.Value)
-	if err != nil {
-		e := t.refuse(row, family, column, err)
-		e.Timestamp = c.Timestamp
-		return ExpireNoCell, e
-	}
-	if ms < strategy.MaxTimestamp {
-		pin = bigtable.ConditionFilter(newerCells(family, column, ms), bigtable.BlockAllFilter(), pin)
-	}
-	now := t.now()
-	if !p.IsLive(ms, now) {
-		return ExpireNoCell, nil
-	}
-	m := lifecycle.KeepTTLMutation(p, family, column, ms, value, now)
-	var applied bool
-	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
-		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied))
-	}); err != nil {
-		return ExpireChanged, err
-	}
-	if !applied {
-		return ExpireChanged, nil
-	}
-	return ExpireSet, nil
+	r, err := t.life.SetKeepTTL(ctx, row, family, column, value)
+	return ExpireResult(r), err
 }
 
 // MaxWriteTime is the newest write time of row's live cells of family,
@@ -699,32 +271,7 @@ func (t *Table) SetKeepTTL(ctx context.Context, row, family, column string, valu
 // (strategy.WithWriteTime), else a *CellError wrapping ErrNotApplicable;
 // no such live cell with a companion is ErrNoWriteTime.
 func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {
-	if err := t.checkRowKey(row); err != nil {
-		return time.Time{}, err
-	}
-	p, err := t.agePolicy(family)
-	if err == nil && !p.HasWriteTime() {
-		err = fmt.Errorf("%w: family %q does not record write times (strategy.WithWriteTime)", ErrNotApplicable, family)
-	}
-	if err != nil {
-		return time.Time{}, t.readError(row, family, "", 0, err)
-	}
-	now := t.now()
-	if p.AllExpired(now) {
-		return time.Time{}, t.readError(row, family, "", 0, ErrNoWriteTime)
-	}
-	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(bigtable.ChainFilters(
-		bigtable.ColumnRangeFilter(family, "", ""),
-		bigtable.TimestampRangeFilterMicros(p.LiveFrom(now), 0),
-	)))
-	if err != nil {
-		return time.Time{}, err
-	}
-	wt, ok := lifecycle.MaxWriteTime(p, family, r[family], columns)
-	if !ok {
-		return time.Time{}, t.readError(row, family, "", 0, ErrNoWriteTime)
-	}
-	return time.UnixMicro(int64(wt)).UTC(), nil
+	return t.life.MaxWriteTime(ctx, row, family, columns...)
 }
 
 // ReadRowAndExpire reads row, like Redis GETEX/HGETEX with a TTL, and
@@ -746,9 +293,8 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // refuses (cap, overflow, below 1ms), cells too large to pin together
 // (filters.ErrCellTooLargeToPin).
 func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
-	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
-		return p.WriteTimestamp(t.clock.Now(), ttl)
-	})
+	r, res, err := t.life.ReadRowAndExpire(ctx, row, filter, ttl)
+	return r, ExpireResult(res), err
 }
 
 // ReadRowAndPersist is ReadRowAndExpire removing the TTL of the cells it
@@ -757,67 +303,58 @@ func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtabl
 // "forever" has no meaning refuses the call (ErrCannotPersist). A cell
 // already without a TTL stays where it is.
 func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
-	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
-		return lifecycle.Forever(p, t.clock.Now())
-	})
+	r, res, err := t.life.ReadRowAndPersist(ctx, row, filter)
+	return r, ExpireResult(res), err
 }
 
-func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, ExpireResult, error) {
-	if err := t.checkRowKey(row); err != nil {
-		return nil, ExpireNoCell, err
+// WriteTime is the real time item was written (to the millisecond), like
+// Cassandra's WRITETIME: item is a cell read through this table from a
+// family with strategy.WithWriteTime, whose every write also stores the
+// write time in a hidden companion cell with the same timestamp. The
+// write time survives Expire and time-to-idle refreshes (the companion
+// moves with its cell, keeping its value) and is gone when the cell is:
+// both expire together.
+//
+// It costs one single-row read: the companion in item's millisecond, and
+// whether a cell is still stored there. When none is (a refresh or an
+// Expire, this client's or another's, moved the cell after the read
+// returned it), a second read looks the cell up by value among the
+// column's live cells, as a read through the table sees them: the write
+// time of the cell holding item's value, or ErrCellMoved when several
+// hold it with different write times. If the cell was deleted and the
+// same value written again, that is the rewrite's time.
+//
+// An empty value (a read with bigtable.StripValueFilter returns every
+// value empty) identifies the cell by its coordinates only: the cell
+// stored in item's millisecond, or, moved, the column's live cells when
+// they all hold one write time (else ErrCellMoved), never the write time
+// of another cell that happens to hold an empty value.
+//
+// Other families are a *CellError wrapping ErrNotApplicable; a cell with
+// no companion (written before the option, or by a plain client outside
+// the wire guard), or no longer live, one wrapping ErrNoWriteTime.
+func (t *Table) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {
+	return t.life.WriteTime(ctx, item)
+}
+
+// ErrCellMoved: WriteTime's cell is no longer stored where it was read
+// (a time-to-idle refresh or an Expire moved it, or it was deleted), and
+// the column holds several live cells with its value, written at different
+// times, so which one it became is not known. Read the cell again and ask
+// for the cell that read returns.
+var ErrCellMoved = rules.ErrCellMoved
+
+func expireOptions(s lifecycle.Settings, opts []ExpireOption) lifecycle.Settings {
+	for _, o := range opts {
+		o.applyExpire(&s)
 	}
-	r, err := t.raw.ReadRow(t.wire(ctx), row, bigtable.RowFilter(t.filters.Compose(t.now(), filter)))
-	if err != nil {
-		return nil, ExpireNoCell, err
+	return s
+}
+
+func columnOptions(opts []ExpireColumnOption) lifecycle.Settings {
+	var s lifecycle.Settings
+	for _, o := range opts {
+		o.applyExpireColumn(&s)
 	}
-	moves, fam, err := lifecycle.PlanRowMove(r, t.policy, target)
-	if err != nil {
-		return r, ExpireNoCell, t.refuse(row, fam, "", err)
-	}
-	if len(moves) == 0 {
-		if len(r) == 0 {
-			return r, ExpireNoCell, nil
-		}
-		return r, ExpireSet, nil
-	}
-	if _, _, err := lifecycle.RowMove(moves); err != nil { // the size, before any write
-		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
-	}
-	for _, mv := range moves {
-		if p, _ := t.policy(mv.Family); mv.Target < mv.TS {
-			if err := t.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
-				return r, ExpireChanged, err
-			}
-		}
-	}
-	for i := range moves {
-		mv := &moves[i]
-		if mv.WriteTime {
-			if mv.Companion, err = t.readCompanion(ctx, row, mv.Family, mv.Column, mv.TS); err != nil {
-				return r, ExpireChanged, err
-			}
-		}
-	}
-	now := t.now()
-	for i := range moves {
-		p, _ := t.policy(moves[i].Family)
-		if !p.IsLive(moves[i].TS, now) {
-			return r, ExpireChanged, nil // expired since the read: not revived
-		}
-		moves[i].Keep = p.IsLive(moves[i].Target, now)
-	}
-	pred, m, err := lifecycle.RowMove(moves)
-	if err != nil {
-		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)
-	}
-	var applied bool
-	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
-		return tbl.Apply(t.wire(ctx), row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied))
-	}); err != nil {
-		return r, ExpireChanged, err
-	}
-	if !applied {
-		return r, ExpireChanged, nil
-	}
-	return r, ExpireSet, nil
+	return s
 }

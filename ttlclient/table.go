@@ -11,6 +11,7 @@ import (
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
 	"github.com/bttl/bttl/internal/workpool"
@@ -45,6 +46,8 @@ type Table struct {
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 
 	mark *wiremark.Mark // marks this table's requests for the wire guard (Table.wire)
+
+	life *lifecycle.Ops // the lifecycle operations (lifecycle.go)
 
 	// rules are the table's write and read rules (internal/rules), the
 	// wire guard's too.
@@ -140,14 +143,6 @@ func (t *Table) SampleRowKeys(ctx context.Context) ([]string, error) {
 func (t *Table) refuse(row, family, column string, err error) *CellError {
 	t.obs.refused(family, err)
 	return &CellError{Table: t.name, Row: row, Family: family, Column: column, Err: err, text: t.keyText}
-}
-
-// refuseOp is refuse for an operation on family, which the message names
-// even when it is "".
-func (t *Table) refuseOp(row, family, column string, err error) *CellError {
-	e := t.refuse(row, family, column, err)
-	e.named = true
-	return e
 }
 
 func (t *Table) checkRowKey(row string) error {

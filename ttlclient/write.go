@@ -274,5 +274,3 @@ func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.T
 	}
 	o.rec.CellWritten(op.Family, p.Kind(), ttl)
 }
-
-func companionQualifier(column string) string { return strategy.WriteTimeColumn(column) }

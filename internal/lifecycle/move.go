@@ -1,4 +1,4 @@
-package ttlclient
+package lifecycle
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/strategy"
 )
 
-// moveCell moves one stored cell of an age family, family:column at oldTS
+// MoveCell moves one stored cell of an age family, family:column at oldTS
 // holding value, to newTS, atomically: one conditional row mutation whose
 // predicate pins that exact cell (filters.Cell: column, the millisecond of
 // oldTS, the value) and whose true branch deletes the old cell (every cell
@@ -33,27 +34,27 @@ import (
 // to pin is a *CellError wrapping a *filters.PinError
 // (filters.ErrCellTooLargeToPin), with nothing sent.
 //
-// On a family with a write-time companion (see companion.go) the companion
-// cell at oldTS moves with it, keeping its value (moveCell reads it
+// On a family with a write-time companion (see writetime.go) the companion
+// cell at oldTS moves with it, keeping its value (MoveCell reads it
 // first).
 //
-// mode says what else the move must not do: moveNoCrossing (Expire of a
+// mode says what else the move must not do: MoveNoCrossing (Expire of a
 // column's newest cell, ExpireColumn, ExpireRow) refuses to lift the cell
 // over any cell stored above it up to the target (filters.CellLift), so a
 // value written since the read, or a version not moved, is never hidden
-// under it; moveOnlyIfNewest (time-to-idle) requires it to be still its
+// under it; MoveOnlyIfNewest (time-to-idle) requires it to be still its
 // column's newest. Every millisecond is movable, the last one
 // (strategy.MaxTimestamp's) included: its ranges end with "no end"
 // (strategy.MilliEnd). Each filter of also is chained after the predicate:
 // the pinned cell must pass it too (a conditional Expire's timestamp
 // window, internal/lifecycle.Window).
-func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode, also ...bigtable.Filter) (applied bool, err error) {
-	p, ok := t.policy(family)
+func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode MoveMode, also ...bigtable.Filter) (applied bool, err error) {
+	p, ok := o.Policy(family)
 	if !ok {
-		return false, t.refuseOp(row, family, column, ErrUnknownFamily)
+		return false, o.Refuse(Cell{Row: row, Family: family, Column: column, Named: true}, rules.ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
-	if !p.IsLive(old, t.now()) {
+	if !p.IsLive(old, o.now()) {
 		return false, nil
 	}
 	if old == target {
@@ -63,14 +64,14 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	}
 	var companion []byte
 	if p.HasWriteTime() {
-		if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
+		if companion, err = o.readCompanion(ctx, row, family, column, old); err != nil {
 			return false, err
 		}
 	}
 	// Liveness again after the last read, as close to sending as the
 	// client can check it: a cell expiring from here on, while the
 	// mutation is in flight, is moved (docs/design.md#expire).
-	now := t.now()
+	now := o.now()
 	if !p.IsLive(old, now) {
 		return false, nil
 	}
@@ -85,21 +86,19 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	switch {
 	case !keep:
 		pin, err = filters.Cell(family, column, old, value)
-	case mode == moveNoCrossing && target > old:
+	case mode == MoveNoCrossing && target > old:
 		pin, err = filters.CellLift(family, column, old, value, target)
 	default:
 		pin, err = filters.CellMove(family, column, old, value, family, target)
 	}
 	if err != nil {
-		e := t.refuse(row, family, column, err)
-		e.Timestamp = oldTS
-		return false, e
+		return false, o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: oldTS}, err)
 	}
-	if mode == moveOnlyIfNewest && old < strategy.MaxTimestamp {
-		// The cell must still be its column's newest (time-to-idle, idle.go):
+	if mode == MoveOnlyIfNewest && old < strategy.MaxTimestamp {
+		// The cell must still be its column's newest (time-to-idle, ttlclient/idle.go):
 		// moving it above a concurrent newer write would hide that write.
 		// (Nothing is stored after the last millisecond.)
-		pin = bigtable.ConditionFilter(newerCells(family, column, old), bigtable.BlockAllFilter(), pin)
+		pin = bigtable.ConditionFilter(NewerCells(family, column, old), bigtable.BlockAllFilter(), pin)
 	}
 	if len(also) > 0 {
 		pin = bigtable.ChainFilters(append([]bigtable.Filter{pin}, also...)...)
@@ -110,26 +109,32 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 		m.Set(family, column, target, value)
 	}
 	if p.HasWriteTime() {
-		q := companionQualifier(column)
+		q := strategy.WriteTimeColumn(column)
 		m.DeleteTimestampRange(family, q, old, strategy.MilliEnd(old))
 		if companion != nil && keep {
 			m.Set(family, q, target, companion)
 		}
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
-	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
-		return tbl.Apply(t.wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied))
-	}); err != nil {
+	if err := o.CheckAndMutate(ctx, row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
 		return false, err
 	}
 	return applied, nil
 }
 
-// moveMode is what a move must not do besides overwriting or reviving.
-type moveMode uint8
+// MoveMode is what a move must not do besides overwriting or reviving.
+type MoveMode uint8
 
 const (
-	moveAny          moveMode = iota // ExpireCellAt: the caller named the cell
-	moveNoCrossing                   // never lifted over another cell
-	moveOnlyIfNewest                 // time-to-idle: still its column's newest
+	MoveAny          MoveMode = iota // ExpireCellAt: the caller named the cell
+	MoveNoCrossing                   // never lifted over another cell
+	MoveOnlyIfNewest                 // time-to-idle: still its column's newest
 )
+
+// NewerCells matches any cell of family:column after the millisecond ms.
+func NewerCells(family, column string, ms bigtable.Timestamp) bigtable.Filter {
+	return bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0), // ms < MaxTimestamp: MoveCell
+	)
+}

@@ -1,0 +1,321 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/strategy"
+)
+
+// purgeHidden deletes the cells of family:column that a max-versions age
+// family (strategy.WithMaxVersions) hides: those beyond the column's newest
+// N live ones, which GC's max-versions rule removes and no read returns.
+// A move to an older timestamp must not run while they are stored: the
+// moved cell would sort below them and bring them back into view as live
+// versions (and push a live one out). They are dead, so deleting them
+// changes nothing any read sees. A family without the rule has none.
+func (o *Ops) purgeHidden(ctx context.Context, row, family, column string, p strategy.Policy) error {
+	n := p.Versions()
+	if n == 0 {
+		return nil
+	}
+	r, err := o.ReadRow(ctx, row, bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(p.LiveFrom(o.now()), 0),
+		bigtable.StripValueFilter(),
+	))
+	if err != nil {
+		return err
+	}
+	cells := r[family] // newest first
+	if len(cells) <= n {
+		return nil
+	}
+	return o.PurgeBelow(ctx, row, family, column, p, strategy.Millis(cells[n-1].Timestamp))
+}
+
+// PurgeBelow deletes family:column's cells under below, the n-th newest
+// live cell's millisecond when purgeHidden read the column, and their
+// companions.
+func (o *Ops) PurgeBelow(ctx context.Context, row, family, column string, p strategy.Policy, below bigtable.Timestamp) error {
+	n := p.Versions()
+	m := bigtable.NewMutation()
+	m.DeleteTimestampRange(family, column, 0, below)
+	if p.HasWriteTime() {
+		m.DeleteTimestampRange(family, strategy.WriteTimeColumn(column), 0, below)
+	}
+	// Only while at least n cells are still stored from below on: then
+	// every cell under it is beyond the n newest, collectable by GC's
+	// max-versions rule whatever moved meanwhile (a concurrent Expire may
+	// have moved a live cell under below, and the column have fewer).
+	atLeastN := bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, column, column+"\x00"),
+		bigtable.TimestampRangeFilterMicros(below, 0),
+		bigtable.CellsPerRowOffsetFilter(n-1),
+	)
+	return o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(atLeastN, m, nil))
+}
+
+// ExpireColumn is ttlclient's Table.ExpireColumn.
+func (o *Ops) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, s Settings) (moved int, err error) {
+	if _, _, err := o.expireTimestamp(row, family, column, ttl); err != nil {
+		return 0, err
+	}
+	cells, err := o.liveCells(ctx, row, family, column, s, false)
+	if err != nil {
+		return 0, err
+	}
+	return o.expireCells(ctx, row, family, column, cells, ttl, s.Cond)
+}
+
+// ExpireRow is ttlclient's Table.ExpireRow.
+func (o *Ops) ExpireRow(ctx context.Context, row string, ttl time.Duration, cond Condition) (moved int, err error) {
+	if err := o.CheckRowKey(row); err != nil {
+		return 0, err
+	}
+	var families []string
+	for fam, p := range o.Schema {
+		if _, err := o.agePolicy(fam); err == nil {
+			if _, err := p.WriteTimestamp(o.Clock.Now(), ttl); err != nil {
+				return 0, o.Refuse(Cell{Row: row, Family: fam, TTL: ttl}, err)
+			}
+			families = append(families, fam)
+		}
+	}
+	if len(families) == 0 {
+		return 0, o.Refuse(Cell{Row: row, TTL: ttl}, fmt.Errorf("%w: the table has no one-second or default-expiry family", rules.ErrNotApplicable))
+	}
+	sort.Strings(families)
+	r, err := o.ReadRow(ctx, row, o.Filters.TTL(o.now()))
+	if err != nil {
+		return 0, err
+	}
+	for _, fam := range families {
+		for _, it := range r[fam] {
+			if err := o.checkPinnable(row, fam, strings.TrimPrefix(it.Column, fam+":"), it); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, fam := range families {
+		items := r[fam]
+		for i := 0; i < len(items); {
+			j := i + 1
+			for j < len(items) && items[j].Column == items[i].Column {
+				j++
+			}
+			column := strings.TrimPrefix(items[i].Column, fam+":")
+			n, err := o.expireCells(ctx, row, fam, column, items[i:j], ttl, cond)
+			moved += n
+			if err != nil {
+				return moved, err
+			}
+			i = j
+		}
+	}
+	return moved, nil
+}
+
+// expireCells moves the live cells of one column (newest first, as read)
+// so that the newest gets ttl and the others keep their spacing.
+func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration, cond Condition) (int, error) {
+	if len(cells) == 0 {
+		return 0, nil
+	}
+	p, ts, err := o.expireTimestamp(row, family, column, ttl)
+	if err != nil {
+		return 0, err
+	}
+	// delta 0: every cell is already where it goes; MoveCell counts each
+	// live one without sending anything.
+	delta := ts - strategy.Millis(cells[0].Timestamp)
+	if delta < 0 {
+		if err := o.purgeHidden(ctx, row, family, column, p); err != nil {
+			return 0, err
+		}
+	}
+	for _, c := range cells {
+		if err := o.checkPinnable(row, family, column, c); err != nil {
+			return 0, err
+		}
+	}
+	order := make([]int, len(cells))
+	for i := range order {
+		order[i] = i
+		if delta < 0 { // shortening: oldest first, so no target is a cell not yet moved
+			order[i] = len(cells) - 1 - i
+		}
+	}
+	moved := 0
+	for _, i := range order {
+		c := cells[i]
+		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
+		if target < 0 {
+			target = 0
+		}
+		r, err := o.expireOne(ctx, row, family, column, p, c, target, cond, MoveNoCrossing)
+		if err != nil {
+			return moved, err
+		}
+		if r == Set || r == Deleted {
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// checkPinnable refuses, as MoveCell would, a cell whose value is too large
+// to pin: ExpireColumn and ExpireRow check every cell they read before the
+// first move, so such a cell found late leaves nothing moved in part.
+func (o *Ops) checkPinnable(row, family, column string, c bigtable.ReadItem) error {
+	if _, err := filters.Cell(family, column, strategy.Millis(c.Timestamp), c.Value); err != nil {
+		return o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: c.Timestamp}, err)
+	}
+	return nil
+}
+
+// SetKeepTTL is ttlclient's Table.SetKeepTTL.
+func (o *Ops) SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (Result, error) {
+	p, err := o.lifecyclePolicy(row, family, column)
+	if err != nil {
+		return NoCell, err
+	}
+	if len(value) > rules.MaxValueBytes {
+		return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: column}, fmt.Errorf("%w: %d bytes", rules.ErrValueTooLarge, len(value)))
+	}
+	cells, err := o.liveCells(ctx, row, family, column, Settings{}, true)
+	if err != nil || len(cells) == 0 {
+		return NoCell, err
+	}
+	c := cells[0]
+	ms := strategy.Millis(c.Timestamp)
+	pin, err := filters.Cell(family, column, ms, c.Value)
+	if err != nil {
+		return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: c.Timestamp}, err)
+	}
+	if ms < strategy.MaxTimestamp {
+		pin = bigtable.ConditionFilter(NewerCells(family, column, ms), bigtable.BlockAllFilter(), pin)
+	}
+	now := o.now()
+	if !p.IsLive(ms, now) {
+		return NoCell, nil
+	}
+	m := KeepTTLMutation(p, family, column, ms, value, now)
+	var applied bool
+	if err := o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return Changed, err
+	}
+	if !applied {
+		return Changed, nil
+	}
+	return Set, nil
+}
+
+// MaxWriteTime is ttlclient's Table.MaxWriteTime.
+func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {
+	if err := o.CheckRowKey(row); err != nil {
+		return time.Time{}, err
+	}
+	p, err := o.agePolicy(family)
+	if err == nil && !p.HasWriteTime() {
+		err = fmt.Errorf("%w: family %q does not record write times (strategy.WithWriteTime)", rules.ErrNotApplicable, family)
+	}
+	if err != nil {
+		return time.Time{}, o.ReadError(Cell{Row: row, Family: family}, err)
+	}
+	now := o.now()
+	if p.AllExpired(now) {
+		return time.Time{}, o.ReadError(Cell{Row: row, Family: family}, rules.ErrNoWriteTime)
+	}
+	r, err := o.ReadRow(ctx, row, bigtable.ChainFilters(
+		bigtable.ColumnRangeFilter(family, "", ""),
+		bigtable.TimestampRangeFilterMicros(p.LiveFrom(now), 0),
+	))
+	if err != nil {
+		return time.Time{}, err
+	}
+	wt, ok := MaxWriteTime(p, family, r[family], columns)
+	if !ok {
+		return time.Time{}, o.ReadError(Cell{Row: row, Family: family}, rules.ErrNoWriteTime)
+	}
+	return time.UnixMicro(int64(wt)).UTC(), nil
+}
+
+// ReadRowAndExpire is ttlclient's Table.ReadRowAndExpire.
+func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, Result, error) {
+	return o.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return p.WriteTimestamp(o.Clock.Now(), ttl)
+	})
+}
+
+// ReadRowAndPersist is ttlclient's Table.ReadRowAndPersist.
+func (o *Ops) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, Result, error) {
+	return o.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		return Forever(p, o.Clock.Now())
+	})
+}
+
+func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, Result, error) {
+	if err := o.CheckRowKey(row); err != nil {
+		return nil, NoCell, err
+	}
+	r, err := o.ReadRow(ctx, row, o.Filters.Compose(o.now(), filter))
+	if err != nil {
+		return nil, NoCell, err
+	}
+	moves, fam, err := PlanRowMove(r, o.Policy, target)
+	if err != nil {
+		return r, NoCell, o.Refuse(Cell{Row: row, Family: fam}, err)
+	}
+	if len(moves) == 0 {
+		if len(r) == 0 {
+			return r, NoCell, nil
+		}
+		return r, Set, nil
+	}
+	if _, _, err := RowMove(moves); err != nil { // the size, before any write
+		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
+	}
+	for _, mv := range moves {
+		if p, _ := o.Policy(mv.Family); mv.Target < mv.TS {
+			if err := o.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
+				return r, Changed, err
+			}
+		}
+	}
+	for i := range moves {
+		mv := &moves[i]
+		if mv.WriteTime {
+			if mv.Companion, err = o.readCompanion(ctx, row, mv.Family, mv.Column, mv.TS); err != nil {
+				return r, Changed, err
+			}
+		}
+	}
+	now := o.now()
+	for i := range moves {
+		p, _ := o.Policy(moves[i].Family)
+		if !p.IsLive(moves[i].TS, now) {
+			return r, Changed, nil // expired since the read: not revived
+		}
+		moves[i].Keep = p.IsLive(moves[i].Target, now)
+	}
+	pred, m, err := RowMove(moves)
+	if err != nil {
+		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
+	}
+	var applied bool
+	if err := o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return r, Changed, err
+	}
+	if !applied {
+		return r, Changed, nil
+	}
+	return r, Set, nil
+}
