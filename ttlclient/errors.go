@@ -39,6 +39,10 @@ var (
 	ErrRowKeyTooLong = rules.ErrRowKeyTooLong
 	// ErrValueTooLarge: a cell value over 100 MiB.
 	ErrValueTooLarge = rules.ErrValueTooLarge
+	// ErrTooManyMutations: a row over Bigtable's 100,000 mutations per
+	// request once its family rules added their mutations (single-value
+	// deletes, write-time companions).
+	ErrTooManyMutations = rules.ErrTooManyMutations
 	// ErrInvalidTimestampRange: a delete range with a negative bound or an
 	// end not after its start.
 	ErrInvalidTimestampRange = rules.ErrInvalidTimestampRange

@@ -27,7 +27,7 @@ var sentinelsByName = map[string]error{
 	"ErrServerTimestamp": strategy.ErrServerTimestamp, "ErrAlreadyExpired": strategy.ErrAlreadyExpired, "ErrWrongCellOption": strategy.ErrWrongCellOption,
 	"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
 	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
-	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
+	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge, "ErrTooManyMutations": ErrTooManyMutations,
 	"ErrInvalidTimestampRange": ErrInvalidTimestampRange,
 	"ErrMismatch":              gcrule.ErrMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 	"ErrFilterTooLarge": filters.ErrFilterTooLarge, "ErrNotDialed": ErrNotDialed,

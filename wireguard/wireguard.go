@@ -313,6 +313,26 @@ func (g *Guard) StreamClientInterceptor() grpc.StreamClientInterceptor {
 		}
 		// Open the stream only once the request is known, so a refused
 		// one never reaches the server.
+		if method == methodMutateRows {
+			// The rules may add mutations (single-value deletes,
+			// write-time companions): a request the client grouped
+			// within Bigtable's limit can be over it once checked, and
+			// is then sent as several.
+			return wirestream.NewBulkWhole(ctx, desc, cc, method, streamer, opts,
+				func(m any) (*btpb.MutateRowsRequest, error) {
+					out, err := g.check(method, m)
+					if err != nil {
+						return nil, g.refused(err)
+					}
+					if r, ok := out.(*btpb.MutateRowsRequest); ok {
+						return r, nil
+					}
+					return nil, g.refused(refusal(method, rules.ErrUnclassifiable, "", fmt.Sprintf("a MutateRows message of type %T", m)))
+				},
+				func() error {
+					return g.refused(refusal(method, rules.ErrUnclassifiable, "", wirestream.ErrClosedBeforeSend.Error()))
+				}), nil
+		}
 		return wirestream.New(ctx, desc, cc, method, streamer, opts,
 			func(m any) (any, error) {
 				out, err := g.check(method, m)

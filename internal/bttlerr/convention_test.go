@@ -95,6 +95,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrEmptyRowKey":             ttlclient.ErrEmptyRowKey,
 	"ttlclient.ErrRowKeyTooLong":           ttlclient.ErrRowKeyTooLong,
 	"ttlclient.ErrValueTooLarge":           ttlclient.ErrValueTooLarge,
+	"ttlclient.ErrTooManyMutations":        ttlclient.ErrTooManyMutations,
 	"ttlclient.ErrInvalidTimestampRange":   ttlclient.ErrInvalidTimestampRange,
 	"ttlclient.ErrNoAdminClient":           ttlclient.ErrNoAdminClient,
 	"ttlclient.ErrTableNotFound":           ttlclient.ErrTableNotFound,

@@ -15,6 +15,7 @@ var (
 	ErrEmptyRowKey             = errors.New("bttl: empty row key")
 	ErrRowKeyTooLong           = errors.New("bttl: row key over 4 KiB")
 	ErrValueTooLarge           = errors.New("bttl: cell value over 100 MiB")
+	ErrTooManyMutations        = errors.New("bttl: row mutations over Bigtable's 100000 per request")
 	ErrInvalidTimestampRange   = errors.New("bttl: invalid timestamp range")
 	ErrNoAdminClient           = errors.New("bttl: no admin client to verify GC rules")
 	ErrTableNotFound           = errors.New("bttl: table not found")

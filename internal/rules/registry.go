@@ -62,6 +62,7 @@ var Registry = []Reason{
 	row(ErrEmptyRowKey, inv, "empty_row_key", "empty-row-key", anch),
 	row(ErrRowKeyTooLong, inv, "row_key_too_long", "row-key-too-long", anch),
 	row(ErrValueTooLarge, inv, "value_too_large", "value-too-large", anch),
+	row(ErrTooManyMutations, inv, "too_many_mutations", "too-many-mutations", anch),
 	row(ErrInvalidTimestampRange, inv, "invalid_timestamp_range", "invalid-timestamp-range", anch),
 	row(filters.ErrFilterTooLarge, inv, "filter_too_large", "filter-too-large", "read-filters"),
 	row(strategy.ErrServerTimestamp, pre, "server_timestamp", "server-timestamp", anch),

@@ -76,7 +76,7 @@ func ownByName(name string) error {
 	return map[string]error{
 		"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
 		"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
-		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge,
+		"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge, "ErrTooManyMutations": ErrTooManyMutations,
 		"ErrInvalidTimestampRange": ErrInvalidTimestampRange, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 		"ErrNotApplicable":  ErrNotApplicable,
 		"ErrReservedColumn": ErrReservedColumn, "ErrNoWriteTime": ErrNoWriteTime, "ErrCellMoved": ErrCellMoved, "ErrCannotPersist": ErrCannotPersist,

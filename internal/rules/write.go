@@ -358,15 +358,34 @@ func (t *Table) timestamp(p *strategy.Policy, chk *strategy.ExplicitCheck, ts bi
 // write-time companions of a family with strategy.WithWriteTime
 // (docs/design.md#write-time), refusing any write to a write-time
 // family's reserved qualifiers. ms is returned when nothing is added.
+//
+// A row over MaxRequestMutations once completed is refused
+// (ErrTooManyMutations): the server would refuse the request carrying it
+// (and, in a MutateRows request, every other row with it).
 func (t *Table) Complete(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, *Refusal) {
+	written := len(ms)
 	if t.singleValue {
 		ms = t.addSingleValueDeletes(ms)
 	}
-	if !t.writeTime {
-		return ms, nil
+	if t.writeTime {
+		var r *Refusal
+		if ms, r = t.addCompanions(bigtable.Timestamp(now.UnixMicro()), ms); r != nil {
+			return nil, r
+		}
 	}
-	return t.addCompanions(bigtable.Timestamp(now.UnixMicro()), ms)
+	if len(ms) > MaxRequestMutations {
+		return nil, Refuse(fmt.Errorf("%w: %d mutations, %d of them the families' single-value deletes and write-time companions; nothing of the row was sent",
+			ErrTooManyMutations, len(ms), len(ms)-written))
+	}
+	return ms, nil
 }
+
+// MaxRequestMutations is the most mutations Bigtable takes for one row in
+// one request: "at most 100000" (google.bigtable.v2.MutateRowRequest.mutations,
+// CheckAndMutateRowRequest's true_mutations and false_mutations each), and
+// in total over a MutateRowsRequest's entries; the client's own grouping
+// bound (maxMutations, v1.58.0).
+const MaxRequestMutations = 100000
 
 // addSingleValueDeletes puts a delete of the whole column before each
 // SetCell of a SingleValue family, unless the mutation before it is

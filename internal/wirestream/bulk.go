@@ -22,11 +22,12 @@ import (
 // The client calls SendMsg, CloseSend, then RecvMsg, on one goroutine.
 //
 // The client groups rows by their own mutation count, within Bigtable's
-// limit per request (MaxRequestMutations); the check may add mutations (a
+// limit per request (rules.MaxRequestMutations); the check may add mutations (a
 // single-value family's deletes, write-time companions), so a rewritten
 // request over the limit is sent as several, one stream after the other,
 // each within it.
 type bulkStream struct {
+	whole    func(any) (*btpb.MutateRowsRequest, error)
 	check    func(*btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *status.Status)
 	other    func(any) error
 	ctx      context.Context
@@ -35,6 +36,15 @@ type bulkStream struct {
 	method   string
 	streamer grpc.Streamer
 	opts     []grpc.CallOption
+
+	// settledCh is closed once SendMsg (or a CloseSend before it) has
+	// settled the stream: first is then its first part's stream (nil
+	// when nothing was sent), or sendError its refusal. Header waits for
+	// it, as the lazy stream's does, so that an interceptor before this
+	// one calling Header from another goroutine gets the outcome.
+	settledCh chan struct{}
+	first     grpc.ClientStream
+	closed    func() error // the outcome of a CloseSend before any request (whole mode)
 
 	cs        grpc.ClientStream // nil until sent, and when nothing is
 	parts     []bulkPart        // the requests to send, in turn
@@ -50,7 +60,35 @@ type bulkStream struct {
 // fails with other's error.
 func NewBulk(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption,
 	check func(*btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *status.Status), other func(any) error) grpc.ClientStream {
-	return &bulkStream{check: check, other: other, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}
+	return &bulkStream{check: check, other: other, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, settledCh: make(chan struct{})}
+}
+
+// NewBulkWhole is a MutateRows stream sending the request whole returns
+// for the caller's message (the wire guard's check: one refused entry
+// refuses the request, nothing is sent), as several requests when the
+// rewritten one is over Bigtable's limit (rules.MaxRequestMutations) while
+// the caller's was not.
+func NewBulkWhole(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption,
+	whole func(any) (*btpb.MutateRowsRequest, error), closed func() error) grpc.ClientStream {
+	return &bulkStream{whole: whole, closed: closed, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, settledCh: make(chan struct{})}
+}
+
+// settle marks the stream settled, once, on the sending goroutine.
+func (s *bulkStream) settle() {
+	select {
+	case <-s.settledCh:
+	default:
+		close(s.settledCh)
+	}
+}
+
+func (s *bulkStream) settled() bool {
+	select {
+	case <-s.settledCh:
+		return true
+	default:
+		return false
+	}
 }
 
 // bulkPart is one request a bulkStream sends, and the client's request
@@ -60,33 +98,41 @@ type bulkPart struct {
 	kept []int64
 }
 
-// MaxRequestMutations is the most mutations Bigtable takes in one
-// MutateRows request ("in total the entries can contain at most 100000
-// mutations", google.bigtable.v2.MutateRowsRequest.entries), the client's
-// own grouping bound (maxMutations, v1.58.0).
-const MaxRequestMutations = 100000
-
 func (s *bulkStream) SendMsg(m any) error {
+	if s.settled() {
+		if s.whole != nil {
+			if _, err := s.whole(m); err != nil {
+				return err // the message's own refusal first, as the lazy stream's
+			}
+		}
+		if s.sendError != nil {
+			return s.sendError
+		}
+		return status.Error(codes.Internal, "bttl: a second request on a MutateRows stream, which carries one")
+	}
+	defer s.settle()
+	check := s.check
+	changed := false
 	r, ok := m.(*btpb.MutateRowsRequest)
-	if !ok {
+	switch {
+	case s.whole != nil:
+		out, err := s.whole(m) // decodes a request of another Go type, or refuses it
+		if err != nil {
+			s.sendError = err
+			return err
+		}
+		changed = !ok || out != r
+		r = out
+		check = func(e *btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *status.Status) { return e, nil }
+	case !ok:
 		s.sendError = s.other(m) // refuses what it cannot classify
 		return s.sendError
 	}
 	var entries []*btpb.MutateRowsRequest_Entry
 	var kept []int64
-	changed := false
 	total := 0
 	for i, e := range r.GetEntries() {
-		out, st := s.check(e)
-		if st == nil && len(out.GetMutations()) > MaxRequestMutations {
-			// Over the limit alone once the check added to it: the
-			// server would refuse the request carrying it, failing the
-			// other rows with it. Answered as the server answers it,
-			// alone, as the client's own grouping would have it.
-			st = status.Newf(codes.InvalidArgument,
-				"bttl: the row's %d mutations (with its families' single-value deletes and write-time companions) are over Bigtable's %d per request; nothing of it was sent",
-				len(out.GetMutations()), MaxRequestMutations)
-		}
+		out, st := check(e) // a row over the limit once checked is refused by it (rules.Table.Complete)
 		if st != nil {
 			s.refused = append(s.refused, &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: st.Proto()})
 			changed = true
@@ -109,20 +155,20 @@ func (s *bulkStream) SendMsg(m any) error {
 }
 
 // splitBulk is the requests carrying entries (of r, whose request indexes
-// are kept), each within MaxRequestMutations where an entry alone is.
+// are kept), each within rules.MaxRequestMutations where an entry alone is.
 func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total int) []bulkPart {
 	part := func(from, to int) bulkPart {
 		out := rules.ShallowCopy(r)
 		out.Entries = entries[from:to:to]
 		return bulkPart{req: out, kept: kept[from:to:to]}
 	}
-	if total <= MaxRequestMutations {
+	if total <= rules.MaxRequestMutations {
 		return []bulkPart{part(0, len(entries))}
 	}
 	var parts []bulkPart
 	from, n := 0, 0
 	for i, e := range entries {
-		if k := len(e.GetMutations()); n+k > MaxRequestMutations && i > from {
+		if k := len(e.GetMutations()); n+k > rules.MaxRequestMutations && i > from {
 			parts = append(parts, part(from, i))
 			from, n = i, 0
 		}
@@ -141,6 +187,9 @@ func (s *bulkStream) open() error {
 		return err
 	}
 	s.cs = cs
+	if s.part == 0 {
+		s.first = cs
+	}
 	if err := cs.SendMsg(s.parts[s.part].req); err != nil && (s.part == 0 || err != io.EOF) {
 		return err // io.EOF on a later part: RecvMsg gives the stream's status
 	}
@@ -151,13 +200,35 @@ func (s *bulkStream) open() error {
 }
 
 func (s *bulkStream) CloseSend() error {
+	if !s.settled() {
+		// No request was sent, so there is no stream to close: the
+		// receiving side learns that nothing was sent.
+		if s.closed != nil {
+			s.sendError = s.closed()
+		}
+		s.settle()
+		return nil
+	}
 	if s.cs == nil {
 		return nil
 	}
 	return s.cs.CloseSend()
 }
 
+// wait blocks until the stream is settled or the caller's context ends.
+func (s *bulkStream) wait() error {
+	select {
+	case <-s.settledCh:
+		return nil
+	case <-s.ctx.Done():
+		return status.FromContextError(s.ctx.Err()).Err()
+	}
+}
+
 func (s *bulkStream) RecvMsg(m any) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
 	if s.sendError != nil {
 		return s.sendError
 	}
@@ -194,23 +265,33 @@ func (s *bulkStream) RecvMsg(m any) error {
 	return nil
 }
 
+// Header waits for the stream to be settled: the refusal, or the first
+// part's header (an empty one when nothing was sent).
 func (s *bulkStream) Header() (metadata.MD, error) {
-	if s.cs == nil {
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	if s.sendError != nil {
+		return nil, s.sendError
+	}
+	if s.first == nil {
 		return metadata.MD{}, nil
 	}
-	return s.cs.Header()
+	return s.first.Header()
 }
 
+// Trailer is valid only once RecvMsg has returned an error, on the
+// receiving goroutine; before a stream is open there is none.
 func (s *bulkStream) Trailer() metadata.MD {
-	if s.cs == nil {
-		return metadata.MD{}
+	if !s.settled() || s.cs == nil {
+		return nil
 	}
 	return s.cs.Trailer()
 }
 
 func (s *bulkStream) Context() context.Context {
-	if s.cs == nil {
+	if !s.settled() || s.first == nil {
 		return s.ctx
 	}
-	return s.cs.Context()
+	return s.first.Context()
 }
