@@ -374,7 +374,10 @@ func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at tim
 		return ExpireNoCell, t.refuse(row, family, column, err)
 	}
 	if past {
-		target = 0 // not live: the move deletes
+		// Before the epoch: never live, so the move deletes. (Timestamp 0
+		// is live on a family whose D is longer than the time since the
+		// epoch: a move there kept the cell.)
+		target = -1000
 	}
 	return t.expireCell(ctx, row, family, column, p, target, s)
 }
