@@ -778,10 +778,12 @@ func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.
 		return r, ExpireNoCell, t.refuse(row, fam, "", err)
 	}
 	if len(moves) == 0 {
-		if len(r) == 0 {
-			return r, ExpireNoCell, nil
+		for fam := range r {
+			if _, err := t.agePolicy(fam); err == nil {
+				return r, ExpireSet, nil // every age cell already at its target
+			}
 		}
-		return r, ExpireSet, nil
+		return r, ExpireNoCell, nil // no age-family cell (sequence and unmanaged ones are left alone)
 	}
 	if _, _, err := lifecycle.RowMove(moves); err != nil { // the size, before any write
 		return r, ExpireNoCell, t.refuse(row, moves[0].Family, "", err)

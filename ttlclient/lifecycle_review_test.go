@@ -54,3 +54,25 @@ func TestExpireAtOnAFamilyWithADefaultTTLLongerThanTheEpoch(t *testing.T) {
 		assert.False(t, ok, "a past instant deletes the cell")
 	})
 }
+
+// ReadRowAndExpire and ReadRowAndPersist on a row holding no cell of an
+// age family (only sequence cells here) return ExpireNoCell, as they
+// document, not ExpireSet: nothing was given a TTL.
+func TestReadRowAndExpireWithoutAnAgeCellIsNoCell(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "getexseq", condSchema())
+		m := ttlclient.NewMutation()
+		m.SetVersion(famSeq, "s", 1, []byte("s"))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+
+		r, res, err := tbl.ReadRowAndExpire(ctx, "r", nil, time.Hour)
+		require.NoError(t, err)
+		assert.Len(t, r[famSeq], 1, "the row as read")
+		assert.Equal(t, ttlclient.ExpireNoCell, res)
+		r, res, err = tbl.ReadRowAndPersist(ctx, "r", nil)
+		require.NoError(t, err)
+		assert.Len(t, r[famSeq], 1, "the row as read")
+		assert.Equal(t, ttlclient.ExpireNoCell, res)
+	})
+}
