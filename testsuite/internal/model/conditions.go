@@ -263,10 +263,10 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		if len(cols) == 0 {
 			continue
 		}
-		any = true
 		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
-			continue
+			continue // returned and left alone: not a cell for the result
 		}
+		any = true
 		var target int64
 		var err error
 		switch {
