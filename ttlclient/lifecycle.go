@@ -604,7 +604,16 @@ func (t *Table) expireCells(ctx context.Context, row, family, column string, cel
 		c := cells[i]
 		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
 		if target < 0 {
-			target = 0
+			// Before the epoch: deleted (a target before the epoch is never
+			// live) when its new expiry is past; else the earliest
+			// timestamp, 0 (live on a family whose D is longer than the
+			// time since the epoch, which expires it later than asked
+			// rather than lose a live cell).
+			if p.ExpiryTime(target).After(t.clock.Now()) {
+				target = 0
+			} else {
+				target = -1000
+			}
 		}
 		r, err := t.expireOne(ctx, row, family, column, p, c, target, cond, moveNoCrossing)
 		if err != nil {

@@ -76,3 +76,32 @@ func TestReadRowAndExpireWithoutAnAgeCellIsNoCell(t *testing.T) {
 		assert.Equal(t, ttlclient.ExpireNoCell, res)
 	})
 }
+
+// ExpireColumn shortening a column on a family whose D is longer than the
+// time since the epoch: an older version shifted to before the epoch, its
+// new expiry already past, is deleted as the doc says ("an older one
+// shifted into the past is deleted"), not kept at timestamp 0, which is
+// live there for decades.
+func TestExpireColumnShiftsAnOlderVersionBeforeTheEpochOnALongDefaultTTL(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "longdcol", strategy.Schema{"d": strategy.DefaultExpiry(longD)})
+		m := ttlclient.NewMutation()
+		m.Set("d", "c", 1000, []byte("old")) // expires D after the epoch: live
+		m.Set("d", "c", bigtable.ServerTime, []byte("new"))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+		r, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, r["d"], 2)
+
+		// The newest gets 50 years: every cell moves 50 years earlier, the
+		// old one to an expiry about six years ago.
+		moved, err := tbl.ExpireColumn(ctx, "r", "d", "c", 50*365*24*time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, 2, moved)
+		r, err = tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, r["d"], 1, "the old version, its expiry past, is deleted: %v", r["d"])
+		assert.Equal(t, "new", string(r["d"][0].Value))
+	})
+}
