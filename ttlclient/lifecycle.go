@@ -337,11 +337,11 @@ func (t *Table) expireOne(ctx context.Context, row, family, column string, p str
 		start, end, _ := lifecycle.Window(cond, target) // ok: Holds
 		window = append(window, bigtable.TimestampRangeFilterMicros(start, end))
 	}
-	applied, err := t.moveCell(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
+	applied, kept, err := t.moveCellKept(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
 	switch {
 	case err != nil || !applied:
 		return ExpireChanged, err
-	case !p.IsLive(target, t.now()):
+	case !kept: // what was sent: a target expiring in flight was still written
 		return ExpireDeleted, nil
 	}
 	return ExpireSet, nil

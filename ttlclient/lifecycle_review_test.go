@@ -105,3 +105,25 @@ func TestExpireColumnShiftsAnOlderVersionBeforeTheEpochOnALongDefaultTTL(t *test
 		assert.Equal(t, "new", string(r["d"][0].Value))
 	})
 }
+
+// A move that wrote the cell at a live target is ExpireSet even when the
+// target has expired by the time the answer comes back (a TTL shorter
+// than the RPC): ExpireDeleted says the cell was deleted from storage,
+// and here it was written.
+func TestExpireResultIsWhatTheMutationDid(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "result", condSchema())
+		lcSet(t, tbl, "r", famOne, "c", "v", time.Hour)
+		hc.before("CheckAndMutateRow", func() { h.Clock.Advance(time.Second) })
+		var r ttlclient.ExpireResult
+		applied, err := tbl.Expire(ctx, "r", famOne, "c", time.Millisecond, ttlclient.ExpireResultTo(&r))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireSet, r, "the cell was written at its target")
+		assert.True(t, applied)
+		stored, err := h.Stored(ctx, "result", "r")
+		require.NoError(t, err)
+		assert.Len(t, stored[famOne], 1, "stored at its (now past) target, not deleted")
+	})
+}

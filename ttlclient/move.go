@@ -48,23 +48,32 @@ import (
 // the pinned cell must pass it too (a conditional Expire's timestamp
 // window, internal/lifecycle.Window).
 func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode, also ...bigtable.Filter) (applied bool, err error) {
+	applied, _, err = t.moveCellKept(ctx, row, family, column, oldTS, value, newTS, mode, also...)
+	return applied, err
+}
+
+// moveCellKept is moveCell also reporting whether the move kept the cell
+// (wrote it at the target, or found it there) rather than only deleted
+// it, as decided when the mutation was sent: the target may expire
+// while it is in flight, and the cell was still written.
+func (t *Table) moveCellKept(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode moveMode, also ...bigtable.Filter) (applied, keep bool, err error) {
 	p, ok := t.policy(family)
 	if !ok {
-		return false, t.refuseOp(row, family, column, ErrUnknownFamily)
+		return false, false, t.refuseOp(row, family, column, ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
 	if !p.IsLive(old, t.now()) {
-		return false, nil
+		return false, false, nil
 	}
 	if old == target {
 		// Already there: nothing to change, no mutation sent (Expire and
 		// ExpireColumn count the cell as given its TTL).
-		return true, nil
+		return true, true, nil
 	}
 	var companion []byte
 	if p.HasWriteTime() {
 		if companion, err = t.readCompanion(ctx, row, family, column, old); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	// Liveness again after the last read, as close to sending as the
@@ -72,7 +81,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	// mutation is in flight, is moved (docs/design.md#expire).
 	now := t.now()
 	if !p.IsLive(old, now) {
-		return false, nil
+		return false, false, nil
 	}
 	// A target already expired (a shortened older version) is not
 	// written: the move only deletes. Otherwise nothing may be stored at
@@ -80,7 +89,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	// concurrent write with the same timestamp). A move that only deletes
 	// writes nothing there, so an expired cell GC has not collected yet at
 	// the target does not block it.
-	keep := p.IsLive(target, now)
+	keep = p.IsLive(target, now)
 	var pin bigtable.Filter
 	switch {
 	case !keep:
@@ -93,7 +102,7 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	if err != nil {
 		e := t.refuse(row, family, column, err)
 		e.Timestamp = oldTS
-		return false, e
+		return false, false, e
 	}
 	if mode == moveOnlyIfNewest && old < strategy.MaxTimestamp {
 		// The cell must still be its column's newest (time-to-idle, idle.go):
@@ -120,9 +129,9 @@ func (t *Table) moveCell(ctx context.Context, row, family, column string, oldTS 
 	if err := t.transact("CheckAndMutateRow", func(tbl bigtable.TableAPI) error {
 		return tbl.Apply(t.wire(ctx), row, cm, bigtable.GetCondMutationResult(&applied))
 	}); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return applied, nil
+	return applied, keep, nil
 }
 
 // moveMode is what a move must not do besides overwriting or reviving.
