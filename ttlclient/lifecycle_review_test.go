@@ -127,3 +127,68 @@ func TestExpireResultIsWhatTheMutationDid(t *testing.T) {
 		assert.Len(t, stored[famOne], 1, "stored at its (now past) target, not deleted")
 	})
 }
+
+// ExpireRow and ExpireColumn on a write-time family with a condition move
+// each cell with its companion (the write time read after is the one
+// recorded at the write), and never act on the companions themselves.
+func TestExpireRowOnAWriteTimeFamilyMovesTheCompanions(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "wtrow", condSchema())
+		lcSet(t, tbl, "r", "wt", "a", "a", time.Hour)
+		lcSet(t, tbl, "r", "wt", "b", "b", 2*time.Hour)
+		before, err := tbl.MaxWriteTime(ctx, "r", "wt")
+		require.NoError(t, err)
+		h.Clock.Advance(time.Minute)
+		moved, err := tbl.ExpireRow(ctx, "r", 90*time.Minute, ttlclient.OnlyIfLater)
+		require.NoError(t, err)
+		assert.Equal(t, 1, moved, "only a's expiry is later")
+		assert.Equal(t, 90*time.Minute, lcLeft(t, tbl, "r", "wt", "a"))
+		it, _ := lcCell(t, tbl, "r", "wt", "a")
+		wt, err := tbl.WriteTime(ctx, it)
+		require.NoError(t, err)
+		after, err := tbl.MaxWriteTime(ctx, "r", "wt")
+		require.NoError(t, err)
+		assert.True(t, before.Equal(after), "write times kept: %s, %s", before, after)
+		assert.False(t, wt.After(before))
+		stored, err := h.Stored(ctx, "wtrow", "r")
+		require.NoError(t, err)
+		assert.Len(t, stored["wt"], 4, "two cells and two companions, none left behind")
+	})
+}
+
+// A time-to-idle refresh between SetKeepTTL's or ReadRowAndExpire's read
+// and its mutation: the refresh moved the cell, so neither applies (the
+// value is not replaced at the old expiry, undoing the refresh, nor the
+// refreshed cell moved), on both servers.
+func TestKeepTTLAndGetAndExpireAfterAnIdleRefresh(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "idlekeep", strategy.Schema{"idle": strategy.OneSecond(strategy.WithIdleTTL(10*time.Minute, 0.1))})
+		refresh := func() {
+			err := tbl.ReadRows(ctx, bigtable.PrefixRange("r"), func(bigtable.Row) bool { return true }) // queues the refreshes
+			require.NoError(t, err)
+			require.NoError(t, h.Client.FlushIdleRefreshes(ctx))
+		}
+		lcSet(t, tbl, "r", "idle", "c", "v", time.Minute) // due: 1m left of 10m
+		hc.before("CheckAndMutateRow", refresh)
+		r, err := tbl.SetKeepTTL(ctx, "r", "idle", "c", []byte("w"))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, r)
+		it, ok := lcCell(t, tbl, "r", "idle", "c")
+		require.True(t, ok)
+		assert.Equal(t, "v", string(it.Value))
+		assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r", "idle", "c"), "the refresh stands")
+
+		lcSet(t, tbl, "r2", "idle", "c", "x", time.Minute)
+		hc.before("CheckAndMutateRow", refresh)
+		_, r, err = tbl.ReadRowAndExpire(ctx, "r2", nil, 2*time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, r)
+		it, ok = lcCell(t, tbl, "r2", "idle", "c")
+		require.True(t, ok)
+		assert.Equal(t, "x", string(it.Value))
+		assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r2", "idle", "c"), "the refresh stands")
+	})
+}
