@@ -758,7 +758,7 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // refuses (cap, overflow, below 1ms), cells too large to pin together
 // (filters.ErrCellTooLargeToPin).
 func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
-	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+	return t.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return p.WriteTimestamp(t.clock.Now(), ttl)
 	})
 }
@@ -767,14 +767,14 @@ func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtabl
 // returns (GETEX ... PERSIST), as Persist does: each moves to the largest
 // timestamp, or the cap on a clamping family; a returned family where
 // "forever" has no meaning refuses the call (ErrCannotPersist). A cell
-// already without a TTL stays where it is.
+// already without a TTL stays where it is, on a clamping family too.
 func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
-	return t.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+	return t.readRowAndMove(ctx, row, filter, true, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return lifecycle.Forever(p, t.clock.Now())
 	})
 }
 
-func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, ExpireResult, error) {
+func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, persist bool, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, ExpireResult, error) {
 	if err := t.checkRowKey(row); err != nil {
 		return nil, ExpireNoCell, err
 	}
@@ -785,6 +785,18 @@ func (t *Table) readRowAndMove(ctx context.Context, row string, filter bigtable.
 	moves, fam, err := lifecycle.PlanRowMove(r, t.policy, target)
 	if err != nil {
 		return r, ExpireNoCell, t.refuse(row, fam, "", err)
+	}
+	if persist {
+		// A cell already without a TTL stays where it is (Persist's XX):
+		// on a clamping family "forever" is the cap, which would give it
+		// one.
+		kept := moves[:0]
+		for _, mv := range moves {
+			if lifecycle.HasTTL(mv.TS) {
+				kept = append(kept, mv)
+			}
+		}
+		moves = kept
 	}
 	if len(moves) == 0 {
 		for fam := range r {

@@ -192,3 +192,28 @@ func TestKeepTTLAndGetAndExpireAfterAnIdleRefresh(t *testing.T) {
 		assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r2", "idle", "c"), "the refresh stands")
 	})
 }
+
+// ReadRowAndPersist leaves a cell already without a TTL where it is, as it
+// documents, on a family whose cap clamps too (where "forever" is the cap
+// from now): a cell stored at the largest timestamp (written before the
+// cap, say) is not moved down to the cap, which would give it a TTL.
+// Persist, whose default condition is XX, leaves it too.
+func TestReadRowAndPersistLeavesACellWithoutATTL(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "persistmax", condSchema())
+		m := bigtable.NewMutation()
+		m.Set("clamp", "c", strategy.MaxTimestamp, []byte("v"))
+		require.NoError(t, tbl.Raw().Apply(ctx, "r", m))
+
+		r, err := tbl.Persist(ctx, "r", "clamp", "c")
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireNotMet, r)
+		_, r, err = tbl.ReadRowAndPersist(ctx, "r", nil)
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireSet, r)
+		it, ok := lcCell(t, tbl, "r", "clamp", "c")
+		require.True(t, ok)
+		assert.Equal(t, strategy.MaxTimestamp, it.Timestamp, "still without a TTL")
+	})
+}

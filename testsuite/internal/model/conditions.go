@@ -284,6 +284,9 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		}
 		for _, col := range cols {
 			c := m.liveColumn(rowKey, fam, col, t)[0]
+			if persist && c.ts == lastMilli {
+				continue // already without a TTL: stays (on a clamping family too)
+			}
 			if c.ts != target {
 				moves = append(moves, mv{fam, col, c, target})
 			}
