@@ -264,6 +264,10 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 		return 0, fmt.Errorf("bttl: row %s family %q: %w", keytext.Quote(row), family, err)
 	}
 	delta := strategy.Millis(target) - strategy.Millis(cells[0].Timestamp)
+	cond := x.condition
+	if x.persist && cond == lifecycle.Always {
+		cond = lifecycle.IfTTL // Persist's default (XX), as the real run gets
+	}
 	n := 0
 	for i, c := range cells {
 		to := strategy.Millis(c.Timestamp) + delta
@@ -278,7 +282,7 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 		}
 		what := "would set"
 		switch {
-		case !lifecycle.Holds(x.condition, c.Timestamp, to):
+		case !lifecycle.Holds(cond, c.Timestamp, to):
 			what = "not met"
 		case to == strategy.Millis(c.Timestamp):
 			what = "unchanged"
