@@ -278,7 +278,13 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 			to = target
 		}
 		if to < 0 {
-			to = 0
+			// As ExpireColumn: deleted when its new expiry is past, else
+			// the earliest timestamp.
+			if p.ExpiryTime(to).After(now) {
+				to = 0
+			} else {
+				to = -1000
+			}
 		}
 		what := "would set"
 		switch {
