@@ -359,7 +359,10 @@ func (t *Table) expireOne(ctx context.Context, row, family, column string, p str
 // stay visible. An ExpireCondition is checked as for Expire. The cap
 // (strategy.WithMaxTTL) refuses or clamps an expiry too far away, as a
 // write with that TTL; an instant past the family's last timestamp is
-// strategy.ErrTimestampOverflow. Other guardrails as for Expire.
+// strategy.ErrTimestampOverflow, a future one less than D after the epoch
+// (a default TTL longer than the time since the epoch)
+// strategy.ErrBeforeEpoch, as Expire refuses that TTL. Other guardrails
+// as for Expire.
 func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ExpireOption) (ExpireResult, error) {
 	s := expireOptions(opts)
 	p, err := t.lifecyclePolicy(row, family, column)
