@@ -295,14 +295,18 @@ func (c *Client) Close() error {
 	if !c.owned {
 		return nil
 	}
-	// NewClient gives both clients the caller's options: one connection
+	// NewClient gives every client the caller's options: one connection
 	// of the caller's (option.WithGRPCConn, as wireguard's ClientOptions
 	// are under an emulator) is then closed twice, and the second close
 	// says only that it is closed already (Canceled, all a connection's
 	// Close returns besides nil), which is what Close wants.
 	err := c.raw.Close()
 	if c.txn != nil {
-		err = errors.Join(err, c.txn.Close())
+		// Dialled with the same options: on the caller's connection its
+		// close is the second, as the admin client's is.
+		if terr := c.txn.Close(); status.Code(terr) != codes.Canceled || err != nil {
+			err = errors.Join(err, terr)
+		}
 	}
 	if aerr := c.admin.Close(); status.Code(aerr) != codes.Canceled || err != nil {
 		err = errors.Join(err, aerr)

@@ -194,7 +194,10 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 // stay visible. An ExpireCondition is checked as for Expire. The cap
 // (strategy.WithMaxTTL) refuses or clamps an expiry too far away, as a
 // write with that TTL; an instant past the family's last timestamp is
-// strategy.ErrTimestampOverflow. Other guardrails as for Expire.
+// strategy.ErrTimestampOverflow, a future one less than D after the epoch
+// (a default TTL longer than the time since the epoch)
+// strategy.ErrBeforeEpoch, as Expire refuses that TTL. Other guardrails
+// as for Expire.
 func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ExpireOption) (ExpireResult, error) {
 	r, err := t.life.ExpireAt(ctx, row, family, column, at, expireOptions(lifecycle.Settings{}, opts))
 	return ExpireResult(r), err
@@ -301,7 +304,7 @@ func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtabl
 // returns (GETEX ... PERSIST), as Persist does: each moves to the largest
 // timestamp, or the cap on a clamping family; a returned family where
 // "forever" has no meaning refuses the call (ErrCannotPersist). A cell
-// already without a TTL stays where it is.
+// already without a TTL stays where it is, on a clamping family too.
 func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
 	r, res, err := t.life.ReadRowAndPersist(ctx, row, filter)
 	return r, ExpireResult(res), err

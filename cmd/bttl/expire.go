@@ -264,6 +264,10 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 		return 0, fmt.Errorf("bttl: row %s family %q: %w", keytext.Quote(row), family, err)
 	}
 	delta := strategy.Millis(target) - strategy.Millis(cells[0].Timestamp)
+	cond := x.condition
+	if x.persist && cond == lifecycle.Always {
+		cond = lifecycle.IfTTL // Persist's default (XX), as the real run gets
+	}
 	n := 0
 	for i, c := range cells {
 		to := strategy.Millis(c.Timestamp) + delta
@@ -274,11 +278,17 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 			to = target
 		}
 		if to < 0 {
-			to = 0
+			// As ExpireColumn: deleted when its new expiry is past, else
+			// the earliest timestamp.
+			if p.ExpiryTime(to).After(now) {
+				to = 0
+			} else {
+				to = -1000
+			}
 		}
 		what := "would set"
 		switch {
-		case !lifecycle.Holds(x.condition, c.Timestamp, to):
+		case !lifecycle.Holds(cond, c.Timestamp, to):
 			what = "not met"
 		case to == strategy.Millis(c.Timestamp):
 			what = "unchanged"

@@ -158,7 +158,16 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 		c := cells[i]
 		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
 		if target < 0 {
-			target = 0
+			// Before the epoch: deleted (a target before the epoch is never
+			// live) when its new expiry is past; else the earliest
+			// timestamp, 0 (live on a family whose D is longer than the
+			// time since the epoch, which expires it later than asked
+			// rather than lose a live cell).
+			if p.ExpiryTime(target).After(o.Clock.Now()) {
+				target = 0
+			} else {
+				target = -1000
+			}
 		}
 		r, err := o.expireOne(ctx, row, family, column, p, c, target, cond, MoveNoCrossing)
 		if err != nil {
@@ -250,19 +259,19 @@ func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...s
 
 // ReadRowAndExpire is ttlclient's Table.ReadRowAndExpire.
 func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, Result, error) {
-	return o.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return p.WriteTimestamp(o.Clock.Now(), ttl)
 	})
 }
 
 // ReadRowAndPersist is ttlclient's Table.ReadRowAndPersist.
 func (o *Ops) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, Result, error) {
-	return o.readRowAndMove(ctx, row, filter, func(p strategy.Policy) (bigtable.Timestamp, error) {
+	return o.readRowAndMove(ctx, row, filter, true, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return Forever(p, o.Clock.Now())
 	})
 }
 
-func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, Result, error) {
+func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Filter, persist bool, target func(strategy.Policy) (bigtable.Timestamp, error)) (bigtable.Row, Result, error) {
 	if err := o.CheckRowKey(row); err != nil {
 		return nil, NoCell, err
 	}
@@ -274,11 +283,25 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 	if err != nil {
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: fam}, err)
 	}
-	if len(moves) == 0 {
-		if len(r) == 0 {
-			return r, NoCell, nil
+	if persist {
+		// A cell already without a TTL stays where it is (Persist's XX):
+		// on a clamping family "forever" is the cap, which would give it
+		// one.
+		kept := moves[:0]
+		for _, mv := range moves {
+			if HasTTL(mv.TS) {
+				kept = append(kept, mv)
+			}
 		}
-		return r, Set, nil
+		moves = kept
+	}
+	if len(moves) == 0 {
+		for fam := range r {
+			if _, err := o.agePolicy(fam); err == nil {
+				return r, Set, nil // every age cell already at its target
+			}
+		}
+		return r, NoCell, nil // no age-family cell (sequence and unmanaged ones are left alone)
 	}
 	if _, _, err := RowMove(moves); err != nil { // the size, before any write
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)

@@ -164,7 +164,8 @@ func (r Result) String() string {
 // such a cell is already expired (at, or within the millisecond of, now or
 // earlier): the cell is to be deleted, and ts is meaningless. An instant
 // whose timestamp would pass strategy.MaxTimestamp is
-// strategy.ErrTimestampOverflow; an expiry over the family's cap is
+// strategy.ErrTimestampOverflow, one whose timestamp would be before the
+// epoch (at - D < 0) strategy.ErrBeforeEpoch; an expiry over the family's cap is
 // refused (strategy.ErrTTLTooLong) or clamped to the cap as a write with
 // that TTL is (strategy.Policy.CheckExplicit decides). p must be an age
 // family.
@@ -185,7 +186,15 @@ func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, p
 	}
 	us := at.Add(-d).UnixMicro()
 	ts = strategy.Millis(bigtable.Timestamp(us))
-	if ts < 0 || !p.IsLive(ts, nowUS) {
+	if ts < 0 {
+		// A future instant less than D away on a family whose D is longer
+		// than the time since the epoch: no timestamp has that expiry.
+		// Refused as a write with that TTL is, not taken for a past
+		// instant (which deletes the cell).
+		return 0, false, fmt.Errorf("%w: expiry %s is less than the default TTL %s after the epoch",
+			strategy.ErrBeforeEpoch, at.UTC().Format(time.RFC3339Nano), d)
+	}
+	if !p.IsLive(ts, nowUS) {
 		return 0, true, nil
 	}
 	out, err := p.CheckExplicit(nowUS, ts)

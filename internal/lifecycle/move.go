@@ -49,23 +49,32 @@ import (
 // the pinned cell must pass it too (a conditional Expire's timestamp
 // window, internal/lifecycle.Window).
 func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode MoveMode, also ...bigtable.Filter) (applied bool, err error) {
+	applied, _, err = o.MoveCellKept(ctx, row, family, column, oldTS, value, newTS, mode, also...)
+	return applied, err
+}
+
+// MoveCellKept is MoveCell also reporting whether the move kept the cell
+// (wrote it at the target, or found it there) rather than only deleted
+// it, as decided when the mutation was sent: the target may expire
+// while it is in flight, and the cell was still written.
+func (o *Ops) MoveCellKept(ctx context.Context, row, family, column string, oldTS bigtable.Timestamp, value []byte, newTS bigtable.Timestamp, mode MoveMode, also ...bigtable.Filter) (applied, keep bool, err error) {
 	p, ok := o.Policy(family)
 	if !ok {
-		return false, o.Refuse(Cell{Row: row, Family: family, Column: column, Named: true}, rules.ErrUnknownFamily)
+		return false, false, o.Refuse(Cell{Row: row, Family: family, Column: column, Named: true}, rules.ErrUnknownFamily)
 	}
 	old, target := strategy.Millis(oldTS), strategy.Millis(newTS)
 	if !p.IsLive(old, o.now()) {
-		return false, nil
+		return false, false, nil
 	}
 	if old == target {
 		// Already there: nothing to change, no mutation sent (Expire and
 		// ExpireColumn count the cell as given its TTL).
-		return true, nil
+		return true, true, nil
 	}
 	var companion []byte
 	if p.HasWriteTime() {
 		if companion, err = o.readCompanion(ctx, row, family, column, old); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	// Liveness again after the last read, as close to sending as the
@@ -73,7 +82,7 @@ func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bi
 	// mutation is in flight, is moved (docs/design.md#expire).
 	now := o.now()
 	if !p.IsLive(old, now) {
-		return false, nil
+		return false, false, nil
 	}
 	// A target already expired (a shortened older version) is not
 	// written: the move only deletes. Otherwise nothing may be stored at
@@ -81,7 +90,7 @@ func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bi
 	// concurrent write with the same timestamp). A move that only deletes
 	// writes nothing there, so an expired cell GC has not collected yet at
 	// the target does not block it.
-	keep := p.IsLive(target, now)
+	keep = p.IsLive(target, now)
 	var pin bigtable.Filter
 	switch {
 	case !keep:
@@ -92,7 +101,7 @@ func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bi
 		pin, err = filters.CellMove(family, column, old, value, family, target)
 	}
 	if err != nil {
-		return false, o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: oldTS}, err)
+		return false, false, o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: oldTS}, err)
 	}
 	if mode == MoveOnlyIfNewest && old < strategy.MaxTimestamp {
 		// The cell must still be its column's newest (time-to-idle, ttlclient/idle.go):
@@ -117,9 +126,9 @@ func (o *Ops) MoveCell(ctx context.Context, row, family, column string, oldTS bi
 	}
 	cm := bigtable.NewCondMutation(pin, m, nil)
 	if err := o.CheckAndMutate(ctx, row, cm, bigtable.GetCondMutationResult(&applied)); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return applied, nil
+	return applied, keep, nil
 }
 
 // MoveMode is what a move must not do besides overwriting or reviving.

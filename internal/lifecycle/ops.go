@@ -231,11 +231,11 @@ func (o *Ops) expireOne(ctx context.Context, row, family, column string, p strat
 		start, end, _ := Window(cond, target) // ok: Holds
 		window = append(window, bigtable.TimestampRangeFilterMicros(start, end))
 	}
-	applied, err := o.MoveCell(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
+	applied, kept, err := o.MoveCellKept(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
 	switch {
 	case err != nil || !applied:
 		return Changed, err
-	case !p.IsLive(target, o.now()):
+	case !kept: // what was sent: a target expiring in flight was still written
 		return Deleted, nil
 	}
 	return Set, nil
@@ -255,7 +255,10 @@ func (o *Ops) ExpireAt(ctx context.Context, row, family, column string, at time.
 		return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: column}, err)
 	}
 	if past {
-		target = 0 // not live: the move deletes
+		// Before the epoch: never live, so the move deletes. (Timestamp 0
+		// is live on a family whose D is longer than the time since the
+		// epoch: a move there kept the cell.)
+		target = -1000
 	}
 	return o.expireCell(ctx, row, family, column, p, target, s)
 }

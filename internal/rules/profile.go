@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -23,7 +24,9 @@ const (
 )
 
 // ProfileRefusal is the sentinel of the app-profile refusal err is
-// (ErrTransactionsNotAllowed or ErrReadOnlyProfile), nil when it is none.
+// (ErrTransactionsNotAllowed or ErrReadOnlyProfile), nil when it is none:
+// a FAILED_PRECONDITION with the server's message, never bttl's own
+// refusal (its status carries an ErrorInfo of ErrorDomain).
 func ProfileRefusal(err error) error {
 	if err == nil {
 		return nil
@@ -31,6 +34,13 @@ func ProfileRefusal(err error) error {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.FailedPrecondition {
 		return nil
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			// bttl's own refusal (its message may quote a row key
+			// holding any words), not the server's.
+			return nil
+		}
 	}
 	switch msg := st.Message(); {
 	case strings.Contains(msg, msgTransactions):

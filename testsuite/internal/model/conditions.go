@@ -98,7 +98,7 @@ func (m *Model) expireTo(rowKey, fam, col string, t, target, at int64, hasAt boo
 		if !m.move(rowKey, fam, col, cl, target, t) {
 			return ResChanged
 		}
-		if !m.fams[fam].live(target, t) {
+		if target < 0 || !m.fams[fam].live(target, t) {
 			return ResDeleted
 		}
 		return ResSet
@@ -139,13 +139,16 @@ func (m *Model) ExpireAt(rowKey, fam, col string, now, at time.Time, atCell int6
 	}
 	t := now.UnixMicro()
 	off := time.Duration(f.expiryOffset()) * time.Microsecond
-	target := int64(0) // not live: a delete
+	target := int64(-1000) // before the epoch, never live: a delete
 	if at.After(now) {
 		if at.After(time.UnixMicro(lastMilli).Add(off)) {
 			return 0, refused(ClassOverflow, "expiry %s past the last timestamp", at)
 		}
 		ts := ms(at.Add(-off).UnixMicro())
-		if ts >= 0 && f.live(ts, t) {
+		if ts < 0 {
+			return 0, refused(ClassBeforeEpoch, "expiry %s less than D after the epoch", at)
+		}
+		if f.live(ts, t) {
 			target = ts
 			if f.maxTTL > 0 && ts+f.expiryOffset()-t > int64(f.maxTTL/time.Microsecond) {
 				if !f.clampTTL {
@@ -263,10 +266,10 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		if len(cols) == 0 {
 			continue
 		}
-		any = true
 		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
-			continue
+			continue // returned and left alone: not a cell for the result
 		}
+		any = true
 		var target int64
 		var err error
 		switch {
@@ -284,6 +287,9 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		}
 		for _, col := range cols {
 			c := m.liveColumn(rowKey, fam, col, t)[0]
+			if persist && c.ts == lastMilli {
+				continue // already without a TTL: stays (on a clamping family too)
+			}
 			if c.ts != target {
 				moves = append(moves, mv{fam, col, c, target})
 			}

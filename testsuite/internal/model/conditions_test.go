@@ -69,3 +69,32 @@ func TestModelSetKeepTTLAndMaxWriteTime(t *testing.T) {
 	_, ok, _ = m.MaxWriteTime("r", "one", nil, t0.Add(time.Hour))
 	assert.False(t, ok, "expired: no write time")
 }
+
+// On a default-expiry family whose D is longer than the time since the
+// epoch (timestamp 0 is live): ExpireAt to a future instant less than D
+// after the epoch is refused (before-epoch), a past one deletes the cell,
+// and ExpireColumn deletes an older version shifted to before the epoch
+// whose new expiry is past, as ttlclient does.
+func TestModelLongDefaultTTLBeforeTheEpoch(t *testing.T) {
+	const d = 100 * 365 * 24 * time.Hour
+	m := New(strategy.Schema{"d": strategy.DefaultExpiry(d)})
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, m.Apply("r", t0, []Op{{Kind: SetAuto, Family: "d", Column: "c", Value: "v"}}))
+	_, err := m.ExpireAt("r", "d", "c", t0, t0.Add(time.Hour), 0, false, CondAlways)
+	require.Error(t, err)
+	assert.Equal(t, ClassBeforeEpoch, err.(*Refusal).Class)
+	res, err := m.ExpireAt("r", "d", "c", t0, t0.Add(-time.Hour), 0, false, CondAlways)
+	require.NoError(t, err)
+	assert.Equal(t, ResDeleted, res)
+	assert.Empty(t, m.Stored("r"))
+
+	require.NoError(t, m.Apply("r", t0, []Op{
+		{Kind: SetExplicit, Family: "d", Column: "c", TS: 1000, Value: "old"},
+		{Kind: SetAuto, Family: "d", Column: "c", Value: "new"},
+	}))
+	moved, err := m.ExpireColumn("r", "d", "c", t0, 50*365*24*time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, 2, moved)
+	require.Len(t, m.Stored("r"), 1)
+	assert.Equal(t, "new", m.Stored("r")[0].Value)
+}

@@ -104,7 +104,7 @@ func (m *Model) liveColumn(rowKey, fam, col string, t int64) []cell {
 // a delete, which applies whatever is stored there.
 func (m *Model) move(rowKey, fam, col string, c cell, target, t int64) bool {
 	r := m.rows[rowKey]
-	keep := m.fams[fam].live(target, t)
+	keep := target >= 0 && m.fams[fam].live(target, t) // no cell is stored before the epoch
 	if target != c.ts && keep {
 		for _, o := range r[fam][col] {
 			if o.ts == target {
@@ -174,7 +174,17 @@ func (m *Model) ExpireColumnCond(rowKey, fam, col string, now time.Time, ttl tim
 		if delta < 0 {
 			c = cells[len(cells)-1-i]
 		}
-		to := max(0, c.ts+delta)
+		to := c.ts + delta
+		if to < 0 {
+			// Before the epoch: deleted when its new expiry is past, else
+			// the earliest timestamp (a default TTL longer than the time
+			// since the epoch).
+			if to+m.fams[fam].expiryOffset() > t {
+				to = 0
+			} else {
+				to = -1000
+			}
+		}
 		if !holds(cond, c.ts, to) {
 			continue
 		}
