@@ -149,15 +149,22 @@ func TestScriptedHistory(t *testing.T) {
 	r.mu.Lock()
 	assert.True(t, lost)
 	aCount := 0
+	first := map[cellID]time.Duration{}
 	for _, e := range r.events {
 		assert.False(t, schema[e.Family].IsLive(bigtable.Timestamp(e.Timestamp.UnixMicro()), bigtable.Timestamp(e.At.UnixMicro())), "%v announced while live", idOf(e))
-		assert.Less(t, e.Delay, 10*time.Second+time.Second, "%v: the longest step, or a lease for the other worker's bucket", idOf(e))
+		if first[idOf(e)] == 0 {
+			first[idOf(e)] = e.Delay
+		}
 		if string(e.RowKey) == "a" {
 			aCount++
 		}
 	}
 	r.failAck = nil
 	r.mu.Unlock()
+	for c, d := range first {
+		// Each instant is a second before the step that passes it.
+		assert.Less(t, d, 2*time.Second, "%v announced late", c)
+	}
 	assert.GreaterOrEqual(t, aCount, 2, "a:x again after its lost acknowledgement")
 
 	// Notifiers down: a cell expires and GC collects it; its GC change
@@ -185,10 +192,16 @@ func TestScriptedHistory(t *testing.T) {
 		gcLags[cellID{string(g.RowKey), g.Family, g.Column, bigtable.Timestamp(g.Timestamp.UnixMicro())}] = g.Lag
 	}
 	r.mu.Unlock()
-	require.NotEmpty(t, fromGC)
+	// z:gcfirst, which no notifier announced, comes from its GC change;
+	// others may too, again, when a restarted consumer's replay scheduled
+	// them anew before GC's change (at least once).
+	fromZ := false
 	for _, e := range fromGC {
-		assert.Equal(t, "z", string(e.RowKey), "only the cell no notifier announced comes from GC")
+		fromZ = fromZ || string(e.RowKey) == "z"
+		assert.Contains(t, want, idOf(e))
+		assert.True(t, gcAt.Equal(e.At), "announced at GC's commit")
 	}
+	assert.True(t, fromZ, "z:gcfirst announced from its GC change")
 	for _, c := range want {
 		assert.Equal(t, gcAt.Sub(schema[c.Family].ExpiryTime(c.TS)), gcLags[c], "GC lag of %v", c)
 	}
