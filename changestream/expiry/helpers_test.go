@@ -94,7 +94,7 @@ func newRig(t testing.TB, schema strategy.Schema, split ...string) *rig {
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "idx", Families: map[string]bigtable.GCPolicy{
 		expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy()}}))
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "state", Families: map[string]bigtable.GCPolicy{"cs": bigtable.NoGcPolicy()}}))
-	client, err := bigtable.NewClient(ctx, changestreams.DefaultProject, changestreams.DefaultInstance, option.WithGRPCConn(dial()))
+	client, err := bigtable.NewClientWithConfig(ctx, changestreams.DefaultProject, changestreams.DefaultInstance, bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(dial()))
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	return &rig{t: t, srv: srv, clock: clk, client: client, admin: admin, schema: schema, dial: dial, seen: map[string]bool{}}
