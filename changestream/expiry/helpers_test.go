@@ -67,9 +67,17 @@ type rig struct {
 }
 
 func newRig(t testing.TB, schema strategy.Schema, split ...string) *rig {
+	return newRigClock(t, schema, &manualClock{t: t0}, split...)
+}
+
+// newRigClock is newRig on clk; a nil clk is real time (r.clock nil).
+func newRigClock(t testing.TB, schema strategy.Schema, clk *manualClock, split ...string) *rig {
 	ctx := context.Background()
-	clk := &manualClock{t: t0}
-	srv, err := changestreams.Start(ctx, changestreams.Config{Clock: clk, SplitKeys: split})
+	cfg := changestreams.Config{SplitKeys: split}
+	if clk != nil {
+		cfg.Clock = clk
+	}
+	srv, err := changestreams.Start(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	var conns []*grpc.ClientConn

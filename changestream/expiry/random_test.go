@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	"github.com/bttl/bttl/changestream"
 	"github.com/bttl/bttl/bttest_harness/changestreams"
+	"github.com/bttl/bttl/changestream"
 	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/strategy"
 	"github.com/stretchr/testify/require"
@@ -49,10 +49,10 @@ func envInt(name string, def int64) int64 {
 // cell stored past its instant is announced by the next poll, every
 // announcement is of a cell stored at the poll and past its instant (never
 // live), and an announcement from a GC change is of a cell that GC removed
-// past its instant. BTTL_EXPIRY_STEPS sets the steps (default 1500),
+// past its instant. BTTL_EXPIRY_STEPS sets the steps (default 600),
 // BTTL_EXPIRY_SEED the seed (default: random, printed).
 func TestRandomHistory(t *testing.T) {
-	steps := envInt("BTTL_EXPIRY_STEPS", 1500)
+	steps := envInt("BTTL_EXPIRY_STEPS", 600)
 	seed := uint64(envInt("BTTL_EXPIRY_SEED", int64(rand.Uint32())+1))
 	t.Logf("seed %d, %d steps (BTTL_EXPIRY_SEED=%d BTTL_EXPIRY_STEPS=%d to repeat)", seed, steps, seed, steps)
 	rng := rand.New(rand.NewPCG(seed, 38))

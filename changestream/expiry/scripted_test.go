@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/bttest_harness/changestreams"
+	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 	"github.com/stretchr/testify/assert"
