@@ -52,7 +52,7 @@ type invocation struct {
 // commands is the command table, in the order help lists it.
 func commands() []command {
 	return []command{verifyCommand, planCommand, applyCommand, auditCommand, auditMergeCommand, migrateCommand, migrateMergeCommand, migrateResolveCommand,
-		checkpointListCommand, checkpointRmCommand, initCommand, lookupCommand, readCommand, helpCommand()}
+		checkpointListCommand, checkpointRmCommand, initCommand, lookupCommand, readCommand, watchCommand, helpCommand()}
 }
 
 // findCommand returns the command args start with (the longest name that

@@ -20,6 +20,7 @@
 //	init             write a schema file from the instance's tables and GC rules
 //	lookup           show one row's stored cells, whether a bttl read returns each, and why not
 //	read             the same for a range of rows, as cbt read takes it
+//	watch            announce managed cells as they expire (and GC as it collects them), as JSON lines, from the change stream
 //	help             print bttl's help, or a command's (as -h after it does)
 //
 // Usage:
@@ -54,6 +55,8 @@
 //	bttl [global flags] init [-table T] [-force] [-sample-rows N]
 //	bttl [global flags] lookup [-json] [-now TIME] TABLE ROW
 //	bttl [global flags] read [-json] [-now TIME] [-start K -end K | -prefix P] [-count N] TABLE
+//	bttl [global flags] watch [-state TABLE] [-worker I/N] [-start TIME] [-poll D] [-gc] [-redact-keys]
+//	                          TABLE
 //	bttl help [COMMAND]
 //
 // Global flags (before or after the command): -admin-endpoint,
