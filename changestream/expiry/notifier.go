@@ -186,7 +186,7 @@ func (n *Notifier) managed(family, column string) (strategy.Policy, bool) {
 }
 
 func (n *Notifier) errorf(op, table, row string, err error) error {
-	return &Error{Op: op, Table: table, Row: n.cfg.keys.Key(row), Err: err}
+	return &Error{Op: op, Table: table, Row: row, Err: err, keys: n.cfg.keys}
 }
 
 func (n *Notifier) call(ctx context.Context) (context.Context, context.CancelFunc) {

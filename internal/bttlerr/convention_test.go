@@ -24,6 +24,7 @@ import (
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/changestream"
+	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
@@ -61,6 +62,8 @@ var sentinels = map[string]error{
 	"changestream.ErrInvalidOption":        changestream.ErrInvalidOption,
 	"changestream.ErrIdle":                 changestream.ErrIdle,
 	"changestream.ErrNotInitialized":       changestream.ErrNotInitialized,
+	"expiry.ErrInvalidOption":              expiry.ErrInvalidOption,
+	"expiry.ErrBadEntry":                   expiry.ErrBadEntry,
 	"provision.ErrPlanMismatch":            provision.ErrPlanMismatch,
 	"provision.ErrUnsafeAdoption":          provision.ErrUnsafeAdoption,
 	"provision.ErrRealTimestamps":          provision.ErrRealTimestamps,
@@ -127,6 +130,7 @@ var structErrors = map[string]error{
 	"migrate.TTLChangeError":         &migrate.TTLChangeError{Record: "p", Updated: "2026-01-01T00:00:00Z", Earlier: []string{"1h"}, Now: []string{"2h"}, Moved: 3},
 	"provision.RealTimestampsError":  &provision.RealTimestampsError{Table: "t", Family: "f"},
 	"changestream.Error":             &changestream.Error{Op: "read", Endpoint: "localhost:1", Table: "t", Err: changestream.ErrIdle},
+	"expiry.Error":                   &expiry.Error{Op: "read", Table: "t", Row: "r", Err: expiry.ErrBadEntry},
 	"provision.HiddenColumnsError":   &provision.HiddenColumnsError{Table: "t", Family: "f"},
 	"provision.SequenceCellsError":   &provision.SequenceCellsError{Table: "t", Family: "f"},
 	"provision.NotSequenceError":     &provision.NotSequenceError{Table: "t", Family: "f"},
