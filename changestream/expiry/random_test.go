@@ -68,7 +68,8 @@ func TestRandomHistory(t *testing.T) {
 		require.NoError(t, err)
 		c, err := changestream.NewConsumer(r.dial(), changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
 			changestream.WithClock(r.clock), changestream.WithStartTime(t0), changestream.WithPollInterval(2*time.Millisecond),
-			changestream.WithHeartbeat(10*time.Millisecond), changestream.WithLease(time.Hour), changestream.WithCheckpointEvery(1+rng.IntN(20)))
+			changestream.WithHeartbeat(20*time.Millisecond), changestream.WithIdleTimeout(5*time.Second), changestream.WithMaxAttempts(100),
+			changestream.WithLease(time.Hour), changestream.WithCheckpointEvery(1+rng.IntN(20)))
 		require.NoError(t, err)
 		cctx, cancel := context.WithCancel(ctx)
 		w := &worker{cancel: cancel, done: make(chan error, 2)}
@@ -160,7 +161,7 @@ func TestRandomHistory(t *testing.T) {
 	for step := int64(0); step < steps; step++ {
 		now := r.clock.Now()
 		switch x := rng.IntN(1000); {
-		case x < 420: // a write, often over a column already written
+		case x < 600: // a write, often over a column already written
 			row, fam := rows[rng.IntN(len(rows))], fams[rng.IntN(len(fams))]
 			col := fmt.Sprintf("c%d", rng.IntN(3))
 			p := schema[fam]
@@ -176,7 +177,7 @@ func TestRandomHistory(t *testing.T) {
 				require.NoError(t, err)
 			}
 			write(row, fam, col, ts, strconv.FormatInt(step, 10))
-		case x < 520: // Expire or an idle refresh: move a cell, either way
+		case x < 760: // Expire or an idle refresh: move a cell, either way
 			c, ok := pick()
 			if !ok {
 				continue
@@ -193,7 +194,7 @@ func TestRandomHistory(t *testing.T) {
 			apply(c.Row, m)
 			delete(stored, c)
 			stored[cellID{c.Row, c.Family, c.Column, ts}] = true
-		case x < 560: // delete a column
+		case x < 810: // delete a column
 			c, ok := pick()
 			if !ok {
 				continue
@@ -206,7 +207,7 @@ func TestRandomHistory(t *testing.T) {
 					delete(stored, d)
 				}
 			}
-		case x < 575: // delete a row
+		case x < 830: // delete a row
 			row := rows[rng.IntN(len(rows))]
 			m := bigtable.NewMutation()
 			m.DeleteRow()
@@ -216,7 +217,7 @@ func TestRandomHistory(t *testing.T) {
 					delete(stored, d)
 				}
 			}
-		case x < 590: // GC
+		case x < 845: // GC
 			_, err := r.srv.RunGC(ctx, "t")
 			require.NoError(t, err)
 			for c := range stored {
@@ -226,10 +227,10 @@ func TestRandomHistory(t *testing.T) {
 				}
 			}
 			tick()
-		case x < 594: // a consumer killed and restarted
+		case x < 849: // a consumer killed and restarted
 			cons.kill(t)
 			cons = consumer()
-		case x < 597: // a split or a merge
+		case x < 852: // a split or a merge
 			if len(splits) < 4 && rng.IntN(2) == 0 {
 				k := fmt.Sprintf("r%02d", rng.IntN(30))
 				if !splits[k] && r.srv.Split("t", k) == nil {
@@ -244,7 +245,7 @@ func TestRandomHistory(t *testing.T) {
 				}
 			}
 		default: // time passes, in whole milliseconds; the notifiers poll
-			r.clock.Advance(time.Duration(1+rng.IntN(3000))*time.Millisecond - time.Duration(r.clock.Now().Nanosecond()%int(time.Millisecond)))
+			r.clock.Advance(time.Duration(1+rng.IntN(6000))*time.Millisecond - time.Duration(r.clock.Now().Nanosecond()%int(time.Millisecond)))
 			now = r.clock.Now()
 			r.waitStream()
 			r.mu.Lock()
