@@ -87,7 +87,7 @@ func (w *watchArgs) check() error {
 	}
 	switch {
 	case !stateTableID.MatchString(w.state):
-		return fmt.Errorf("-state %q: want a table ID of letters, digits, -, _ and .", w.state)
+		return fmt.Errorf("-state %q: want a table ID of 1 to 50 letters, digits, '-', '_' or '.' characters", w.state)
 	case w.poll <= 0 || w.poll >= expiry.DefaultLease:
 		return fmt.Errorf("-poll %v: want more than 0 and less than %v", w.poll, expiry.DefaultLease)
 	}
