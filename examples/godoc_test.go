@@ -17,7 +17,7 @@ import (
 
 // documentedPackages must give every exported function and method a
 // runnable Example in its package documentation (go doc, pkg.go.dev).
-var documentedPackages = []string{"strategy", "filters", "ttlclient", "bttest_harness", "metrics", "gcrule", "provision", "schemafile", "wireguard", "audit", "scan", "migrate"}
+var documentedPackages = []string{"strategy", "filters", "ttlclient", "bttest_harness", "metrics", "gcrule", "provision", "schemafile", "wireguard", "audit", "scan", "migrate", "changestream/expiry"}
 
 // notEntryPoints are methods that implement a standard interface; their
 // type's examples cover them.

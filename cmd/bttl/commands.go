@@ -60,7 +60,7 @@ type invocation struct {
 // commands is the command table, in the order help lists it.
 func commands() []command {
 	return []command{verifyCommand, planCommand, applyCommand, auditCommand, auditMergeCommand, migrateCommand, migrateMergeCommand, migrateResolveCommand,
-		checkpointListCommand, checkpointRmCommand, initCommand, lookupCommand, readCommand, expireCommand, helpCommand()}
+		checkpointListCommand, checkpointRmCommand, initCommand, lookupCommand, readCommand, expireCommand, watchCommand, helpCommand()}
 }
 
 // findCommand returns the command args start with (the longest name that

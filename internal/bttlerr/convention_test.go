@@ -24,6 +24,7 @@ import (
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/changestream"
+	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
@@ -61,6 +62,8 @@ var sentinels = map[string]error{
 	"changestream.ErrInvalidOption":        changestream.ErrInvalidOption,
 	"changestream.ErrIdle":                 changestream.ErrIdle,
 	"changestream.ErrNotInitialized":       changestream.ErrNotInitialized,
+	"expiry.ErrInvalidOption":              expiry.ErrInvalidOption,
+	"expiry.ErrBadEntry":                   expiry.ErrBadEntry,
 	"provision.ErrPlanMismatch":            provision.ErrPlanMismatch,
 	"provision.ErrUnsafeAdoption":          provision.ErrUnsafeAdoption,
 	"provision.ErrRealTimestamps":          provision.ErrRealTimestamps,
@@ -149,6 +152,7 @@ var structErrors = map[string]error{
 	"wireguard.VerifyError":           &wireguard.VerifyError{Table: "t", Reason: "r", Err: status.Error(codes.FailedPrecondition, "bttl: wire guard refused MutateRow: rule verify-probe")},
 	"scan.StallError (not ReadRows)":  &scan.StallError{Interval: time.Second, Step: "SampleRowKeys"},
 	"ttlclient.ProfileError":          &ttlclient.ProfileError{Profile: "multi", Call: "CheckAndMutateRow", Err: ttlclient.ErrTransactionsNotAllowed, Server: status.Error(codes.FailedPrecondition, "Single-row transactions are not allowed by this app profile")},
+	"expiry.Error":                    &expiry.Error{Op: "read", Table: "t", Row: "r", Err: expiry.ErrBadEntry},
 }
 
 // onePrefix checks the convention on one message: it starts with the
