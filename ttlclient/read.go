@@ -10,8 +10,8 @@ import (
 
 // The read path after table.go's entry points (ReadRow, ReadRows): the
 // options a read sends (the TTL filter before the caller's); observe.go
-// has the shadow read it may leave behind, idle.go the time-to-idle look
-// at the rows returned (docs/design.md#code-paths).
+// has the shadow read it may leave behind, internal/lifecycle's idle.go the
+// time-to-idle look at the rows returned (docs/design.md#code-paths).
 
 // readCall is the mark of a read and the options to send: on a
 // connection carrying bttl's interceptor the interceptor puts the TTL
