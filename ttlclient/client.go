@@ -22,6 +22,7 @@ import (
 	"github.com/bttl/bttl/internal/shadow"
 	"github.com/bttl/bttl/internal/sqlscan"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/wirestream"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -181,7 +182,7 @@ type Client struct {
 	refresh *lifecycle.IdlePool // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
-	wire wireState
+	wire wirestream.Dialed
 }
 
 // ClientConfig is the configuration of NewClientWithConfig: the bigtable
@@ -276,7 +277,7 @@ func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
 	c.shadows = shadow.NewPool(cfg.shadowLimit, shadowTimeout)
-	c.refresh = lifecycle.NewIdlePool(cfg.idleWorkers, cfg.idleQueue, errClientClosed)
+	c.refresh = lifecycle.NewIdlePool(cfg.idleWorkers, cfg.idleQueue)
 	return c
 }
 

@@ -100,14 +100,12 @@ type IdleFailureRecorder interface {
 // family has an idle TTL.
 func (t *Table) newIdle(pool *lifecycle.IdlePool) *lifecycle.Idle {
 	return lifecycle.NewIdle(t.life, t.schema, pool,
-		func(family string, result lifecycle.IdleResult, n int) { t.recordIdle(family, IdleResult(result), n) },
+		func(family string, result lifecycle.IdleResult, n int) {
+			if t.idleRec != nil {
+				t.idleRec.IdleRefresh(family, IdleResult(result), n)
+			}
+		},
 		t.logIdleFailure)
-}
-
-func (t *Table) recordIdle(family string, result IdleResult, n int) {
-	if t.idleRec != nil {
-		t.idleRec.IdleRefresh(family, result, n)
-	}
 }
 
 // logIdleFailure counts and logs a failed refresh: never silent. The
@@ -129,6 +127,3 @@ func (t *Table) logIdleFailure(family string, err error) {
 	}
 	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", family, "reason", reason, "err", err)
 }
-
-// errClientClosed is the cause of the refreshes' context once Close runs.
-var errClientClosed = fmt.Errorf("bttl: client closed")

@@ -22,12 +22,12 @@ import (
 // (ErrNotDialed) rather than sent without the TTL filter or without the
 // caller's filter.
 func (t *Table) readCall(ctx context.Context, opts []bigtable.ReadOption) (*wireCall, []bigtable.ReadOption, error) {
-	call := &wireCall{t: t, reads: true}
+	call := t.newCall(false, true)
 	if !t.filters.Managed() {
 		return call, opts, nil
 	}
 	if len(opts) == 0 {
-		if w := t.wireState; w.peek() {
+		if t.wireState.Peek() {
 			return call, opts, nil
 		}
 		if t.checkWire(ctx, "") != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
+	"github.com/bttl/bttl/internal/wirestream"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -51,7 +52,7 @@ type Table struct {
 	rules *rules.Table
 	// wireState: whether the client's connection carries bttl's
 	// interceptor (wire.go), the client's.
-	wireState *wireState
+	wireState *wirestream.Dialed
 	rec       TableRecorder // nil without a Recorder
 
 	// App profiles (profile.go): raw's profile when known, and the table
@@ -127,7 +128,7 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
 	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.Wrap(t.idle.Rows(ctx, f)), opts...)
-	sh.Done(ctx, call.rowsLimit.Load(), err)
+	sh.Done(ctx, call.RowsLimit(), err)
 	return err
 }
 

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -159,10 +160,15 @@ func (d *Idle) Rows(ctx context.Context, f func(bigtable.Row) bool) func(bigtabl
 	}
 }
 
+// errClientClosed is the cause of the refreshes' context once the
+// client's Close runs.
+var errClientClosed = errors.New("bttl: client closed")
+
 // NewIdlePool is a client's pool of time-to-idle refreshes, for all its
 // tables: a job's context is the read's values, cancelled by Close
-// (with cause closed) or after idleRefreshTimeout.
-func NewIdlePool(workers, queue int, closed error) *IdlePool {
+// (errClientClosed) or after idleRefreshTimeout.
+func NewIdlePool(workers, queue int) *IdlePool {
+	closed := errClientClosed
 	return workpool.New(workpool.Config[IdleKey, IdleJob]{
 		Workers: workers, Queue: queue, Timeout: idleRefreshTimeout, Cause: closed,
 		Key:     func(j IdleJob) IdleKey { return j.key },
