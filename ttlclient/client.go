@@ -17,11 +17,12 @@ import (
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/keytext"
+	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/shadow"
 	"github.com/bttl/bttl/internal/sqlscan"
 	"github.com/bttl/bttl/internal/wiremark"
-	"github.com/bttl/bttl/internal/workpool"
+	"github.com/bttl/bttl/internal/wirestream"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -173,15 +174,15 @@ type Client struct {
 	raw     *bigtable.Client
 	admin   *bigtable.AdminClient // created by NewClient; closed by Close
 	owned   bool
-	profile string                           // raw's app profile, when known (NewClientWithConfig)
-	txn     *bigtable.Client                 // the transactional client NewClientWithConfig created; closed by Close
-	opts    []ClientOption                   // the client's options: its pools', and every table's defaults
-	shadows *shadow.Pool                     // shadow reads of tables with a Recorder
-	sql     sqlscan.Catalog                  // the managed families of what was opened, for PrepareStatement
-	refresh *workpool.Pool[idleKey, idleJob] // time-to-idle refreshes
+	profile string              // raw's app profile, when known (NewClientWithConfig)
+	txn     *bigtable.Client    // the transactional client NewClientWithConfig created; closed by Close
+	opts    []ClientOption      // the client's options: its pools', and every table's defaults
+	shadows *shadow.Pool        // shadow reads of tables with a Recorder
+	sql     sqlscan.Catalog     // the managed families of what was opened, for PrepareStatement
+	refresh *lifecycle.IdlePool // time-to-idle refreshes
 	// wire: whether the client's connection carries bttl's interceptor
 	// (wire.go), probed once by the first call that needs it.
-	wire wireState
+	wire wirestream.Dialed
 }
 
 // ClientConfig is the configuration of NewClientWithConfig: the bigtable
@@ -276,7 +277,7 @@ func newClient(raw *bigtable.Client, opts []ClientOption) *Client {
 	c := &Client{raw: raw, opts: opts}
 	cfg := c.config(nil)
 	c.shadows = shadow.NewPool(cfg.shadowLimit, shadowTimeout)
-	c.refresh = newRefreshPool(cfg.idleWorkers, cfg.idleQueue)
+	c.refresh = lifecycle.NewIdlePool(cfg.idleWorkers, cfg.idleQueue)
 	return c
 }
 
@@ -476,8 +477,6 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 		singleValue: singleValue,
 		logger:      cfg.logger,
 		keyText:     cfg.keyText,
-		idleFams:    idleFamilies(own),
-		refresh:     c.refresh,
 		unlisted:    cfg.unlisted,
 		wireState:   &c.wire,
 		rec:         rec,
@@ -491,6 +490,7 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 	}
 	t.mark = &wiremark.Mark{Table: table, View: !verify, Schema: own, Unlisted: cfg.unlisted}
 	t.life = t.newLifecycle()
+	t.idle = t.newIdle(c.refresh)
 	if verify && !cfg.skipVerify {
 		if err := c.checkProfiles(ctx, t, &cfg); err != nil {
 			recordOpenRefusal(rec, err)

@@ -48,7 +48,7 @@ func (t *Table) PurgeBelow(ctx context.Context, row, family, column string, belo
 // AfterIdleRead exposes the time-to-idle look at a row a read returned
 // (the caller's-path part of time-to-idle).
 func (t *Table) AfterIdleRead(r bigtable.Row, now bigtable.Timestamp) {
-	t.afterIdleRead(context.Background(), r, now)
+	t.idle.AfterRead(context.Background(), r, now)
 }
 
 // ReadFilter is the filter bttl's interceptor sends for a read of the

@@ -1,30 +1,15 @@
 package ttlclient
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/lifecycle"
-	"github.com/bttl/bttl/internal/workpool"
-	"github.com/bttl/bttl/strategy"
 )
 
-// Time-to-idle (strategy.WithIdleTTL; docs/design.md#time-to-idle): a read
-// through a Table (ReadRow, ReadRows, and API's reads, which are the same
-// calls) looks at the newest cell of each column it returns from a family
-// with an idle TTL. One whose remaining TTL is below the idle TTL less the
-// debounce is queued for a refresh, which moves it to the family's
-// timestamp for now + idle TTL (lifecycle.Ops.MoveCell: one conditional row mutation
-// pinning the exact cell, so a concurrent newer write is never overwritten
-// and a cell expired or collected meanwhile is never revived). The
-// refreshes run on the client's goroutines, never the caller's: the queue
-// is bounded, so is the number running at once, and a refresh that finds
-// the queue full is dropped and counted. Client.Close drops what is queued,
-// cancels what runs and waits for it.
+// Time-to-idle (strategy.WithIdleTTL; docs/design.md#time-to-idle): its
+// options, results and recorders; the look at each read row and the
+// refreshes are internal/lifecycle's (idle.go there).
 
 // DefaultIdleRefreshConcurrency bounds the time-to-idle refreshes a client
 // runs at once.
@@ -33,9 +18,6 @@ const DefaultIdleRefreshConcurrency = 4
 // DefaultIdleRefreshQueue bounds the time-to-idle refreshes a client holds
 // waiting to run.
 const DefaultIdleRefreshQueue = 1024
-
-// idleRefreshTimeout bounds one refresh, so a stuck one frees its worker.
-const idleRefreshTimeout = 30 * time.Second
 
 // WithIdleRefreshConcurrency bounds the time-to-idle refreshes a client
 // runs at once, for all its tables (default DefaultIdleRefreshConcurrency,
@@ -114,161 +96,34 @@ type IdleFailureRecorder interface {
 	IdleRefreshFailed(family, reason string)
 }
 
-// idleFamily is a family with an idle TTL.
-type idleFamily struct {
-	name string
-	p    strategy.Policy
-}
-
-// idleFamilies lists the schema's families with an idle TTL, nil when none.
-func idleFamilies(schema Schema) []idleFamily {
-	var out []idleFamily
-	for fam, p := range schema {
-		if p.IdleTTL() > 0 {
-			out = append(out, idleFamily{name: fam, p: p})
-		}
-	}
-	return out
-}
-
-// idleJob is one queued refresh: the cell as the read returned it.
-type idleJob struct {
-	t      *Table
-	family string
-	p      strategy.Policy
-	key    idleKey
-	value  []byte // the caller's row holds the original: this is a copy
-}
-
-// idleKey identifies a cell, so that a cell read again while its refresh
-// is queued is not queued twice.
-type idleKey struct {
-	t                   *Table
-	row, family, column string
-	ts                  bigtable.Timestamp
-}
-
-// afterIdleRead queues refreshes for r, a row a read returned at now. It
-// runs on the caller's path: it looks at the newest cell of each column of
-// the idle families and never waits.
-func (t *Table) afterIdleRead(ctx context.Context, r bigtable.Row, now bigtable.Timestamp) {
-	for i := range t.idleFams {
-		f := &t.idleFams[i]
-		items := r[f.name]
-		if len(items) == 0 {
-			continue
-		}
-		skipped := 0
-		// A family's items come grouped by column: take each column's
-		// newest (largest timestamp) cell.
-		for j := 0; j < len(items); {
-			newest, k := j, j+1
-			for ; k < len(items) && items[k].Column == items[j].Column; k++ {
-				if items[k].Timestamp > items[newest].Timestamp {
-					newest = k
-				}
+// newIdle is t's time-to-idle (internal/lifecycle.Idle), nil when no
+// family has an idle TTL.
+func (t *Table) newIdle(pool *lifecycle.IdlePool) *lifecycle.Idle {
+	return lifecycle.NewIdle(t.life, t.schema, pool,
+		func(family string, result lifecycle.IdleResult, n int) {
+			if t.idleRec != nil {
+				t.idleRec.IdleRefresh(family, IdleResult(result), n)
 			}
-			j = k
-			it := &items[newest]
-			if !f.p.NeedsIdleRefresh(it.Timestamp, now) {
-				skipped++
-				continue
-			}
-			column := it.Column
-			if len(column) > len(f.name) && column[len(f.name)] == ':' {
-				column = column[len(f.name)+1:]
-			}
-			job := idleJob{t: t, family: f.name, p: f.p,
-				key:   idleKey{t: t, row: r.Key(), family: f.name, column: column, ts: it.Timestamp},
-				value: append([]byte(nil), it.Value...)}
-			switch t.refresh.Submit(ctx, job) {
-			case workpool.Duplicate:
-				skipped++
-			case workpool.Dropped:
-				t.recordIdle(f.name, IdleDropped, 1)
-			}
-		}
-		if skipped > 0 {
-			t.recordIdle(f.name, IdleSkipped, skipped)
-		}
-	}
-}
-
-// idleRows wraps a ReadRows callback so that each row is looked at before
-// the caller gets it (and can change it): f itself without idle families.
-func (t *Table) idleRows(ctx context.Context, f func(bigtable.Row) bool) func(bigtable.Row) bool {
-	if t.idleFams == nil {
-		return f
-	}
-	now := t.now()
-	return func(r bigtable.Row) bool {
-		t.afterIdleRead(ctx, r, now)
-		return f(r)
-	}
-}
-
-func (t *Table) recordIdle(family string, result IdleResult, n int) {
-	if t.idleRec != nil {
-		t.idleRec.IdleRefresh(family, result, n)
-	}
-}
-
-// newRefreshPool is a client's pool of time-to-idle refreshes, for all
-// its tables: a job's context is the read's values, cancelled by Close
-// (errClientClosed) or after idleRefreshTimeout.
-func newRefreshPool(workers, queue int) *workpool.Pool[idleKey, idleJob] {
-	return workpool.New(workpool.Config[idleKey, idleJob]{
-		Workers: workers, Queue: queue, Timeout: idleRefreshTimeout, Cause: errClientClosed,
-		Key:     func(j idleJob) idleKey { return j.key },
-		Run:     func(ctx context.Context, j idleJob) { j.t.recordIdle(j.family, j.t.refreshIdle(ctx, &j), 1) },
-		Dropped: func(j idleJob) { j.t.recordIdle(j.family, IdleDropped, 1) },
-	})
-}
-
-// refreshIdle runs one refresh.
-func (t *Table) refreshIdle(ctx context.Context, j *idleJob) IdleResult {
-	now := t.clock.Now()
-	newTS, err := j.p.IdleRefreshTimestamp(now)
-	if err != nil {
-		t.logIdleFailure(j, err)
-		return IdleFailed
-	}
-	if newTS <= j.key.ts {
-		// Not due any more (the clock went back): never shorten a TTL.
-		return IdleSkipped
-	}
-	applied, err := t.life.MoveCell(ctx, j.key.row, j.family, j.key.column, j.key.ts, j.value, newTS, lifecycle.MoveOnlyIfNewest)
-	switch {
-	case err != nil && ctx.Err() != nil && context.Cause(ctx) == errClientClosed:
-		return IdleDropped
-	case err != nil:
-		t.logIdleFailure(j, err)
-		return IdleFailed
-	case !applied:
-		return IdleConflict
-	}
-	return IdleRefreshed
+		},
+		t.logIdleFailure)
 }
 
 // logIdleFailure counts and logs a failed refresh: never silent. The
 // first refusal of the app profile is a warning (every refresh of the
 // table will fail the same way until the profile is fixed), the rest
 // debug lines beside the counter.
-func (t *Table) logIdleFailure(j *idleJob, err error) {
+func (t *Table) logIdleFailure(family string, err error) {
 	reason := RefusalReason(err)
 	if reason == "other" {
 		reason = "rpc"
 	}
 	if r, ok := t.rec.(IdleFailureRecorder); ok {
-		r.IdleRefreshFailed(j.family, reason)
+		r.IdleRefreshFailed(family, reason)
 	}
 	var pe *ProfileError
 	if errors.As(err, &pe) && t.profileWarned.CompareAndSwap(false, true) {
-		t.logger.Warn("bttl: time-to-idle refreshes cannot run on this app profile: cells expire while in use", "table", t.name, "family", j.family, "err", err)
+		t.logger.Warn("bttl: time-to-idle refreshes cannot run on this app profile: cells expire while in use", "table", t.name, "family", family, "err", err)
 		return
 	}
-	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", j.family, "reason", reason, "err", err)
+	t.logger.Debug("bttl: time-to-idle refresh failed", "table", t.name, "family", family, "reason", reason, "err", err)
 }
-
-// errClientClosed is the cause of the refreshes' context once Close runs.
-var errClientClosed = fmt.Errorf("bttl: client closed")

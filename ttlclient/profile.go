@@ -140,7 +140,7 @@ func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error
 	if known {
 		if ap := read(t.txnProfile); ap != nil && !transactional(ap) {
 			e := &ProfileError{Profile: t.txnProfile, Call: "Open", Err: ErrTransactionsNotAllowed}
-			if t.idleFams != nil {
+			if t.idle != nil {
 				return e
 			}
 			cfg.logger.Warn("bttl: Expire, ExpireColumn, ExpireRow, conditional mutations and ApplyReadModifyWrite will fail", "table", t.name, "err", e)

@@ -10,8 +10,8 @@ import (
 
 // The read path after table.go's entry points (ReadRow, ReadRows): the
 // options a read sends (the TTL filter before the caller's); observe.go
-// has the shadow read it may leave behind, idle.go the time-to-idle look
-// at the rows returned (docs/design.md#code-paths).
+// has the shadow read it may leave behind, internal/lifecycle's idle.go the
+// time-to-idle look at the rows returned (docs/design.md#code-paths).
 
 // readCall is the mark of a read and the options to send: on a
 // connection carrying bttl's interceptor the interceptor puts the TTL
@@ -22,12 +22,12 @@ import (
 // (ErrNotDialed) rather than sent without the TTL filter or without the
 // caller's filter.
 func (t *Table) readCall(ctx context.Context, opts []bigtable.ReadOption) (*wireCall, []bigtable.ReadOption, error) {
-	call := &wireCall{t: t, reads: true}
+	call := t.newCall(false, true)
 	if !t.filters.Managed() {
 		return call, opts, nil
 	}
 	if len(opts) == 0 {
-		if w := t.wireState; w.peek() {
+		if t.wireState.Peek() {
 			return call, opts, nil
 		}
 		if t.checkWire(ctx, "") != nil {

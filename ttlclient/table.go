@@ -14,7 +14,7 @@ import (
 	"github.com/bttl/bttl/internal/lifecycle"
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wiremark"
-	"github.com/bttl/bttl/internal/workpool"
+	"github.com/bttl/bttl/internal/wirestream"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -36,12 +36,10 @@ type Table struct {
 	logger      *slog.Logger
 	keyText     keytext.Text // how messages show row keys and qualifiers (WithKeyRedaction)
 
-	// Time-to-idle (idle.go): the families with an idle TTL (nil when
-	// none), the client's refresh pool, and the recorder's IdleRecorder if
-	// it has one.
-	idleFams []idleFamily
-	refresh  *workpool.Pool[idleKey, idleJob]
-	idleRec  IdleRecorder
+	// Time-to-idle (idle.go, internal/lifecycle): nil when no family has
+	// an idle TTL; and the recorder's IdleRecorder if it has one.
+	idle    *lifecycle.Idle
+	idleRec IdleRecorder
 
 	unlisted *strategy.Policy // WithUnlistedFamilies; nil: strict
 
@@ -54,7 +52,7 @@ type Table struct {
 	rules *rules.Table
 	// wireState: whether the client's connection carries bttl's
 	// interceptor (wire.go), the client's.
-	wireState *wireState
+	wireState *wirestream.Dialed
 	rec       TableRecorder // nil without a Recorder
 
 	// App profiles (profile.go): raw's profile when known, and the table
@@ -105,13 +103,13 @@ func (t *Table) ReadRow(ctx context.Context, row string, opts ...bigtable.ReadOp
 	}
 	t.obs.read(start)
 	var now bigtable.Timestamp
-	if t.idleFams != nil {
+	if t.idle != nil {
 		now = t.now()
 	}
 	r, err := t.raw.ReadRow(t.wire(call.mark(ctx)), row, opts...)
 	t.obs.afterReadRow(ctx, row, err)
-	if t.idleFams != nil && err == nil && r != nil {
-		t.afterIdleRead(ctx, r, now)
+	if t.idle != nil && err == nil && r != nil {
+		t.idle.AfterRead(ctx, r, now)
 	}
 	return r, err
 }
@@ -129,8 +127,8 @@ func (t *Table) ReadRows(ctx context.Context, arg bigtable.RowSet, f func(bigtab
 	}
 	t.obs.read(start)
 	sh := t.obs.sampleRows(arg, opts) // nil unless this read gets a shadow read
-	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.Wrap(t.idleRows(ctx, f)), opts...)
-	sh.Done(ctx, call.rowsLimit.Load(), err)
+	err = t.raw.ReadRows(t.wire(call.mark(ctx)), arg, sh.Wrap(t.idle.Rows(ctx, f)), opts...)
+	sh.Done(ctx, call.RowsLimit(), err)
 	return err
 }
 

@@ -74,7 +74,7 @@ func (a tableAPI) Apply(ctx context.Context, row string, m *bigtable.Mutation, o
 		return err
 	}
 	start := t.obs.begin()
-	call := &wireCall{t: t, writes: true}
+	call := t.newCall(true, false)
 	t.obs.wrote(start)
 	return t.profiled("Apply", t.profile, call.result(t.raw.Apply(t.wire(call.mark(ctx)), row, m, opts...)))
 }
@@ -102,7 +102,7 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 		}
 	}
 	start := t.obs.begin()
-	call := &wireCall{t: t, writes: true}
+	call := t.newCall(true, false)
 	t.obs.wrote(start)
 	ctx = t.wire(call.mark(ctx))
 	var errs []error
@@ -112,7 +112,7 @@ func (a tableAPI) ApplyBulk(ctx context.Context, rowKeys []string, muts []*bigta
 	} else {
 		errs, err = applyPassed(ctx, rowKeys, muts, refused, t.raw.ApplyBulk, opts)
 	}
-	return t.bulkProfiled(call.bulkResults(rowKeys, errs), err)
+	return t.bulkProfiled(call.bulk.Results(rowKeys, errs), err)
 }
 
 // ApplyReadModifyWrite applies m, refused on a managed family, on the
@@ -128,7 +128,7 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 	if err := t.checkWire(ctx, "Table.API"); err != nil {
 		return nil, err
 	}
-	call := &wireCall{t: t, writes: true}
+	call := t.newCall(true, false)
 	r, err := t.raw.ApplyReadModifyWrite(t.wire(call.mark(ctx)), row, m)
 	return r, t.profiled("ReadModifyWriteRow", t.profile, call.result(err))
 }

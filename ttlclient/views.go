@@ -58,7 +58,7 @@ func (c *Client) OpenMaterializedView(materializedView string, schema Schema, op
 	// A time-to-idle refresh is a write, which a view never takes: reads
 	// through the view queue none (reads of its source table refresh the
 	// source's cells; docs/design.md#views).
-	t.idleFams = nil
+	t.idle = nil
 	return &MaterializedView{t}, nil
 }
 

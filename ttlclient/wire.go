@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/api/option"
@@ -30,58 +27,27 @@ import (
 // reads) pass untouched. A request the caller owns is never written: a
 // changed one is a shallow copy (internal/rules.ShallowCopy).
 
-const (
-	service             = "/google.bigtable.v2.Bigtable/"
-	methodMutateRow     = service + "MutateRow"
-	methodMutateRows    = service + "MutateRows"
-	methodCheckAndMut   = service + "CheckAndMutateRow"
-	methodRMW           = service + "ReadModifyWriteRow"
-	methodReadRows      = service + "ReadRows"
-	methodClientConfig  = service + "GetClientConfiguration"
-	methodSampleRowKeys = service + "SampleRowKeys"
-)
-
 // wireCall marks one call of a Table for the interceptor.
 type wireCall struct {
-	t      *Table
-	writes bool // apply the table's write rules (Table.API's writes)
-	reads  bool // put the TTL filter before the request's filter
-	probe  bool // Client's interceptor probe: answer without sending
-	seen   atomic.Bool
+	// Call rewrites the call's requests (internal/rules): its rules, its
+	// write instant, its read's rows limit.
+	rules.Call
+	t     *Table
+	probe bool // Client's interceptor probe: answer without sending
+	seen  atomic.Bool
 	// refused is the interceptor's refusal, which the table returns
 	// typed: the client hands the caller only a status rebuilt from the
 	// code and message.
 	refused atomic.Pointer[CellError]
-	// rowsLimit is the ReadRows request's limit, for a shadow read.
-	rowsLimit atomic.Int64
-	limitSeen atomic.Bool
 
-	mu   sync.Mutex
-	rows []*CellError // the rows of MutateRows requests refused
-	// refusedEntry is the refusal of each MutateRows entry refused, by
-	// the client's entry (the same on every attempt of the call): a
-	// group the client sends again after a stream error gets the same
-	// answers, neither counted nor recorded again.
-	refusedEntry map[*btpb.MutateRowsRequest_Entry]*CellError
-
-	// writeNow is the instant the call's writes are stamped at, the same
-	// on every attempt: the client retries a whole MutateRows group after
-	// a stream error, server timestamps included, and a retry stamped
-	// later would write a second cell beside the one the server applied.
-	writeNow atomic.Pointer[time.Time]
+	// bulk: the rows of MutateRows requests refused, by entry.
+	bulk wirestream.Refused[*CellError]
 }
 
-// writeTime is the call's write instant: the clock's reading at its first
-// write attempt.
-func (c *wireCall) writeTime() time.Time {
-	if p := c.writeNow.Load(); p != nil {
-		return *p
-	}
-	now := c.t.clock.Now()
-	if c.writeNow.CompareAndSwap(nil, &now) {
-		return now
-	}
-	return *c.writeNow.Load()
+// newCall is a call of t to mark: writes applies the table's write rules
+// (Table.API's writes), reads puts the TTL filter before the request's.
+func (t *Table) newCall(writes, reads bool) *wireCall {
+	return &wireCall{Call: rules.Call{Rules: t.rules, Now: t.clock.Now, Writes: writes, Reads: reads}, t: t}
 }
 
 type wireKey struct{}
@@ -169,7 +135,7 @@ func unaryInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 		req, ctx = out, unmarked(ctx)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	if method == methodClientConfig {
+	if method == rules.MethodClientConfig {
 		if cfg, ok := reply.(*btpb.ClientConfiguration); ok && cfg.GetSessionConfiguration() != nil {
 			// Session load 0 keeps every data call on the classic RPCs,
 			// which this interceptor sees (the session data plane would
@@ -191,12 +157,12 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 	}
 	ctx = unmarked(ctx) // the streams below send only what rewrite returned
 	switch method {
-	case methodMutateRows:
-		if c.writes {
+	case rules.MethodMutateRows:
+		if c.Writes {
 			return wirestream.NewBulk(ctx, desc, cc, method, streamer, opts, c.entry,
 				func(m any) error { _, err := c.rewrite(method, m); return err }), nil
 		}
-	case methodReadRows, methodMutateRow, methodCheckAndMut, methodRMW:
+	case rules.MethodReadRows, rules.MethodMutateRow, rules.MethodCheckAndMut, rules.MethodRMW:
 	default:
 		return streamer(ctx, desc, cc, method, opts...)
 	}
@@ -207,72 +173,25 @@ func streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Clie
 
 // rewrite is the request to send for a marked call's req, or the refusal.
 func (c *wireCall) rewrite(method string, req any) (any, error) {
-	rs := c.t.rules
-	var v *rules.Refusal
-	var row []byte
-	switch r := req.(type) {
-	case *btpb.ReadRowsRequest:
-		if c.limitSeen.CompareAndSwap(false, true) {
-			// The first attempt's: a resumed read asks for what is left.
-			c.rowsLimit.Store(r.GetRowsLimit())
-		}
-		if c.reads {
-			return rs.ReadRows(c.t.clock.Now(), r), nil // a resumed read filters at its own instant
-		}
-		return r, nil
-	case *btpb.MutateRowRequest:
-		if !c.writes {
-			return req, nil
-		}
-		row = r.GetRowKey()
-		var out *btpb.MutateRowRequest
-		if out, v = rs.MutateRow(c.writeTime(), r); v == nil {
-			return out, nil
-		}
-	case *btpb.CheckAndMutateRowRequest:
-		if !c.writes {
-			return req, nil
-		}
-		row = r.GetRowKey()
-		var out *btpb.CheckAndMutateRowRequest
-		if out, v = rs.CheckAndMutateRow(c.writeTime(), r, true); v == nil {
-			return out, nil
-		}
-	case *btpb.ReadModifyWriteRowRequest:
-		if v = rs.ReadModifyWriteRow(r); !c.writes || v == nil {
-			return req, nil
-		}
-		row = r.GetRowKey()
-	case *btpb.MutateRowsRequest:
-		return req, nil // a write call's goes through wirestream.NewBulk, entry by entry
-	default:
-		switch method {
-		case methodMutateRow, methodMutateRows, methodCheckAndMut, methodRMW, methodReadRows:
-			if c.writes || c.reads {
-				// A data call whose request is not the generated type the
-				// client sends: bttl cannot apply its rules to it.
-				v = rules.Refuse(fmt.Errorf("%w: %s request of type %T", rules.ErrUnclassifiable, strings.TrimPrefix(method, service), req))
-			}
-		}
-		if v == nil {
-			return req, nil // another call made under the mark (the client's own): untouched
-		}
+	out, row, v := c.Rewrite(method, req)
+	if v != nil {
+		return nil, c.refuse(string(row), v)
 	}
-	return nil, c.refuse(string(row), v)
+	return out, nil
 }
 
 // entry is the entry of a Table.API MutateRows to send for e, or the
 // status it is answered with: its refusal, the same on every attempt of
 // the call (neither counted nor recorded again).
 func (c *wireCall) entry(e *btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *status.Status) {
-	ce := c.entryRefused(e)
-	if ce == nil {
-		out, v := c.t.rules.Entry(c.writeTime(), e)
+	ce, ok := c.bulk.Of(e)
+	if !ok {
+		out, v := c.Entry(e)
 		if v == nil {
 			return out, nil
 		}
 		ce = c.refuse(string(e.GetRowKey()), v)
-		c.bulkRefused(e, ce)
+		c.bulk.Add(e, ce.Row, ce)
 	}
 	return nil, ce.GRPCStatus()
 }
@@ -284,31 +203,13 @@ func (c *wireCall) refuse(row string, v *rules.Refusal) *CellError {
 	return e
 }
 
-// wireState is what a client knows of its connection: whether it carries
-// bttl's interceptor, learnt once by a probe (Client.checkWire).
-type wireState struct {
-	mu    sync.Mutex
-	known bool
-	ok    bool
-}
-
-// peek reports whether the connection is known to carry the interceptor.
-func (w *wireState) peek() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.known && w.ok
-}
-
 // checkWire reports whether the client's connection carries bttl's
 // interceptor: nil when it does, else ErrNotDialed naming what to use.
 // The first call probes: a SampleRowKeys on the table, marked as a probe
 // and with its context already cancelled, which the interceptor answers
 // and which, without it, gRPC fails before sending anything.
 func (t *Table) checkWire(ctx context.Context, what string) error {
-	w := t.wireState
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.known {
+	if t.wireState.Check(func() bool {
 		// The probe's context is cancelled before the call: gRPC runs the
 		// interceptors first and, without them, fails the call on the
 		// cancelled context before anything is sent. So the probe sends
@@ -317,9 +218,8 @@ func (t *Table) checkWire(ctx context.Context, what string) error {
 		pctx, cancel := context.WithCancel(c.mark(context.WithoutCancel(ctx)))
 		cancel()
 		_, _ = t.raw.SampleRowKeys(pctx)
-		w.known, w.ok = true, c.seen.Load()
-	}
-	if w.ok {
+		return c.seen.Load()
+	}) {
 		return nil
 	}
 	if what == "" {
@@ -339,50 +239,4 @@ func (t *Table) checkWire(ctx context.Context, what string) error {
 // bttl_client_incompatible_total{check="interceptor"}).
 type CompatibilityRecorder interface {
 	IncompatibleClient(check string)
-}
-
-// bulkRefused records the refusal of entry, a row of a MutateRows
-// request.
-func (c *wireCall) bulkRefused(entry *btpb.MutateRowsRequest_Entry, e *CellError) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rows = append(c.rows, e)
-	if c.refusedEntry == nil {
-		c.refusedEntry = map[*btpb.MutateRowsRequest_Entry]*CellError{}
-	}
-	c.refusedEntry[entry] = e
-}
-
-// entryRefused is the refusal of entry by an earlier attempt of the call,
-// nil when it was not refused.
-func (c *wireCall) entryRefused(entry *btpb.MutateRowsRequest_Entry) *CellError {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.refusedEntry[entry]
-}
-
-// bulkResults puts the typed refusal of each row the interceptor refused
-// in place of the status the client made of it: the error at a row's
-// index is replaced only by a refusal of the same row with the same
-// message.
-func (c *wireCall) bulkResults(rowKeys []string, errs []error) []error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.rows) == 0 {
-		return errs
-	}
-	used := make([]bool, len(c.rows))
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		msg := status.Convert(err).Message()
-		for j, e := range c.rows {
-			if !used[j] && e.Row == rowKeys[i] && e.Error() == msg {
-				errs[i], used[j] = e, true
-				break
-			}
-		}
-	}
-	return errs
 }

@@ -3,7 +3,8 @@
 // ExpireColumn, ExpireRow, SetKeepTTL, the get-and-expire reads, Expiry,
 // RemainingTTL, WriteTime and MaxWriteTime, the pinned cell move they and
 // time-to-idle build on (Ops.MoveCell), and the purge of the versions a
-// max-versions family hides. ttlclient's Table supplies an Ops (its
+// max-versions family hides; and time-to-idle (Idle: the look at each row
+// a read returns, the refreshes queued on the client's pool). ttlclient's Table supplies an Ops (its
 // policies, clock and read filter, a raw read and a CheckAndMutateRow sent
 // through its transactional profile, its refusals); its exported methods,
 // and their documentation, stay in ttlclient.

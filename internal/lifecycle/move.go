@@ -104,7 +104,7 @@ func (o *Ops) MoveCellKept(ctx context.Context, row, family, column string, oldT
 		return false, false, o.Refuse(Cell{Row: row, Family: family, Column: column, Timestamp: oldTS}, err)
 	}
 	if mode == MoveOnlyIfNewest && old < strategy.MaxTimestamp {
-		// The cell must still be its column's newest (time-to-idle, ttlclient/idle.go):
+		// The cell must still be its column's newest (time-to-idle, idle.go):
 		// moving it above a concurrent newer write would hide that write.
 		// (Nothing is stored after the last millisecond.)
 		pin = bigtable.ConditionFilter(NewerCells(family, column, old), bigtable.BlockAllFilter(), pin)

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
@@ -135,4 +138,115 @@ func (t *Table) row(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, *Refu
 		return nil, Refuse(ErrEmptyMutation)
 	}
 	return t.Mutations(now, ms, nil)
+}
+
+// The Bigtable data calls bttl's client interceptor (ttlclient/wire.go)
+// rewrites, by full method name.
+const (
+	Service             = "/google.bigtable.v2.Bigtable/"
+	MethodMutateRow     = Service + "MutateRow"
+	MethodMutateRows    = Service + "MutateRows"
+	MethodCheckAndMut   = Service + "CheckAndMutateRow"
+	MethodRMW           = Service + "ReadModifyWriteRow"
+	MethodReadRows      = Service + "ReadRows"
+	MethodClientConfig  = Service + "GetClientConfiguration"
+	MethodSampleRowKeys = Service + "SampleRowKeys"
+)
+
+// Call rewrites the requests of one call a ttlclient Table marks for its
+// interceptor, by the table's rules: the request-rewriting part of
+// ttlclient's wireCall, which keeps the interceptor wiring and the
+// refusals it returns typed.
+type Call struct {
+	Rules  *Table
+	Now    func() time.Time // the table's clock
+	Writes bool             // apply the table's write rules (Table.API's writes)
+	Reads  bool             // put the TTL filter before the request's filter
+
+	// rowsLimit is the ReadRows request's limit, for a shadow read.
+	rowsLimit atomic.Int64
+	limitSeen atomic.Bool
+
+	// writeNow is the instant the call's writes are stamped at, the same
+	// on every attempt: the client retries a whole MutateRows group after
+	// a stream error, server timestamps included, and a retry stamped
+	// later would write a second cell beside the one the server applied.
+	writeNow atomic.Pointer[time.Time]
+}
+
+// RowsLimit is the first ReadRows request's limit (0: none or not seen).
+func (c *Call) RowsLimit() int64 { return c.rowsLimit.Load() }
+
+// WriteTime is the call's write instant: the clock's reading at its first
+// write attempt.
+func (c *Call) WriteTime() time.Time {
+	if p := c.writeNow.Load(); p != nil {
+		return *p
+	}
+	now := c.Now()
+	if c.writeNow.CompareAndSwap(nil, &now) {
+		return now
+	}
+	return *c.writeNow.Load()
+}
+
+// Rewrite is the request to send for a marked call's req, or the refusal
+// v of row.
+func (c *Call) Rewrite(method string, req any) (out any, row []byte, v *Refusal) {
+	rs := c.Rules
+	switch r := req.(type) {
+	case *btpb.ReadRowsRequest:
+		if c.limitSeen.CompareAndSwap(false, true) {
+			// The first attempt's: a resumed read asks for what is left.
+			c.rowsLimit.Store(r.GetRowsLimit())
+		}
+		if c.Reads {
+			return rs.ReadRows(c.Now(), r), nil, nil // a resumed read filters at its own instant
+		}
+		return r, nil, nil
+	case *btpb.MutateRowRequest:
+		if !c.Writes {
+			return req, nil, nil
+		}
+		row = r.GetRowKey()
+		var out *btpb.MutateRowRequest
+		if out, v = rs.MutateRow(c.WriteTime(), r); v == nil {
+			return out, nil, nil
+		}
+	case *btpb.CheckAndMutateRowRequest:
+		if !c.Writes {
+			return req, nil, nil
+		}
+		row = r.GetRowKey()
+		var out *btpb.CheckAndMutateRowRequest
+		if out, v = rs.CheckAndMutateRow(c.WriteTime(), r, true); v == nil {
+			return out, nil, nil
+		}
+	case *btpb.ReadModifyWriteRowRequest:
+		if v = rs.ReadModifyWriteRow(r); !c.Writes || v == nil {
+			return req, nil, nil
+		}
+		row = r.GetRowKey()
+	case *btpb.MutateRowsRequest:
+		return req, nil, nil // a write call's goes through wirestream.NewBulk, entry by entry
+	default:
+		switch method {
+		case MethodMutateRow, MethodMutateRows, MethodCheckAndMut, MethodRMW, MethodReadRows:
+			if c.Writes || c.Reads {
+				// A data call whose request is not the generated type the
+				// client sends: bttl cannot apply its rules to it.
+				v = Refuse(fmt.Errorf("%w: %s request of type %T", ErrUnclassifiable, strings.TrimPrefix(method, Service), req))
+			}
+		}
+		if v == nil {
+			return req, nil, nil // another call made under the mark (the client's own): untouched
+		}
+	}
+	return nil, row, v
+}
+
+// Entry is the entry of a Table.API MutateRows to send for e, or its
+// refusal.
+func (c *Call) Entry(e *btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsRequest_Entry, *Refusal) {
+	return c.Rules.Entry(c.WriteTime(), e)
 }
