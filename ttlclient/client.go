@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -298,19 +299,18 @@ func (c *Client) Close() error {
 	}
 	// NewClient gives every client the caller's options: one connection
 	// of the caller's (option.WithGRPCConn, as wireguard's ClientOptions
-	// are under an emulator) is then closed twice, and the second close
-	// says only that it is closed already (Canceled, all a connection's
-	// Close returns besides nil), which is what Close wants.
+	// are under an emulator) is then closed more than once, and a later
+	// close says only that it is closed already (Canceled, all a
+	// connection's Close returns besides nil), which is what Close wants.
 	err := c.raw.Close()
+	others := []io.Closer{c.admin}
 	if c.txn != nil {
-		// Dialled with the same options: on the caller's connection its
-		// close is the second, as the admin client's is.
-		if terr := c.txn.Close(); status.Code(terr) != codes.Canceled || err != nil {
-			err = errors.Join(err, terr)
-		}
+		others = []io.Closer{c.txn, c.admin}
 	}
-	if aerr := c.admin.Close(); status.Code(aerr) != codes.Canceled || err != nil {
-		err = errors.Join(err, aerr)
+	for _, o := range others {
+		if oerr := o.Close(); status.Code(oerr) != codes.Canceled || err != nil {
+			err = errors.Join(err, oerr)
+		}
 	}
 	return err
 }

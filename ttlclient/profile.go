@@ -128,7 +128,7 @@ func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error
 	defer cancel()
 	read := func(id string) *btapb.AppProfile {
 		if id == "" {
-			id = defaultProfileID
+			id = rules.DefaultProfileID
 		}
 		ap, err := cfg.instanceAdmin.GetAppProfile(ctx, cfg.instance, id)
 		if err != nil {
@@ -138,7 +138,7 @@ func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error
 	}
 	known := c.owned || cfg.txn != nil // Wrap's own profile is not known
 	if known {
-		if ap := read(t.txnProfile); ap != nil && !transactional(ap) {
+		if ap := read(t.txnProfile); ap != nil && !rules.Transactional(ap) {
 			e := &ProfileError{Profile: t.txnProfile, Call: "Open", Err: ErrTransactionsNotAllowed}
 			if t.idle != nil {
 				return e
@@ -153,16 +153,4 @@ func (c *Client) checkProfiles(ctx context.Context, t *Table, cfg *config) error
 		}
 	}
 	return nil
-}
-
-// defaultProfileID is the ID of the profile a client without one uses
-// ("When you create a Bigtable instance, a default app profile is created
-// automatically", App profiles overview).
-const defaultProfileID = "default"
-
-// transactional reports whether ap allows single-row transactions:
-// single-cluster routing with allow_transactional_writes, and not Data
-// Boost (read-only).
-func transactional(ap *btapb.AppProfile) bool {
-	return ap.GetSingleClusterRouting().GetAllowTransactionalWrites() && ap.GetDataBoostIsolationReadOnly() == nil
 }

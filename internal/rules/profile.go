@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -49,4 +50,16 @@ func ProfileRefusal(err error) error {
 		return ErrReadOnlyProfile
 	}
 	return nil
+}
+
+// DefaultProfileID is the ID of the profile a client without one uses
+// ("When you create a Bigtable instance, a default app profile is created
+// automatically", App profiles overview).
+const DefaultProfileID = "default"
+
+// Transactional reports whether ap allows single-row transactions:
+// single-cluster routing with allow_transactional_writes, and not Data
+// Boost (read-only).
+func Transactional(ap *btapb.AppProfile) bool {
+	return ap.GetSingleClusterRouting().GetAllowTransactionalWrites() && ap.GetDataBoostIsolationReadOnly() == nil
 }
