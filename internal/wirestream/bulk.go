@@ -18,7 +18,8 @@ import (
 // refuses is left out of the request and answered, as a server answers a
 // failed entry, with its own status, so the other rows are written and
 // each refused row gets its error at its index. The stream is opened only
-// once the request is known, and not at all when every entry is refused.
+// once the request is known, and not at all when every entry is refused
+// (a request without entries is sent: the server answers it).
 // The client calls SendMsg, CloseSend, then RecvMsg, on one goroutine.
 //
 // The client groups rows by their own mutation count, within Bigtable's
@@ -127,6 +128,12 @@ func (s *bulkStream) SendMsg(m any) error {
 	case !ok:
 		s.sendError = s.other(m) // refuses what it cannot classify
 		return s.sendError
+	}
+	if len(r.GetEntries()) == 0 {
+		// Nothing to check: the server answers it (InvalidArgument, "at
+		// least one entry must be specified"), not this stream.
+		s.parts = []bulkPart{{req: r}}
+		return s.open()
 	}
 	var entries []*btpb.MutateRowsRequest_Entry
 	var kept []int64

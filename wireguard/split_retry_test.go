@@ -1,0 +1,148 @@
+package wireguard_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/bttest_harness/prodserver"
+	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/wireguard"
+)
+
+// A bulk request the guard sends as two whose second part fails after the
+// backend applied it (UNAVAILABLE, retryable): the client retries the
+// whole group, the guard checks it again, and every row ends written once,
+// its cells and their companions at the same timestamps (no second
+// version beside the first attempt's).
+func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	var mu sync.Mutex
+	calls := 0
+	s := prodserver.New(t, prodserver.Config{Fault: func(c prodserver.Call) prodserver.Fault {
+		if c.Method != "MutateRows" {
+			return prodserver.FaultNo
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 2 { // the first attempt's second part
+			return prodserver.FaultUnavailableAfterApply
+		}
+		return prodserver.FaultNo
+	}})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	h.MustTable(t, "t", limitSchema)
+	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
+	require.NoError(t, err)
+	tbl := guardedClient(t, s.Addr, g).Open("t")
+
+	ctx := context.Background()
+	var rows []string
+	muts := cellsN(t, 52, 1000, &rows)
+	errs, err := tbl.ApplyBulk(ctx, rows, muts)
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	mu.Lock()
+	assert.Equal(t, 4, calls, "two parts, then the whole group again in two parts")
+	mu.Unlock()
+	for _, row := range rows {
+		r, err := h.Stored(ctx, "t", row)
+		require.NoError(t, err)
+		assert.Len(t, r["wt"], 2000, "row %s: 1,000 cells and their companions, once", row)
+	}
+}
+
+func cellsN(t *testing.T, n, per int, rows *[]string) []*bigtable.Mutation {
+	t.Helper()
+	var muts []*bigtable.Mutation
+	for i := range n {
+		*rows = append(*rows, fmt.Sprintf("r%02d", i))
+		muts = append(muts, cells(t, per))
+	}
+	return muts
+}
+
+// A row of a split request's second part the server fails (a family the
+// guard knows but the table lacks) gets its error at its own index in the
+// caller's request, and every other row is written.
+// (TestGuardSplitsABulkRequestItsRulesPushOverTheLimit has none failing.)
+func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	s := prodserver.New(t, prodserver.Config{})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	h.MustTable(t, "t", limitSchema)
+	guardSchema := strategy.Schema{"wt": limitSchema["wt"], "gone": strategy.Unmanaged()}
+	g, err := wireguard.New(map[string]strategy.Schema{"t": guardSchema})
+	require.NoError(t, err)
+	tbl := guardedClient(t, s.Addr, g).Open("t")
+
+	ctx := context.Background()
+	var rows []string
+	muts := cellsN(t, 52, 1000, &rows)
+	const bad = 40 // in the second part: 50 rows of 2,000 fill the first
+	muts[bad].Set("gone", "c", 1000, []byte("v"))
+	errs, err := tbl.ApplyBulk(ctx, rows, muts)
+	require.NoError(t, err)
+	require.Len(t, errs, len(rows))
+	for i, e := range errs {
+		if i == bad {
+			assert.Error(t, e, "row %d", i)
+			continue
+		}
+		assert.NoError(t, e, "row %d", i)
+	}
+	for i, row := range rows {
+		r, err := h.Stored(ctx, "t", row)
+		require.NoError(t, err)
+		if i == bad {
+			continue // bttest applies a failed row's mutations up to the failing one
+		}
+		assert.Len(t, r["wt"], 2000, "row %s", row)
+	}
+}
+
+// A MutateRows request without entries is the server's to answer
+// (production: "at least one entry must be specified",
+// google.bigtable.v2.MutateRowsRequest.entries; bttest and cbtemulator:
+// InvalidArgument "No mutations provided"): the guard has nothing to check
+// in it and sends it, as it did before it split requests, rather than
+// answering it as written. The unguarded answer is the reference.
+func TestGuardSendsAnEmptyBulkRequestToTheServer(t *testing.T) {
+	servers(t, func(t *testing.T, addr string) {
+		g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
+		require.NoError(t, err)
+		answer := func(opts ...grpc.DialOption) error {
+			conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+			require.NoError(t, err)
+			defer func() { _ = conn.Close() }()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			stream, err := btpb.NewBigtableClient(conn).MutateRows(ctx, &btpb.MutateRowsRequest{TableName: "projects/p/instances/i/tables/t"})
+			require.NoError(t, err)
+			_, err = stream.Recv()
+			return err
+		}
+		raw := answer()
+		require.Equal(t, codes.InvalidArgument, status.Code(raw), "the server's own answer: %v", raw)
+		guarded := answer(grpc.WithStreamInterceptor(g.StreamClientInterceptor()))
+		assert.Equal(t, codes.InvalidArgument, status.Code(guarded), "the server's answer, not the guard's silence: %v", guarded)
+	})
+}
