@@ -3,6 +3,7 @@ package wireguard_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
@@ -145,4 +148,67 @@ func TestGuardSendsAnEmptyBulkRequestToTheServer(t *testing.T) {
 		guarded := answer(grpc.WithStreamInterceptor(g.StreamClientInterceptor()))
 		assert.Equal(t, codes.InvalidArgument, status.Code(guarded), "the server's answer, not the guard's silence: %v", guarded)
 	})
+}
+
+// The guard checks requests of another Go type (a dynamicpb message, as
+// TestGuardInspectsRequestsOfAnotherGoType sends): its responses are of
+// that type too, and a split request's entries must still be answered at
+// the caller's indexes, each once.
+func TestGuardSplitBulkAnswersAnotherGoTypeAtTheCallersIndexes(t *testing.T) {
+	s, _, _, h := limitEnv(t)
+	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
+	require.NoError(t, err)
+	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStreamInterceptor(g.StreamClientInterceptor()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	ts, err := limitSchema["wt"].WriteTimestamp(time.Now(), time.Hour)
+	require.NoError(t, err)
+	var rows []string
+	req := &btpb.MutateRowsRequest{TableName: fmt.Sprintf("projects/%s/instances/%s/tables/t", bttestharness.Project, bttestharness.Instance)}
+	for i := range 52 { // 52,000 cells: with their companions, two requests
+		rows = append(rows, fmt.Sprintf("r%02d", i))
+		var ms []*btpb.Mutation
+		for j := range 1000 {
+			ms = append(ms, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+				FamilyName: "wt", ColumnQualifier: []byte(fmt.Sprintf("c%06d", j)), TimestampMicros: int64(ts), Value: []byte("v")}}})
+		}
+		req.Entries = append(req.Entries, &btpb.MutateRowsRequest_Entry{RowKey: []byte(rows[i]), Mutations: ms})
+	}
+	b, err := proto.Marshal(req)
+	require.NoError(t, err)
+	dyn := dynamicpb.NewMessage(req.ProtoReflect().Descriptor())
+	require.NoError(t, proto.Unmarshal(b, dyn))
+
+	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/google.bigtable.v2.Bigtable/MutateRows")
+	require.NoError(t, err)
+	require.NoError(t, cs.SendMsg(dyn))
+	require.NoError(t, cs.CloseSend())
+	seen := map[int64]int{}
+	for {
+		res := dynamicpb.NewMessage((&btpb.MutateRowsResponse{}).ProtoReflect().Descriptor())
+		err := cs.RecvMsg(res)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		b, err := proto.Marshal(res)
+		require.NoError(t, err)
+		var r btpb.MutateRowsResponse
+		require.NoError(t, proto.Unmarshal(b, &r))
+		for _, e := range r.GetEntries() {
+			assert.Zero(t, e.GetStatus().GetCode(), "entry %d", e.GetIndex())
+			seen[e.GetIndex()]++
+		}
+	}
+	for i := range rows {
+		assert.Equal(t, 1, seen[int64(i)], "row %d (%s) answered once, at its index", i, rows[i])
+	}
+	assert.Len(t, seen, len(rows), "no index outside the request")
+	r, err := h.Stored(ctx, "t", rows[51])
+	require.NoError(t, err)
+	assert.Len(t, r["wt"], 2000)
 }

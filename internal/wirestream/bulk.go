@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/bttl/bttl/internal/rules"
 )
@@ -239,34 +241,64 @@ func (s *bulkStream) RecvMsg(m any) error {
 	if s.sendError != nil {
 		return s.sendError
 	}
+	if r, ok := m.(*btpb.MutateRowsResponse); ok {
+		return s.recv(r)
+	}
+	// A response of another Go type (the guard checks requests of any
+	// protocol buffer type, wireguard.decode): received as the generated
+	// type, so that its indexes are the caller's, then copied into m
+	// through the wire form.
+	var pm proto.Message
+	switch x := m.(type) {
+	case proto.Message:
+		pm = x
+	case protoadapt.MessageV1:
+		pm = protoadapt.MessageV2Of(x)
+	default:
+		return status.Errorf(codes.Internal, "bttl: a MutateRows response of type %T, not a protocol buffer message", m)
+	}
+	var r btpb.MutateRowsResponse
+	if err := s.recv(&r); err != nil {
+		return err
+	}
+	b, err := proto.Marshal(&r)
+	if err != nil {
+		return status.Errorf(codes.Internal, "bttl: a MutateRows response does not encode: %v", err)
+	}
+	proto.Reset(pm)
+	if err := proto.Unmarshal(b, pm); err != nil {
+		return status.Errorf(codes.Internal, "bttl: a MutateRows response does not decode as %T: %v", m, err)
+	}
+	return nil
+}
+
+// recv receives the next response into r: the refused entries first, then
+// each part's answers, their indexes the caller's request's.
+func (s *bulkStream) recv(r *btpb.MutateRowsResponse) error {
 	if !s.answered && len(s.refused) > 0 {
 		s.answered = true
-		if r, ok := m.(*btpb.MutateRowsResponse); ok {
-			r.Reset()
-			r.Entries = s.refused
-			return nil
-		}
+		r.Reset()
+		r.Entries = s.refused
+		return nil
 	}
 	if s.cs == nil {
 		return io.EOF
 	}
-	err := s.cs.RecvMsg(m)
+	err := s.cs.RecvMsg(r)
 	for err == io.EOF && s.part+1 < len(s.parts) {
 		s.part++
 		if err = s.open(); err != nil {
 			return err
 		}
-		err = s.cs.RecvMsg(m)
+		err = s.cs.RecvMsg(r)
 	}
 	if err != nil {
 		return err
 	}
-	if r, ok := m.(*btpb.MutateRowsResponse); ok {
-		kept := s.parts[s.part].kept
-		for _, e := range r.GetEntries() {
-			if e.GetIndex() >= 0 && e.GetIndex() < int64(len(kept)) {
-				e.Index = kept[e.GetIndex()]
-			}
+	kept := s.parts[s.part].kept
+	for _, e := range r.GetEntries() {
+		if e.GetIndex() >= 0 && e.GetIndex() < int64(len(kept)) {
+			e.Index = kept[e.GetIndex()]
 		}
 	}
 	return nil
