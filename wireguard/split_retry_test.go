@@ -212,3 +212,48 @@ func TestGuardSplitBulkAnswersAnotherGoTypeAtTheCallersIndexes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, r["wt"], 2000)
 }
+
+// A bulk request over Bigtable's 100,000 mutations as the caller sent it
+// (not grouped by the Go client) is the server's to refuse, whole, as it
+// refuses it without the guard: the guard splits only what its rules took
+// over the limit (wirestream.NewBulkWhole), and does not turn the
+// server's refusal into rows written.
+func TestGuardDoesNotSplitARequestTheCallerSentOverTheLimit(t *testing.T) {
+	s, _, _, h := limitEnv(t)
+	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
+	require.NoError(t, err)
+	ts, err := limitSchema["wt"].WriteTimestamp(time.Now(), time.Hour)
+	require.NoError(t, err)
+	req := &btpb.MutateRowsRequest{TableName: fmt.Sprintf("projects/%s/instances/%s/tables/t", bttestharness.Project, bttestharness.Instance)}
+	for i := range 120 { // 120,000 mutations; 2,000 a row with its companions
+		var ms []*btpb.Mutation
+		for j := range 1000 {
+			ms = append(ms, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+				FamilyName: "wt", ColumnQualifier: []byte(fmt.Sprintf("c%06d", j)), TimestampMicros: int64(ts), Value: []byte("v")}}})
+		}
+		req.Entries = append(req.Entries, &btpb.MutateRowsRequest_Entry{RowKey: []byte(fmt.Sprintf("over%03d", i)), Mutations: ms})
+	}
+	answer := func(opts ...grpc.DialOption) error {
+		conn, err := grpc.NewClient(s.Addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+		require.NoError(t, err)
+		defer func() { _ = conn.Close() }()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		stream, err := btpb.NewBigtableClient(conn).MutateRows(ctx, req)
+		require.NoError(t, err)
+		for {
+			if _, err := stream.Recv(); err != nil {
+				return err
+			}
+		}
+	}
+	raw := answer()
+	require.Equal(t, codes.InvalidArgument, status.Code(raw), "the server's own answer: %v", raw)
+	guarded := answer(grpc.WithStreamInterceptor(g.StreamClientInterceptor()))
+	assert.Equal(t, codes.InvalidArgument, status.Code(guarded), "the server's refusal, not a split: %v", guarded)
+	for _, i := range []int{0, 119} {
+		r, err := h.Stored(context.Background(), "t", fmt.Sprintf("over%03d", i))
+		require.NoError(t, err)
+		assert.Empty(t, r, "row over%03d: nothing written", i)
+	}
+}

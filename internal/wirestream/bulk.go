@@ -3,6 +3,7 @@ package wirestream
 import (
 	"context"
 	"io"
+	"math"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/grpc"
@@ -117,12 +118,19 @@ func (s *bulkStream) SendMsg(m any) error {
 	check := s.check
 	changed := false
 	r, ok := m.(*btpb.MutateRowsRequest)
+	caller := 0 // the caller's own mutations
+	for _, e := range r.GetEntries() {
+		caller += len(e.GetMutations())
+	}
 	switch {
 	case s.whole != nil:
 		out, err := s.whole(m) // decodes a request of another Go type, or refuses it
 		if err != nil {
 			s.sendError = err
 			return err
+		}
+		if !ok {
+			caller = decodedMutations(m)
 		}
 		changed = !ok || out != r
 		r = out
@@ -155,29 +163,60 @@ func (s *bulkStream) SendMsg(m any) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	limit := rules.MaxRequestMutations
+	if caller > limit {
+		// Over the limit as the caller sent it: the server's to refuse,
+		// whole, not the rules' to split.
+		limit = math.MaxInt
+	}
 	if !changed {
 		s.parts = []bulkPart{{req: r, kept: kept}}
 	} else {
-		s.parts = splitBulk(r, entries, kept, total)
+		s.parts = splitBulk(r, entries, kept, total, limit)
 	}
 	return s.open()
 }
 
+// decodedMutations is the number of mutations of m, a MutateRowsRequest of
+// another Go type the check accepted (so it decodes through its wire
+// form); 0 when it does not.
+func decodedMutations(m any) int {
+	var pm proto.Message
+	switch x := m.(type) {
+	case proto.Message:
+		pm = x
+	case protoadapt.MessageV1:
+		pm = protoadapt.MessageV2Of(x)
+	default:
+		return 0
+	}
+	b, err := proto.Marshal(pm)
+	var r btpb.MutateRowsRequest
+	if err != nil || proto.Unmarshal(b, &r) != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range r.GetEntries() {
+		n += len(e.GetMutations())
+	}
+	return n
+}
+
 // splitBulk is the requests carrying entries (of r, whose request indexes
-// are kept), each within rules.MaxRequestMutations where an entry alone is.
-func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total int) []bulkPart {
+// are kept), each within limit mutations where an entry alone is.
+func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entry, kept []int64, total, limit int) []bulkPart {
 	part := func(from, to int) bulkPart {
 		out := rules.ShallowCopy(r)
 		out.Entries = entries[from:to:to]
 		return bulkPart{req: out, kept: kept[from:to:to]}
 	}
-	if total <= rules.MaxRequestMutations {
+	if total <= limit {
 		return []bulkPart{part(0, len(entries))}
 	}
 	var parts []bulkPart
 	from, n := 0, 0
 	for i, e := range entries {
-		if k := len(e.GetMutations()); n+k > rules.MaxRequestMutations && i > from {
+		if k := len(e.GetMutations()); n+k > limit && i > from {
 			parts = append(parts, part(from, i))
 			from, n = i, 0
 		}
