@@ -181,13 +181,8 @@ func (s *bulkStream) SendMsg(m any) error {
 // another Go type the check accepted (so it decodes through its wire
 // form); 0 when it does not.
 func decodedMutations(m any) int {
-	var pm proto.Message
-	switch x := m.(type) {
-	case proto.Message:
-		pm = x
-	case protoadapt.MessageV1:
-		pm = protoadapt.MessageV2Of(x)
-	default:
+	pm, ok := protoOf(m)
+	if !ok {
 		return 0
 	}
 	b, err := proto.Marshal(pm)
@@ -200,6 +195,17 @@ func decodedMutations(m any) int {
 		n += len(e.GetMutations())
 	}
 	return n
+}
+
+// protoOf is m as a protocol buffer message of either API generation.
+func protoOf(m any) (proto.Message, bool) {
+	switch x := m.(type) {
+	case proto.Message:
+		return x, true
+	case protoadapt.MessageV1:
+		return protoadapt.MessageV2Of(x), true
+	}
+	return nil, false
 }
 
 // splitBulk is the requests carrying entries (of r, whose request indexes
@@ -287,13 +293,8 @@ func (s *bulkStream) RecvMsg(m any) error {
 	// protocol buffer type, wireguard.decode): received as the generated
 	// type, so that its indexes are the caller's, then copied into m
 	// through the wire form.
-	var pm proto.Message
-	switch x := m.(type) {
-	case proto.Message:
-		pm = x
-	case protoadapt.MessageV1:
-		pm = protoadapt.MessageV2Of(x)
-	default:
+	pm, ok := protoOf(m)
+	if !ok {
 		return status.Errorf(codes.Internal, "bttl: a MutateRows response of type %T, not a protocol buffer message", m)
 	}
 	var r btpb.MutateRowsResponse
