@@ -9,6 +9,7 @@ import (
 	"time"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -256,4 +257,53 @@ func TestGuardDoesNotSplitARequestTheCallerSentOverTheLimit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, r, "row over%03d: nothing written", i)
 	}
+}
+
+// ctxWatch is a stream interceptor before the guard that looks, at each
+// response, at the stream's Context: a stream still delivering is not
+// done.
+type ctxWatch struct {
+	grpc.ClientStream
+	doneWhileDelivering *int
+}
+
+func (s ctxWatch) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err == nil && s.ClientStream.Context().Err() != nil {
+		*s.doneWhileDelivering++
+	}
+	return err
+}
+
+// A split request's stream's Context is not done while its later parts
+// still deliver: an interceptor before the guard (tracing, logging) sees
+// one stream, in flight until its last answer.
+func TestGuardSplitBulkContextLastsTheWholeStream(t *testing.T) {
+	s, _, _, h := limitEnv(t)
+	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
+	require.NoError(t, err)
+	done := 0
+	watch := grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil || method != "/google.bigtable.v2.Bigtable/MutateRows" {
+			return cs, err
+		}
+		return ctxWatch{ClientStream: cs, doneWhileDelivering: &done}, nil
+	})
+	client, err := bigtable.NewClientWithConfig(context.Background(), bttestharness.Project, bttestharness.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true},
+		append([]option.ClientOption{option.WithEndpoint(s.Addr), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())), option.WithGRPCDialOption(watch)}, g.ClientOptions()...)...)
+	require.NoError(t, err)
+	defer client.Close()
+
+	var rows []string
+	muts := cellsN(t, 52, 1000, &rows)
+	errs, err := client.Open("t").ApplyBulk(context.Background(), rows, muts)
+	require.NoError(t, err)
+	require.Nil(t, errs)
+	assert.Zero(t, done, "responses delivered on a stream whose Context was done")
+	r, err := h.Stored(context.Background(), "t", rows[51])
+	require.NoError(t, err)
+	assert.Len(t, r["wt"], 2000)
 }

@@ -50,12 +50,20 @@ type bulkStream struct {
 	first     grpc.ClientStream
 	closed    func() error // the outcome of a CloseSend before any request (whole mode)
 
+	// partsCtx is the context of every part of a request sent as several,
+	// its Context: done once the last part has ended (cancel), not when
+	// the first has, so that the stream is in flight until its last
+	// answer.
+	partsCtx context.Context
+	cancel   context.CancelFunc
+
 	cs        grpc.ClientStream // nil until sent, and when nothing is
 	parts     []bulkPart        // the requests to send, in turn
 	part      int               // the one cs carries
 	refused   []*btpb.MutateRowsResponse_Entry
 	answered  bool // refused has been received
 	sendError error
+	recvError error // a later part's failure to open or send, on the receiving goroutine
 }
 
 // NewBulk is a MutateRows stream sending, for each entry of its request,
@@ -174,6 +182,9 @@ func (s *bulkStream) SendMsg(m any) error {
 	} else {
 		s.parts = splitBulk(r, entries, kept, total, limit)
 	}
+	if len(s.parts) > 1 {
+		s.partsCtx, s.cancel = context.WithCancel(s.ctx)
+	}
 	return s.open()
 }
 
@@ -235,9 +246,18 @@ func splitBulk(r *btpb.MutateRowsRequest, entries []*btpb.MutateRowsRequest_Entr
 // the client closes the first itself (CloseSend), the stream closes the
 // others.
 func (s *bulkStream) open() error {
-	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, s.opts...)
+	ctx := s.ctx
+	if s.partsCtx != nil {
+		ctx = s.partsCtx
+	}
+	cs, err := s.streamer(ctx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
-		s.sendError = err
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.part == 0 {
+			s.sendError = err // on the sending goroutine; a later part's is recv's
+		}
 		return err
 	}
 	s.cs = cs
@@ -324,15 +344,22 @@ func (s *bulkStream) recv(r *btpb.MutateRowsResponse) error {
 	if s.cs == nil {
 		return io.EOF
 	}
+	if s.recvError != nil {
+		return s.recvError
+	}
 	err := s.cs.RecvMsg(r)
 	for err == io.EOF && s.part+1 < len(s.parts) {
 		s.part++
 		if err = s.open(); err != nil {
-			return err
+			s.recvError = err // a later part that could not be sent ends the stream
+			break
 		}
 		err = s.cs.RecvMsg(r)
 	}
 	if err != nil {
+		if s.cancel != nil {
+			s.cancel() // the stream has ended: its last part, or a failed one
+		}
 		return err
 	}
 	kept := s.parts[s.part].kept
@@ -369,8 +396,11 @@ func (s *bulkStream) Trailer() metadata.MD {
 }
 
 func (s *bulkStream) Context() context.Context {
-	if !s.settled() || s.first == nil {
+	switch {
+	case !s.settled() || s.first == nil:
 		return s.ctx
+	case s.partsCtx != nil:
+		return s.partsCtx
 	}
 	return s.first.Context()
 }
