@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/scan"
@@ -223,9 +224,10 @@ func classifyWriteProfile(ap *btapb.AppProfile, id, from string) error {
 	}
 	// App profiles overview, "Single-row transactions": CheckAndMutateRow
 	// needs single-cluster routing with allow_transactional_writes.
-	if sc := ap.GetSingleClusterRouting(); sc == nil || !sc.GetAllowTransactionalWrites() {
+	// (rules.Transactional: the library's rule, ttlclient's Open check's too.)
+	if !rules.Transactional(ap) {
 		reason := "its single-cluster routing does not allow transactional writes (CheckAndMutateRow)"
-		if sc == nil {
+		if ap.GetSingleClusterRouting() == nil {
 			reason = "it routes to any cluster (multi-cluster routing), which refuses single-row transactions (CheckAndMutateRow)"
 		}
 		return &profileError{Profile: id, Flag: from, Reason: reason}
