@@ -113,25 +113,49 @@ func (m Mismatches) Unwrap() []error {
 }
 
 // Expected is the GC rule proto the policy needs; nil for an unmanaged
-// family (any rule is accepted).
+// family (any rule is accepted). It is the policy's own rule
+// (strategy.Policy.GCPolicy) as a proto, so an option that changes the
+// rule changes it here too.
 func Expected(p strategy.Policy) *adminpb.GcRule {
-	switch p.Kind() {
-	case strategy.KindOneSecond, strategy.KindDefaultExpiry:
-		age := &adminpb.GcRule{Rule: &adminpb.GcRule_MaxAge{MaxAge: durationpb.New(p.MaxAge())}}
-		if p.Versions() == 0 {
-			return age
+	if !p.Managed() {
+		return nil
+	}
+	return ruleOf(p.GCPolicy())
+}
+
+// ruleOf is g as a proto, read through the bigtable client's exported
+// policy types (the client's own conversion is unexported); nil for a
+// policy with no rule, or of a type this package does not know.
+func ruleOf(g bigtable.GCPolicy) *adminpb.GcRule {
+	switch x := g.(type) {
+	case bigtable.MaxAgeGCPolicy:
+		return &adminpb.GcRule{Rule: &adminpb.GcRule_MaxAge{MaxAge: durationpb.New(time.Duration(x))}}
+	case bigtable.MaxVersionsGCPolicy:
+		return &adminpb.GcRule{Rule: &adminpb.GcRule_MaxNumVersions{MaxNumVersions: int32(x)}}
+	case bigtable.UnionGCPolicy:
+		rules, ok := rulesOf(x.Children)
+		if !ok {
+			return nil
 		}
-		return &adminpb.GcRule{Rule: &adminpb.GcRule_Union_{Union: &adminpb.GcRule_Union{Rules: []*adminpb.GcRule{
-			age, versionsRule(p.Versions()),
-		}}}}
-	case strategy.KindSequence:
-		return versionsRule(p.Versions())
+		return &adminpb.GcRule{Rule: &adminpb.GcRule_Union_{Union: &adminpb.GcRule_Union{Rules: rules}}}
+	case bigtable.IntersectionGCPolicy:
+		rules, ok := rulesOf(x.Children)
+		if !ok {
+			return nil
+		}
+		return &adminpb.GcRule{Rule: &adminpb.GcRule_Intersection_{Intersection: &adminpb.GcRule_Intersection{Rules: rules}}}
 	}
 	return nil
 }
 
-func versionsRule(n int) *adminpb.GcRule {
-	return &adminpb.GcRule{Rule: &adminpb.GcRule_MaxNumVersions{MaxNumVersions: int32(n)}}
+func rulesOf(gs []bigtable.GCPolicy) ([]*adminpb.GcRule, bool) {
+	out := make([]*adminpb.GcRule, len(gs))
+	for i, g := range gs {
+		if out[i] = ruleOf(g); out[i] == nil {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // ExpectedString describes the rule the policy needs.
@@ -246,20 +270,19 @@ func Check(table, family string, p strategy.Policy, actual *adminpb.ColumnFamily
 	case !n.HasAge && !n.HasVersions:
 		return mismatch(NoRule)
 	}
-	if p.Kind() == strategy.KindSequence {
-		switch {
-		case n.HasAge:
-			return mismatch(AgeRuleOnSequence)
-		case n.Versions != int64(p.Versions()):
-			return mismatch(WrongMaxVersions)
-		}
-		return nil
+	want := Expected(p)
+	if want == nil {
+		// A rule strategy's GCPolicy builds that this package cannot
+		// read: refused rather than taken for a match.
+		return mismatch(UnrecognizedRule)
 	}
-	if !n.HasAge || n.Age != p.MaxAge() {
+	w := Normalize(want)
+	switch {
+	case !w.HasAge && n.HasAge:
+		return mismatch(AgeRuleOnSequence)
+	case w.HasAge && (!n.HasAge || n.Age != w.Age):
 		return mismatch(WrongMaxAge)
-	}
-	want := int64(p.Versions())
-	if (want == 0 && n.HasVersions) || (want > 0 && (!n.HasVersions || n.Versions != want)) {
+	case w.HasVersions != n.HasVersions || w.Versions != n.Versions:
 		return mismatch(WrongMaxVersions)
 	}
 	return nil
