@@ -47,11 +47,7 @@ type ruleKey struct {
 }
 
 func keyOf(p strategy.Policy) ruleKey {
-	k := ruleKey{kind: p.Kind(), versions: p.Versions(), writeTime: p.HasWriteTime()}
-	if p.Kind() == strategy.KindDefaultExpiry {
-		k.age = p.DefaultTTL()
-	}
-	return k
+	return ruleKey{kind: p.Kind(), age: p.ExpiryOffset(), versions: p.VersionLimit(), writeTime: p.HasCompanions()}
 }
 
 func newExactForm(schema strategy.Schema, families []string) *exactForm {
@@ -84,14 +80,14 @@ func newExactForm(schema strategy.Schema, families []string) *exactForm {
 	for _, names := range groups {
 		p := schema[names[0]]
 		br := exactBranch{names: names, policy: p}
-		if !alone || p.HasWriteTime() {
-			br.sel = selectFamilies(names, p.HasWriteTime())
+		if !alone || p.HasCompanions() {
+			br.sel = selectFamilies(names, p.HasCompanions())
 		}
 		if p.Kind() == strategy.KindSequence {
-			br.constant = chainOrOne(br.sel, bigtable.LatestNFilter(p.Versions()))
+			br.constant = chainOrOne(br.sel, bigtable.LatestNFilter(p.VersionLimit()))
 		} else {
-			if p.Versions() > 0 {
-				br.perCol = bigtable.LatestNFilter(p.Versions())
+			if p.VersionLimit() > 0 {
+				br.perCol = bigtable.LatestNFilter(p.VersionLimit())
 			}
 			x.slots += 3 // selection, range, limit at most
 		}
@@ -169,19 +165,19 @@ func (x *exactForm) proto(now bigtable.Timestamp) *btpb.RowFilter {
 		br := &x.branches[i]
 		var parts []*btpb.RowFilter
 		if br.sel != nil {
-			parts = append(parts, selectFamiliesProto(br.names, br.policy.HasWriteTime()))
+			parts = append(parts, selectFamiliesProto(br.names, br.policy.HasCompanions()))
 		}
 		switch {
 		case !br.policy.Managed():
 			// An unmanaged family: its selection is the branch.
 		case br.policy.Kind() == strategy.KindSequence:
-			parts = append(parts, cellsPerColumnProto(br.policy.Versions()))
+			parts = append(parts, cellsPerColumnProto(br.policy.VersionLimit()))
 		case now >= strategy.MaxTimestamp && br.policy.AllExpired(now):
 			continue // as in build
 		default:
 			parts = append(parts, rangeProto(br.policy.LiveFrom(now), 0))
 			if br.perCol != nil {
-				parts = append(parts, cellsPerColumnProto(br.policy.Versions()))
+				parts = append(parts, cellsPerColumnProto(br.policy.VersionLimit()))
 			}
 		}
 		if !br.policy.Managed() {

@@ -109,7 +109,7 @@ func Explain(schema strategy.Schema, row bigtable.Row, now bigtable.Timestamp) [
 func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem, now bigtable.Timestamp) []CellReport {
 	p, listed := schema[fam]
 	var kinds []companion.Kind // nil: every cell is data
-	if p.Managed() && p.HasWriteTime() {
+	if p.Managed() && p.HasCompanions() {
 		kinds = companion.Classify(fam, items)
 	}
 	cells := make([]CellReport, len(items))
@@ -176,7 +176,7 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 	kept := map[string]int{}
 	for i := range cells {
 		c := &cells[i]
-		if p.HasWriteTime() && c.Column >= ReservedQualifierStart {
+		if p.Reserved(c.Column) {
 			col, named := strings.CutPrefix(c.Column, strategy.WriteTimePrefix)
 			wt, err := strategy.ParseWriteTime(c.Value)
 			switch {
@@ -204,7 +204,7 @@ func explainFamily(fam string, schema strategy.Schema, items []bigtable.ReadItem
 			c.Remaining = remaining(p, c.Timestamp, now)
 		}
 		kept[c.Column]++
-		if n := p.Versions(); n > 0 && kept[c.Column] > n {
+		if n := p.VersionLimit(); n > 0 && kept[c.Column] > n {
 			c.Visibility = ExcessVersion
 			c.Reason = fmt.Sprintf("version %d of the column's cells; the family keeps the newest %d", kept[c.Column], n)
 			continue

@@ -96,9 +96,9 @@ func New(schema strategy.Schema, opts ...Option) (*Builder, error) {
 		// name, with no regex: the emulators compile a family regex again
 		// for every cell they test, which made filtered reads several times
 		// slower than unfiltered ones.
-		br := branch{name: fam, family: familySelect(fam, p.HasWriteTime()), policy: p}
-		if p.Versions() > 0 {
-			br.perCol = bigtable.LatestNFilter(p.Versions())
+		br := branch{name: fam, family: familySelect(fam, p.HasCompanions()), policy: p}
+		if p.VersionLimit() > 0 {
+			br.perCol = bigtable.LatestNFilter(p.VersionLimit())
 		}
 		if p.Kind() == strategy.KindSequence {
 			br.constant = bigtable.ChainFilters(br.family, br.perCol)
@@ -118,7 +118,7 @@ func New(schema strategy.Schema, opts ...Option) (*Builder, error) {
 	for _, br := range b.branches {
 		// The split form's first branch passes every family's recent
 		// cells, write-time companions included.
-		if br.constant != nil || br.perCol != nil || br.policy.HasWriteTime() {
+		if br.constant != nil || br.perCol != nil || br.policy.HasCompanions() {
 			b.ageOnly = false
 		}
 	}

@@ -50,13 +50,13 @@ func (b *Builder) buildPastEnd(now bigtable.Timestamp) bigtable.Filter {
 func (b *Builder) pastEndProto(now bigtable.Timestamp) *btpb.RowFilter {
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
-		fam := familySelectProto(br.name, br.policy.HasWriteTime())
+		fam := familySelectProto(br.name, br.policy.HasCompanions())
 		switch {
 		case br.constant != nil:
-			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.Versions())))
+			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.VersionLimit())))
 		case br.policy.AllExpired(now):
 		case br.perCol != nil:
-			subs = append(subs, chainProto(fam, rangeProto(br.policy.LiveFrom(now), 0), cellsPerColumnProto(br.policy.Versions())))
+			subs = append(subs, chainProto(fam, rangeProto(br.policy.LiveFrom(now), 0), cellsPerColumnProto(br.policy.VersionLimit())))
 		default:
 			subs = append(subs, chainProto(fam, rangeProto(br.policy.LiveFrom(now), 0)))
 		}

@@ -28,17 +28,17 @@ func (b *Builder) TTLProto(now bigtable.Timestamp) *btpb.RowFilter {
 	}
 	subs := make([]*btpb.RowFilter, 0, len(b.branches)+1)
 	for _, br := range b.branches {
-		fam := familySelectProto(br.name, br.policy.HasWriteTime())
+		fam := familySelectProto(br.name, br.policy.HasCompanions())
 		if br.policy.Kind() == strategy.KindSequence {
-			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.Versions())))
+			subs = append(subs, chainProto(fam, cellsPerColumnProto(br.policy.VersionLimit())))
 			continue
 		}
 		// Milliseconds, as the client's TimestampRangeFilter sends them.
 		rng := &btpb.RowFilter{Filter: &btpb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &btpb.TimestampRange{
 			StartTimestampMicros: int64(strategy.Millis(br.policy.LiveFrom(now))),
 		}}}
-		if br.policy.Versions() > 0 {
-			subs = append(subs, chainProto(fam, rng, cellsPerColumnProto(br.policy.Versions())))
+		if br.policy.VersionLimit() > 0 {
+			subs = append(subs, chainProto(fam, rng, cellsPerColumnProto(br.policy.VersionLimit())))
 		} else {
 			subs = append(subs, chainProto(fam, rng))
 		}
@@ -53,7 +53,7 @@ func (b *Builder) splitProto(now, hi bigtable.Timestamp) *btpb.RowFilter {
 	subs = append(subs, rangeProto(hi, 0))
 	for _, br := range b.branches {
 		if lo := br.policy.LiveFrom(now); lo < hi {
-			subs = append(subs, chainProto(familySelectProto(br.name, br.policy.HasWriteTime()), rangeProto(lo, hi)))
+			subs = append(subs, chainProto(familySelectProto(br.name, br.policy.HasCompanions()), rangeProto(lo, hi)))
 		}
 	}
 	subs = append(subs, chainProto(rangeProto(0, hi), familyProto(b.unmanagedRegex)))
