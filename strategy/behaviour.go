@@ -2,13 +2,14 @@ package strategy
 
 import "time"
 
-// What a family does, asked of its policy. The option accessors (Versions,
-// DefaultTTL, IsSingleValue, IdleTTL, IdleDebounce, MaxTTL, ClampsTTL,
-// HasWriteTime) report what the policy was built with: they are for the
-// packages that write a policy back out or derive its rules (strategy,
-// internal/rules, schemafile, and the test model, which re-derives them).
-// Every other package asks one of the questions below, so that a new
-// option changes an answer here, not a switch in each package that
+// What a family does, asked of its policy. The option accessors
+// (options.go: Versions, IsSingleValue, IdleTTL, IdleDebounce, MaxTTL,
+// ClampsTTL, HasWriteTime) report what the policy was built with: they are
+// for the packages that write a policy back out or derive its rules
+// (strategy, internal/rules, schemafile, and the test model, which
+// re-derives them). Every other package asks one of the questions below
+// (or DefaultTTL, MaxAge, GCPolicy and the timestamp methods), so that a
+// new option changes an answer here, not a switch in each package that
 // needs it (CONTRIBUTING.md, "Adding a strategy option, end to end";
 // internal/doccheck's TestOptionAccessorsStayInTheirPackages keeps it so).
 
