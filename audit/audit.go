@@ -227,7 +227,7 @@ func (t *tally) family(f string) *Family {
 func newFamily(f string, schema strategy.Schema) *Family {
 	s := &Family{Family: f, Strategy: notInSchema}
 	if p, ok := schema[f]; ok {
-		s.Strategy, s.policy, s.managed, s.Versions = p.String(), p, p.Managed(), p.Versions()
+		s.Strategy, s.policy, s.managed, s.Versions = p.String(), p, p.Managed(), p.VersionLimit()
 	}
 	return s
 }
@@ -243,7 +243,7 @@ func (t *tally) row(_ context.Context, r bigtable.Row) error {
 	for f, items := range r {
 		s := t.family(f)
 		var kinds []companion.Kind
-		if s.managed && s.policy.HasWriteTime() {
+		if s.managed && s.policy.HasCompanions() {
 			kinds = companion.Classify(f, items)
 		}
 		col, idx := "", 0
@@ -303,7 +303,7 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 				s.RealTimes++
 			}
 		}
-		if idx > p.Versions() {
+		if idx > p.VersionLimit() {
 			s.BeyondKept++
 			s.BeyondKeptBytes += n
 			return
@@ -327,7 +327,7 @@ func (s *Family) count(it bigtable.ReadItem, idx int, n int64, now bigtable.Time
 	// An age family with a max-versions union keeps only the N newest
 	// live cells; the newer cells of a column expire later, so the
 	// (idx)th newest is beyond N whatever its age.
-	if p.Versions() > 0 && idx > p.Versions() {
+	if p.VersionLimit() > 0 && idx > p.VersionLimit() {
 		s.BeyondKept++
 		s.BeyondKeptBytes += n
 		return

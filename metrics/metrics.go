@@ -308,7 +308,7 @@ func (r *Recorder) Table(table string, schema ttlclient.Schema) ttlclient.TableR
 	t.record = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelTable, table)))}
 	for fam, p := range schema {
 		t.families[fam] = r.family(table, fam, p.Kind())
-		if p.IdleTTL() > 0 {
+		if p.RefreshesOnRead() {
 			t.families[fam].idle = r.idleSeries(table, fam)
 			// The failure series exist from the start, at 0, so that
 			// increase() sees the first failure (a series born at 1

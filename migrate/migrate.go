@@ -806,10 +806,10 @@ func (m *Migrator) migrateRow(ctx context.Context, r bigtable.Row, n *counters) 
 	row := src[0].Row
 	// In a family recording write times, companions are evidence, not
 	// cells: one at a cell's millisecond proves a bttl write.
-	withCompanions := m.plan.inPlace() && m.plan.To.HasWriteTime()
+	withCompanions := m.plan.inPlace() && m.plan.To.HasCompanions()
 	// A copy into a family without write times leaves the source's
 	// companions: there they would be columns of data, served.
-	dropCompanions := !m.plan.inPlace() && m.plan.From.HasWriteTime() && !m.plan.To.HasWriteTime()
+	dropCompanions := !m.plan.inPlace() && m.plan.From.HasCompanions() && !m.plan.To.HasCompanions()
 	var companions map[string]map[bigtable.Timestamp]bool
 	// Cells of a column arrive together, newest first: a column is a run
 	// of items, held in one slice for the row.

@@ -61,7 +61,7 @@ func (m *Mirror) shift(row, column string) (bigtable.Timestamp, bool) {
 // deletes every copy in the target's column.
 func (m *Mirror) Set(mut *bigtable.Mutation, row, column string, ts bigtable.Timestamp, value []byte) {
 	mut.Set(m.plan.Family, column, ts, value)
-	if m.plan.From.IsSingleValue() {
+	if m.plan.From.ReplacesColumn() {
 		// bttl (or the wire guard) deletes the source column's older
 		// cells with the Set: their copies go too.
 		mut.DeleteCellsInColumn(m.plan.ToFamily, column)
@@ -134,7 +134,7 @@ func (m *Mirror) deleteCopies(mut *bigtable.Mutation, row, column string, start,
 // deletion of the source's whole column.
 func (m *Mirror) SetTarget(mut *bigtable.Mutation, row, column string, ts bigtable.Timestamp, value []byte) {
 	mut.Set(m.plan.ToFamily, column, ts, value)
-	if m.plan.To.IsSingleValue() {
+	if m.plan.To.ReplacesColumn() {
 		// bttl (or the wire guard) deletes the target column's older
 		// cells with the Set: their sources go too, or the next copy run
 		// would copy them back over this write.

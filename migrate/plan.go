@@ -208,11 +208,11 @@ func (p Plan) Validate() error {
 	if p.SourceMaxVersions < 0 {
 		return bad("SourceMaxVersions", "%d: want the versions the source's rule keeps, 0 for no limit", p.SourceMaxVersions)
 	}
-	n := p.From.Versions()
+	n := p.From.VersionLimit()
 	if p.SourceMaxVersions > 0 && (n == 0 || p.SourceMaxVersions < n) {
 		n = p.SourceMaxVersions
 	}
-	if n > 0 && !p.inPlace() && (p.To.Versions() == 0 || p.To.Versions() > n) {
+	if n > 0 && !p.inPlace() && (p.To.VersionLimit() == 0 || p.To.VersionLimit() > n) {
 		return bad("To", "%s keeps more versions per column than the source family %q (%d): the copy would serve versions the source's rule made dead; give the target WithMaxVersions(%d) or fewer", p.To, p.Family, n, n)
 	}
 	if p.fromReal() {
@@ -254,7 +254,7 @@ func (p Plan) Validate() error {
 		if p.ClockSkew < 0 {
 			return bad("ClockSkew", "%s: want a positive margin (0: %s)", p.ClockSkew, DefaultClockSkew)
 		}
-		if p.WriteTimeComplete && !p.To.HasWriteTime() {
+		if p.WriteTimeComplete && !p.To.HasCompanions() {
 			return bad("WriteTimeComplete", "the target policy %s records no write time: bttl writers left no companions to tell their cells by", p.To)
 		}
 		switch p.Expired {
@@ -303,7 +303,7 @@ func (p Plan) newTimestamp(row, column string, ts bigtable.Timestamp) (bigtable.
 	n := expiry
 	if p.To.Kind() == strategy.KindDefaultExpiry {
 		var ok bool
-		if n, ok = add(expiry, -micros(p.To.DefaultTTL())); !ok {
+		if n, ok = add(expiry, -micros(p.To.ExpiryOffset())); !ok {
 			return 0, false
 		}
 	}

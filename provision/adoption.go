@@ -308,7 +308,7 @@ func (k classifier) row(x *examination, r bigtable.Row) {
 	x.rows++
 	col, idx := "", 0
 	var kinds []companion.Kind
-	if pol.HasWriteTime() {
+	if pol.HasCompanions() {
 		kinds = companion.Classify(family, items)
 	}
 	for i, it := range items {
@@ -465,7 +465,7 @@ func (p *Provisioner) sample(ctx context.Context, tbl *bigtable.Table, table str
 // liveUnder reports whether the idx-th newest cell of its column, with
 // timestamp ts, is kept and visible through bttl under pol at now.
 func liveUnder(pol strategy.Policy, ts bigtable.Timestamp, idx int, now bigtable.Timestamp) bool {
-	if v := pol.Versions(); v > 0 && idx > v {
+	if v := pol.VersionLimit(); v > 0 && idx > v {
 		return false
 	}
 	return pol.IsLive(ts, now)

@@ -174,7 +174,7 @@ type Plan struct {
 // hidesData reports a strategy that can hide cells already stored under
 // a rule that matches it.
 func hidesData(pol strategy.Policy) bool {
-	return pol.Kind() == strategy.KindSequence || pol.HasWriteTime()
+	return pol.Kind() == strategy.KindSequence || pol.HasCompanions()
 }
 
 // Empty reports a table that already matches its schema.

@@ -465,7 +465,7 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 			managed = append(managed, fam)
 		}
 		hasAge = hasAge || p.MaxAge() > 0
-		singleValue = singleValue || p.IsSingleValue()
+		singleValue = singleValue || p.ReplacesColumn()
 	}
 	t := &Table{
 		name:        table,

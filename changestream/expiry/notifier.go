@@ -179,7 +179,7 @@ func (n *Notifier) managed(family, column string) (strategy.Policy, bool) {
 	if !ok || p.ExpiryTime(0).IsZero() {
 		return p, false
 	}
-	if p.HasWriteTime() && strings.HasPrefix(column, strategy.ReservedQualifierStart) {
+	if p.Reserved(column) {
 		return p, false
 	}
 	return p, true

@@ -216,7 +216,7 @@ func (a *migrateArgs) plan(schemas map[string]strategy.Schema) (migrate.Plan, er
 	// -from says how the timestamps are written; whether the source
 	// records write times (companions, not data: a copy leaves them) is
 	// the schema's source family's.
-	if sp, ok := schema[a.family]; ok && sp.HasWriteTime() && a.toFamily != "" {
+	if sp, ok := schema[a.family]; ok && sp.HasCompanions() && a.toFamily != "" {
 		switch a.from.Kind() {
 		case strategy.KindOneSecond:
 			p.From = strategy.OneSecond(strategy.WithWriteTime())

@@ -22,7 +22,7 @@ import (
 // versions (and push a live one out). They are dead, so deleting them
 // changes nothing any read sees. A family without the rule has none.
 func (o *Ops) purgeHidden(ctx context.Context, row, family, column string, p strategy.Policy) error {
-	n := p.Versions()
+	n := p.VersionLimit()
 	if n == 0 {
 		return nil
 	}
@@ -45,10 +45,10 @@ func (o *Ops) purgeHidden(ctx context.Context, row, family, column string, p str
 // live cell's millisecond when purgeHidden read the column, and their
 // companions.
 func (o *Ops) PurgeBelow(ctx context.Context, row, family, column string, p strategy.Policy, below bigtable.Timestamp) error {
-	n := p.Versions()
+	n := p.VersionLimit()
 	m := bigtable.NewMutation()
 	m.DeleteTimestampRange(family, column, 0, below)
-	if p.HasWriteTime() {
+	if p.HasCompanions() {
 		m.DeleteTimestampRange(family, strategy.WriteTimeColumn(column), 0, below)
 	}
 	// Only while at least n cells are still stored from below on: then
@@ -233,7 +233,7 @@ func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...s
 		return time.Time{}, err
 	}
 	p, err := o.agePolicy(family)
-	if err == nil && !p.HasWriteTime() {
+	if err == nil && !p.HasCompanions() {
 		err = fmt.Errorf("%w: family %q does not record write times (strategy.WithWriteTime)", rules.ErrNotApplicable, family)
 	}
 	if err != nil {

@@ -73,7 +73,7 @@ type idleFamily struct {
 func idleFamilies(schema strategy.Schema) []idleFamily {
 	var out []idleFamily
 	for fam, p := range schema {
-		if p.IdleTTL() > 0 {
+		if p.RefreshesOnRead() {
 			out = append(out, idleFamily{name: fam, p: p})
 		}
 	}

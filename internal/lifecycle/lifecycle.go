@@ -180,10 +180,7 @@ func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, p
 			strategy.ErrTimestampOverflow, at.UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano))
 	}
 	// at <= last, so at - D fits in int64 microseconds.
-	var d time.Duration
-	if p.Kind() == strategy.KindDefaultExpiry {
-		d = p.DefaultTTL()
-	}
+	d := p.ExpiryOffset()
 	us := at.Add(-d).UnixMicro()
 	ts = strategy.Millis(bigtable.Timestamp(us))
 	if ts < 0 {
@@ -205,7 +202,8 @@ func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, p
 		// Clamped to the cap: from the clock reading itself, sub-microsecond
 		// part included, as a write with the cap's TTL is (CheckExplicit
 		// has the clock in microseconds only).
-		out, err = p.WriteTimestamp(now, p.MaxTTL())
+		limit, _ := p.TTLCap()
+		out, err = p.WriteTimestamp(now, limit)
 		return out, false, err
 	}
 	return ts, false, nil
@@ -223,13 +221,14 @@ func Forever(p strategy.Policy, now time.Time) (bigtable.Timestamp, error) {
 	default:
 		return 0, fmt.Errorf("%w: a %s family's cells do not expire by age", ErrCannotPersist, k)
 	}
-	if p.MaxTTL() == 0 {
+	limit, clamps := p.TTLCap()
+	if limit == 0 {
 		return strategy.MaxTimestamp, nil
 	}
-	if !p.ClampsTTL() {
-		return 0, fmt.Errorf("%w: its max TTL %s refuses longer TTLs (strategy.RefuseLonger)", ErrCannotPersist, p.MaxTTL())
+	if !clamps {
+		return 0, fmt.Errorf("%w: its max TTL %s refuses longer TTLs (strategy.RefuseLonger)", ErrCannotPersist, limit)
 	}
-	return p.WriteTimestamp(now, p.MaxTTL())
+	return p.WriteTimestamp(now, limit)
 }
 
 // KeepTTLMutation is SetKeepTTL's mutation: value replaces the cell of
@@ -241,15 +240,15 @@ func Forever(p strategy.Policy, now time.Time) (bigtable.Timestamp, error) {
 func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Timestamp, value []byte, now bigtable.Timestamp) *bigtable.Mutation {
 	m := bigtable.NewMutation()
 	end := strategy.MilliEnd(ms)
-	if p.IsSingleValue() {
+	if p.ReplacesColumn() {
 		m.DeleteCellsInColumn(family, column)
 	} else {
 		m.DeleteTimestampRange(family, column, ms, end)
 	}
 	m.Set(family, column, ms, value)
-	if p.HasWriteTime() {
+	if p.HasCompanions() {
 		q := strategy.WriteTimeColumn(column)
-		if p.IsSingleValue() {
+		if p.ReplacesColumn() {
 			m.DeleteCellsInColumn(family, q)
 		} else {
 			m.DeleteTimestampRange(family, q, ms, end)
@@ -262,7 +261,7 @@ func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Times
 // MaxWriteTime is the largest write time recorded by the companions of
 // the live cells among items (one family's cells of a row, newest first
 // per column, as a raw read of the family's live timestamp range returns
-// them, companions included): a column's newest p.Versions() cells on a
+// them, companions included): a column's newest p.VersionLimit() cells on a
 // max-versions family, all otherwise; only the columns named, when any.
 // ok is false when no such cell has a readable companion.
 func MaxWriteTime(p strategy.Policy, family string, items []bigtable.ReadItem, columns []string) (wt bigtable.Timestamp, ok bool) {
@@ -287,7 +286,7 @@ func MaxWriteTime(p strategy.Policy, family string, items []bigtable.ReadItem, c
 			continue
 		}
 		seen[col]++
-		if n := p.Versions(); n > 0 && seen[col] > n {
+		if n := p.VersionLimit(); n > 0 && seen[col] > n {
 			continue
 		}
 		cells = append(cells, key{col, strategy.Millis(it.Timestamp)})
@@ -412,7 +411,7 @@ func PlanRowMove(r bigtable.Row, policy func(family string) (strategy.Policy, bo
 			}
 			seen[col] = true
 			if ms := strategy.Millis(it.Timestamp); ms != ts {
-				moves = append(moves, Move{Family: fam, Column: col, TS: ms, Target: ts, Value: it.Value, Keep: true, WriteTime: p.HasWriteTime()})
+				moves = append(moves, Move{Family: fam, Column: col, TS: ms, Target: ts, Value: it.Value, Keep: true, WriteTime: p.HasCompanions()})
 			}
 		}
 	}

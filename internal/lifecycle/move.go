@@ -72,7 +72,7 @@ func (o *Ops) MoveCellKept(ctx context.Context, row, family, column string, oldT
 		return true, true, nil
 	}
 	var companion []byte
-	if p.HasWriteTime() {
+	if p.HasCompanions() {
 		if companion, err = o.readCompanion(ctx, row, family, column, old); err != nil {
 			return false, false, err
 		}
@@ -117,7 +117,7 @@ func (o *Ops) MoveCellKept(ctx context.Context, row, family, column string, oldT
 	if keep {
 		m.Set(family, column, target, value)
 	}
-	if p.HasWriteTime() {
+	if p.HasCompanions() {
 		q := strategy.WriteTimeColumn(column)
 		m.DeleteTimestampRange(family, q, old, strategy.MilliEnd(old))
 		if companion != nil && keep {

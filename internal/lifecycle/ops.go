@@ -139,7 +139,7 @@ func (o *Ops) expireTimestamp(row, family, column string, ttl time.Duration) (st
 
 // checkReserved refuses a column holding write-time companions.
 func checkReserved(p strategy.Policy, column string) error {
-	if p.HasWriteTime() && strings.HasPrefix(column, filters.ReservedQualifierStart) {
+	if p.Reserved(column) {
 		return rules.ErrReservedColumn // the *CellError names the column
 	}
 	return nil

@@ -36,7 +36,7 @@ func (o *Ops) readCompanion(ctx context.Context, row, family, column string, ms 
 func (o *Ops) WriteTime(ctx context.Context, item bigtable.ReadItem) (time.Time, error) {
 	p, err := o.itemPolicy(item)
 	family, column, _ := strings.Cut(item.Column, ":")
-	if err == nil && !p.HasWriteTime() {
+	if err == nil && !p.HasCompanions() {
 		err = o.ReadError(Cell{Row: item.Row, Family: family, Column: column, Timestamp: item.Timestamp}, fmt.Errorf("%w: family %q does not record write times (strategy.WithWriteTime)", rules.ErrNotApplicable, family))
 	}
 	if err != nil {

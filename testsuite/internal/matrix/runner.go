@@ -736,7 +736,7 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 // cell's write time (the refresh keeps it), wherever the cell now is.
 func (r *runner) writeTimeAfterRefresh(c model.Cell) error {
 	ex, ok := r.cfg.Target.(Expirer)
-	if !r.cfg.WriteTimeAfterRefresh || !ok || !r.cfg.Schema[c.Family].HasWriteTime() {
+	if !r.cfg.WriteTimeAfterRefresh || !ok || !r.cfg.Schema[c.Family].HasCompanions() {
 		return nil
 	}
 	var moved []model.Cell  // the refresh made the cell its column's newest
