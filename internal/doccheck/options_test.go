@@ -155,3 +155,61 @@ func TestOptionReadsFindsEachRead(t *testing.T) {
 	assert.Equal(t, []string{"audit/a.go:4: Versions"}, reads, "allowed packages, tests and fields are not reads")
 	assert.Equal(t, []string{"gcrule/g.go:5: N.Versions"}, clashes)
 }
+
+// optionConstructors is the exported functions of root/strategy/options.go
+// that return an option (an AgeOption or a OneSecondOption).
+func optionConstructors(root string) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "strategy", "options.go"), nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results.NumFields() != 1 {
+			continue
+		}
+		if id, ok := fd.Type.Results.List[0].Type.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Option") {
+			out = append(out, fd.Name.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// calledFrom is the names X called as strategy.X(...) in file.
+func calledFrom(file string) (map[string]bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok {
+				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "strategy" {
+					out[sel.Sel.Name] = true
+				}
+			}
+		}
+		return true
+	})
+	return out, nil
+}
+
+// TestEveryOptionHasAMatrixColumn: each option strategy offers is given in
+// one of the model's option columns (model.OptionColumns), which the
+// composition matrix runs on every path and both servers; an option
+// without one would ship untested against the model.
+func TestEveryOptionHasAMatrixColumn(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	options, err := optionConstructors(root)
+	require.NoError(t, err)
+	require.Contains(t, options, "WithMaxVersions", "the reader finds the options")
+	called, err := calledFrom(filepath.Join(root, "testsuite", "internal", "model", "options.go"))
+	require.NoError(t, err)
+	for _, o := range options {
+		assert.True(t, called[o], "strategy.%s has no column in testsuite/internal/model/options.go's OptionColumns", o)
+	}
+}

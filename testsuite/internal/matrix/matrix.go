@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/bttl/bttl/strategy"
+	"github.com/bttl/bttl/testsuite/internal/model"
 )
 
 // The composition matrix (docs/design.md#composition) runs the same random
@@ -36,39 +37,10 @@ const (
 // Paths is every path, in the matrix's order.
 var Paths = []string{PathMutation, PathTableAPI, PathGuard, PathGuardReadFilter, PathTTLGuard, PathTTLGuardReadFilter}
 
-// FamilyOption is one option column of the matrix: options given to every
-// family whose strategy takes them. The options' types say which: Age to
-// both age families, OneSecond (WithDefaultTTL) to the one-second family
-// only; a sequence or unmanaged family takes none, so it keeps its base
-// policy in every column.
-type FamilyOption struct {
-	Name      string
-	Age       []strategy.AgeOption       // options of both age strategies
-	OneSecond []strategy.OneSecondOption // options of the one-second strategy alone
-}
-
-// Policy is base with the column's options, when base's strategy takes
-// them all; ok is false, and the policy base, when it does not (the
-// options would not compile there).
-func (o FamilyOption) Policy(base strategy.Policy) (p strategy.Policy, ok bool) {
-	if len(o.Age) == 0 && len(o.OneSecond) == 0 {
-		return base, true
-	}
-	switch base.Kind() {
-	case strategy.KindOneSecond:
-		opts := append([]strategy.OneSecondOption(nil), o.OneSecond...)
-		for _, a := range o.Age {
-			opts = append(opts, a)
-		}
-		return strategy.OneSecond(opts...), base == strategy.OneSecond()
-	case strategy.KindDefaultExpiry:
-		if len(o.OneSecond) > 0 {
-			return base, false
-		}
-		return strategy.DefaultExpiry(base.DefaultTTL(), o.Age...), base == strategy.DefaultExpiry(base.DefaultTTL())
-	}
-	return base, false
-}
+// FamilyOption is one option column of the matrix. The columns are the
+// model's (model.OptionColumns), so a new option touches the model, not
+// the matrix.
+type FamilyOption = model.FamilyOption
 
 // OptionMixed is the suite's own schema (Schema), whose families combine
 // options (one-second with a default TTL, max versions and write times;
@@ -96,22 +68,9 @@ func MatrixBases() map[string]strategy.Policy {
 	}
 }
 
-// FamilyOptions is every option column. The durations suit the suite's
-// clock moves and TTLs: a max TTL of 2s refuses (or clamps) many of the
-// TTLs it draws, an idle TTL of 300ms is refreshed by most reads.
-var FamilyOptions = []FamilyOption{
-	{Name: "none"},
-	{Name: "WriteTime", Age: []strategy.AgeOption{strategy.WithWriteTime()}},
-	{Name: "SingleValue", Age: []strategy.AgeOption{strategy.SingleValue()}},
-	{Name: "MaxVersions", Age: []strategy.AgeOption{strategy.WithMaxVersions(2)}},
-	{Name: "IdleTTL", Age: []strategy.AgeOption{strategy.WithIdleTTL(300*time.Millisecond, 0.5)}},
-	{Name: "MaxTTL", Age: []strategy.AgeOption{strategy.WithMaxTTL(2*time.Second, strategy.RefuseLonger)}},
-	{Name: "MaxTTL+ClampTTL", Age: []strategy.AgeOption{strategy.WithMaxTTL(2*time.Second, strategy.ClampLonger)}},
-	{Name: "DefaultTTL", OneSecond: []strategy.OneSecondOption{strategy.WithDefaultTTL(2 * time.Second)}},
-	// A pair: a refresh moves the cell and its write-time companion.
-	{Name: "WriteTime+IdleTTL", Age: []strategy.AgeOption{strategy.WithWriteTime(), strategy.WithIdleTTL(300*time.Millisecond, 0.5)}},
-	{Name: OptionMixed},
-}
+// FamilyOptions is every option column: none, the model's option columns,
+// and the suite's own mixed schema.
+var FamilyOptions = append(append([]FamilyOption{{Name: "none"}}, model.OptionColumns...), FamilyOption{Name: OptionMixed})
 
 // MatrixSchema is the schema of option column opt and its families in
 // draw order. inapplicable names the families whose strategy does not take
