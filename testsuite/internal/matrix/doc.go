@@ -8,7 +8,7 @@
 //
 // The composition matrix (matrix.go, TestMatrix) runs the same history
 // through every client path (Paths) with every family option
-// (FamilyOptions) on both servers; docs/design.md#composition says which
+// (FamilyOptions: the model's OptionColumns, none and mixed) on both servers; docs/design.md#composition says which
 // combinations are supported and which are refused.
 //
 // A failure names the seed, the step and a diff. BTTL_SEED replays a run's

@@ -7,7 +7,9 @@
 // It is written from the design's formulas, in plain Go, and shares no code
 // with packages strategy, filters or ttlclient: it only reads a schema's
 // parameters (kind, D, N, single value, write time, idle TTL, max TTL and
-// clamping). It also says which writes must be refused, and with which
+// clamping), and names the option columns of the composition matrix
+// (OptionColumns), so that a new option's effect and its column are added
+// together. It also says which writes must be refused, and with which
 // class of error (Class), for the path a Semantics describes: ttlclient,
 // or a plain client through the wire guard. The conformance suite compares
 // the library's reads and refusals with it.
