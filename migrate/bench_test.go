@@ -16,9 +16,9 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // CopyCheck is what CheckCopy found: the target family's cells set

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // ReportVersion is the version of ShardReport's and JobResult's JSON

@@ -1,4 +1,4 @@
-package scan_test
+package scanjob_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // A range whose done returns an error wrapping ErrUnfinished is read to

@@ -1,4 +1,4 @@
-package scan_test
+package scanjob_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // hashedKey spreads keys over the key space, as binary hashed row keys

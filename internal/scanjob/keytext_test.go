@@ -1,4 +1,4 @@
-package scan_test
+package scanjob_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // Issue 30 item 7: ranges and shard keys in scan's messages show keys as

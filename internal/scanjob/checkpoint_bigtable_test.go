@@ -1,4 +1,4 @@
-package scan_test
+package scanjob_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // newHarness starts bttest with the given server options and table "t"

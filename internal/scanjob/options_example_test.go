@@ -1,4 +1,4 @@
-package scan_test
+package scanjob_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // countRows scans events with opts and returns the rows delivered.
