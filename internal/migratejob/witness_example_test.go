@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 )
 
 // A witness (the last cell a finished key range moved, as checkpoints and

@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )

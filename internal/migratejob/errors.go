@@ -1,4 +1,4 @@
-package migrate
+package migratejob
 
 import (
 	"errors"

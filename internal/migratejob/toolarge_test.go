@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 )
 
 // Issue 35 item 7: an expired cell too large to pin was counted expired by

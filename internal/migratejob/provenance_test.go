@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	scan "github.com/bttl/bttl/internal/scanjob"
-	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )

@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	"github.com/bttl/bttl/strategy"
 )
 

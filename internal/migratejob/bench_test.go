@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/testenv"
-	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/strategy"
 )
 

@@ -1,4 +1,4 @@
-package migrate_test
+package migratejob_test
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/strategy"
 )
