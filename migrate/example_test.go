@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -330,23 +328,6 @@ func copyTable(ctx context.Context) (*bttestharness.Harness, *bigtable.Table, mi
 // at is a timestamp ms milliseconds after the harness clock's now, whole.
 func at(h *bttestharness.Harness, ms int64) bigtable.Timestamp {
 	return bigtable.Time(h.Clock.Now()).TruncateToMilliseconds() + bigtable.Timestamp(ms*1000)
-}
-
-// showCells prints row's cells: family:column@timestamp relative to base, in
-// milliseconds.
-func showCells(ctx context.Context, tbl *bigtable.Table, row string, base bigtable.Timestamp) {
-	r, err := tbl.ReadRow(ctx, row)
-	if err != nil {
-		panic(err)
-	}
-	var cells []string
-	for _, items := range r {
-		for _, it := range items {
-			cells = append(cells, fmt.Sprintf("%s@%+d=%s", it.Column, (it.Timestamp-base)/1000, it.Value))
-		}
-	}
-	sort.Strings(cells)
-	fmt.Println(strings.Join(cells, " "))
 }
 
 // copyOnce writes row's cells through the plain client and copies them.
