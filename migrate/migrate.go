@@ -86,9 +86,6 @@ var (
 	// expired cells than the plan expects (an *ExpiredCountError); nothing
 	// was deleted.
 	ErrExpiredCount = migratejob.ErrExpiredCount
-	// ErrTTLChanged: the checkpoint of an earlier run of this migration
-	// records other TTL rules (a *TTLChangeError).
-	ErrTTLChanged = migratejob.ErrTTLChanged
 )
 
 // PlanError is a Plan that cannot run; it wraps ErrInvalidPlan.
@@ -100,10 +97,6 @@ type TTLRuleError = migratejob.TTLRuleError
 // ExpiredCountError is a DeleteExpired run whose count of expired cells is
 // not the plan's; it wraps ErrExpiredCount.
 type ExpiredCountError = migratejob.ExpiredCountError
-
-// TTLChangeError is an earlier run of the migration recorded with other TTL
-// rules; it wraps ErrTTLChanged.
-type TTLChangeError = migratejob.TTLChangeError
 
 // ParseTTLRule reads one TTL rule in the form the CLI's -ttl takes:
 // comma-separated key=value pairs, prefix, column and ttl (required), e.g.
