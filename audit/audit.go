@@ -13,7 +13,7 @@ import (
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -151,7 +151,7 @@ type checkpointJob struct {
 // counted live. The table is read by the scan engine (package scan), with
 // its options: scan.WithRange and scan.WithLimit scope the scan,
 // scan.WithFilter(bigtable.RowSampleFilter(f)) samples rows,
-// scan.WithProgress reports progress, scan.WithCheckpoint(path, nil) keeps
+// scan.WithProgress reports progress, scan.WithCheckpoint(path) keeps
 // a checkpoint (the audit records its clock time and schema in it, so a
 // restart with others is refused), scan.WithWorkers reads in parallel.
 // Counts are kept per key range and merged in key order, so the report

@@ -10,7 +10,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // ErrMerge reports reports that cannot be merged into one.

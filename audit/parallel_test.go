@@ -14,7 +14,7 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 )
 

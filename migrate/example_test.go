@@ -107,36 +107,6 @@ func ExampleNew() {
 	// true true FirstSwitch
 }
 
-// In place, only real timestamps to one-second expiry are accepted: for a
-// default-expiry target the old and new timestamps overlap, so the plan
-// copies into a new family.
-func ExamplePlan_Validate() {
-	p := migrate.Plan{Family: "clicks", From: strategy.DefaultExpiry(48 * time.Hour), To: strategy.DefaultExpiry(24 * time.Hour)}
-	fmt.Println(p.Validate() != nil)
-	p.ToFamily = "clicks24h"
-	fmt.Println(p.Validate())
-	// Output:
-	// true
-	// <nil>
-}
-
-// The order of steps for a live system, as bttl migrate prints them.
-func ExamplePlan_Steps() {
-	p := migrate.Plan{Family: "clicks", From: strategy.DefaultExpiry(48 * time.Hour), To: strategy.DefaultExpiry(24 * time.Hour), ToFamily: "clicks24h"}
-	for i, s := range p.Steps() {
-		fmt.Printf("%d. %.60s...\n", i+1, s)
-	}
-	// Output:
-	// 1. bttl apply a schema that adds family "clicks24h" with the de...
-	// 2. make every writer of "clicks" build its deletions and overwr...
-	// 3. run bttl migrate -to-family clicks24h: it copies every live ...
-	// 4. run bttl migrate -to-family clicks24h -check-copy: every cel...
-	// 5. switch every writer to write "clicks24h" through bttl with t...
-	// 6. run bttl migrate -to-family clicks24h again: it copies what ...
-	// 7. bttl verify the final schema and switch readers to "clicks24...
-	// 8. remove "clicks" from the schema and drop it: every live cell...
-}
-
 func ExampleParseTTLRule() {
 	r, err := migrate.ParseTTLRule("prefix=user#,column=session,ttl=7d")
 	fmt.Println(r.Prefix, r.Column, r.TTL, err)
@@ -145,15 +115,6 @@ func ExampleParseTTLRule() {
 	// Output:
 	// user# session 168h0m0s <nil>
 	// bttl: invalid TTL rule: "prefix=user#": ttl is required
-}
-
-// Rules are tried in order; the last must match every cell, and none may
-// be shadowed by an earlier one.
-func ExampleTTLRules_Validate() {
-	rules := migrate.TTLRules{{Prefix: "user#", TTL: time.Hour}, {Prefix: "user#1", TTL: 2 * time.Hour}, {TTL: 3 * time.Hour}}
-	fmt.Println(rules.Validate())
-	// Output:
-	// bttl: invalid TTL rule: rule 2 (prefix=user#1,ttl=2h0m0s): never applies: rule 1 (prefix=user#,ttl=1h0m0s) matches every cell it matches
 }
 
 // A dry run counts and shows what would change, and writes nothing.
@@ -226,120 +187,6 @@ func ExampleWithCheckpoint() {
 	// run 2: read 0 rows; earlier runs moved 2
 }
 
-// MigrateRow is the per-row callback for a scan of your own: read rows
-// with Filter and hand each to it (safe for concurrent use on different
-// rows).
-func ExampleMigrator_MigrateRow() {
-	ctx := context.Background()
-	h, tbl, now := legacyTable(ctx)
-	defer h.Close()
-	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock))
-	r, _ := tbl.ReadRow(ctx, "order#1", bigtable.RowFilter(m.Filter()))
-	if err := m.MigrateRow(ctx, r); err != nil {
-		panic(err)
-	}
-	fmt.Printf("%+v\n", m.Stats().Moved)
-	// Output:
-	// 1
-}
-
-// Filter reads the source family only (and, in a copy, the target family,
-// whose cells say what is copied already).
-func ExampleMigrator_Filter() {
-	m, _ := migrate.New(nil, "events", migrate.Plan{Family: "f", From: strategy.OneSecond(), To: strategy.DefaultExpiry(time.Hour), ToFamily: "g"})
-	fmt.Println(m.Filter())
-	// Output:
-	// (col(^f$:) + col(^g$:))
-}
-
-// Stats are the counts so far, for a progress line.
-func ExampleMigrator_Stats() {
-	ctx := context.Background()
-	h, tbl, now := legacyTable(ctx)
-	defer h.Close()
-	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock))
-	_, _ = m.Run(ctx)
-	st := m.Stats()
-	fmt.Println(st.Rows, st.Cells, st.Moved, st.ExpiredLeft)
-	// Output:
-	// 2 3 2 1
-}
-
-func ExampleStats_Changes() {
-	st := migrate.Stats{Moved: 10, ExpiredDeleted: 2, OnTarget: 5}
-	fmt.Println(st.Changes())
-	// Output:
-	// 12
-}
-
-// Unmoved cells keep the migration incomplete: bttl migrate exits 1 and
-// a rerun picks them up once dealt with.
-func ExampleStats_Unmoved() {
-	st := migrate.Stats{Moved: 10, Changed: 1, TooLargeToPin: 2}
-	fmt.Println(st.Unmoved())
-	// Output:
-	// 3
-}
-
-// A cell a writer deleted before its move leaves nothing to do: Gone is
-// not in Unmoved.
-func ExampleStats_Gone() {
-	st := migrate.Stats{Moved: 10, Gone: 3}
-	fmt.Println(st.Unmoved())
-	// Output:
-	// 0
-}
-
-// Plus sums the counts of runs over disjoint key ranges (shards).
-func ExampleStats_Plus() {
-	a := migrate.Stats{Moved: 10, ExpiredLeft: 2}
-	b := migrate.Stats{Moved: 5, Gone: 1}
-	sum := a.Plus(b)
-	fmt.Println(sum.Moved, sum.ExpiredLeft, sum.Gone)
-	// Output:
-	// 15 2 1
-}
-
-// Now is the instant expiry is judged at: a dry run's Now is what a run
-// deleting the expired cells it counted takes as Plan.ExpiredAsOf.
-func ExampleMigrator_Now() {
-	ctx := context.Background()
-	h, tbl, now := legacyTable(ctx)
-	defer h.Close()
-	dry, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithDryRun())
-	rep, _ := dry.Run(ctx)
-	fmt.Println(dry.Now().Equal(now), rep.ExpiredLeft)
-
-	del := realToOneSecond(now)
-	del.Expired, del.ExpiredAsOf, del.ExpectExpired = migrate.DeleteExpired, dry.Now(), rep.ExpiredLeft
-	m, _ := migrate.New(tbl, "events", del, migrate.WithClock(h.Clock))
-	rep, err := m.Run(ctx)
-	fmt.Println(rep.ExpiredDeleted, err)
-	// Output:
-	// true 1
-	// 1 <nil>
-}
-
-// Window is what an in-place plan proves: at or before the first instant,
-// real write times; after the second, bttl expiry instants.
-func ExamplePlan_Window() {
-	t1 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	p := migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: time.Hour}},
-		FirstSwitch: t1, WrittenBefore: t1.Add(10 * time.Minute)}
-	legacy, bttl := p.Window()
-	fmt.Println(legacy.Format(time.TimeOnly), bttl.Format(time.TimeOnly))
-	// Output:
-	// 09:59:55 10:10:05
-}
-
-// NextStep follows an in-place run that found nothing to migrate.
-func ExamplePlan_NextStep() {
-	p := realToOneSecond(time.Now())
-	fmt.Printf("%.40s...\n", p.NextStep())
-	// Output:
-	// only once bttl migrate exits 0 (no cell ...
-}
-
 // WithInflight bounds the rows' mutations in flight per scan worker.
 func ExampleWithInflight() {
 	ctx := context.Background()
@@ -350,24 +197,6 @@ func ExampleWithInflight() {
 	fmt.Println(rep.Moved)
 	// Output:
 	// 2
-}
-
-// A writer of a copy's source family deletes one cell through a Mirror:
-// the one row mutation also deletes the cell's copy in the new family,
-// which the copy itself cannot see (docs/design.md#migrate, step 2).
-func ExampleMirror() {
-	p := migrate.Plan{Family: "clicks", From: strategy.DefaultExpiry(48 * time.Hour), To: strategy.DefaultExpiry(24 * time.Hour), ToFamily: "clicks24h"}
-	mirror, err := migrate.NewMirror(p)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ts := bigtable.Timestamp(1_767_225_600_000_000) // the cell's timestamp
-	mut := bigtable.NewMutation()
-	mirror.DeleteTimestampRange(mut, "user#1", "page", ts, ts+1000)
-	// tbl.Apply(ctx, "user#1", mut): the source cell and its copy go together.
-	fmt.Println(mirror)
-	// Output: mirror of family "clicks": default-expiry(D=48h0m0s) -> default-expiry(D=24h0m0s), copied into family "clicks24h"
 }
 
 // Each conditional write bounded: one that gets no answer within a minute
@@ -443,4 +272,121 @@ func ExampleWithWriteTable() {
 	// Output:
 	// Data Boost alone: true
 	// with a write table: moved 1
+}
+
+// ambiguousTable is legacyTable plus a cell written 90 minutes ago in row
+// user#2: between realToOneSecond's FirstSwitch and WrittenBefore, so
+// either a legacy write time or a bttl expiry instant (ambiguous).
+func ambiguousTable(ctx context.Context) (*bttestharness.Harness, *bigtable.Table, time.Time) {
+	h, tbl, now := legacyTable(ctx)
+	m := bigtable.NewMutation()
+	m.Set("f", "visit", bigtable.Time(now.Add(-90*time.Minute)).TruncateToMilliseconds(), []byte("d"))
+	if err := tbl.Apply(ctx, "user#2", m); err != nil {
+		panic(err)
+	}
+	return h, tbl, now
+}
+
+// A cell between the first switch and the last legacy write cannot be
+// told apart (a legacy write time, or an expiry bttl gave it): it is left
+// as it is, counted, and with WithAllAmbiguous every one is listed, for an
+// operator to resolve (bttl migrate resolve).
+func ExampleWithAllAmbiguous() {
+	ctx := context.Background()
+	h, tbl, now := ambiguousTable(ctx)
+	defer h.Close()
+	m, _ := migrate.New(tbl, "events", realToOneSecond(now), migrate.WithClock(h.Clock), migrate.WithAllAmbiguous(), migrate.WithExamples(0))
+	rep, err := m.Run(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("moved:", rep.Moved, "ambiguous:", rep.Ambiguous, "left to move:", rep.Unmoved())
+	for _, x := range rep.AmbiguousExamples {
+		fmt.Println(x.Row, x.Column, "written", now.Sub(x.Old.Time()), "ago, or expiring then")
+	}
+	// Output:
+	// moved: 2 ambiguous: 1 left to move: 1
+	// user#2 visit written 1h30m0s ago, or expiring then
+}
+
+// copyTable starts an in-process emulator with table "clicks" whose
+// family "clicks" (48h default expiry) is being copied into "clicks24h"
+// (24h), and the plan of that copy: a cell at t (expiring at t+48h) is
+// copied to t+24h, which expires at the same instant.
+func copyTable(ctx context.Context) (*bttestharness.Harness, *bigtable.Table, migrate.Plan) {
+	h, err := bttestharness.Start(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if err := h.CreateTable(ctx, "clicks", strategy.Schema{"clicks": strategy.DefaultExpiry(48 * time.Hour), "clicks24h": strategy.DefaultExpiry(24 * time.Hour)}); err != nil {
+		panic(err)
+	}
+	p := migrate.Plan{Family: "clicks", From: strategy.DefaultExpiry(48 * time.Hour), To: strategy.DefaultExpiry(24 * time.Hour), ToFamily: "clicks24h"}
+	return h, h.Raw.Open("clicks"), p
+}
+
+// at is a timestamp ms milliseconds after the harness clock's now, whole.
+func at(h *bttestharness.Harness, ms int64) bigtable.Timestamp {
+	return bigtable.Time(h.Clock.Now()).TruncateToMilliseconds() + bigtable.Timestamp(ms*1000)
+}
+
+// copyOnce writes row's cells through the plain client and copies them.
+func copyOnce(ctx context.Context, h *bttestharness.Harness, tbl *bigtable.Table, p migrate.Plan, row string, base bigtable.Timestamp) {
+	mut := bigtable.NewMutation()
+	mut.Set("clicks", "home", base, []byte("1"))
+	mut.Set("clicks", "cart", base, []byte("2"))
+	if err := tbl.Apply(ctx, row, mut); err != nil {
+		panic(err)
+	}
+	m, err := migrate.New(tbl, "clicks", p, migrate.WithClock(h.Clock))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := m.Run(ctx); err != nil {
+		panic(err)
+	}
+}
+
+// NewMirror takes a copy plan; in place there is no second family to
+// mirror into.
+func ExampleNewMirror() {
+	const d = 48 * time.Hour
+	_, err := migrate.NewMirror(migrate.Plan{Family: "f", From: strategy.DefaultExpiry(d), To: strategy.DefaultExpiry(d / 2), ToFamily: "g"})
+	fmt.Println(err)
+	_, err = migrate.NewMirror(migrate.Plan{Family: "f", From: strategy.Unmanaged(), To: strategy.OneSecond(), TTL: migrate.TTLRules{{TTL: d}},
+		FirstSwitch: time.Unix(1e9, 0), WrittenBefore: time.Unix(1e9+60, 0)})
+	fmt.Println(errors.Is(err, migrate.ErrInvalidPlan))
+	// Output:
+	// <nil>
+	// true
+}
+
+// CheckCopy proves a copy: every target cell is the copy of a stored
+// source cell. A source cell deleted without the Mirror leaves its copy,
+// which the target family would serve: listed.
+func ExampleMigrator_CheckCopy() {
+	ctx := context.Background()
+	h, tbl, p := copyTable(ctx)
+	defer h.Close()
+	base := at(h, 0)
+	copyOnce(ctx, h, tbl, p, "user#1", base)
+	m, _ := migrate.New(tbl, "clicks", p, migrate.WithClock(h.Clock))
+	chk, err := m.CheckCopy(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("matched:", chk.Matched, "clean:", chk.Clean())
+
+	mut := bigtable.NewMutation()
+	mut.DeleteTimestampRange("clicks", "cart", base, base+1000) // not mirrored
+	if err := tbl.Apply(ctx, "user#1", mut); err != nil {
+		panic(err)
+	}
+	chk, _ = m.CheckCopy(ctx)
+	for _, c := range chk.Cells {
+		fmt.Println(c.What, c.Row, c.Family, c.Column)
+	}
+	// Output:
+	// matched: 2 clean: true
+	// only_in_target user#1 clicks24h cart
 }

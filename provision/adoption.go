@@ -17,7 +17,7 @@ import (
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	"github.com/bttl/bttl/internal/keytext"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/internal/keytext"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
-	"github.com/bttl/bttl/scan"
 )
 
 var auditCommand = command{

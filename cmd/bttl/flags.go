@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // Flag values that check what they are given: the flag package then

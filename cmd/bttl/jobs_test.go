@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	migratepkg "github.com/bttl/bttl/migrate"
+	migratepkg "github.com/bttl/bttl/internal/migratejob"
 )
 
 // The job examples in examples/jobs, as far as the test reads them.

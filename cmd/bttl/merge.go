@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/bttl/bttl/audit"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // auditMergeCommand is "bttl audit merge", an entry of the command table

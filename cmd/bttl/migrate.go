@@ -14,10 +14,10 @@ import (
 
 	"github.com/bttl/bttl/gcrule"
 	"github.com/bttl/bttl/internal/keytext"
+	migrate "github.com/bttl/bttl/internal/migratejob"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
-	"github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
 	"github.com/bttl/bttl/schemafile"
 	"github.com/bttl/bttl/strategy"
 )

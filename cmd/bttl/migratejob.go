@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/keytext"
-	"github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
+	migrate "github.com/bttl/bttl/internal/migratejob"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 )
 

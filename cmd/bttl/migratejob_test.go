@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/internal/keytext"
-	"github.com/bttl/bttl/migrate"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 )
 
 // Issue 35 item 5: each shard of a job reports its own run as JSON and

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/bttest_harness/prodserver"
+	migratepkg "github.com/bttl/bttl/internal/migratejob"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/throttle"
-	migratepkg "github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
 )
 
 // inProcess runs bttl in-process against the server at addr, with exactly

@@ -23,9 +23,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/internal/rules"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
-	"github.com/bttl/bttl/scan"
 )
 
 // throttlePeriod is the adaptive pace's period (throttle.Config.Period).

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
 // Audit reports kept in Bigtable (audit -report bigtable://TABLE/JOB): a

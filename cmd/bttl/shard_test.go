@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/internal/testenv"
-	"github.com/bttl/bttl/scan"
 )
 
 // buildBttl builds the binary once per test.

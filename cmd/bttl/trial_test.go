@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	"github.com/bttl/bttl/internal/promtest"
-	"github.com/bttl/bttl/migrate"
 )
 
 // writeBack writes cells (family fam) into table with their timestamps,

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bttl/bttl/gcrule"
+	migrate "github.com/bttl/bttl/internal/migratejob"
 	"github.com/bttl/bttl/internal/timefmt"
-	"github.com/bttl/bttl/migrate"
 	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )

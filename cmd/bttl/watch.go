@@ -24,7 +24,7 @@ import (
 	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/changestream/gclag"
 	"github.com/bttl/bttl/internal/keytext"
-	"github.com/bttl/bttl/scan"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 )
 

@@ -24,8 +24,8 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/bttest_harness/prodserver"
-	"github.com/bttl/bttl/migrate"
-	"github.com/bttl/bttl/scan"
+	migrate "github.com/bttl/bttl/internal/migratejob"
+	scan "github.com/bttl/bttl/internal/scanjob"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 	"github.com/bttl/bttl/wireguard"
