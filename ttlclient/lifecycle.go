@@ -208,7 +208,10 @@ func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at tim
 // the largest timestamp (strategy.MaxTimestamp), which expires after the
 // year 294,000 (docs/design.md#lifecycle-conditions). On a family whose
 // cap clamps (strategy.ClampLonger) "forever" is the cap: the cell gets
-// the cap's TTL from now, as any longer TTL does there, and keeps a TTL.
+// the cap's TTL from now, as any longer TTL does there, and keeps a TTL;
+// a cell there already living longer than the cap (written before it,
+// or by a plain client) is never shortened to it: ExpireNotMet, checked in
+// the conditional mutation's predicate.
 // A family whose cap refuses longer TTLs, and a sequence or unmanaged
 // family, are refused with a *CellError wrapping ErrCannotPersist. A cell
 // already without a TTL is ExpireNotMet (HPERSIST's -1); otherwise the
@@ -283,11 +286,15 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // then one CheckAndMutateRow moving, for each column, the newest cell
 // returned to the timestamp a write with ttl gets now (older versions
 // returned keep their TTL, as with time-to-idle). Its predicate pins every
-// such cell (column, millisecond, value), requires each to be still its
-// column's newest and each lower target millisecond to be empty: a write,
-// Expire, delete or refresh since the read makes the whole move not apply
-// (ExpireChanged, nothing changed: read again), so no concurrent write is
-// overwritten or hidden and no dead cell revived. It returns the row as
+// such cell (column, millisecond, value), requires the column to hold
+// nothing above a cell that moves up, up to its target, and each lower
+// target millisecond to be empty: a write, Expire, delete or refresh since
+// the read that the move would overwrite, cross or find changed makes the
+// whole move not apply (ExpireChanged, nothing changed: read again), so
+// no concurrent write is overwritten or hidden and no dead cell revived.
+// A filter returning an older version of a column moves that version the
+// same way: down, or up to below the newer one; a move lifting it over
+// the newer version, which it would hide, never applies (ExpireChanged). It returns the row as
 // read (the timestamps before the move) and ExpireSet, or ExpireNoCell
 // when no age-family cell was returned (nothing sent). Sequence and
 // unmanaged families' cells are returned and left alone. The reads do not
@@ -304,7 +311,8 @@ func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtabl
 // returns (GETEX ... PERSIST), as Persist does: each moves to the largest
 // timestamp, or the cap on a clamping family; a returned family where
 // "forever" has no meaning refuses the call (ErrCannotPersist). A cell
-// already without a TTL stays where it is, on a clamping family too.
+// already without a TTL stays where it is, on a clamping family too, and
+// so does one living longer than a clamping family's cap.
 func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
 	r, res, err := t.life.ReadRowAndPersist(ctx, row, filter)
 	return r, ExpireResult(res), err

@@ -169,7 +169,7 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 				target = -1000
 			}
 		}
-		r, err := o.expireOne(ctx, row, family, column, p, c, target, cond, MoveNoCrossing)
+		r, err := o.expireOne(ctx, row, family, column, p, c, target, Settings{Cond: cond}, MoveNoCrossing)
 		if err != nil {
 			return moved, err
 		}
@@ -284,12 +284,13 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: fam}, err)
 	}
 	if persist {
-		// A cell already without a TTL stays where it is (Persist's XX):
-		// on a clamping family "forever" is the cap, which would give it
-		// one.
+		// Persist only lengthens: a cell already without a TTL stays
+		// where it is (Persist's XX), and so, on a clamping family, where
+		// "forever" is the cap, does a cell already living longer than
+		// the cap (written before it, or by a plain client).
 		kept := moves[:0]
 		for _, mv := range moves {
-			if HasTTL(mv.TS) {
+			if mv.Target > mv.TS {
 				kept = append(kept, mv)
 			}
 		}

@@ -323,10 +323,11 @@ type Move struct {
 
 // RowMove is the predicate and mutation moving every cell of moves in one
 // CheckAndMutateRow (the mutation applies when the predicate matches):
-// each cell pinned (column, millisecond, value: filters.RowMove), each
-// still its column's newest (nothing stored in the column after its
-// millisecond, so no concurrent write is overwritten, or hidden under the
-// moved cell), and each target millisecond below it empty. An error when
+// each cell pinned (column, millisecond, value: filters.RowMove), nothing
+// stored in the column above a lifted cell up to its target (so no
+// concurrent write, and no newer version, is hidden under the moved cell)
+// and each target millisecond below a cell moved down empty (so none is
+// overwritten). An error when
 // the pins do not fit in one predicate (filters.ErrCellTooLargeToPin).
 func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
 	var rm filters.RowMove
@@ -346,13 +347,20 @@ func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: the %d cells of the row do not fit in one predicate of %d bytes", filters.ErrCellTooLargeToPin, len(moves), filters.MaxFilterBytes)
 		}
-		if ms < strategy.MaxTimestamp {
-			// Bounded above: family, column twice, a range, the tags and
-			// lengths of a chain of two.
-			guardBytes += len(mv.Family) + 2*len(mv.Column) + 40
+		if mv.Keep && target > ms {
+			// A lift: nothing may be stored above the cell up to its
+			// target, as for Expire's MoveNoCrossing, so it is never
+			// lifted over a value written since the read, nor over a
+			// newer version the read did not return (a filter may
+			// return an older one), which it would hide. A cell moved
+			// down, or deleted, hides nothing: the target slot's check
+			// (above) keeps a concurrent write there from being
+			// overwritten. Bounded above: family, column twice, two
+			// ranges, the tags and lengths of a chain of two.
+			guardBytes += len(mv.Family) + 2*len(mv.Column) + 50
 			guards = append(guards, bigtable.ChainFilters(
 				bigtable.ColumnRangeFilter(mv.Family, mv.Column, mv.Column+"\x00"),
-				bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0),
+				bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), strategy.MilliEnd(target)),
 			))
 		}
 		end := strategy.MilliEnd(ms)

@@ -181,6 +181,10 @@ func (m *Model) Persist(rowKey, fam, col string, now time.Time) (int, error) {
 		if target, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now); err != nil {
 			return 0, err
 		}
+		// "Forever" is the cap: a cell living longer is not shortened.
+		if live := m.liveColumn(rowKey, fam, col, now.UnixMicro()); len(live) > 0 && live[0].ts < lastMilli && live[0].ts > target {
+			return ResNotMet, nil
+		}
 	}
 	return m.expireTo(rowKey, fam, col, now.UnixMicro(), target, 0, false, CondXX), nil
 }
@@ -287,8 +291,8 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		}
 		for _, col := range cols {
 			c := m.liveColumn(rowKey, fam, col, t)[0]
-			if persist && c.ts == lastMilli {
-				continue // already without a TTL: stays (on a clamping family too)
+			if persist && c.ts >= target {
+				continue // already without a TTL, or living longer than the cap: stays
 			}
 			if c.ts != target {
 				moves = append(moves, mv{fam, col, c, target})
