@@ -60,6 +60,10 @@ type Settings struct {
 	// than the target (Persist on a clamping family, where "forever" is
 	// the cap: a cell living longer is not shortened to it).
 	Lengthen bool
+	// OnCell gets each cell's result, for ExpireColumn and ExpireRow
+	// (ttlclient's ExpireResultsTo): the cell's timestamp as read (0 for
+	// a column without a live cell, NoCell).
+	OnCell func(family, column string, ts bigtable.Timestamp, r Result)
 }
 
 // now is the clock in microseconds. UnixMicro, unlike bigtable.Time, stays

@@ -137,30 +137,40 @@ func (m *Model) ExpireAt(rowKey, fam, col string, now, at time.Time, atCell int6
 	if err != nil {
 		return 0, err
 	}
+	target, _, err := f.atTarget(now, at)
+	if err != nil {
+		return 0, err
+	}
+	return m.expireTo(rowKey, fam, col, now.UnixMicro(), target, atCell, hasAt, c), nil
+}
+
+// atTarget is the timestamp of a cell of f expiring at at, at clock
+// reading now; past (target before the epoch, a delete) when such a cell
+// is already expired.
+func (f family) atTarget(now, at time.Time) (target int64, past bool, err error) {
 	t := now.UnixMicro()
 	off := time.Duration(f.expiryOffset()) * time.Microsecond
-	target := int64(-1000) // before the epoch, never live: a delete
-	if at.After(now) {
-		if at.After(time.UnixMicro(lastMilli).Add(off)) {
-			return 0, refused(ClassOverflow, "expiry %s past the last timestamp", at)
-		}
-		ts := ms(at.Add(-off).UnixMicro())
-		if ts < 0 {
-			return 0, refused(ClassBeforeEpoch, "expiry %s less than D after the epoch", at)
-		}
-		if f.live(ts, t) {
-			target = ts
-			if f.maxTTL > 0 && ts+f.expiryOffset()-t > int64(f.maxTTL/time.Microsecond) {
-				if !f.clampTTL {
-					return 0, refused(ClassTTLTooLong, "expiry %s over the max TTL %s", at, f.maxTTL)
-				}
-				if target, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now); err != nil {
-					return 0, err
-				}
-			}
-		}
+	if !at.After(now) {
+		return -1000, true, nil
 	}
-	return m.expireTo(rowKey, fam, col, t, target, atCell, hasAt, c), nil
+	if at.After(time.UnixMicro(lastMilli).Add(off)) {
+		return 0, false, refused(ClassOverflow, "expiry %s past the last timestamp", at)
+	}
+	ts := ms(at.Add(-off).UnixMicro())
+	if ts < 0 {
+		return 0, false, refused(ClassBeforeEpoch, "expiry %s less than D after the epoch", at)
+	}
+	if !f.live(ts, t) {
+		return -1000, true, nil
+	}
+	if f.maxTTL > 0 && ts+f.expiryOffset()-t > int64(f.maxTTL/time.Microsecond) {
+		if !f.clampTTL {
+			return 0, false, refused(ClassTTLTooLong, "expiry %s over the max TTL %s", at, f.maxTTL)
+		}
+		ts, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now)
+		return ts, false, err
+	}
+	return ts, false, nil
 }
 
 // Persist is ttlclient.Table.Persist: the newest live cell moves to the
@@ -248,6 +258,17 @@ func (m *Model) MaxWriteTime(rowKey, fam string, cols []string, now time.Time) (
 // cell fails the whole move: ResChanged). A refusal of the first family,
 // by name, with a live cell, before anything changes.
 func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, persist bool) (int, error) {
+	return m.readRowAndMove(rowKey, now, ttl, nil, persist)
+}
+
+// ReadRowAndExpireAt is ttlclient.Table.ReadRowAndExpireAt: as
+// ReadRowAndMove, each family's target the timestamp expiring at at (as
+// ExpireAt); an instant already past deletes the cells (ResDeleted).
+func (m *Model) ReadRowAndExpireAt(rowKey string, now, at time.Time) (int, error) {
+	return m.readRowAndMove(rowKey, now, 0, &at, false)
+}
+
+func (m *Model) readRowAndMove(rowKey string, now time.Time, ttl time.Duration, at *time.Time, persist bool) (int, error) {
 	if rowKey == "" {
 		return 0, refused(ClassInvalid, "empty row key")
 	}
@@ -277,6 +298,8 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		var target int64
 		var err error
 		switch {
+		case at != nil:
+			target, _, err = f.atTarget(now, *at)
 		case !persist:
 			target, err = f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
 		case f.maxTTL > 0 && !f.clampTTL:
@@ -314,8 +337,13 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 			}
 		}
 	}
+	kept := false
 	for _, x := range moves {
 		m.move(rowKey, x.fam, x.col, x.c, x.target, t)
+		kept = kept || (x.target >= 0 && m.fams[x.fam].live(x.target, t))
+	}
+	if !kept {
+		return ResDeleted, nil
 	}
 	return ResSet, nil
 }
