@@ -2,6 +2,7 @@ package ttlclient_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
 
@@ -34,7 +36,7 @@ func TestPersistOnAClampingFamilyNeverShortens(t *testing.T) {
 		tbl := h.MustTable(t, "clamp37", condSchema())
 		now := h.Clock.Now()
 		// clamp: default expiry D, cap 3h; this cell expires in 10h.
-		ts := bigtable.Timestamp(now.Add(10*time.Hour - defaultD).UnixMilli() * 1000)
+		ts := bigtable.Timestamp(now.Add(10*time.Hour-defaultD).UnixMilli() * 1000)
 		rawSet(t, h, "clamp37", "r", "clamp", "c", ts, "long")
 		rawSet(t, h, "clamp37", "g", "clamp", "c", ts, "long")
 
@@ -98,5 +100,90 @@ func TestReadRowAndExpireOfAnOlderVersion(t *testing.T) {
 		again, err := tbl.ReadRow(ctx, "r")
 		require.NoError(t, err)
 		assert.Equal(t, all, again)
+	})
+}
+
+// SetColumns: FNX writes only when no column holds a live cell, FXX only
+// when every one does; an expired cell not yet collected does not count;
+// nothing is written in part.
+func TestSetColumnsIfNoneOrAllExist(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "hsetex", condSchema())
+		vals := map[string][]byte{"a": []byte("A"), "b": []byte("B")}
+
+		applied, err := tbl.SetColumns(ctx, "r", famOne, vals, time.Hour, ttlclient.SetIfAllExist)
+		require.NoError(t, err)
+		assert.False(t, applied, "FXX: none exists")
+		lcSet(t, tbl, "r", famOne, "a", "old", time.Minute)
+		applied, err = tbl.SetColumns(ctx, "r", famOne, vals, time.Hour, ttlclient.SetIfAllExist)
+		require.NoError(t, err)
+		assert.False(t, applied, "FXX: b does not exist")
+		applied, err = tbl.SetColumns(ctx, "r", famOne, vals, time.Hour, ttlclient.SetIfNoneExist)
+		require.NoError(t, err)
+		assert.False(t, applied, "FNX: a exists")
+		it, _ := lcCell(t, tbl, "r", famOne, "a")
+		assert.Equal(t, "old", string(it.Value), "nothing written")
+		_, ok := lcCell(t, tbl, "r", famOne, "b")
+		assert.False(t, ok, "nothing written in part")
+
+		// a expires (still stored, GC off): it no longer exists.
+		h.Clock.Advance(2 * time.Minute)
+		applied, err = tbl.SetColumns(ctx, "r", famOne, vals, time.Hour, ttlclient.SetIfNoneExist)
+		require.NoError(t, err)
+		assert.True(t, applied, "FNX: the expired cell does not count")
+		assert.Equal(t, time.Hour, lcLeft(t, tbl, "r", famOne, "a"))
+		assert.Equal(t, time.Hour, lcLeft(t, tbl, "r", famOne, "b"))
+
+		applied, err = tbl.SetColumns(ctx, "r", famOne, map[string][]byte{"a": []byte("A2"), "b": []byte("B2")}, 2*time.Hour, ttlclient.SetIfAllExist)
+		require.NoError(t, err)
+		assert.True(t, applied, "FXX: both exist")
+		it, _ = lcCell(t, tbl, "r", famOne, "b")
+		assert.Equal(t, "B2", string(it.Value))
+		assert.Equal(t, 2*time.Hour, lcLeft(t, tbl, "r", famOne, "b"))
+
+		// Refusals before any RPC.
+		_, err = tbl.SetColumns(ctx, "r", famSeq, vals, time.Hour, ttlclient.SetIfNoneExist)
+		require.ErrorIs(t, err, ttlclient.ErrNotApplicable)
+		_, err = tbl.SetColumns(ctx, "r", famOne, nil, time.Hour, ttlclient.SetIfNoneExist)
+		require.ErrorIs(t, err, ttlclient.ErrEmptyMutation)
+		_, err = tbl.SetColumns(ctx, "r", "refuse", vals, 5*time.Hour, ttlclient.SetIfNoneExist)
+		require.ErrorIs(t, err, strategy.ErrTTLTooLong)
+	})
+}
+
+// Interleaving: writers racing SetColumns FNX on the same columns; the
+// server judges each in its own conditional mutation, so exactly one
+// writes (run with -race).
+func TestSetColumnsIfNoneExistRace(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "hsetexrace", condSchema())
+		const n = 8
+		var wg sync.WaitGroup
+		results := make([]bool, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := []byte{byte('0' + i)}
+				results[i], errs[i] = tbl.SetColumns(ctx, "r", famOne, map[string][]byte{"a": v, "b": v}, time.Hour, ttlclient.SetIfNoneExist)
+			}()
+		}
+		wg.Wait()
+		won := -1
+		for i := range n {
+			require.NoError(t, errs[i])
+			if results[i] {
+				assert.Equal(t, -1, won, "two writers applied")
+				won = i
+			}
+		}
+		require.NotEqual(t, -1, won, "no writer applied")
+		a, _ := lcCell(t, tbl, "r", famOne, "a")
+		b, _ := lcCell(t, tbl, "r", famOne, "b")
+		assert.Equal(t, []byte{byte('0' + won)}, a.Value)
+		assert.Equal(t, a.Value, b.Value, "one writer's values, both columns")
 	})
 }

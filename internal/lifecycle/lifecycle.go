@@ -426,3 +426,28 @@ func PlanRowMove(r bigtable.Row, policy func(family string) (strategy.Policy, bo
 	}
 	return moves, "", nil
 }
+
+// ColumnsExist is SetColumns' predicate (HSETEX's FNX and FXX), after the
+// table's TTL filter, which ttlclient's Table.Apply puts in front of every
+// predicate, so only live cells count: with all false it matches when any
+// of family's columns holds a live cell; with all true only when every
+// one does (a chain of conditions, one per column: each passes the row on
+// when its column has a cell, else blocks it). columns is not empty.
+func ColumnsExist(family string, columns []string, all bool) bigtable.Filter {
+	has := func(c string) bigtable.Filter { return bigtable.ColumnRangeFilter(family, c, c+"\x00") }
+	if !all {
+		if len(columns) == 1 {
+			return has(columns[0])
+		}
+		fs := make([]bigtable.Filter, len(columns))
+		for i, c := range columns {
+			fs[i] = has(c)
+		}
+		return bigtable.InterleaveFilters(fs...)
+	}
+	var f bigtable.Filter = bigtable.PassAllFilter()
+	for i := len(columns) - 1; i >= 0; i-- {
+		f = bigtable.ConditionFilter(has(columns[i]), f, bigtable.BlockAllFilter())
+	}
+	return f
+}

@@ -1048,8 +1048,10 @@ func (r *runner) expire(row string) error {
 	ttl := r.ttl()
 	// 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4
 	// Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist,
-	// 8 ExpireColumnAt, 9 ExpireRow, 10 ExpireRowAt, 11 ReadRowAndExpireAt
-	mode := r.u(12)
+	// 8 ExpireColumnAt, 9 ExpireRow, 10 ExpireRowAt, 11 ReadRowAndExpireAt,
+	// 12 SetColumns (of col and col2, with setCond)
+	mode := r.u(13)
+	col2, setCond := r.column(), r.u(3)
 	pick := r.u(8)
 	cond := model.Cond(r.u(6))
 	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
@@ -1235,6 +1237,34 @@ func (r *runner) expire(row string) error {
 			}
 			_, _ = apply(r.m)
 			r.countResult(want)
+		}
+	case 12:
+		values := map[string]string{col: keepValue, col2: keepValue + "2"}
+		what = fmt.Sprintf("SetColumns %s %s %q ttl %s cond %d at %s", row, fam, values, ttl, setCond, clockString(clock))
+		if r.m.ExpireUndecidable(row, fam, col2) {
+			r.stats.ExpireSkipped++
+			r.record(what + " skipped: a version GC may have removed")
+			return nil
+		}
+		r.record(what)
+		want, wantErr := r.m.CloneRow(row).SetColumns(row, fam, values, ttl, setCond, clock)
+		bv := map[string][]byte{}
+		for c, v := range values {
+			bv[c] = []byte(v)
+		}
+		got, err := ex.SetColumns(r.ctx, row, fam, bv, ttl, ttlclient.SetCondition(setCond))
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if got != want {
+				return r.fail(what, fmt.Sprintf("applied %v, the model %v", got, want))
+			}
+			_, _ = r.m.SetColumns(row, fam, values, ttl, setCond, clock)
+			r.stats.Writes++
+			if !got {
+				r.stats.NotMet++
+			}
 		}
 	case 6:
 		var cols []string

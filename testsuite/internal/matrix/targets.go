@@ -45,6 +45,7 @@ type Expirer interface {
 	ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error)
+	SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error)
 	MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error)
 	ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error)
 	ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error)
@@ -169,6 +170,10 @@ func (a tableTarget) ExpireRowAt(ctx context.Context, row string, at time.Time, 
 
 func (a tableTarget) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, ttlclient.ExpireResult, error) {
 	return a.t.ReadRowAndExpireAt(ctx, row, filter, at)
+}
+
+func (a tableTarget) SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error) {
+	return a.t.SetColumns(ctx, row, family, values, ttl, cond)
 }
 
 func (a tableTarget) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error) {

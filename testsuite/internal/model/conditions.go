@@ -359,3 +359,37 @@ func (m *Model) RowUndecidable(rowKey string) bool {
 	}
 	return false
 }
+
+// The SetColumns conditions (ttlclient.SetCondition: HSETEX's FNX, FXX).
+const (
+	SetAlways = iota
+	SetIfNoneExist
+	SetIfAllExist
+)
+
+// SetColumns is ttlclient.Table.SetColumns: values (column -> value) are
+// written to fam with ttl, all or none, when cond holds for the columns'
+// live cells (the view) at now; refusals are a mutation's, an age family
+// only.
+func (m *Model) SetColumns(rowKey, fam string, values map[string]string, ttl time.Duration, cond int, now time.Time) (bool, error) {
+	if _, err := m.ageFamily(rowKey, fam); err != nil {
+		return false, err
+	}
+	var ops []Op
+	for _, col := range sortedKeys(values) {
+		ops = append(ops, Op{Kind: SetTTL, Family: fam, Column: col, TTL: ttl, Value: values[col]})
+	}
+	if err := m.Check(rowKey, now, ops); err != nil {
+		return false, err
+	}
+	exist := 0
+	for _, col := range sortedKeys(values) {
+		if len(m.liveColumn(rowKey, fam, col, now.UnixMicro())) > 0 {
+			exist++
+		}
+	}
+	if (cond == SetIfNoneExist && exist > 0) || (cond == SetIfAllExist && exist < len(values)) {
+		return false, nil
+	}
+	return true, m.Apply(rowKey, now, ops)
+}
