@@ -323,3 +323,55 @@ func TestExpireColumnAtConditionJudgedOnTheServer(t *testing.T) {
 		}
 	})
 }
+
+// Edge cases of ExpireColumnAt: a cell at the largest timestamp (no TTL)
+// takes NX; a clamping cap clamps the instant, a refusing one refuses it;
+// a cell expiring between the read and the move's liveness check is not
+// moved, so never revived.
+func TestExpireColumnAtEdges(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "colatedge", condSchema())
+		now := h.Clock.Now()
+
+		lcSet(t, tbl, "r", famOne, "p", "v", time.Minute)
+		r, err := tbl.Persist(ctx, "r", famOne, "p")
+		require.NoError(t, err)
+		require.Equal(t, ttlclient.ExpireSet, r)
+		var res []ttlclient.ExpireCellResult
+		moved, err := tbl.ExpireColumnAt(ctx, "r", famOne, "p", now.Add(time.Hour), ttlclient.OnlyIfNoTTL, ttlclient.ExpireResultsTo(&res))
+		require.NoError(t, err)
+		assert.Equal(t, 1, moved)
+		assert.Equal(t, strategy.MaxTimestamp, res[0].Timestamp)
+		assert.Equal(t, time.Hour, lcLeft(t, tbl, "r", famOne, "p"))
+
+		lcSet(t, tbl, "r", "clamp", "c", "v", time.Minute)
+		_, err = tbl.ExpireColumnAt(ctx, "r", "clamp", "c", now.Add(5*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, 3*time.Hour, lcLeft(t, tbl, "r", "clamp", "c"), "clamped to the cap")
+		lcSet(t, tbl, "r", "refuse", "c", "v", time.Minute)
+		_, err = tbl.ExpireColumnAt(ctx, "r", "refuse", "c", now.Add(5*time.Hour))
+		require.ErrorIs(t, err, strategy.ErrTTLTooLong)
+		assert.Equal(t, time.Minute, lcLeft(t, tbl, "r", "refuse", "c"), "refused: unchanged")
+
+		// wt: the move reads the companion after the column; the clock
+		// passes the cell's expiry in between.
+		lcSet(t, tbl, "e", "wt", "c", "v", time.Minute)
+		it, ok := lcCell(t, tbl, "e", "wt", "c")
+		require.True(t, ok)
+		hc.before("ReadRows", func() {
+			hc.before("ReadRows", func() { h.Clock.Advance(2 * time.Minute) })
+		})
+		moved, err = tbl.ExpireColumnAt(ctx, "e", "wt", "c", now.Add(time.Hour), ttlclient.ExpireResultsTo(&res))
+		require.NoError(t, err)
+		assert.Equal(t, 0, moved)
+		assert.Equal(t, []ttlclient.ExpireCellResult{{Family: "wt", Column: "c", Timestamp: it.Timestamp, Result: ttlclient.ExpireChanged}}, res)
+		_, ok = lcCell(t, tbl, "e", "wt", "c")
+		assert.False(t, ok, "the expired cell is not revived")
+		stored, err := h.Stored(ctx, "colatedge", "e")
+		require.NoError(t, err)
+		require.NotEmpty(t, stored["wt"])
+		assert.Equal(t, it.Timestamp, stored["wt"][0].Timestamp, "left where it was")
+	})
+}
