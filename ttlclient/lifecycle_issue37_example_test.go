@@ -104,3 +104,24 @@ func ExampleTable_SetColumns() {
 	// created again: false <nil>
 	// updated: true <nil> FXX
 }
+
+// Update a session's fields without extending its life (HSETEX ... FXX
+// KEEPTTL): each field keeps its own expiry.
+func ExampleTable_SetColumnsKeepTTL() {
+	ctx := context.Background()
+	h, tbl := exLifecycleTable(ctx)
+	defer h.Close()
+	exSet(ctx, tbl, "sess1", "hits", "user", "ann", 30*time.Minute)
+	exSet(ctx, tbl, "sess1", "hits", "role", "admin", 30*time.Minute)
+
+	r, err := tbl.SetColumnsKeepTTL(ctx, "sess1", "hits", map[string][]byte{"role": []byte("user")})
+	fmt.Println(r, err)
+	left, _ := tbl.RemainingTTL(exCell(ctx, tbl, "sess1", "hits", "role"))
+	fmt.Println(string(exCell(ctx, tbl, "sess1", "hits", "role").Value), left)
+	r, err = tbl.SetColumnsKeepTTL(ctx, "sess1", "hits", map[string][]byte{"role": []byte("x"), "gone": []byte("y")})
+	fmt.Println(r, err)
+	// Output:
+	// set <nil>
+	// user 30m0s
+	// no-cell <nil>
+}

@@ -375,3 +375,53 @@ func TestExpireColumnAtEdges(t *testing.T) {
 		assert.Equal(t, it.Timestamp, stored["wt"][0].Timestamp, "left where it was")
 	})
 }
+
+// SetColumnsKeepTTL (HSETEX FXX KEEPTTL): every column keeps its own TTL;
+// a column without a live cell, or a write to one of them between the
+// read and the mutation, writes nothing.
+func TestSetColumnsKeepTTL(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "hsetexkeep", condSchema())
+		for _, fam := range []string{famOne, "wt"} {
+			lcSet(t, tbl, "r", fam, "a", "a0", 10*time.Minute)
+			r, err := tbl.SetColumnsKeepTTL(ctx, "r", fam, map[string][]byte{"a": []byte("a1"), "b": []byte("b1")})
+			require.NoError(t, err)
+			assert.Equal(t, ttlclient.ExpireNoCell, r, "%s: b has no live cell", fam)
+			it, _ := lcCell(t, tbl, "r", fam, "a")
+			assert.Equal(t, "a0", string(it.Value), "nothing written in part")
+
+			lcSet(t, tbl, "r", fam, "b", "b0", 20*time.Minute)
+			r, err = tbl.SetColumnsKeepTTL(ctx, "r", fam, map[string][]byte{"a": []byte("a1"), "b": []byte("b1")})
+			require.NoError(t, err)
+			assert.Equal(t, ttlclient.ExpireSet, r, fam)
+			it, _ = lcCell(t, tbl, "r", fam, "a")
+			assert.Equal(t, "a1", string(it.Value))
+			assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r", fam, "a"), "a keeps its TTL")
+			assert.Equal(t, 20*time.Minute, lcLeft(t, tbl, "r", fam, "b"), "b keeps its TTL")
+			stored, err := h.Stored(ctx, "hsetexkeep", "r")
+			require.NoError(t, err)
+			n := 0
+			for _, c := range stored[fam] {
+				if c.Column == fam+":a" {
+					n++
+				}
+			}
+			assert.Equal(t, 1, n, "%s: replaced, not added", fam)
+
+			hc.before("CheckAndMutateRow", func() { lcSet(t, tbl, "r", fam, "b", "new", 30*time.Minute) })
+			r, err = tbl.SetColumnsKeepTTL(ctx, "r", fam, map[string][]byte{"a": []byte("a2"), "b": []byte("b2")})
+			require.NoError(t, err)
+			assert.Equal(t, ttlclient.ExpireChanged, r, fam)
+			it, _ = lcCell(t, tbl, "r", fam, "a")
+			assert.Equal(t, "a1", string(it.Value), "nothing written")
+			it, _ = lcCell(t, tbl, "r", fam, "b")
+			assert.Equal(t, "new", string(it.Value), "the concurrent write kept")
+		}
+		_, err := tbl.SetColumnsKeepTTL(ctx, "r", famSeq, map[string][]byte{"a": nil})
+		require.ErrorIs(t, err, ttlclient.ErrNotApplicable)
+		_, err = tbl.SetColumnsKeepTTL(ctx, "r", famOne, nil)
+		require.ErrorIs(t, err, ttlclient.ErrEmptyMutation)
+	})
+}

@@ -97,3 +97,36 @@ func (t *Table) SetColumns(ctx context.Context, row, family string, values map[s
 	}
 	return matched == (cond == SetIfAllExist), nil
 }
+
+// SetColumnsKeepTTL writes values (qualifier -> value) to family of row
+// keeping each column's TTL, like Redis HSETEX ... FXX KEEPTTL: each value
+// replaces its column's newest live cell at that cell's timestamp, as
+// SetKeepTTL does for one column, all in one conditional row mutation
+// whose predicate pins every such cell (column, millisecond, value) and
+// requires each to be still its column's newest. A column without a live
+// cell makes it ExpireNoCell with nothing written (FXX: KEEPTTL has no TTL
+// to keep there, and bttl does not pick one); a write, Expire, delete or
+// refresh of any of the cells since the read makes it ExpireChanged with
+// nothing written; else ExpireSet. The refusals are SetKeepTTL's (an age
+// family, no reserved column, a value within MaxValueBytes, the cells
+// small enough to pin together: filters.ErrCellTooLargeToPin) and an
+// empty values (ErrEmptyMutation), before any write.
+func (t *Table) SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ExpireResult, error) {
+	if len(values) == 0 {
+		if err := t.checkRowKey(row); err != nil {
+			return ExpireNoCell, err
+		}
+		return ExpireNoCell, t.refuse(row, family, "", rules.ErrEmptyMutation)
+	}
+	columns := make([]string, 0, len(values))
+	for c := range values {
+		columns = append(columns, c)
+	}
+	slices.Sort(columns)
+	vs := make([][]byte, len(columns))
+	for i, c := range columns {
+		vs[i] = values[c]
+	}
+	r, err := t.life.SetColumnsKeepTTL(ctx, row, family, columns, vs)
+	return ExpireResult(r), err
+}

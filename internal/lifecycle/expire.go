@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/rules"
@@ -286,6 +287,88 @@ func (o *Ops) SetKeepTTL(ctx context.Context, row, family, column string, value 
 	m := KeepTTLMutation(p, family, column, ms, value, now)
 	var applied bool
 	if err := o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(pin, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return Changed, err
+	}
+	if !applied {
+		return Changed, nil
+	}
+	return Set, nil
+}
+
+// SetColumnsKeepTTL is ttlclient's Table.SetColumnsKeepTTL: columns
+// (sorted, distinct) get values, each at its newest live cell's
+// millisecond, in one conditional mutation pinning every such cell, each
+// still its column's newest.
+func (o *Ops) SetColumnsKeepTTL(ctx context.Context, row, family string, columns []string, values [][]byte) (Result, error) {
+	p, err := o.lifecyclePolicy(row, family, columns[0])
+	if err != nil {
+		return NoCell, err
+	}
+	has := make([]bigtable.Filter, len(columns))
+	for i, c := range columns {
+		if err := checkReserved(p, c); err != nil {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c}, err)
+		}
+		if len(values[i]) > rules.MaxValueBytes {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c}, fmt.Errorf("%w: %d bytes", rules.ErrValueTooLarge, len(values[i])))
+		}
+		has[i] = bigtable.ColumnRangeFilter(family, c, c+"\x00")
+	}
+	var user bigtable.Filter = has[0]
+	if len(has) > 1 {
+		user = bigtable.InterleaveFilters(has...)
+	}
+	r, err := o.ReadRow(ctx, row, o.Filters.Compose(o.now(), bigtable.ChainFilters(user, bigtable.LatestNFilter(1))))
+	if err != nil {
+		return NoCell, err
+	}
+	newest := map[string]bigtable.ReadItem{}
+	for _, it := range r[family] {
+		newest[strings.TrimPrefix(it.Column, family+":")] = it
+	}
+	if len(newest) < len(columns) {
+		return NoCell, nil // FXX: not every column holds a live cell
+	}
+	var rm filters.RowMove
+	var guards []bigtable.Filter
+	guardBytes := 16
+	for _, c := range columns {
+		it := newest[c]
+		ms := strategy.Millis(it.Timestamp)
+		ok, err := rm.Add(family, c, ms, it.Value, "", 0)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: the %d cells do not fit in one predicate of %d bytes", filters.ErrCellTooLargeToPin, len(columns), filters.MaxFilterBytes)
+		}
+		if err != nil {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c, Timestamp: it.Timestamp}, err)
+		}
+		if ms < strategy.MaxTimestamp {
+			guardBytes += len(family) + 2*len(c) + 40
+			guards = append(guards, NewerCells(family, c, ms))
+		}
+	}
+	if n := proto.Size(rm.Proto()) + guardBytes; n > filters.MaxFilterBytes {
+		return NoCell, o.Refuse(Cell{Row: row, Family: family}, fmt.Errorf("%w: the %d cells need a predicate of about %d bytes (limit %d)", filters.ErrCellTooLargeToPin, len(columns), n, filters.MaxFilterBytes))
+	}
+	pred := rm.Filter()
+	switch len(guards) {
+	case 0:
+	case 1:
+		pred = bigtable.ConditionFilter(guards[0], bigtable.BlockAllFilter(), pred)
+	default:
+		pred = bigtable.ConditionFilter(bigtable.InterleaveFilters(guards...), bigtable.BlockAllFilter(), pred)
+	}
+	now := o.now()
+	m := bigtable.NewMutation()
+	for i, c := range columns {
+		ms := strategy.Millis(newest[c].Timestamp)
+		if !p.IsLive(ms, now) {
+			return NoCell, nil // expired since the read: not every column exists
+		}
+		AddKeepTTL(m, p, family, c, ms, values[i], now)
+	}
+	var applied bool
+	if err := o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
 		return Changed, err
 	}
 	if !applied {

@@ -240,6 +240,13 @@ func Forever(p strategy.Policy, now time.Time) (bigtable.Timestamp, error) {
 // records now (microseconds) as the write time.
 func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Timestamp, value []byte, now bigtable.Timestamp) *bigtable.Mutation {
 	m := bigtable.NewMutation()
+	AddKeepTTL(m, p, family, column, ms, value, now)
+	return m
+}
+
+// AddKeepTTL adds KeepTTLMutation's operations to m (SetColumnsKeepTTL
+// puts several columns' in one mutation).
+func AddKeepTTL(m *bigtable.Mutation, p strategy.Policy, family, column string, ms bigtable.Timestamp, value []byte, now bigtable.Timestamp) {
 	end := strategy.MilliEnd(ms)
 	if p.IsSingleValue() {
 		m.DeleteCellsInColumn(family, column)
@@ -256,7 +263,6 @@ func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Times
 		}
 		m.Set(family, q, ms, strategy.WriteTimeValue(now))
 	}
-	return m
 }
 
 // MaxWriteTime is the largest write time recorded by the companions of

@@ -1049,9 +1049,9 @@ func (r *runner) expire(row string) error {
 	// 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4
 	// Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist,
 	// 8 ExpireColumnAt, 9 ExpireRow, 10 ExpireRowAt, 11 ReadRowAndExpireAt,
-	// 12 SetColumns (of col and col2, with setCond)
+	// 12 SetColumns (of col and col2, with setCond; 3: SetColumnsKeepTTL)
 	mode := r.u(13)
-	col2, setCond := r.column(), r.u(3)
+	col2, setCond := r.column(), r.u(4)
 	pick := r.u(8)
 	cond := model.Cond(r.u(6))
 	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
@@ -1246,12 +1246,29 @@ func (r *runner) expire(row string) error {
 			r.record(what + " skipped: a version GC may have removed")
 			return nil
 		}
-		r.record(what)
-		want, wantErr := r.m.CloneRow(row).SetColumns(row, fam, values, ttl, setCond, clock)
 		bv := map[string][]byte{}
 		for c, v := range values {
 			bv[c] = []byte(v)
 		}
+		if setCond == 3 {
+			what = fmt.Sprintf("SetColumnsKeepTTL %s %s %q at %s", row, fam, values, clockString(clock))
+			r.record(what)
+			want, wantErr := r.m.CloneRow(row).SetColumnsKeepTTL(row, fam, values, clock)
+			got, err := ex.SetColumnsKeepTTL(r.ctx, row, fam, bv)
+			if e := r.outcome(what, wantErr, err); e != nil {
+				return e
+			}
+			if wantErr == nil {
+				if int(got) != want {
+					return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
+				}
+				_, _ = r.m.SetColumnsKeepTTL(row, fam, values, clock)
+				r.countResult(want)
+			}
+			break
+		}
+		r.record(what)
+		want, wantErr := r.m.CloneRow(row).SetColumns(row, fam, values, ttl, setCond, clock)
 		got, err := ex.SetColumns(r.ctx, row, fam, bv, ttl, ttlclient.SetCondition(setCond))
 		if e := r.outcome(what, wantErr, err); e != nil {
 			return e

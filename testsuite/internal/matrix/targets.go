@@ -46,6 +46,7 @@ type Expirer interface {
 	Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error)
 	SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error)
+	SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ttlclient.ExpireResult, error)
 	MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error)
 	ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error)
 	ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error)
@@ -174,6 +175,10 @@ func (a tableTarget) ReadRowAndExpireAt(ctx context.Context, row string, filter 
 
 func (a tableTarget) SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error) {
 	return a.t.SetColumns(ctx, row, family, values, ttl, cond)
+}
+
+func (a tableTarget) SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ttlclient.ExpireResult, error) {
+	return a.t.SetColumnsKeepTTL(ctx, row, family, values)
 }
 
 func (a tableTarget) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error) {

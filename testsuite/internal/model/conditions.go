@@ -393,3 +393,23 @@ func (m *Model) SetColumns(rowKey, fam string, values map[string]string, ttl tim
 	}
 	return true, m.Apply(rowKey, now, ops)
 }
+
+// SetColumnsKeepTTL is ttlclient.Table.SetColumnsKeepTTL: each value
+// replaces its column's newest live cell (as SetKeepTTL), all or none;
+// ResNoCell, nothing written, when a column has no live cell.
+func (m *Model) SetColumnsKeepTTL(rowKey, fam string, values map[string]string, now time.Time) (int, error) {
+	if _, err := m.ageFamily(rowKey, fam); err != nil {
+		return 0, err
+	}
+	for col := range values {
+		if len(m.liveColumn(rowKey, fam, col, now.UnixMicro())) == 0 {
+			return ResNoCell, nil
+		}
+	}
+	for _, col := range sortedKeys(values) {
+		if _, err := m.SetKeepTTL(rowKey, fam, col, now, values[col]); err != nil {
+			return 0, err
+		}
+	}
+	return ResSet, nil
+}
