@@ -66,9 +66,41 @@ func (t *Table) RemainingTTL(item bigtable.ReadItem) (time.Duration, error) {
 // of two options setting the same thing the last wins.
 type ExpireOption interface{ applyExpire(*lifecycle.Settings) }
 
-// ExpireColumnOption adjusts ExpireColumn and ExpireRow: an
-// ExpireCondition, checked for each cell.
+// ExpireColumnOption adjusts ExpireColumn, ExpireColumnAt, ExpireRow and
+// ExpireRowAt: an ExpireCondition, checked for each cell, and
+// ExpireResultsTo.
 type ExpireColumnOption interface{ applyExpireColumn(*lifecycle.Settings) }
+
+// ExpireCellResult is what ExpireColumn, ExpireColumnAt, ExpireRow or
+// ExpireRowAt did to one cell (HEXPIRE's per-field answer): the cell's
+// family, column and timestamp as read, and the result.
+type ExpireCellResult struct {
+	Family, Column string
+	// Timestamp is the cell's before the call; 0 with ExpireNoCell.
+	Timestamp bigtable.Timestamp
+	Result    ExpireResult
+}
+
+type resultsToOption struct{ rs *[]ExpireCellResult }
+
+func (o resultsToOption) applyExpireColumn(s *lifecycle.Settings) {
+	*o.rs = nil
+	s.OnCell = func(family, column string, ts bigtable.Timestamp, r lifecycle.Result) {
+		*o.rs = append(*o.rs, ExpireCellResult{Family: family, Column: column, Timestamp: ts, Result: ExpireResult(r)})
+	}
+}
+
+// ExpireResultsTo makes ExpireColumn, ExpireColumnAt, ExpireRow and
+// ExpireRowAt store in *rs what they did to each cell, in the order they
+// acted (a column's cells newest first when the TTL grows, oldest first
+// when it shrinks), as Redis HEXPIRE answers per field: ExpireSet,
+// ExpireDeleted (the instant was past: deleted from storage, as for
+// ExpireAt), ExpireNotMet (the condition), ExpireChanged (changed since
+// the read; also the cell an RPC error stopped at), and, for a column
+// without a live cell (ExpireColumn, ExpireColumnAt), one ExpireNoCell
+// entry with timestamp 0. ExpireRow has no entry for a row without
+// cells. *rs is replaced (nil when the call is refused before any RPC).
+func ExpireResultsTo(rs *[]ExpireCellResult) ExpireColumnOption { return resultsToOption{rs} }
 
 type cellAtOption bigtable.Timestamp
 
@@ -208,7 +240,10 @@ func (t *Table) ExpireAt(ctx context.Context, row, family, column string, at tim
 // the largest timestamp (strategy.MaxTimestamp), which expires after the
 // year 294,000 (docs/design.md#lifecycle-conditions). On a family whose
 // cap clamps (strategy.ClampLonger) "forever" is the cap: the cell gets
-// the cap's TTL from now, as any longer TTL does there, and keeps a TTL.
+// the cap's TTL from now, as any longer TTL does there, and keeps a TTL;
+// a cell there already living longer than the cap (written before it,
+// or by a plain client) is never shortened to it: ExpireNotMet, checked in
+// the conditional mutation's predicate.
 // A family whose cap refuses longer TTLs, and a sequence or unmanaged
 // family, are refused with a *CellError wrapping ErrCannotPersist. A cell
 // already without a TTL is ExpireNotMet (HPERSIST's -1); otherwise the
@@ -241,7 +276,28 @@ func (t *Table) ExpireColumn(ctx context.Context, row, family, column string, tt
 // TTL, as ExpireColumn does. Refusals come before the first move; an RPC
 // error stops the call, with the cells moved until then counted.
 func (t *Table) ExpireRow(ctx context.Context, row string, ttl time.Duration, opts ...ExpireColumnOption) (moved int, err error) {
-	return t.life.ExpireRow(ctx, row, ttl, columnOptions(opts).Cond)
+	return t.life.ExpireRow(ctx, row, ttl, columnOptions(opts))
+}
+
+// ExpireColumnAt is ExpireColumn to an instant, like Redis HEXPIREAT on
+// every version: the column's newest live cell gets the expiry at, as
+// ExpireAt gives it, and each older one moves by the same amount, keeping
+// the versions' order and spacing (one shifted into the past is deleted).
+// An instant already past deletes every live cell of the column
+// (ExpireDeleted each: deleted from storage, write-time companions too).
+// moved counts the cells set or deleted. The refusals are ExpireAt's (the
+// cap refuses or clamps, an instant past the family's last timestamp
+// overflows), before any RPC; the guarantees and costs ExpireColumn's.
+func (t *Table) ExpireColumnAt(ctx context.Context, row, family, column string, at time.Time, opts ...ExpireColumnOption) (moved int, err error) {
+	return t.life.ExpireColumnAt(ctx, row, family, column, at, columnOptions(opts))
+}
+
+// ExpireRowAt is ExpireRow to an instant: every live cell of row's age
+// families, column by column as ExpireColumnAt does. An instant one of
+// the table's age families refuses (the first by name: its cap, an
+// overflow) refuses the call before any RPC; otherwise as ExpireRow.
+func (t *Table) ExpireRowAt(ctx context.Context, row string, at time.Time, opts ...ExpireColumnOption) (moved int, err error) {
+	return t.life.ExpireRowAt(ctx, row, at, columnOptions(opts))
 }
 
 // SetKeepTTL writes value to family:column of row keeping the TTL of the
@@ -283,11 +339,15 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // then one CheckAndMutateRow moving, for each column, the newest cell
 // returned to the timestamp a write with ttl gets now (older versions
 // returned keep their TTL, as with time-to-idle). Its predicate pins every
-// such cell (column, millisecond, value), requires each to be still its
-// column's newest and each lower target millisecond to be empty: a write,
-// Expire, delete or refresh since the read makes the whole move not apply
-// (ExpireChanged, nothing changed: read again), so no concurrent write is
-// overwritten or hidden and no dead cell revived. It returns the row as
+// such cell (column, millisecond, value), requires the column to hold
+// nothing above a cell that moves up, up to its target, and each lower
+// target millisecond to be empty: a write, Expire, delete or refresh since
+// the read that the move would overwrite, cross or find changed makes the
+// whole move not apply (ExpireChanged, nothing changed: read again), so
+// no concurrent write is overwritten or hidden and no dead cell revived.
+// A filter returning an older version of a column moves that version the
+// same way: down, or up to below the newer one; a move lifting it over
+// the newer version, which it would hide, never applies (ExpireChanged). It returns the row as
 // read (the timestamps before the move) and ExpireSet, or ExpireNoCell
 // when no age-family cell was returned (nothing sent). Sequence and
 // unmanaged families' cells are returned and left alone. The reads do not
@@ -300,11 +360,25 @@ func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtabl
 	return r, ExpireResult(res), err
 }
 
+// ReadRowAndExpireAt is ReadRowAndExpire to an instant (GETEX ... EXAT or
+// PXAT): the newest cell returned of each column of the age families gets
+// the expiry at, as ExpireAt gives it, in the same one conditional
+// mutation. An instant already past deletes those cells (the result is
+// ExpireDeleted; GETEX with a past instant deletes the key): from
+// storage, companions too, older versions staying. An instant a returned
+// family refuses (its cap refuses it, or it is past the family's last
+// timestamp) refuses the call before any write, as ExpireAt does.
+func (t *Table) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, ExpireResult, error) {
+	r, res, err := t.life.ReadRowAndExpireAt(ctx, row, filter, at)
+	return r, ExpireResult(res), err
+}
+
 // ReadRowAndPersist is ReadRowAndExpire removing the TTL of the cells it
 // returns (GETEX ... PERSIST), as Persist does: each moves to the largest
 // timestamp, or the cap on a clamping family; a returned family where
 // "forever" has no meaning refuses the call (ErrCannotPersist). A cell
-// already without a TTL stays where it is, on a clamping family too.
+// already without a TTL stays where it is, on a clamping family too, and
+// so does one living longer than a clamping family's cap.
 func (t *Table) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ExpireResult, error) {
 	r, res, err := t.life.ReadRowAndPersist(ctx, row, filter)
 	return r, ExpireResult(res), err

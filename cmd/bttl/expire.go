@@ -288,7 +288,10 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 		}
 		what := "would set"
 		switch {
-		case !lifecycle.Holds(cond, c.Timestamp, to):
+		case !lifecycle.Holds(cond, c.Timestamp, to),
+			x.persist && p.MaxTTL() > 0 && to < strategy.Millis(c.Timestamp):
+			// Persist on a clamping family never shortens a cell living
+			// longer than the cap (lifecycle.Settings.Lengthen).
 			what = "not met"
 		case to == strategy.Millis(c.Timestamp):
 			what = "unchanged"

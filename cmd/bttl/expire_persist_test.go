@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,21 @@ tables:
 	m := bigtable.NewMutation()
 	m.Set("clamped", "c", strategy.MaxTimestamp, []byte("v"))
 	require.NoError(t, dc.Open("s").Apply(ctx, "u1", m))
+	// Longer than the cap (written before it): persist never shortens it.
+	long := strategy.Millis(bigtable.Time(time.Now().Add(10 * time.Hour)))
+	m = bigtable.NewMutation()
+	m.Set("clamped", "c", long, []byte("v"))
+	require.NoError(t, dc.Open("s").Apply(ctx, "u2", m))
+	dry2 := bttl(t, addr, "", "-schema", schema, "expire", "-dry-run", "s", "u2", "persist")
+	require.Equal(t, exitOK, dry2.code, dry2.stderr)
+	assert.Contains(t, dry2.stdout, "not met")
+	run2 := bttl(t, addr, "", "-schema", schema, "expire", "s", "u2", "persist")
+	require.Equal(t, exitOK, run2.code, run2.stderr)
+	assert.Contains(t, run2.stdout, "1 rows read, 0 cells changed")
+	r2, err := dc.Open("s").ReadRow(ctx, "u2")
+	require.NoError(t, err)
+	require.Len(t, r2["clamped"], 1)
+	assert.Equal(t, long, r2["clamped"][0].Timestamp, "not shortened to the cap")
 
 	dry := bttl(t, addr, "", "-schema", schema, "expire", "-dry-run", "s", "u1", "persist")
 	require.Equal(t, exitOK, dry.code, dry.stderr)

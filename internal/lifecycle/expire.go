@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/internal/rules"
@@ -68,31 +69,90 @@ func (o *Ops) ExpireColumn(ctx context.Context, row, family, column string, ttl 
 	if _, _, err := o.expireTimestamp(row, family, column, ttl); err != nil {
 		return 0, err
 	}
+	return o.expireColumn(ctx, row, family, column, s, o.ttlTarget(ttl))
+}
+
+// ExpireColumnAt is ttlclient's Table.ExpireColumnAt.
+func (o *Ops) ExpireColumnAt(ctx context.Context, row, family, column string, at time.Time, s Settings) (moved int, err error) {
+	p, err := o.lifecyclePolicy(row, family, column)
+	if err != nil {
+		return 0, err
+	}
+	if _, _, err := AtTimestamp(p, o.Clock.Now(), at); err != nil {
+		return 0, o.Refuse(Cell{Row: row, Family: family, Column: column}, err)
+	}
+	return o.expireColumn(ctx, row, family, column, s, o.atTarget(at))
+}
+
+func (o *Ops) expireColumn(ctx context.Context, row, family, column string, s Settings, target targetFunc) (int, error) {
 	cells, err := o.liveCells(ctx, row, family, column, s, false)
 	if err != nil {
 		return 0, err
 	}
-	return o.expireCells(ctx, row, family, column, cells, ttl, s.Cond)
+	if len(cells) == 0 {
+		s.report(family, column, 0, NoCell)
+		return 0, nil
+	}
+	return o.expireCells(ctx, row, family, column, cells, s, target)
+}
+
+// targetFunc is where the newest cell of a column of p goes, at the
+// clock reading it is called at: past when the instant is already past
+// (every cell of the column is deleted).
+type targetFunc func(p strategy.Policy) (ts bigtable.Timestamp, past bool, err error)
+
+// ttlTarget is the target of a write with ttl now.
+func (o *Ops) ttlTarget(ttl time.Duration) targetFunc {
+	return func(p strategy.Policy) (bigtable.Timestamp, bool, error) {
+		ts, err := p.WriteTimestamp(o.Clock.Now(), ttl)
+		return ts, false, err
+	}
+}
+
+// atTarget is the target of a cell expiring at the instant at (AtTimestamp).
+func (o *Ops) atTarget(at time.Time) targetFunc {
+	return func(p strategy.Policy) (bigtable.Timestamp, bool, error) {
+		return AtTimestamp(p, o.Clock.Now(), at)
+	}
+}
+
+// report passes one cell's result to the ExpireResultsTo callback.
+func (s Settings) report(family, column string, ts bigtable.Timestamp, r Result) {
+	if s.OnCell != nil {
+		s.OnCell(family, column, ts, r)
+	}
 }
 
 // ExpireRow is ttlclient's Table.ExpireRow.
-func (o *Ops) ExpireRow(ctx context.Context, row string, ttl time.Duration, cond Condition) (moved int, err error) {
+func (o *Ops) ExpireRow(ctx context.Context, row string, ttl time.Duration, s Settings) (moved int, err error) {
+	return o.expireRow(ctx, row, s, o.ttlTarget(ttl), Cell{Row: row, TTL: ttl})
+}
+
+// ExpireRowAt is ttlclient's Table.ExpireRowAt.
+func (o *Ops) ExpireRowAt(ctx context.Context, row string, at time.Time, s Settings) (moved int, err error) {
+	return o.expireRow(ctx, row, s, o.atTarget(at), Cell{Row: row})
+}
+
+func (o *Ops) expireRow(ctx context.Context, row string, s Settings, target targetFunc, about Cell) (moved int, err error) {
 	if err := o.CheckRowKey(row); err != nil {
 		return 0, err
 	}
 	var families []string
-	for fam, p := range o.Schema {
+	for fam := range o.Schema {
 		if _, err := o.agePolicy(fam); err == nil {
-			if _, err := p.WriteTimestamp(o.Clock.Now(), ttl); err != nil {
-				return 0, o.Refuse(Cell{Row: row, Family: fam, TTL: ttl}, err)
-			}
 			families = append(families, fam)
 		}
 	}
 	if len(families) == 0 {
-		return 0, o.Refuse(Cell{Row: row, TTL: ttl}, fmt.Errorf("%w: the table has no one-second or default-expiry family", rules.ErrNotApplicable))
+		return 0, o.Refuse(about, fmt.Errorf("%w: the table has no one-second or default-expiry family", rules.ErrNotApplicable))
 	}
-	sort.Strings(families)
+	sort.Strings(families) // the first refusing family by name, every time
+	for _, fam := range families {
+		if _, _, err := target(o.Schema[fam]); err != nil {
+			about.Family = fam
+			return 0, o.Refuse(about, err)
+		}
+	}
 	r, err := o.ReadRow(ctx, row, o.Filters.TTL(o.now()))
 	if err != nil {
 		return 0, err
@@ -112,7 +172,7 @@ func (o *Ops) ExpireRow(ctx context.Context, row string, ttl time.Duration, cond
 				j++
 			}
 			column := strings.TrimPrefix(items[i].Column, fam+":")
-			n, err := o.expireCells(ctx, row, fam, column, items[i:j], ttl, cond)
+			n, err := o.expireCells(ctx, row, fam, column, items[i:j], s, target)
 			moved += n
 			if err != nil {
 				return moved, err
@@ -124,19 +184,24 @@ func (o *Ops) ExpireRow(ctx context.Context, row string, ttl time.Duration, cond
 }
 
 // expireCells moves the live cells of one column (newest first, as read)
-// so that the newest gets ttl and the others keep their spacing.
-func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, ttl time.Duration, cond Condition) (int, error) {
+// so that the newest gets the target and the others keep their spacing;
+// a past target deletes them all.
+func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells []bigtable.ReadItem, s Settings, targetOf targetFunc) (int, error) {
 	if len(cells) == 0 {
 		return 0, nil
 	}
-	p, ts, err := o.expireTimestamp(row, family, column, ttl)
+	p, err := o.lifecyclePolicy(row, family, column)
 	if err != nil {
 		return 0, err
+	}
+	ts, past, err := targetOf(p)
+	if err != nil {
+		return 0, o.Refuse(Cell{Row: row, Family: family, Column: column}, err)
 	}
 	// delta 0: every cell is already where it goes; MoveCell counts each
 	// live one without sending anything.
 	delta := ts - strategy.Millis(cells[0].Timestamp)
-	if delta < 0 {
+	if past || delta < 0 {
 		if err := o.purgeHidden(ctx, row, family, column, p); err != nil {
 			return 0, err
 		}
@@ -149,7 +214,7 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 	order := make([]int, len(cells))
 	for i := range order {
 		order[i] = i
-		if delta < 0 { // shortening: oldest first, so no target is a cell not yet moved
+		if past || delta < 0 { // shortening: oldest first, so no target is a cell not yet moved
 			order[i] = len(cells) - 1 - i
 		}
 	}
@@ -157,7 +222,9 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 	for _, i := range order {
 		c := cells[i]
 		target := strategy.Millis(c.Timestamp) + delta // no overflow: between c's and ts
-		if target < 0 {
+		if past {
+			target = -1000 // before the epoch: never live, a delete
+		} else if target < 0 {
 			// Before the epoch: deleted (a target before the epoch is never
 			// live) when its new expiry is past; else the earliest
 			// timestamp, 0 (live on a family whose D is longer than the
@@ -169,7 +236,8 @@ func (o *Ops) expireCells(ctx context.Context, row, family, column string, cells
 				target = -1000
 			}
 		}
-		r, err := o.expireOne(ctx, row, family, column, p, c, target, cond, MoveNoCrossing)
+		r, err := o.expireOne(ctx, row, family, column, p, c, target, Settings{Cond: s.Cond}, MoveNoCrossing)
+		s.report(family, column, c.Timestamp, r)
 		if err != nil {
 			return moved, err
 		}
@@ -227,6 +295,88 @@ func (o *Ops) SetKeepTTL(ctx context.Context, row, family, column string, value 
 	return Set, nil
 }
 
+// SetColumnsKeepTTL is ttlclient's Table.SetColumnsKeepTTL: columns
+// (sorted, distinct) get values, each at its newest live cell's
+// millisecond, in one conditional mutation pinning every such cell, each
+// still its column's newest.
+func (o *Ops) SetColumnsKeepTTL(ctx context.Context, row, family string, columns []string, values [][]byte) (Result, error) {
+	p, err := o.lifecyclePolicy(row, family, columns[0])
+	if err != nil {
+		return NoCell, err
+	}
+	has := make([]bigtable.Filter, len(columns))
+	for i, c := range columns {
+		if err := checkReserved(p, c); err != nil {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c}, err)
+		}
+		if len(values[i]) > rules.MaxValueBytes {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c}, fmt.Errorf("%w: %d bytes", rules.ErrValueTooLarge, len(values[i])))
+		}
+		has[i] = bigtable.ColumnRangeFilter(family, c, c+"\x00")
+	}
+	var user bigtable.Filter = has[0]
+	if len(has) > 1 {
+		user = bigtable.InterleaveFilters(has...)
+	}
+	r, err := o.ReadRow(ctx, row, o.Filters.Compose(o.now(), bigtable.ChainFilters(user, bigtable.LatestNFilter(1))))
+	if err != nil {
+		return NoCell, err
+	}
+	newest := map[string]bigtable.ReadItem{}
+	for _, it := range r[family] {
+		newest[strings.TrimPrefix(it.Column, family+":")] = it
+	}
+	if len(newest) < len(columns) {
+		return NoCell, nil // FXX: not every column holds a live cell
+	}
+	var rm filters.RowMove
+	var guards []bigtable.Filter
+	guardBytes := 16
+	for _, c := range columns {
+		it := newest[c]
+		ms := strategy.Millis(it.Timestamp)
+		ok, err := rm.Add(family, c, ms, it.Value, "", 0)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: the %d cells do not fit in one predicate of %d bytes", filters.ErrCellTooLargeToPin, len(columns), filters.MaxFilterBytes)
+		}
+		if err != nil {
+			return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: c, Timestamp: it.Timestamp}, err)
+		}
+		if ms < strategy.MaxTimestamp {
+			guardBytes += len(family) + 2*len(c) + 40
+			guards = append(guards, NewerCells(family, c, ms))
+		}
+	}
+	if n := proto.Size(rm.Proto()) + guardBytes; n > filters.MaxFilterBytes {
+		return NoCell, o.Refuse(Cell{Row: row, Family: family}, fmt.Errorf("%w: the %d cells need a predicate of about %d bytes (limit %d)", filters.ErrCellTooLargeToPin, len(columns), n, filters.MaxFilterBytes))
+	}
+	pred := rm.Filter()
+	switch len(guards) {
+	case 0:
+	case 1:
+		pred = bigtable.ConditionFilter(guards[0], bigtable.BlockAllFilter(), pred)
+	default:
+		pred = bigtable.ConditionFilter(bigtable.InterleaveFilters(guards...), bigtable.BlockAllFilter(), pred)
+	}
+	now := o.now()
+	m := bigtable.NewMutation()
+	for i, c := range columns {
+		ms := strategy.Millis(newest[c].Timestamp)
+		if !p.IsLive(ms, now) {
+			return NoCell, nil // expired since the read: not every column exists
+		}
+		AddKeepTTL(m, p, family, c, ms, values[i], now)
+	}
+	var applied bool
+	if err := o.CheckAndMutate(ctx, row, bigtable.NewCondMutation(pred, m, nil), bigtable.GetCondMutationResult(&applied)); err != nil {
+		return Changed, err
+	}
+	if !applied {
+		return Changed, nil
+	}
+	return Set, nil
+}
+
 // MaxWriteTime is ttlclient's Table.MaxWriteTime.
 func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error) {
 	if err := o.CheckRowKey(row); err != nil {
@@ -264,6 +414,17 @@ func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.
 	})
 }
 
+// ReadRowAndExpireAt is ttlclient's Table.ReadRowAndExpireAt.
+func (o *Ops) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, Result, error) {
+	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
+		ts, past, err := AtTimestamp(p, o.Clock.Now(), at)
+		if past {
+			ts = -1000 // before the epoch: never live, so the move deletes
+		}
+		return ts, err
+	})
+}
+
 // ReadRowAndPersist is ttlclient's Table.ReadRowAndPersist.
 func (o *Ops) ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, Result, error) {
 	return o.readRowAndMove(ctx, row, filter, true, func(p strategy.Policy) (bigtable.Timestamp, error) {
@@ -284,12 +445,13 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: fam}, err)
 	}
 	if persist {
-		// A cell already without a TTL stays where it is (Persist's XX):
-		// on a clamping family "forever" is the cap, which would give it
-		// one.
+		// Persist only lengthens: a cell already without a TTL stays
+		// where it is (Persist's XX), and so, on a clamping family, where
+		// "forever" is the cap, does a cell already living longer than
+		// the cap (written before it, or by a plain client).
 		kept := moves[:0]
 		for _, mv := range moves {
-			if HasTTL(mv.TS) {
+			if mv.Target > mv.TS {
 				kept = append(kept, mv)
 			}
 		}
@@ -322,12 +484,14 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 		}
 	}
 	now := o.now()
+	kept := false
 	for i := range moves {
 		p, _ := o.Policy(moves[i].Family)
 		if !p.IsLive(moves[i].TS, now) {
 			return r, Changed, nil // expired since the read: not revived
 		}
 		moves[i].Keep = p.IsLive(moves[i].Target, now)
+		kept = kept || moves[i].Keep
 	}
 	pred, m, err := RowMove(moves)
 	if err != nil {
@@ -339,6 +503,9 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 	}
 	if !applied {
 		return r, Changed, nil
+	}
+	if !kept {
+		return r, Deleted, nil // ReadRowAndExpireAt of an instant already past
 	}
 	return r, Set, nil
 }

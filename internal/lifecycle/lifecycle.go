@@ -239,6 +239,13 @@ func Forever(p strategy.Policy, now time.Time) (bigtable.Timestamp, error) {
 // records now (microseconds) as the write time.
 func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Timestamp, value []byte, now bigtable.Timestamp) *bigtable.Mutation {
 	m := bigtable.NewMutation()
+	AddKeepTTL(m, p, family, column, ms, value, now)
+	return m
+}
+
+// AddKeepTTL adds KeepTTLMutation's operations to m (SetColumnsKeepTTL
+// puts several columns' in one mutation).
+func AddKeepTTL(m *bigtable.Mutation, p strategy.Policy, family, column string, ms bigtable.Timestamp, value []byte, now bigtable.Timestamp) {
 	end := strategy.MilliEnd(ms)
 	if p.ReplacesColumn() {
 		m.DeleteCellsInColumn(family, column)
@@ -255,7 +262,6 @@ func KeepTTLMutation(p strategy.Policy, family, column string, ms bigtable.Times
 		}
 		m.Set(family, q, ms, strategy.WriteTimeValue(now))
 	}
-	return m
 }
 
 // MaxWriteTime is the largest write time recorded by the companions of
@@ -322,10 +328,11 @@ type Move struct {
 
 // RowMove is the predicate and mutation moving every cell of moves in one
 // CheckAndMutateRow (the mutation applies when the predicate matches):
-// each cell pinned (column, millisecond, value: filters.RowMove), each
-// still its column's newest (nothing stored in the column after its
-// millisecond, so no concurrent write is overwritten, or hidden under the
-// moved cell), and each target millisecond below it empty. An error when
+// each cell pinned (column, millisecond, value: filters.RowMove), nothing
+// stored in the column above a lifted cell up to its target (so no
+// concurrent write, and no newer version, is hidden under the moved cell)
+// and each target millisecond below a cell moved down empty (so none is
+// overwritten). An error when
 // the pins do not fit in one predicate (filters.ErrCellTooLargeToPin).
 func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
 	var rm filters.RowMove
@@ -345,13 +352,20 @@ func RowMove(moves []Move) (bigtable.Filter, *bigtable.Mutation, error) {
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: the %d cells of the row do not fit in one predicate of %d bytes", filters.ErrCellTooLargeToPin, len(moves), filters.MaxFilterBytes)
 		}
-		if ms < strategy.MaxTimestamp {
-			// Bounded above: family, column twice, a range, the tags and
-			// lengths of a chain of two.
-			guardBytes += len(mv.Family) + 2*len(mv.Column) + 40
+		if mv.Keep && target > ms {
+			// A lift: nothing may be stored above the cell up to its
+			// target, as for Expire's MoveNoCrossing, so it is never
+			// lifted over a value written since the read, nor over a
+			// newer version the read did not return (a filter may
+			// return an older one), which it would hide. A cell moved
+			// down, or deleted, hides nothing: the target slot's check
+			// (above) keeps a concurrent write there from being
+			// overwritten. Bounded above: family, column twice, two
+			// ranges, the tags and lengths of a chain of two.
+			guardBytes += len(mv.Family) + 2*len(mv.Column) + 50
 			guards = append(guards, bigtable.ChainFilters(
 				bigtable.ColumnRangeFilter(mv.Family, mv.Column, mv.Column+"\x00"),
-				bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), 0),
+				bigtable.TimestampRangeFilterMicros(strategy.MilliEnd(ms), strategy.MilliEnd(target)),
 			))
 		}
 		end := strategy.MilliEnd(ms)
@@ -416,4 +430,29 @@ func PlanRowMove(r bigtable.Row, policy func(family string) (strategy.Policy, bo
 		}
 	}
 	return moves, "", nil
+}
+
+// ColumnsExist is SetColumns' predicate (HSETEX's FNX and FXX), after the
+// table's TTL filter, which ttlclient's Table.Apply puts in front of every
+// predicate, so only live cells count: with all false it matches when any
+// of family's columns holds a live cell; with all true only when every
+// one does (a chain of conditions, one per column: each passes the row on
+// when its column has a cell, else blocks it). columns is not empty.
+func ColumnsExist(family string, columns []string, all bool) bigtable.Filter {
+	has := func(c string) bigtable.Filter { return bigtable.ColumnRangeFilter(family, c, c+"\x00") }
+	if !all {
+		if len(columns) == 1 {
+			return has(columns[0])
+		}
+		fs := make([]bigtable.Filter, len(columns))
+		for i, c := range columns {
+			fs[i] = has(c)
+		}
+		return bigtable.InterleaveFilters(fs...)
+	}
+	var f bigtable.Filter = bigtable.PassAllFilter()
+	for i := len(columns) - 1; i >= 0; i-- {
+		f = bigtable.ConditionFilter(has(columns[i]), f, bigtable.BlockAllFilter())
+	}
+	return f
 }

@@ -56,6 +56,14 @@ type Settings struct {
 	HasTS  bool
 	Cond   Condition
 	Result *Result // ExpireResultTo's
+	// Lengthen makes the move apply only to a cell expiring no later
+	// than the target (Persist on a clamping family, where "forever" is
+	// the cap: a cell living longer is not shortened to it).
+	Lengthen bool
+	// OnCell gets each cell's result, for ExpireColumn and ExpireRow
+	// (ttlclient's ExpireResultsTo): the cell's timestamp as read (0 for
+	// a column without a live cell, NoCell).
+	OnCell func(family, column string, ts bigtable.Timestamp, r Result)
 }
 
 // now is the clock in microseconds. UnixMicro, unlike bigtable.Time, stays
@@ -207,7 +215,7 @@ func (o *Ops) expireCell(ctx context.Context, row, family, column string, p stra
 		return NoCell, nil
 	}
 	c := cells[0]
-	if Holds(s.Cond, c.Timestamp, target) && target < strategy.Millis(c.Timestamp) {
+	if Holds(s.Cond, c.Timestamp, target) && !s.Lengthen && target < strategy.Millis(c.Timestamp) {
 		if err := o.purgeHidden(ctx, row, family, column, p); err != nil {
 			return Changed, err
 		}
@@ -216,20 +224,23 @@ func (o *Ops) expireCell(ctx context.Context, row, family, column string, p stra
 	if s.HasTS {
 		mode = MoveAny // the caller named the cell
 	}
-	return o.expireOne(ctx, row, family, column, p, c, target, s.Cond, mode)
+	return o.expireOne(ctx, row, family, column, p, c, target, s, mode)
 }
 
 // expireOne moves cell c to target when cond holds: the condition, as a
 // timestamp range the pinned cell must lie in, joins the move's predicate.
-func (o *Ops) expireOne(ctx context.Context, row, family, column string, p strategy.Policy, c bigtable.ReadItem, target bigtable.Timestamp, cond Condition, mode MoveMode) (Result, error) {
+func (o *Ops) expireOne(ctx context.Context, row, family, column string, p strategy.Policy, c bigtable.ReadItem, target bigtable.Timestamp, s Settings, mode MoveMode) (Result, error) {
 	cur := strategy.Millis(c.Timestamp)
-	if !Holds(cond, cur, target) {
+	if !Holds(s.Cond, cur, target) || (s.Lengthen && cur > strategy.Millis(target)) {
 		return NotMet, nil
 	}
 	var window []bigtable.Filter
-	if cond != Always {
-		start, end, _ := Window(cond, target) // ok: Holds
+	if s.Cond != Always {
+		start, end, _ := Window(s.Cond, target) // ok: Holds
 		window = append(window, bigtable.TimestampRangeFilterMicros(start, end))
+	}
+	if s.Lengthen {
+		window = append(window, bigtable.TimestampRangeFilterMicros(0, strategy.MilliEnd(target)))
 	}
 	applied, kept, err := o.MoveCellKept(ctx, row, family, column, c.Timestamp, c.Value, target, mode, window...)
 	switch {
@@ -286,6 +297,7 @@ func (o *Ops) Persist(ctx context.Context, row, family, column string, s Setting
 		}
 		return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: column}, err)
 	}
+	s.Lengthen = p.MaxTTL() > 0 // "forever" is the cap: never shorten to it
 	return o.expireCell(ctx, row, family, column, p, target, s)
 }
 

@@ -1046,7 +1046,12 @@ func (r *runner) expire(row string) error {
 	fam := r.cfg.Families[r.u(len(r.cfg.Families))]
 	col := r.column()
 	ttl := r.ttl()
-	mode := r.u(8) // 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4 Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist
+	// 0 newest, 1 a given timestamp, 2 the whole column, 3 ExpireAt, 4
+	// Persist, 5 SetKeepTTL, 6 MaxWriteTime, 7 ReadRowAndExpire/Persist,
+	// 8 ExpireColumnAt, 9 ExpireRow, 10 ExpireRowAt, 11 ReadRowAndExpireAt,
+	// 12 SetColumns (of col and col2, with setCond; 3: SetColumnsKeepTTL)
+	mode := r.u(13)
+	col2, setCond := r.column(), r.u(4)
 	pick := r.u(8)
 	cond := model.Cond(r.u(6))
 	past, sub := r.u(100) < 20, time.Duration(r.u(1000))*time.Microsecond
@@ -1064,7 +1069,8 @@ func (r *runner) expire(row string) error {
 		r.record("expire: target has none")
 		return nil
 	}
-	if (mode != 6 && mode != 7 && r.m.ExpireUndecidable(row, fam, col)) || (mode == 7 && r.m.RowUndecidable(row)) {
+	rowWide := mode == 7 || mode == 9 || mode == 10 || mode == 11
+	if (mode != 6 && !rowWide && r.m.ExpireUndecidable(row, fam, col)) || (rowWide && r.m.RowUndecidable(row)) {
 		r.stats.ExpireSkipped++
 		r.record(fmt.Sprintf("expire %s %s:%s skipped: a version GC may have removed", row, fam, col))
 		return nil
@@ -1084,21 +1090,61 @@ func (r *runner) expire(row string) error {
 		what += fmt.Sprintf(" cell %d", at)
 	}
 	r.stats.Expires++
+	instant := clock.Add(ttl + sub)
+	if past {
+		instant = clock.Add(-ttl + sub)
+	}
 	switch mode {
-	case 2:
+	case 2, 8, 9, 10:
+		var got int
+		var err error
+		var res []ttlclient.ExpireCellResult
+		opts := append(columnCond(cond), ttlclient.ExpireResultsTo(&res))
+		apply := func(m *model.Model) ([]model.CellRes, error) {
+			switch mode {
+			case 8:
+				return m.ExpireColumnAt(row, fam, col, clock, instant, cond)
+			case 9:
+				return m.ExpireRow(row, clock, ttl, nil, cond)
+			case 10:
+				return m.ExpireRow(row, clock, 0, &instant, cond)
+			}
+			return m.ExpireColumnResults(row, fam, col, clock, ttl, cond)
+		}
+		switch mode {
+		case 8:
+			what = fmt.Sprintf("ExpireColumnAt %s %s:%s at %s cond %d at %s", row, fam, col, clockString(instant), cond, clockString(clock))
+		case 9:
+			what = fmt.Sprintf("ExpireRow %s ttl %s cond %d at %s", row, ttl, cond, clockString(clock))
+		case 10:
+			what = fmt.Sprintf("ExpireRowAt %s at %s cond %d at %s", row, clockString(instant), cond, clockString(clock))
+		}
 		r.record(what)
-		probe := r.m.CloneRow(row)
-		want, wantErr := probe.ExpireColumnCond(row, fam, col, clock, ttl, cond)
-		got, err := ex.ExpireColumn(r.ctx, row, fam, col, ttl, columnCond(cond)...)
+		want, wantErr := apply(r.m.CloneRow(row))
+		switch mode {
+		case 8:
+			got, err = ex.ExpireColumnAt(r.ctx, row, fam, col, instant, opts...)
+		case 9:
+			got, err = ex.ExpireRow(r.ctx, row, ttl, opts...)
+		case 10:
+			got, err = ex.ExpireRowAt(r.ctx, row, instant, opts...)
+		default:
+			got, err = ex.ExpireColumn(r.ctx, row, fam, col, ttl, opts...)
+		}
 		if e := r.outcome(what, wantErr, err); e != nil {
 			return e
 		}
 		if wantErr == nil {
-			if got != want {
-				return r.fail(what, fmt.Sprintf("moved %d cells, the model %d", got, want))
+			if got != model.Moved(want) {
+				return r.fail(what, fmt.Sprintf("moved %d cells, the model %d", got, model.Moved(want)))
 			}
-			_, _ = r.m.ExpireColumnCond(row, fam, col, clock, ttl, cond)
-			r.stats.Moved += got
+			if d := diffResults(res, want); d != "" {
+				return r.fail(what, d)
+			}
+			_, _ = apply(r.m)
+			for _, c := range want {
+				r.countResult(c.Res)
+			}
 		}
 	case 0, 1:
 		r.record(what)
@@ -1121,10 +1167,6 @@ func (r *runner) expire(row string) error {
 			r.countResult(want)
 		}
 	case 3, 4, 5:
-		instant := clock.Add(ttl + sub)
-		if past {
-			instant = clock.Add(-ttl + sub)
-		}
 		var want int
 		var wantErr error
 		var got ttlclient.ExpireResult
@@ -1162,17 +1204,28 @@ func (r *runner) expire(row string) error {
 			}
 			r.countResult(want)
 		}
-	case 7:
-		persist := whole
+	case 7, 11:
+		persist := whole && mode == 7
+		apply := func(m *model.Model) (int, error) {
+			if mode == 11 {
+				return m.ReadRowAndExpireAt(row, clock, instant)
+			}
+			return m.ReadRowAndMove(row, clock, ttl, persist)
+		}
 		what = fmt.Sprintf("ReadRowAndExpire %s ttl %s persist %v at %s", row, ttl, persist, clockString(clock))
+		if mode == 11 {
+			what = fmt.Sprintf("ReadRowAndExpireAt %s at %s at %s", row, clockString(instant), clockString(clock))
+		}
 		r.record(what)
-		probe := r.m.CloneRow(row)
-		want, wantErr := probe.ReadRowAndMove(row, clock, ttl, persist)
+		want, wantErr := apply(r.m.CloneRow(row))
 		var got ttlclient.ExpireResult
 		var err error
-		if persist {
+		switch {
+		case mode == 11:
+			_, got, err = ex.ReadRowAndExpireAt(r.ctx, row, nil, instant)
+		case persist:
 			_, got, err = ex.ReadRowAndPersist(r.ctx, row, nil)
-		} else {
+		default:
 			_, got, err = ex.ReadRowAndExpire(r.ctx, row, nil, ttl)
 		}
 		if e := r.outcome(what, wantErr, err); e != nil {
@@ -1182,8 +1235,53 @@ func (r *runner) expire(row string) error {
 			if int(got) != want {
 				return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
 			}
-			_, _ = r.m.ReadRowAndMove(row, clock, ttl, persist)
+			_, _ = apply(r.m)
 			r.countResult(want)
+		}
+	case 12:
+		values := map[string]string{col: keepValue, col2: keepValue + "2"}
+		what = fmt.Sprintf("SetColumns %s %s %q ttl %s cond %d at %s", row, fam, values, ttl, setCond, clockString(clock))
+		if r.m.ExpireUndecidable(row, fam, col2) {
+			r.stats.ExpireSkipped++
+			r.record(what + " skipped: a version GC may have removed")
+			return nil
+		}
+		bv := map[string][]byte{}
+		for c, v := range values {
+			bv[c] = []byte(v)
+		}
+		if setCond == 3 {
+			what = fmt.Sprintf("SetColumnsKeepTTL %s %s %q at %s", row, fam, values, clockString(clock))
+			r.record(what)
+			want, wantErr := r.m.CloneRow(row).SetColumnsKeepTTL(row, fam, values, clock)
+			got, err := ex.SetColumnsKeepTTL(r.ctx, row, fam, bv)
+			if e := r.outcome(what, wantErr, err); e != nil {
+				return e
+			}
+			if wantErr == nil {
+				if int(got) != want {
+					return r.fail(what, fmt.Sprintf("result %d, the model %d", got, want))
+				}
+				_, _ = r.m.SetColumnsKeepTTL(row, fam, values, clock)
+				r.countResult(want)
+			}
+			break
+		}
+		r.record(what)
+		want, wantErr := r.m.CloneRow(row).SetColumns(row, fam, values, ttl, setCond, clock)
+		got, err := ex.SetColumns(r.ctx, row, fam, bv, ttl, ttlclient.SetCondition(setCond))
+		if e := r.outcome(what, wantErr, err); e != nil {
+			return e
+		}
+		if wantErr == nil {
+			if got != want {
+				return r.fail(what, fmt.Sprintf("applied %v, the model %v", got, want))
+			}
+			_, _ = r.m.SetColumns(row, fam, values, ttl, setCond, clock)
+			r.stats.Writes++
+			if !got {
+				r.stats.NotMet++
+			}
 		}
 	case 6:
 		var cols []string
@@ -1213,6 +1311,22 @@ func (r *runner) expire(row string) error {
 		return nil
 	}
 	return r.writeTime(ex, row, fam, col)
+}
+
+// diffResults compares ExpireResultsTo's answer with the model's: "" when
+// they agree.
+func diffResults(got []ttlclient.ExpireCellResult, want []model.CellRes) string {
+	g := make([]model.CellRes, len(got))
+	for i, c := range got {
+		g[i] = model.CellRes{Family: c.Family, Column: c.Column, TS: int64(c.Timestamp), Res: int(c.Result)}
+	}
+	if len(want) == 0 && len(g) == 0 {
+		return ""
+	}
+	if fmt.Sprint(g) != fmt.Sprint(want) {
+		return fmt.Sprintf("per-cell results %v, the model %v", g, want)
+	}
+	return ""
 }
 
 // countResult counts a lifecycle result in the stats.

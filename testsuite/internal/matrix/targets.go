@@ -38,9 +38,15 @@ type Target interface {
 type Expirer interface {
 	Expire(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireOption) (bool, error)
 	ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error)
+	ExpireColumnAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireColumnOption) (int, error)
+	ExpireRow(ctx context.Context, row string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error)
+	ExpireRowAt(ctx context.Context, row string, at time.Time, opts ...ttlclient.ExpireColumnOption) (int, error)
+	ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, ttlclient.ExpireResult, error)
 	ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	Persist(ctx context.Context, row, family, column string, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error)
 	SetKeepTTL(ctx context.Context, row, family, column string, value []byte) (ttlclient.ExpireResult, error)
+	SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error)
+	SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ttlclient.ExpireResult, error)
 	MaxWriteTime(ctx context.Context, row, family string, columns ...string) (time.Time, error)
 	ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ttlclient.ExpireResult, error)
 	ReadRowAndPersist(ctx context.Context, row string, filter bigtable.Filter) (bigtable.Row, ttlclient.ExpireResult, error)
@@ -149,6 +155,30 @@ func (a tableTarget) Expire(ctx context.Context, row, family, column string, ttl
 
 func (a tableTarget) ExpireColumn(ctx context.Context, row, family, column string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error) {
 	return a.t.ExpireColumn(ctx, row, family, column, ttl, opts...)
+}
+
+func (a tableTarget) ExpireColumnAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireColumnOption) (int, error) {
+	return a.t.ExpireColumnAt(ctx, row, family, column, at, opts...)
+}
+
+func (a tableTarget) ExpireRow(ctx context.Context, row string, ttl time.Duration, opts ...ttlclient.ExpireColumnOption) (int, error) {
+	return a.t.ExpireRow(ctx, row, ttl, opts...)
+}
+
+func (a tableTarget) ExpireRowAt(ctx context.Context, row string, at time.Time, opts ...ttlclient.ExpireColumnOption) (int, error) {
+	return a.t.ExpireRowAt(ctx, row, at, opts...)
+}
+
+func (a tableTarget) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, ttlclient.ExpireResult, error) {
+	return a.t.ReadRowAndExpireAt(ctx, row, filter, at)
+}
+
+func (a tableTarget) SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond ttlclient.SetCondition) (bool, error) {
+	return a.t.SetColumns(ctx, row, family, values, ttl, cond)
+}
+
+func (a tableTarget) SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ttlclient.ExpireResult, error) {
+	return a.t.SetColumnsKeepTTL(ctx, row, family, values)
 }
 
 func (a tableTarget) ExpireAt(ctx context.Context, row, family, column string, at time.Time, opts ...ttlclient.ExpireOption) (ttlclient.ExpireResult, error) {

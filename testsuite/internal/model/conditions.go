@@ -137,30 +137,40 @@ func (m *Model) ExpireAt(rowKey, fam, col string, now, at time.Time, atCell int6
 	if err != nil {
 		return 0, err
 	}
+	target, _, err := f.atTarget(now, at)
+	if err != nil {
+		return 0, err
+	}
+	return m.expireTo(rowKey, fam, col, now.UnixMicro(), target, atCell, hasAt, c), nil
+}
+
+// atTarget is the timestamp of a cell of f expiring at at, at clock
+// reading now; past (target before the epoch, a delete) when such a cell
+// is already expired.
+func (f family) atTarget(now, at time.Time) (target int64, past bool, err error) {
 	t := now.UnixMicro()
 	off := time.Duration(f.expiryOffset()) * time.Microsecond
-	target := int64(-1000) // before the epoch, never live: a delete
-	if at.After(now) {
-		if at.After(time.UnixMicro(lastMilli).Add(off)) {
-			return 0, refused(ClassOverflow, "expiry %s past the last timestamp", at)
-		}
-		ts := ms(at.Add(-off).UnixMicro())
-		if ts < 0 {
-			return 0, refused(ClassBeforeEpoch, "expiry %s less than D after the epoch", at)
-		}
-		if f.live(ts, t) {
-			target = ts
-			if f.maxTTL > 0 && ts+f.expiryOffset()-t > int64(f.maxTTL/time.Microsecond) {
-				if !f.clampTTL {
-					return 0, refused(ClassTTLTooLong, "expiry %s over the max TTL %s", at, f.maxTTL)
-				}
-				if target, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now); err != nil {
-					return 0, err
-				}
-			}
-		}
+	if !at.After(now) {
+		return -1000, true, nil
 	}
-	return m.expireTo(rowKey, fam, col, t, target, atCell, hasAt, c), nil
+	if at.After(time.UnixMicro(lastMilli).Add(off)) {
+		return 0, false, refused(ClassOverflow, "expiry %s past the last timestamp", at)
+	}
+	ts := ms(at.Add(-off).UnixMicro())
+	if ts < 0 {
+		return 0, false, refused(ClassBeforeEpoch, "expiry %s less than D after the epoch", at)
+	}
+	if !f.live(ts, t) {
+		return -1000, true, nil
+	}
+	if f.maxTTL > 0 && ts+f.expiryOffset()-t > int64(f.maxTTL/time.Microsecond) {
+		if !f.clampTTL {
+			return 0, false, refused(ClassTTLTooLong, "expiry %s over the max TTL %s", at, f.maxTTL)
+		}
+		ts, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now)
+		return ts, false, err
+	}
+	return ts, false, nil
 }
 
 // Persist is ttlclient.Table.Persist: the newest live cell moves to the
@@ -180,6 +190,10 @@ func (m *Model) Persist(rowKey, fam, col string, now time.Time) (int, error) {
 		}
 		if target, err = f.timestamp(Op{Kind: SetTTL, TTL: f.maxTTL}, now); err != nil {
 			return 0, err
+		}
+		// "Forever" is the cap: a cell living longer is not shortened.
+		if live := m.liveColumn(rowKey, fam, col, now.UnixMicro()); len(live) > 0 && live[0].ts < lastMilli && live[0].ts > target {
+			return ResNotMet, nil
 		}
 	}
 	return m.expireTo(rowKey, fam, col, now.UnixMicro(), target, 0, false, CondXX), nil
@@ -244,6 +258,17 @@ func (m *Model) MaxWriteTime(rowKey, fam string, cols []string, now time.Time) (
 // cell fails the whole move: ResChanged). A refusal of the first family,
 // by name, with a live cell, before anything changes.
 func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, persist bool) (int, error) {
+	return m.readRowAndMove(rowKey, now, ttl, nil, persist)
+}
+
+// ReadRowAndExpireAt is ttlclient.Table.ReadRowAndExpireAt: as
+// ReadRowAndMove, each family's target the timestamp expiring at at (as
+// ExpireAt); an instant already past deletes the cells (ResDeleted).
+func (m *Model) ReadRowAndExpireAt(rowKey string, now, at time.Time) (int, error) {
+	return m.readRowAndMove(rowKey, now, 0, &at, false)
+}
+
+func (m *Model) readRowAndMove(rowKey string, now time.Time, ttl time.Duration, at *time.Time, persist bool) (int, error) {
 	if rowKey == "" {
 		return 0, refused(ClassInvalid, "empty row key")
 	}
@@ -273,6 +298,8 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		var target int64
 		var err error
 		switch {
+		case at != nil:
+			target, _, err = f.atTarget(now, *at)
 		case !persist:
 			target, err = f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
 		case f.maxTTL > 0 && !f.clampTTL:
@@ -287,8 +314,8 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 		}
 		for _, col := range cols {
 			c := m.liveColumn(rowKey, fam, col, t)[0]
-			if persist && c.ts == lastMilli {
-				continue // already without a TTL: stays (on a clamping family too)
+			if persist && c.ts >= target {
+				continue // already without a TTL, or living longer than the cap: stays
 			}
 			if c.ts != target {
 				moves = append(moves, mv{fam, col, c, target})
@@ -310,8 +337,13 @@ func (m *Model) ReadRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 			}
 		}
 	}
+	kept := false
 	for _, x := range moves {
 		m.move(rowKey, x.fam, x.col, x.c, x.target, t)
+		kept = kept || (x.target >= 0 && m.fams[x.fam].live(x.target, t))
+	}
+	if !kept {
+		return ResDeleted, nil
 	}
 	return ResSet, nil
 }
@@ -326,4 +358,58 @@ func (m *Model) RowUndecidable(rowKey string) bool {
 		}
 	}
 	return false
+}
+
+// The SetColumns conditions (ttlclient.SetCondition: HSETEX's FNX, FXX).
+const (
+	SetAlways = iota
+	SetIfNoneExist
+	SetIfAllExist
+)
+
+// SetColumns is ttlclient.Table.SetColumns: values (column -> value) are
+// written to fam with ttl, all or none, when cond holds for the columns'
+// live cells (the view) at now; refusals are a mutation's, an age family
+// only.
+func (m *Model) SetColumns(rowKey, fam string, values map[string]string, ttl time.Duration, cond int, now time.Time) (bool, error) {
+	if _, err := m.ageFamily(rowKey, fam); err != nil {
+		return false, err
+	}
+	var ops []Op
+	for _, col := range sortedKeys(values) {
+		ops = append(ops, Op{Kind: SetTTL, Family: fam, Column: col, TTL: ttl, Value: values[col]})
+	}
+	if err := m.Check(rowKey, now, ops); err != nil {
+		return false, err
+	}
+	exist := 0
+	for _, col := range sortedKeys(values) {
+		if len(m.liveColumn(rowKey, fam, col, now.UnixMicro())) > 0 {
+			exist++
+		}
+	}
+	if (cond == SetIfNoneExist && exist > 0) || (cond == SetIfAllExist && exist < len(values)) {
+		return false, nil
+	}
+	return true, m.Apply(rowKey, now, ops)
+}
+
+// SetColumnsKeepTTL is ttlclient.Table.SetColumnsKeepTTL: each value
+// replaces its column's newest live cell (as SetKeepTTL), all or none;
+// ResNoCell, nothing written, when a column has no live cell.
+func (m *Model) SetColumnsKeepTTL(rowKey, fam string, values map[string]string, now time.Time) (int, error) {
+	if _, err := m.ageFamily(rowKey, fam); err != nil {
+		return 0, err
+	}
+	for col := range values {
+		if len(m.liveColumn(rowKey, fam, col, now.UnixMicro())) == 0 {
+			return ResNoCell, nil
+		}
+	}
+	for _, col := range sortedKeys(values) {
+		if _, err := m.SetKeepTTL(rowKey, fam, col, now, values[col]); err != nil {
+			return 0, err
+		}
+	}
+	return ResSet, nil
 }

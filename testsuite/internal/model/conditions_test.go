@@ -98,3 +98,52 @@ func TestModelLongDefaultTTLBeforeTheEpoch(t *testing.T) {
 	require.Len(t, m.Stored("r"), 1)
 	assert.Equal(t, "new", m.Stored("r")[0].Value)
 }
+
+// The issue 37 forms: the column and row forms at an instant answer per
+// cell; SetColumns judges FNX/FXX on live cells; SetColumnsKeepTTL keeps
+// each column's timestamp; Persist on a clamping family never shortens.
+func TestModelIssue37Forms(t *testing.T) {
+	m := New(strategy.Schema{
+		"one":   strategy.OneSecond(),
+		"clamp": strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.ClampLonger)),
+	})
+	t0 := time.UnixMicro(1_000_000_000_000)
+	set := func(fam, col string, ttl time.Duration) {
+		require.NoError(t, m.Apply("r", t0, []Op{{Kind: SetTTL, Family: fam, Column: col, TTL: ttl, Value: col}}))
+	}
+	set("one", "c", time.Minute)
+	set("one", "c", 2*time.Minute)
+	res, err := m.ExpireColumnAt("r", "one", "c", t0, t0.Add(10*time.Minute), CondGT)
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Equal(t, 2, Moved(res))
+	assert.Equal(t, t0.Add(10*time.Minute).UnixMicro(), m.Stored("r")[0].TS, "the newest at the instant")
+	res, _ = m.ExpireColumnAt("r", "one", "none", t0, t0.Add(time.Minute), CondAlways)
+	assert.Equal(t, []CellRes{{Family: "one", Column: "none", Res: ResNoCell}}, res)
+
+	ok, err := m.SetColumns("r", "one", map[string]string{"c": "x", "d": "y"}, time.Hour, SetIfAllExist, t0)
+	require.NoError(t, err)
+	assert.False(t, ok, "d does not exist")
+	ok, _ = m.SetColumns("r", "one", map[string]string{"d": "y"}, time.Hour, SetIfNoneExist, t0)
+	assert.True(t, ok)
+	r, _ := m.SetColumnsKeepTTL("r", "one", map[string]string{"c": "c2", "d": "d2"}, t0)
+	assert.Equal(t, ResSet, r)
+	r, _ = m.SetColumnsKeepTTL("r", "one", map[string]string{"c": "c3", "e": "e3"}, t0)
+	assert.Equal(t, ResNoCell, r)
+
+	res, err = m.ExpireRow("r", t0, 0, &[]time.Time{t0.Add(-time.Second)}[0], CondAlways)
+	require.NoError(t, err)
+	assert.Equal(t, 3, Moved(res), "every live cell deleted")
+	for _, c := range res {
+		assert.Equal(t, ResDeleted, c.Res)
+	}
+
+	// A cell living longer than the clamping cap (written before it: put
+	// in the row directly, as no write through the model gives it).
+	long := ms(t0.Add(10 * time.Hour).UnixMicro())
+	m.rows["r"] = row{"clamp": {"x": []cell{{ts: long, value: "v"}}}}
+	p, err := m.Persist("r", "clamp", "x", t0)
+	require.NoError(t, err)
+	assert.Equal(t, ResNotMet, p, "never shortened to the cap")
+	assert.Equal(t, long, m.Stored("r")[0].TS)
+}

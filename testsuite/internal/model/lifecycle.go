@@ -155,27 +155,127 @@ func (m *Model) ExpireColumn(rowKey, fam, col string, now time.Time, ttl time.Du
 // ExpireColumnCond is ExpireColumn with a condition checked for each
 // cell against its own target.
 func (m *Model) ExpireColumnCond(rowKey, fam, col string, now time.Time, ttl time.Duration, cond Cond) (int, error) {
+	res, err := m.ExpireColumnResults(rowKey, fam, col, now, ttl, cond)
+	return Moved(res), err
+}
+
+// CellRes is one cell's result of an ExpireColumn or ExpireRow
+// (ttlclient.ExpireResultsTo): the cell's timestamp before (0 with
+// ResNoCell) and the result.
+type CellRes struct {
+	Family, Column string
+	TS             int64
+	Res            int
+}
+
+// Moved counts the cells set or deleted.
+func Moved(res []CellRes) int {
+	n := 0
+	for _, r := range res {
+		if r.Res == ResSet || r.Res == ResDeleted {
+			n++
+		}
+	}
+	return n
+}
+
+// ExpireColumnResults is ExpireColumnCond answering per cell.
+func (m *Model) ExpireColumnResults(rowKey, fam, col string, now time.Time, ttl time.Duration, cond Cond) ([]CellRes, error) {
 	if rowKey == "" {
-		return 0, refused(ClassInvalid, "empty row key")
+		return nil, refused(ClassInvalid, "empty row key")
 	}
 	_, target, err := m.expireTarget(fam, now, ttl)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	return m.expireColumnTo(rowKey, fam, col, now.UnixMicro(), target, false, cond, true), nil
+}
+
+// ExpireColumnAt is ttlclient.Table.ExpireColumnAt: the newest live cell
+// gets the expiry at (as ExpireAt), the others keep their spacing; an
+// instant already past deletes them all.
+func (m *Model) ExpireColumnAt(rowKey, fam, col string, now, at time.Time, cond Cond) ([]CellRes, error) {
+	f, err := m.ageFamily(rowKey, fam)
+	if err != nil {
+		return nil, err
+	}
+	target, past, err := f.atTarget(now, at)
+	if err != nil {
+		return nil, err
+	}
+	return m.expireColumnTo(rowKey, fam, col, now.UnixMicro(), target, past, cond, true), nil
+}
+
+// ExpireRow is ttlclient.Table.ExpireRow (at nil) or ExpireRowAt: every
+// column of the row's age families as ExpireColumn (ExpireColumnAt) acts
+// on it, families and columns in order; a family refusing the TTL or
+// instant (the first by name) refuses the whole call first.
+func (m *Model) ExpireRow(rowKey string, now time.Time, ttl time.Duration, at *time.Time, cond Cond) ([]CellRes, error) {
+	if rowKey == "" {
+		return nil, refused(ClassInvalid, "empty row key")
+	}
+	type tgt struct {
+		ts   int64
+		past bool
+	}
+	targets := map[string]tgt{}
+	var fams []string
+	for _, fam := range sortedKeys(m.fams) {
+		f := m.fams[fam]
+		if f.kind != strategy.KindOneSecond && f.kind != strategy.KindDefaultExpiry {
+			continue
+		}
+		var x tgt
+		var err error
+		if at != nil {
+			x.ts, x.past, err = f.atTarget(now, *at)
+		} else {
+			x.ts, err = f.timestamp(Op{Kind: SetTTL, TTL: ttl}, now)
+		}
+		if err != nil {
+			return nil, err
+		}
+		targets[fam] = x
+		fams = append(fams, fam)
+	}
+	if len(fams) == 0 {
+		return nil, refused(ClassNotApplicable, "no age family")
+	}
+	var out []CellRes
 	t := now.UnixMicro()
+	for _, fam := range fams {
+		for _, col := range sortedKeys(m.rows[rowKey][fam]) {
+			out = append(out, m.expireColumnTo(rowKey, fam, col, t, targets[fam].ts, targets[fam].past, cond, false)...)
+		}
+	}
+	return out, nil
+}
+
+// expireColumnTo moves fam:col's live cells so the newest goes to
+// target, the others by the same amount (past: every one is deleted),
+// one move at a time (newest first when extending, oldest first when
+// shortening), each when cond holds for it. noCell: a column without a
+// live cell answers ResNoCell.
+func (m *Model) expireColumnTo(rowKey, fam, col string, t, target int64, past bool, cond Cond, noCell bool) []CellRes {
 	cells := m.liveColumn(rowKey, fam, col, t)
 	if len(cells) == 0 {
-		return 0, nil
+		if noCell {
+			return []CellRes{{Family: fam, Column: col, Res: ResNoCell}}
+		}
+		return nil
 	}
 	delta := target - cells[0].ts // 0: each cell counts, as already given its TTL
-	moved := 0
+	var out []CellRes
 	for i := range cells {
 		c := cells[i]
-		if delta < 0 {
+		if past || delta < 0 {
 			c = cells[len(cells)-1-i]
 		}
 		to := c.ts + delta
-		if to < 0 {
+		switch {
+		case past:
+			to = -1000
+		case to < 0:
 			// Before the epoch: deleted when its new expiry is past, else
 			// the earliest timestamp (a default TTL longer than the time
 			// since the epoch).
@@ -185,14 +285,20 @@ func (m *Model) ExpireColumnCond(rowKey, fam, col string, now time.Time, ttl tim
 				to = -1000
 			}
 		}
-		if !holds(cond, c.ts, to) {
-			continue
+		r := CellRes{Family: fam, Column: col, TS: c.ts}
+		switch {
+		case !holds(cond, c.ts, to):
+			r.Res = ResNotMet
+		case !m.move(rowKey, fam, col, c, to, t):
+			r.Res = ResChanged
+		case to < 0 || !m.fams[fam].live(to, t):
+			r.Res = ResDeleted
+		default:
+			r.Res = ResSet
 		}
-		if m.move(rowKey, fam, col, c, to, t) {
-			moved++
-		}
+		out = append(out, r)
 	}
-	return moved, nil
+	return out
 }
 
 // ExpireUndecidable reports whether an Expire or ExpireColumn of fam:col
