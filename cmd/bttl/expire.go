@@ -287,9 +287,10 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 			}
 		}
 		what := "would set"
+		limit, _ := p.TTLCap()
 		switch {
 		case !lifecycle.Holds(cond, c.Timestamp, to),
-			x.persist && p.MaxTTL() > 0 && to < strategy.Millis(c.Timestamp):
+			x.persist && limit > 0 && to < strategy.Millis(c.Timestamp):
 			// Persist on a clamping family never shortens a cell living
 			// longer than the cap (lifecycle.Settings.Lengthen).
 			what = "not met"

@@ -297,7 +297,8 @@ func (o *Ops) Persist(ctx context.Context, row, family, column string, s Setting
 		}
 		return NoCell, o.Refuse(Cell{Row: row, Family: family, Column: column}, err)
 	}
-	s.Lengthen = p.MaxTTL() > 0 // "forever" is the cap: never shorten to it
+	limit, _ := p.TTLCap()
+	s.Lengthen = limit > 0 // "forever" is the cap: never shorten to it
 	return o.expireCell(ctx, row, family, column, p, target, s)
 }
 
