@@ -46,6 +46,10 @@ var (
 	// ErrInvalidTimestampRange: a delete range with a negative bound or an
 	// end not after its start.
 	ErrInvalidTimestampRange = rules.ErrInvalidTimestampRange
+	// ErrTimestampGranularity: a delete range bound (or, through the wire
+	// guard, a cell timestamp or a read filter's timestamp range) that is
+	// not a whole millisecond, which Bigtable refuses.
+	ErrTimestampGranularity = rules.ErrTimestampGranularity
 	// ErrNoAdminClient: Open cannot verify GC rules without an admin client;
 	// see *NoAdminError.
 	ErrNoAdminClient = rules.ErrNoAdminClient

@@ -109,6 +109,9 @@ func guardCases() []guardCase {
 		{name: "bad delete range", want: ttlclient.ErrInvalidTimestampRange, family: famDef, build: func(m *ttlclient.Mutation) {
 			m.DeleteTimestampRange(famDef, "c", 5000, 2000)
 		}},
+		{name: "sub-millisecond delete range", want: ttlclient.ErrTimestampGranularity, family: famPlain, build: func(m *ttlclient.Mutation) {
+			m.DeleteTimestampRange(famPlain, "c", 1500, 2500)
+		}},
 		// A valid cell before the refused one: nothing of the row is written.
 		{name: "refusal after a valid cell", want: strategy.ErrServerTimestamp, family: famOne, build: func(m *ttlclient.Mutation) {
 			m.Set(famPlain, "ok", 1000, []byte("v"))

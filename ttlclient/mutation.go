@@ -69,7 +69,9 @@ func (m *Mutation) DeleteCellsInColumn(family, column string) {
 
 // DeleteTimestampRange deletes the cells of family:column whose stored
 // timestamps are in [start, end); end 0 means infinity. On a managed family
-// the stored timestamp is the strategy's, not the write time.
+// the stored timestamp is the strategy's, not the write time. A bound that
+// is not a whole millisecond is refused with ErrTimestampGranularity (the
+// client's own DeleteTimestampRange truncates it, deleting another range).
 func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
 	m.add(rules.Op{Kind: rules.OpDeleteRange, Family: family, Column: column, TS: start, End: end})
 }

@@ -28,6 +28,7 @@ var sentinelsByName = map[string]error{
 	"ErrUnknownFamily": ErrUnknownFamily, "ErrServerAssignedTimestamp": ErrServerAssignedTimestamp, "ErrNilMutation": ErrNilMutation,
 	"ErrEmptyMutation": ErrEmptyMutation, "ErrNestedCondition": ErrNestedCondition, "ErrConditionalInBulk": ErrConditionalInBulk,
 	"ErrEmptyRowKey": ErrEmptyRowKey, "ErrRowKeyTooLong": ErrRowKeyTooLong, "ErrValueTooLarge": ErrValueTooLarge, "ErrTooManyMutations": ErrTooManyMutations,
+	"ErrTimestampGranularity":  ErrTimestampGranularity,
 	"ErrInvalidTimestampRange": ErrInvalidTimestampRange,
 	"ErrMismatch":              gcrule.ErrMismatch, "ErrNoAdminClient": ErrNoAdminClient, "ErrTableNotFound": ErrTableNotFound,
 	"ErrFilterTooLarge": filters.ErrFilterTooLarge, "ErrNotDialed": ErrNotDialed,

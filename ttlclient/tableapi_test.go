@@ -137,6 +137,9 @@ func TestTableAPIGuardCasesCoverEverySentinel(t *testing.T) {
 		covered[c.want] = true
 	}
 	for _, c := range guardCases() {
+		if c.want == ttlclient.ErrTimestampGranularity {
+			continue // a *bigtable.Mutation cannot carry one: DeleteTimestampRange truncates its bounds
+		}
 		assert.True(t, covered[c.want], "%s: %v has no TableAPI row", c.name, c.want)
 	}
 }

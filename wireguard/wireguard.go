@@ -418,7 +418,11 @@ func (g *Guard) check(method string, req any) (any, error) {
 		if err != nil || t == nil {
 			return r, err
 		}
-		return t.ReadRows(g.now(), r), nil
+		out, v := t.ReadRows(g.now(), r)
+		if v != nil {
+			return nil, t.status(v, method, nil, -1)
+		}
+		return out, nil
 	}
 	return req, g.refuseByMethod(method)
 }

@@ -77,6 +77,6 @@
 //
 // Exit status: 0 ok; 1 finding or mismatch (also: apply refused or not
 // confirmed, plan when apply would refuse, lookup of a row that holds no
-// cell); 2 usage, file or connection error; 130 interrupted (Ctrl-C);
-// 143 terminated (SIGTERM).
+// cell, an app profile that cannot serve the command refused); 2 usage, file
+// or connection error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 package main

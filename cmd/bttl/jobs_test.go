@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bttl/bttl/bttest_harness/prodserver"
 	migratepkg "github.com/bttl/bttl/internal/migratejob"
 )
 
@@ -314,7 +316,15 @@ func shardRangesDone(t *testing.T, dc *bigtable.Client, table, shard string) (do
 // nothing (an empty range finishes first).
 func shardRangesDoneExcept(t *testing.T, dc *bigtable.Client, table, shard string, except map[string]bool) (witnessed, done, all int) {
 	t.Helper()
-	err := dc.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+	witnessed, done, all, err := readShardRanges(dc, table, shard, except)
+	require.NoError(t, err)
+	return witnessed, done, all
+}
+
+// readShardRanges is shardRangesDoneExcept's reading, safe off the test's
+// goroutine: its error instead of a failed test.
+func readShardRanges(dc *bigtable.Client, table, shard string, except map[string]bool) (witnessed, done, all int, err error) {
+	err = dc.Open(table).ReadRows(context.Background(), bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
 		if !strings.HasSuffix(r.Key(), "#"+shard) || except[r.Key()] {
 			return true
 		}
@@ -344,10 +354,72 @@ func shardRangesDoneExcept(t *testing.T, dc *bigtable.Client, table, shard strin
 		}
 		return true
 	})
-	if err != nil && !strings.Contains(err.Error(), "not found") {
-		require.NoError(t, err)
+	if err != nil && strings.Contains(err.Error(), "not found") {
+		err = nil // no checkpoint table yet
 	}
-	return witnessed, done, all
+	return witnessed, done, all, err
+}
+
+// killGate stops one worker of a sharded migrate job mid-run, whatever the
+// machine's load: each worker talks to the emulator through its own
+// production-rules server (prodserver, no rules in play), whose Config.Fault
+// hook sees each of the worker's data calls before the emulator does. A
+// worker's scan writes its checkpoint one record at a time; at a write to
+// the checkpoint table, once the shard's record shows a range finished
+// with a witness (a range that moved something, which the restart resumes)
+// and not every range finished, the first such worker becomes the victim:
+// that write and every later call of it wait (the hook holds its server)
+// until the test killed it. So the victim is killed with done < all by
+// construction, not by a race between polling and the worker's progress.
+// (A shard cut into one range cannot be stopped mid-run: with three
+// workers, each shard cut at the emulator's random sample points, one of
+// them has several.)
+type killGate struct {
+	dc      *bigtable.Client
+	table   string
+	mu      sync.Mutex
+	victim  int // -1 until chosen
+	stopped chan int
+	release chan struct{}
+}
+
+func newKillGate(dc *bigtable.Client, table string) *killGate {
+	return &killGate{dc: dc, table: table, victim: -1, stopped: make(chan int, 1), release: make(chan struct{})}
+}
+
+// fault is the Config.Fault of worker i of n's server.
+func (g *killGate) fault(i, n int) func(prodserver.Call) prodserver.Fault {
+	shard := fmt.Sprintf("%d/%d", i, n)
+	return func(c prodserver.Call) prodserver.Fault {
+		g.mu.Lock()
+		victim := g.victim
+		g.mu.Unlock()
+		switch {
+		case victim == i:
+			<-g.release
+			return prodserver.FaultThrottle // to a killed client
+		case victim >= 0 || !strings.HasSuffix(c.Table, "/tables/"+g.table):
+			return prodserver.FaultNone
+		case c.Method != "MutateRow" && c.Method != "CheckAndMutateRow" && c.Method != "MutateRows":
+			return prodserver.FaultNone
+		}
+		// The worker writes its checkpoint one record at a time, each
+		// applied before the next is sent: this reads every earlier one.
+		witnessed, done, all, err := readShardRanges(g.dc, g.table, shard, nil)
+		if err != nil || witnessed == 0 || done >= all {
+			return prodserver.FaultNone
+		}
+		g.mu.Lock()
+		if g.victim >= 0 {
+			g.mu.Unlock()
+			return prodserver.FaultNone
+		}
+		g.victim = i
+		g.mu.Unlock()
+		g.stopped <- i
+		<-g.release
+		return prodserver.FaultThrottle
+	}
 }
 
 // jobCells is the size of the job run: 15,000 cells by default,
@@ -448,31 +520,35 @@ func TestShardedJobsOnEmulator(t *testing.T) {
 	migrate := withFlag(t, withFlag(t, fill(migrateArgs), "first-switch", switched.UTC().Format(time.RFC3339Nano)), "written-before", switched.UTC().Format(time.RFC3339Nano))
 
 	// The migrate job: n workers at once, JOB_COMPLETION_INDEX as
-	// Kubernetes sets it; worker 1 is killed once its checkpoint row shows
-	// some ranges finished, and started again elsewhere.
+	// Kubernetes sets it; one is stopped (killGate) once its checkpoint
+	// row shows a range finished and others not, killed, and started
+	// again elsewhere.
 	start = time.Now()
+	gate := newKillGate(dcA, "bttl_checkpoints")
 	workers := make([]*worker, n)
 	for i := range workers {
-		workers[i] = startWorker(t, bin, migrate, runnerEnv(addrA, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)))
+		front := prodserver.New(t, prodserver.Config{Clusters: []prodserver.Cluster{{ID: "c", Addr: addrA}}, Fault: gate.fault(i, n)})
+		workers[i] = startWorker(t, bin, migrate, runnerEnv(front.Addr, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)))
 	}
-	victim := fmt.Sprintf("1/%d", n)
-	var done, all int
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		// A range that moved something: the restart resumes it (one that
-		// moved nothing, an empty range finished first, is read again).
-		var witnessed int
-		if witnessed, done, all = shardRangesDoneExcept(t, dcA, "bttl_checkpoints", victim, nil); witnessed > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // polling another process's progress
+	var v int
+	select {
+	case v = <-gate.stopped:
+	case <-time.After(5 * time.Minute):
+		close(gate.release)
+		require.FailNow(t, "no migrate worker was stopped mid-run within 5 minutes")
 	}
-	require.NoError(t, workers[1].cmd.Process.Signal(syscall.SIGKILL))
-	_ = workers[1].wait()
-	require.Positive(t, done, "worker 1 recorded progress before the kill")
-	require.Less(t, done, all, "worker 1 was killed mid-run (raise BTTL_JOBS_CELLS if it finished first)")
-	t.Logf("worker 1 killed with %d of %d key ranges recorded", done, all)
-	restarted := startWorker(t, bin, migrate, runnerEnv(addrA, "JOB_COMPLETION_INDEX=1"))
-	for i, w := range []*worker{workers[0], restarted, workers[2]} {
+	require.NoError(t, workers[v].cmd.Process.Signal(syscall.SIGKILL))
+	_ = workers[v].wait()
+	close(gate.release)
+	victim := fmt.Sprintf("%d/%d", v, n)
+	witnessed, done, all := shardRangesDoneExcept(t, dcA, "bttl_checkpoints", victim, nil)
+	require.Positive(t, witnessed, "worker %d recorded a range that moved something before the kill", v)
+	require.Less(t, done, all, "worker %d was killed mid-run", v)
+	t.Logf("worker %d killed with %d of %d key ranges recorded", v, done, all)
+	restarted := startWorker(t, bin, migrate, runnerEnv(addrA, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", v)))
+	final := slices.Clone(workers)
+	final[v] = restarted
+	for i, w := range final {
 		require.Equal(t, exitOK, w.wait(), "migrate worker %d: %s%s", i, w.stdout.String(), w.stderr.String())
 		assert.Contains(t, w.stderr.String(), fmt.Sprintf("shard %d/%d (JOB_COMPLETION_INDEX=%d, -shard-count %d)", i, n, i, n), "the header says where the shard came from")
 		assert.NotContains(t, w.stderr.String(), "warning", "hashed keys: an even split")

@@ -294,7 +294,7 @@ func (a *migrateArgs) run(e *env) int {
 	}
 	if err := a.checkDataBoostLag(e); err != nil {
 		fmt.Fprintf(e.stderr, "bttl migrate: %v\n", err)
-		return exitError
+		return exitFindings // a refusal: the profile cannot serve this run
 	}
 	// -stall bounds each write too: the scan's watches reads only.
 	opts := []migrate.Option{migrate.WithClock(clockFunc(e.now)), migrate.WithExamples(int(a.examples)), migrate.WithInflight(int(a.inflight)),

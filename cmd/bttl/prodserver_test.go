@@ -79,13 +79,13 @@ func TestShardedJobsOnProdServer(t *testing.T) {
 	// A Data Boost profile alone cannot take the moves: refused before any
 	// write, naming the profile and the flag to give.
 	r := inProcess(t, srv.Addr, append(append([]string(nil), migrate...), "-app-profile=boost", "-shard=0/3")...)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile, as no -write-app-profile is given)`)
 	assert.Contains(t, r.stderr, "Data Boost")
 	assert.Contains(t, r.stderr, "give -write-app-profile a single-cluster profile that allows single-row transactions")
 	// A single-cluster profile without transactions neither.
 	r = inProcess(t, srv.Addr, append(append([]string(nil), migrate...), "-write-app-profile=reader", "-shard=0/3")...)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "reader" (-write-app-profile)`)
 	assert.Contains(t, r.stderr, "does not allow transactional writes")
 	require.Equal(t, model, storedFamily(t, dcProd, "events", "clicks"), "nothing written by the refused runs")
@@ -108,7 +108,7 @@ func TestShardedJobsOnProdServer(t *testing.T) {
 	assert.EqualValues(t, len(model), job.Total.MovedByJob(), "%+v", job.Total)
 	// Reading the reports through Data Boost would miss the latest: refused.
 	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-app-profile=boost", "migrate", "merge", "-json", report)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "boost"`)
 
 	// The audit job, once the Data Boost replica caught up with the moves;
@@ -341,7 +341,7 @@ func TestMigrateOnReplicatedInstanceNeedsAWriteProfile(t *testing.T) {
 	schema := writeFile(t, "s.yaml", oneSecondSchema)
 	args := append([]string{"-project=p", "-instance=i", "-schema=" + schema, "migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)
 	r := inProcess(t, srv.Addr, args...)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "default" (the instance's default profile, as neither -app-profile nor -write-app-profile is given)`)
 	assert.Contains(t, r.stderr, "multi-cluster routing")
 	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")

@@ -143,6 +143,18 @@ type profileError struct {
 	Reason string
 	// ReadsOnly: the command only reads bttl's records back.
 	ReadsOnly bool
+	// NotFound: the instance has no such profile.
+	NotFound bool
+}
+
+// exitCode: a profile that exists but cannot serve the command is a
+// refusal (exit 1, as apply's refusals); one the instance does not have
+// is a wrong argument (exit 2, as a table that does not exist).
+func (e *profileError) exitCode() int {
+	if e.NotFound {
+		return exitError
+	}
+	return exitFindings
 }
 
 func (e *profileError) Error() string {
@@ -157,7 +169,7 @@ func (e *profileError) Error() string {
 }
 
 // checkWriteProfile reads the write profile from the instance admin API
-// and refuses, before any write, one that cannot take bttl's writes (with
+// and refuses (a *profileError), before any write, one that cannot take bttl's writes (with
 // readsOnly, a command that only reads bttl's records back: one that
 // cannot serve those reads, transactions not needed). A
 // profile that cannot be read (no permission, an emulator without the
@@ -185,7 +197,7 @@ func checkWriteProfile(e *env, adminOpts []option.ClientOption, readsOnly bool) 
 	ap, err := iac.GetAppProfile(ctx, e.g.instance, id)
 	switch {
 	case status.Code(err) == codes.NotFound && profile != "":
-		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile", ReadsOnly: readsOnly}
+		return &profileError{Profile: id, Flag: from, Reason: "the instance has no such profile", ReadsOnly: readsOnly, NotFound: true}
 	case err != nil:
 		if profile != "" {
 			fmt.Fprintf(e.stderr, "bttl %s: note: app profile %q (%s) not checked (%s): a Data Boost or multi-cluster profile refuses bttl's writes\n",

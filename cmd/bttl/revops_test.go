@@ -96,7 +96,7 @@ func TestMigrateThroughDataBoostWaitsForItsLag(t *testing.T) {
 			a = append(a, "-dry-run")
 		}
 		r := inProcess(t, srv.Addr, append(a, "-app-profile=boost")...)
-		require.Equal(t, exitError, r.code, "dry run %v: %s%s", dry, r.stdout, r.stderr)
+		require.Equal(t, exitFindings, r.code, "dry run %v: %s%s", dry, r.stdout, r.stderr)
 		assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
 		assert.Contains(t, r.stderr, "-written-before")
 		assert.NotContains(t, r.stdout, "nothing to migrate")
@@ -128,7 +128,7 @@ func TestApplyRefusesToCheckThroughDataBoost(t *testing.T) {
 	}
 	before := gcRule()
 	r := inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-app-profile=boost", "apply", "-yes")
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "boost" (-app-profile) is a Data Boost profile`)
 	assert.Contains(t, r.stderr, "-force")
 	assert.Equal(t, before, gcRule(), "nothing changed")
@@ -153,7 +153,7 @@ func TestEmptyWriteAppProfileNamedAsGiven(t *testing.T) {
 	schema := writeFile(t, "s.yaml", oneSecondSchema)
 	r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-schema=" + schema, "-app-profile=batch", "-write-app-profile=",
 		"migrate", "-table=legacy", "-family=f", "-from=real", "-ttl=30d"}, switchedAt(now)...)...)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `app profile "default" (-write-app-profile, given empty: the instance's default profile)`)
 	assert.NotContains(t, r.stderr, "neither")
 	require.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
@@ -174,6 +174,27 @@ func TestAppProfileGivenAsFullNameIsAUsageError(t *testing.T) {
 		assert.Contains(t, r.stderr, flag+`: "projects/p/instances/i/appProfiles/batch" is a profile's resource name: give its ID, "batch"`)
 	}
 	assert.Zero(t, srv.Counts().Refused, "no call")
+}
+
+// A write profile the instance does not have is a wrong argument (exit
+// 2, as a table that does not exist); one that exists but cannot take the
+// command's writes is a refusal (exit 1). Neither sends a data call.
+func TestWriteProfileExitCodes(t *testing.T) {
+	srv := batchProfilesServer(t, prodserver.Config{})
+	clientsWithTable(t, srv.Addr, "legacy", "f")
+	schema := writeFile(t, "s.yaml", oneSecondSchema)
+	run := func(profile string) result {
+		return inProcess(t, srv.Addr, "-project=p", "-instance=i", "-schema="+schema, "-write-app-profile="+profile,
+			"audit", "-table=legacy", "-json", "-now="+time.Now().UTC().Format(time.RFC3339Nano), "-report=bigtable://bttl_state/job1")
+	}
+	r := run("nosuch")
+	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `app profile "nosuch" (-write-app-profile) cannot take bttl's writes`)
+	assert.Contains(t, r.stderr, "the instance has no such profile")
+	r = run("boost")
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "Data Boost")
+	assert.Zero(t, srv.Counts().Refused, "no data call")
 }
 
 // bttl plan through a Data Boost profile counts what its scan saw, which
@@ -217,11 +238,11 @@ func TestReadingRecordsNeedsNoTransactions(t *testing.T) {
 		r := inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=reader"}, args...)...)
 		assert.Equal(t, exitOK, r.code, "%v: %s%s", args, r.stdout, r.stderr)
 		r = inProcess(t, srv.Addr, append([]string{"-project=p", "-instance=i", "-write-app-profile=boost"}, args...)...)
-		assert.Equal(t, exitError, r.code, "%v: %s%s", args, r.stdout, r.stderr)
+		assert.Equal(t, exitFindings, r.code, "%v: %s%s", args, r.stdout, r.stderr)
 		assert.Contains(t, r.stderr, `app profile "boost" (-write-app-profile)`)
 	}
 	r = inProcess(t, srv.Addr, "-project=p", "-instance=i", "-write-app-profile=reader", "checkpoint", "rm", "-dry-run", "bigtable://bttl_state")
-	assert.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Equal(t, exitFindings, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, "does not allow transactional writes")
 	assert.Zero(t, srv.Counts().Refused)
 }

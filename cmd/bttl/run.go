@@ -35,7 +35,8 @@ const (
 )
 
 const exitCodes = `exit status: 0 ok; 1 finding or mismatch (also: apply refused or not confirmed, plan
-when apply would refuse, lookup of a row that holds no cell);
+when apply would refuse, lookup of a row that holds no cell, an app profile that cannot serve the
+command refused);
 2 usage, file or connection error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 `
 
@@ -277,7 +278,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if writes := inv.writes != nil && inv.writes(); writes || inv.readsRecords {
 		if err := checkWriteProfile(e, adminOpts, !writes); err != nil {
 			fmt.Fprintf(stderr, "bttl %s: %v\n", name, onePrefix(err.Error()))
-			return exitError
+			return err.(*profileError).exitCode()
 		}
 	}
 	bindFlags(fs, e)

@@ -407,7 +407,7 @@ func apply(e *env, only string, families []string, yes, force, assumeAdopted boo
 		fmt.Fprintf(e.stderr, "bttl apply: app profile %q (-app-profile) is a Data Boost profile, whose reads may miss the writes of the last %s: "+
 			"the check of what the rules would collect cannot see every stored cell through it; nothing changed "+
 			"(scan through a single-cluster profile, or -force to apply unchecked)\n", e.g.appProfile, timefmt.Duration(dataBoostLag))
-		return exitError
+		return exitFindings // apply refused
 	}
 	if !yes {
 		fmt.Fprintf(e.stdout, "Apply these changes to %d table(s)? [y/N]: ", pending)

@@ -99,6 +99,7 @@ var sentinels = map[string]error{
 	"ttlclient.ErrRowKeyTooLong":           ttlclient.ErrRowKeyTooLong,
 	"ttlclient.ErrValueTooLarge":           ttlclient.ErrValueTooLarge,
 	"ttlclient.ErrTooManyMutations":        ttlclient.ErrTooManyMutations,
+	"ttlclient.ErrTimestampGranularity":    ttlclient.ErrTimestampGranularity,
 	"ttlclient.ErrInvalidTimestampRange":   ttlclient.ErrInvalidTimestampRange,
 	"ttlclient.ErrNoAdminClient":           ttlclient.ErrNoAdminClient,
 	"ttlclient.ErrTableNotFound":           ttlclient.ErrTableNotFound,

@@ -65,7 +65,22 @@ func TestRestoredTableIsMigratedAgain(t *testing.T) {
 
 				rep = run()
 				assert.Equal(t, int64(len(model)), rep.Moved, "what the restore brought back is moved again")
-				assert.Equal(t, len(rep.Scan.Ranges), rep.Undone, "every finished range's last move is gone")
+				// The ranges are cut at the server's SampleRowKeys points,
+				// which both emulators pick at random among the row keys:
+				// when the first row is one, the range before it holds no
+				// row, moved nothing and has no witness to find gone
+				// (Unproven, read again).
+				withRows := 0
+				for _, r := range rep.Scan.Ranges {
+					for k := range model {
+						if r.Range.Contains(k.row) {
+							withRows++
+							break
+						}
+					}
+				}
+				assert.Equal(t, withRows, rep.Undone, "every finished range's last move is gone")
+				assert.Equal(t, len(rep.Scan.Ranges)-withRows, rep.Unproven, "a range that held no row proves nothing")
 				assert.True(t, rep.Scan.Complete())
 				assert.Equal(t, shifted(model, day), stored(t, raw, "f"), "every cell moved once, none left at its write time")
 			})

@@ -17,16 +17,20 @@ var (
 	ErrValueTooLarge           = errors.New("bttl: cell value over 100 MiB")
 	ErrTooManyMutations        = errors.New("bttl: row mutations over Bigtable's 100000 per request")
 	ErrInvalidTimestampRange   = errors.New("bttl: invalid timestamp range")
-	ErrNoAdminClient           = errors.New("bttl: no admin client to verify GC rules")
-	ErrTableNotFound           = errors.New("bttl: table not found")
-	ErrNotApplicable           = errors.New("bttl: operation does not apply to the family's strategy")
-	ErrReservedColumn          = errors.New("bttl: column qualifier reserved for write-time companions")
-	ErrNoWriteTime             = errors.New("bttl: no write time recorded for the cell")
-	ErrCannotPersist           = errors.New("bttl: the family cannot keep a cell without a TTL")
-	ErrCellMoved               = errors.New("bttl: cell moved since it was read, and its value is not unique in its column")
-	ErrReadOnlyView            = errors.New("bttl: a materialized view is read-only")
-	ErrUnfilteredSQL           = errors.New("bttl: SQL query reads managed families with no TTL filter")
-	ErrSQLUnknownTable         = errors.New("bttl: cannot tell which families a SQL query reads")
+	// ErrTimestampGranularity: a timestamp bttl would send that is not a
+	// whole millisecond (a multiple of 1000 microseconds), which
+	// production refuses (docs/design.md#granularity).
+	ErrTimestampGranularity = errors.New("bttl: timestamp not a whole millisecond")
+	ErrNoAdminClient        = errors.New("bttl: no admin client to verify GC rules")
+	ErrTableNotFound        = errors.New("bttl: table not found")
+	ErrNotApplicable        = errors.New("bttl: operation does not apply to the family's strategy")
+	ErrReservedColumn       = errors.New("bttl: column qualifier reserved for write-time companions")
+	ErrNoWriteTime          = errors.New("bttl: no write time recorded for the cell")
+	ErrCannotPersist        = errors.New("bttl: the family cannot keep a cell without a TTL")
+	ErrCellMoved            = errors.New("bttl: cell moved since it was read, and its value is not unique in its column")
+	ErrReadOnlyView         = errors.New("bttl: a materialized view is read-only")
+	ErrUnfilteredSQL        = errors.New("bttl: SQL query reads managed families with no TTL filter")
+	ErrSQLUnknownTable      = errors.New("bttl: cannot tell which families a SQL query reads")
 	// ErrNotDialed: a call that needs bttl's interceptor on the client's
 	// connection (Table.API, a read with a RowFilter option) on a client
 	// bttl did not dial.

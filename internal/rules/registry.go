@@ -64,6 +64,7 @@ var Registry = []Reason{
 	row(ErrValueTooLarge, inv, "value_too_large", "value-too-large", anch),
 	row(ErrTooManyMutations, inv, "too_many_mutations", "too-many-mutations", anch),
 	row(ErrInvalidTimestampRange, inv, "invalid_timestamp_range", "invalid-timestamp-range", anch),
+	row(ErrTimestampGranularity, inv, "timestamp_granularity", "timestamp-granularity", "granularity"),
 	row(filters.ErrFilterTooLarge, inv, "filter_too_large", "filter-too-large", "read-filters"),
 	row(strategy.ErrServerTimestamp, pre, "server_timestamp", "server-timestamp", anch),
 	row(strategy.ErrAlreadyExpired, pre, "already_expired", "expired-on-arrival", anch),

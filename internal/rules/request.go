@@ -99,6 +99,9 @@ func (t *Table) CheckAndMutateRow(now time.Time, r *btpb.CheckAndMutateRowReques
 		}
 		branches[i] = out
 	}
+	if v := CheckFilter(r.GetPredicateFilter()); v != nil {
+		return nil, v
+	}
 	filter = filter && t.filters.Managed()
 	if !filter && Same(branches[0], in[0]) && Same(branches[1], in[1]) {
 		return r, nil
@@ -122,14 +125,18 @@ func (t *Table) ReadModifyWriteRow(r *btpb.ReadModifyWriteRowRequest) *Refusal {
 }
 
 // ReadRows is the request to send for r at now: the TTL filter before
-// r's filter, r itself when the table has no managed family.
-func (t *Table) ReadRows(now time.Time, r *btpb.ReadRowsRequest) *btpb.ReadRowsRequest {
+// r's filter, r itself when the table has no managed family; or the
+// refusal of r's filter (CheckFilter).
+func (t *Table) ReadRows(now time.Time, r *btpb.ReadRowsRequest) (*btpb.ReadRowsRequest, *Refusal) {
+	if v := CheckFilter(r.GetFilter()); v != nil {
+		return nil, v
+	}
 	if !t.filters.Managed() {
-		return r
+		return r, nil
 	}
 	out := ShallowCopy(r)
 	out.Filter = t.Filter(now, r.GetFilter())
-	return out
+	return out, nil
 }
 
 // row applies the rules to one row's mutations.
@@ -200,10 +207,13 @@ func (c *Call) Rewrite(method string, req any) (out any, row []byte, v *Refusal)
 			// The first attempt's: a resumed read asks for what is left.
 			c.rowsLimit.Store(r.GetRowsLimit())
 		}
-		if c.Reads {
-			return rs.ReadRows(c.Now(), r), nil, nil // a resumed read filters at its own instant
+		if !c.Reads {
+			return r, nil, nil
 		}
-		return r, nil, nil
+		var out *btpb.ReadRowsRequest
+		if out, v = rs.ReadRows(c.Now(), r); v == nil { // a resumed read filters at its own instant
+			return out, nil, nil
+		}
 	case *btpb.MutateRowRequest:
 		if !c.Writes {
 			return req, nil, nil

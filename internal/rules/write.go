@@ -30,7 +30,9 @@ const (
 	// timestamp on a managed family is refused (the guard cannot know
 	// whether the caller meant the default TTL); an unmanaged family's
 	// cells are sent as they are; the limits the server checks itself
-	// (value size, range bounds) are left to it.
+	// (value size, range bounds) are left to it, but a timestamp not in
+	// whole milliseconds is refused (ErrTimestampGranularity): the
+	// emulators do not refuse it as production does.
 	ModeGuard Mode = iota
 	// ModeClient: a bttl Table's request (ttlclient, and a Table.API
 	// caller's mutation on a connection bttl dialled). A server timestamp
@@ -268,6 +270,13 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 			if err != nil {
 				return nil, t.refuse(i, m, intent, err)
 			}
+			if !wholeMilli(int64(sent)) && sent != bigtable.ServerTime && m.GetTimestampOrigin() != btpb.Mutation_CLIENT_AUTO_GENERATED {
+				// Only the guard sends a caller's timestamp as it is (an
+				// unmanaged family's); the server would refuse it, and a
+				// MutateRows with it whole. A client-generated one the
+				// server truncates itself (Mutation.TimestampOrigin).
+				return nil, t.refuse(i, m, intent, granularityError("SetCell timestamp", int64(sent)))
+			}
 			if sent != ts && inPlace {
 				x.SetCell.TimestampMicros = int64(sent)
 			} else if sent != ts {
@@ -277,12 +286,21 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 				}}}
 			}
 		case *btpb.Mutation_DeleteFromColumn_:
-			if t.Mode == ModeClient {
-				r := x.DeleteFromColumn.GetTimeRange()
-				start, end := r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
-				if start < 0 || end < 0 || (end != 0 && strategy.Millis(bigtable.Timestamp(end)) <= strategy.Millis(bigtable.Timestamp(start))) {
-					return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
+			r := x.DeleteFromColumn.GetTimeRange()
+			start, end := r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
+			if t.Mode == ModeClient && (start < 0 || end < 0) {
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
+			}
+			// In both modes: the server refuses such a bound, and the
+			// client's DeleteTimestampRange would truncate it, deleting
+			// cells of a range the caller did not name.
+			for _, b := range [2]int64{start, end} {
+				if !wholeMilli(b) {
+					return nil, t.refuse(i, m, intent, granularityError(fmt.Sprintf("DeleteFromColumn range [%d, %d) bound", start, end), b))
 				}
+			}
+			if t.Mode == ModeClient && end != 0 && end <= start {
+				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
 			}
 		case *btpb.Mutation_AddToCell_, *btpb.Mutation_MergeToCell_:
 			op := "AddToCell"
@@ -307,6 +325,59 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 		return ms, nil
 	}
 	return out, nil
+}
+
+// wholeMilli reports whether ts is a multiple of 1000 microseconds, the
+// only timestamps a table of millisecond granularity takes ("Timestamps
+// not matching the granularity will be rejected", Table.granularity,
+// google/bigtable/admin/v2/table.proto).
+func wholeMilli(ts int64) bool { return ts%1000 == 0 }
+
+func granularityError(what string, ts int64) error {
+	return fmt.Errorf("%w: %s %d is not a multiple of 1000 microseconds; Bigtable would refuse it (InvalidArgument)", ErrTimestampGranularity, what, ts)
+}
+
+// CheckFilter refuses a caller's filter holding a timestamp range bound
+// that is not a whole millisecond, in a chain, an interleave or a
+// condition at any depth: the server would refuse the read (or the
+// CheckAndMutateRow whose predicate it is).
+func CheckFilter(f *btpb.RowFilter) *Refusal {
+	if err := filterGranularity(f); err != nil {
+		return Refuse(err)
+	}
+	return nil
+}
+
+func filterGranularity(f *btpb.RowFilter) error {
+	switch x := f.GetFilter().(type) {
+	case *btpb.RowFilter_TimestampRangeFilter:
+		r := x.TimestampRangeFilter
+		for _, b := range [2]int64{r.GetStartTimestampMicros(), r.GetEndTimestampMicros()} {
+			if !wholeMilli(b) {
+				return granularityError(fmt.Sprintf("TimestampRangeFilter [%d, %d) bound", r.GetStartTimestampMicros(), r.GetEndTimestampMicros()), b)
+			}
+		}
+	case *btpb.RowFilter_Chain_:
+		for _, sub := range x.Chain.GetFilters() {
+			if err := filterGranularity(sub); err != nil {
+				return err
+			}
+		}
+	case *btpb.RowFilter_Interleave_:
+		for _, sub := range x.Interleave.GetFilters() {
+			if err := filterGranularity(sub); err != nil {
+				return err
+			}
+		}
+	case *btpb.RowFilter_Condition_:
+		c := x.Condition
+		for _, sub := range [3]*btpb.RowFilter{c.GetPredicateFilter(), c.GetTrueFilter(), c.GetFalseFilter()} {
+			if err := filterGranularity(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // timestamp is the timestamp to send for a cell of policy p whose proto

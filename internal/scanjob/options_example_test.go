@@ -181,12 +181,16 @@ func ExampleWithFilter() {
 }
 
 func ExampleWithReadOptions() {
-	// LimitRows applies per range: one row from each.
+	// LimitRows applies per range: one row from each. The scan starts at
+	// the first row, so every range holds one: the ranges are cut at
+	// SampleRowKeys' points, which are row keys. (From "" the first range
+	// would end at a random point of the emulator's sample, once in a
+	// hundred runs the first row, and hold none.)
 	ctx := context.Background()
 	h, tbl := exampleTable(ctx)
 	defer h.Close()
 	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
-		scan.WithReadOptions(bigtable.LimitRows(1)))
+		scan.WithRange("user#0000", ""), scan.WithReadOptions(bigtable.LimitRows(1)))
 	if err != nil {
 		panic(err)
 	}

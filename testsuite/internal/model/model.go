@@ -368,6 +368,13 @@ func (m *Model) Apply(rowKey string, now time.Time, ops []Op) error {
 			if o.TS < 0 || o.End < 0 || (o.End != 0 && ms(o.End) <= ms(o.TS)) {
 				return refused(ClassInvalid, "range [%d,%d)", o.TS, o.End)
 			}
+			if !m.sem.Wire && !m.sem.StampTTL && (o.TS%1000 != 0 || o.End%1000 != 0) {
+				// ttlclient's Mutation refuses a bound that is not a whole
+				// millisecond (ErrTimestampGranularity); a *bigtable.Mutation
+				// (the wire and Table.API paths) truncates it in
+				// DeleteTimestampRange, as below.
+				return refused(ClassInvalid, "range [%d,%d) not in whole milliseconds", o.TS, o.End)
+			}
 		}
 	}
 	if m.sem.Wire {
