@@ -50,7 +50,11 @@ func TestMutationBuildAllocs(t *testing.T) {
 				benchSinkMut = bm
 			})
 			t.Logf("raw %.0f allocs, ttlclient %.0f", raw, lib)
-			assert.LessOrEqual(t, lib, raw+3, "build+rewrite of 10 cells: raw %v allocs", raw)
+			bound := raw + 3
+			if raceEnabled {
+				bound += 4 // the scratch's four slices, made anew when the pool dropped it
+			}
+			assert.LessOrEqual(t, lib, bound, "build+rewrite of 10 cells: raw %v allocs", raw)
 		})
 	}
 }
