@@ -20,11 +20,12 @@ func (t *Table) Build(row string, m *Mutation) (*bigtable.Mutation, error) {
 // the data API's protos.
 func (t *Table) BuildOps(row string, m *Mutation) ([]*btpb.Mutation, error) {
 	now := t.clock.Now()
-	ms, err := t.stamp(row, m, now)
+	ps, err := t.stamp(row, m, now)
 	if err != nil {
 		return nil, err
 	}
-	return t.complete(row, ms, now)
+	// Not released: the caller keeps the protos.
+	return t.complete(row, ps.Mutations, now)
 }
 
 // Filters is the table's filter builder.

@@ -51,7 +51,7 @@ func (m *Mutation) Set(family, column string, ts bigtable.Timestamp, value []byt
 // is clamped when the family clamps, refused otherwise.
 func (m *Mutation) SetTTL(family, column string, ttl time.Duration, value []byte) {
 	m.add(rules.Op{Kind: rules.OpSet, Family: family, Column: column, TS: bigtable.ServerTime,
-		Intent: rules.Intent{Kind: rules.IntentTTL, TTL: ttl}, Value: value})
+		Intent: rules.IntentTTL, Arg: int64(ttl), Value: value})
 }
 
 // SetVersion sets version seq of a value in family:column, a sequence
@@ -59,7 +59,7 @@ func (m *Mutation) SetTTL(family, column string, ttl time.Duration, value []byte
 // strategy.ErrWrongCellOption).
 func (m *Mutation) SetVersion(family, column string, seq int64, value []byte) {
 	m.add(rules.Op{Kind: rules.OpSet, Family: family, Column: column, TS: bigtable.ServerTime,
-		Intent: rules.Intent{Kind: rules.IntentSequence, Seq: seq}, Value: value})
+		Intent: rules.IntentSequence, Arg: seq, Value: value})
 }
 
 // DeleteCellsInColumn deletes all the cells of family:column.
@@ -73,7 +73,7 @@ func (m *Mutation) DeleteCellsInColumn(family, column string) {
 // is not a whole millisecond is refused with ErrTimestampGranularity (the
 // client's own DeleteTimestampRange truncates it, deleting another range).
 func (m *Mutation) DeleteTimestampRange(family, column string, start, end bigtable.Timestamp) {
-	m.add(rules.Op{Kind: rules.OpDeleteRange, Family: family, Column: column, TS: start, End: end})
+	m.add(rules.Op{Kind: rules.OpDeleteRange, Family: family, Column: column, TS: start, Arg: int64(end)})
 }
 
 // DeleteCellsInFamily deletes all the cells of family.
@@ -98,7 +98,7 @@ func (m *Mutation) add(o rules.Op) {
 // AddIntToCell adds to an aggregate cell. Refused on a managed family: the
 // server merges into a cell whose timestamp no strategy controls.
 func (m *Mutation) AddIntToCell(family, column string, ts bigtable.Timestamp, value int64) {
-	m.add(rules.Op{Kind: rules.OpAddInt, Family: family, Column: column, TS: ts, N: value})
+	m.add(rules.Op{Kind: rules.OpAddInt, Family: family, Column: column, TS: ts, Arg: value})
 }
 
 // MergeBytesToCell merges into an aggregate cell. Refused on a managed

@@ -22,13 +22,13 @@ import (
 
 // Issue 34: a Mutation is a plain list of changes, converted once per
 // Apply into protos for bttl's rules (stamped in place: they are the
-// Apply's own) and sent as a bigtable.Mutation built with the client's
-// own methods, with no private memory read or written. A 10-cell build
-// costs what the client's own build does (46: four per cell and five for
+// Apply's own scratch, reused from a pool once the mutation to send is
+// built) and sent as a bigtable.Mutation built with the client's own
+// methods, with no private memory read or written. A 10-cell build costs
+// what the client's own build does (46: four per cell and five for
 // growing the ops slice) plus the Mutation itself (the struct and its
-// change list: 3) and the one conversion (every change's proto in one
-// allocation, their qualifiers in one, the slice of them: 3), and 1 of
-// slack for the rules' bookkeeping: at most raw + 7.
+// change list, grown once: 3); the conversion to protos allocates nothing
+// once the pool is warm: at most raw + 3.
 func TestMutationBuildAllocs(t *testing.T) {
 	for _, s := range benchStrategies() {
 		t.Run(s.name, func(t *testing.T) {
@@ -50,7 +50,11 @@ func TestMutationBuildAllocs(t *testing.T) {
 				benchSinkMut = bm
 			})
 			t.Logf("raw %.0f allocs, ttlclient %.0f", raw, lib)
-			assert.LessOrEqual(t, lib, raw+7, "build+rewrite of 10 cells: raw %v allocs", raw)
+			bound := raw + 3
+			if raceEnabled {
+				bound += 4 // the scratch's four slices, made anew when the pool dropped it
+			}
+			assert.LessOrEqual(t, lib, bound, "build+rewrite of 10 cells: raw %v allocs", raw)
 		})
 	}
 }

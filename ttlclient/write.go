@@ -161,16 +161,17 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if len(m.ops) == 0 {
 			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		ms, err := t.stamp(row, m, now)
+		ps, err := t.stamp(row, m, now)
 		if err != nil {
 			return nil, err
 		}
-		out, err := t.complete(row, ms, now)
+		defer ps.Release() // what is sent is copied out of them first
+		out, err := t.complete(row, ps.Mutations, now)
 		if err != nil {
 			return nil, err
 		}
-		if rules.Same(out, ms) {
-			return rules.SendOps(m.ops, ms), nil // nothing added: built from m's own values
+		if rules.Same(out, ps.Mutations) {
+			return rules.SendOps(m.ops, ps.Mutations), nil // nothing added: built from m's own values
 		}
 		return rules.ToBigtable(out), nil
 	}
@@ -179,7 +180,14 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 	}
 	// Both branches are stamped before either is completed, as the wire
 	// guard does: the refusal is the same whichever holds the worse cell.
-	var branches [2][]*btpb.Mutation
+	var branches [2]*rules.OpProtos
+	defer func() {
+		for _, ps := range branches {
+			if ps != nil {
+				ps.Release()
+			}
+		}
+	}()
 	for i, b := range []*Mutation{m.mtrue, m.mfalse} {
 		if b == nil {
 			continue
@@ -187,18 +195,18 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if b.isConditional {
 			return nil, t.refuse(row, "", "", ErrNestedCondition)
 		}
-		ms, err := t.stamp(row, b, now)
+		ps, err := t.stamp(row, b, now)
 		if err != nil {
 			return nil, err
 		}
-		branches[i] = ms
+		branches[i] = ps
 	}
 	var sent [2]*bigtable.Mutation
 	for i, b := range []*Mutation{m.mtrue, m.mfalse} {
 		if b == nil {
 			continue
 		}
-		ms, err := t.complete(row, branches[i], now)
+		ms, err := t.complete(row, branches[i].Mutations, now)
 		if err != nil {
 			return nil, err
 		}
@@ -208,11 +216,15 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 }
 
 // stamp is m's changes as protos, stamped by the table's rules, each
-// cell written counted on the recorder.
-func (t *Table) stamp(row string, m *Mutation, now time.Time) ([]*btpb.Mutation, error) {
-	ms, intents := rules.Protos(m.ops)
-	if r := t.rules.StampOwned(now, ms, intents); r != nil {
-		return nil, t.refusal(row, r)
+// cell written counted on the recorder: scratch the caller releases
+// (rules.OpProtos), released already when refused.
+func (t *Table) stamp(row string, m *Mutation, now time.Time) (*rules.OpProtos, error) {
+	ps := rules.Protos(m.ops)
+	ms := ps.Mutations
+	if r := t.rules.StampOwned(now, ms, ps.Intents); r != nil {
+		err := t.refusal(row, r) // copies what it keeps of r
+		ps.Release()
+		return nil, err
 	}
 	if t.obs != nil {
 		nowMicros := bigtable.Timestamp(now.UnixMicro())
@@ -224,7 +236,7 @@ func (t *Table) stamp(row string, m *Mutation, now time.Time) ([]*btpb.Mutation,
 			t.obs.cell(&p, &o, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), nowMicros)
 		}
 	}
-	return ms, nil
+	return ps, nil
 }
 
 // complete adds the single-value deletes and write-time companions.
@@ -265,8 +277,8 @@ func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.T
 	var ttl time.Duration
 	switch {
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
-	case op.Intent.Kind == rules.IntentTTL:
-		ttl = op.Intent.TTL
+	case op.Intent == rules.IntentTTL:
+		ttl = op.CellIntent().TTL
 	default:
 		// Exact up to time.Duration's range (292 years), the most a
 		// histogram observation holds; Sub clamps beyond it, never wraps.

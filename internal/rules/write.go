@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -639,42 +640,88 @@ const (
 	OpMergeBytes
 )
 
-// Op is one change of a ttlclient.Mutation, as its method recorded it.
+// Op is one change of a ttlclient.Mutation, as its method recorded it:
+// 80 bytes, a Mutation's whole storage per change, so the fields no change
+// uses together share Arg.
 type Op struct {
-	Kind           OpKind
 	Family, Column string
-	TS             bigtable.Timestamp // Set's, an aggregate's, a range's start
-	End            bigtable.Timestamp // a range's end
-	Intent         Intent             // SetTTL's or SetVersion's
-	N              int64              // AddIntToCell's value
 	Value          []byte
+	TS             bigtable.Timestamp // Set's, an aggregate's, a range's start
+	// Arg is the change's other number: a range's end (OpDeleteRange),
+	// AddIntToCell's value (OpAddInt), the cell's TTL in nanoseconds
+	// (IntentTTL) or its sequence number (IntentSequence).
+	Arg    int64
+	Kind   OpKind
+	Intent IntentKind // SetTTL's or SetVersion's
 }
 
-// Protos is ops as the data API's protos (the protos the client's own
-// methods build), with each cell's intent beside it: what the rules read.
-// They are the caller's for one request: built together (a few
-// allocations for all the cells), to be stamped in place (StampOwned).
-func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
+// CellIntent is o's intent, as the rules read it.
+func (o *Op) CellIntent() Intent {
+	switch o.Intent {
+	case IntentTTL:
+		return Intent{Kind: IntentTTL, TTL: time.Duration(o.Arg)}
+	case IntentSequence:
+		return Intent{Kind: IntentSequence, Seq: o.Arg}
+	}
+	return Intent{}
+}
+
+// OpProtos is a Mutation's changes as the data API's protos (the protos
+// the client's own methods build), with each cell's intent beside it: what
+// the rules read. They are scratch for one build: stamped in place
+// (StampOwned), read while the bigtable.Mutation to send is built from
+// them (SendOps, ToBigtable, which copy what they keep), then handed back
+// with Release for the next build to reuse, so that the rules' pass over a
+// row allocates nothing once warm. Nothing may refer to them after
+// Release: a Refusal's Column, for one, is copied before (ttlclient's
+// CellError holds it as a string).
+type OpProtos struct {
+	Mutations []*btpb.Mutation
+	Intents   []Intent // nil when no change has one
+
+	recs    []opRecord
+	cols    []byte
+	intents []Intent
+}
+
+// opRecord holds one change's proto and, for a Set, its cell: one
+// allocation for all the changes of a row.
+type opRecord struct {
+	pb   btpb.Mutation
+	set  btpb.Mutation_SetCell_
+	cell btpb.Mutation_SetCell
+}
+
+var opProtosPool = sync.Pool{New: func() any { return new(OpProtos) }}
+
+// maxPooledOps bounds the scratch the pool keeps: a rare huge row's is
+// left to the collector rather than held for the next small one.
+const maxPooledOps = 1024
+
+// Protos is ops as protos, in scratch from a pool: call Release once
+// nothing refers to them.
+func Protos(ops []Op) *OpProtos {
+	p := opProtosPool.Get().(*OpProtos)
 	nCol := 0
 	for i := range ops {
 		nCol += len(ops[i].Column)
 	}
-	// One allocation holds every change's proto and, for a Set, its cell.
-	type record struct {
-		pb   btpb.Mutation
-		set  btpb.Mutation_SetCell_
-		cell btpb.Mutation_SetCell
+	if cap(p.recs) < len(ops) {
+		p.recs = make([]opRecord, len(ops))
+		p.Mutations = make([]*btpb.Mutation, len(ops))
 	}
-	recs := make([]record, len(ops))
-	cols := make([]byte, nCol)
+	recs, out := p.recs[:len(ops)], p.Mutations[:len(ops)]
+	if cap(p.cols) < nCol {
+		p.cols = make([]byte, nCol)
+	}
+	cols := p.cols[:nCol]
 	col := func(c string) []byte {
 		q := cols[:len(c):len(c)]
 		copy(q, c)
 		cols = cols[len(c):]
 		return q
 	}
-	out := make([]*btpb.Mutation, len(ops))
-	var intents []Intent
+	p.Intents = nil
 	for i := range ops {
 		o := &ops[i]
 		pb := &recs[i].pb
@@ -684,11 +731,15 @@ func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
 			cell.FamilyName, cell.ColumnQualifier, cell.TimestampMicros, cell.Value = o.Family, col(o.Column), int64(o.TS), o.Value
 			set.SetCell = cell
 			pb.Mutation = set
-			if o.Intent.Kind != IntentNone {
-				if intents == nil {
-					intents = make([]Intent, len(ops))
+			if o.Intent != IntentNone {
+				if p.Intents == nil {
+					if cap(p.intents) < len(ops) {
+						p.intents = make([]Intent, len(ops))
+					}
+					p.Intents = p.intents[:len(ops)]
+					clear(p.Intents)
 				}
-				intents[i] = o.Intent
+				p.Intents[i] = o.CellIntent()
 			}
 		case OpDeleteColumn:
 			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
@@ -696,7 +747,7 @@ func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
 		case OpDeleteRange:
 			pb.Mutation = &btpb.Mutation_DeleteFromColumn_{DeleteFromColumn: &btpb.Mutation_DeleteFromColumn{
 				FamilyName: o.Family, ColumnQualifier: col(o.Column),
-				TimeRange: &btpb.TimestampRange{StartTimestampMicros: int64(o.TS), EndTimestampMicros: int64(o.End)}}}
+				TimeRange: &btpb.TimestampRange{StartTimestampMicros: int64(o.TS), EndTimestampMicros: o.Arg}}}
 		case OpDeleteFamily:
 			pb.Mutation = &btpb.Mutation_DeleteFromFamily_{DeleteFromFamily: &btpb.Mutation_DeleteFromFamily{FamilyName: o.Family}}
 		case OpDeleteRow:
@@ -706,7 +757,7 @@ func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
 				FamilyName:      o.Family,
 				ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: col(o.Column)}},
 				Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: int64(o.TS)}},
-				Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: o.N}},
+				Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: o.Arg}},
 			}}
 		case OpMergeBytes:
 			pb.Mutation = &btpb.Mutation_MergeToCell_{MergeToCell: &btpb.Mutation_MergeToCell{
@@ -718,7 +769,20 @@ func Protos(ops []Op) ([]*btpb.Mutation, []Intent) {
 		}
 		out[i] = pb
 	}
-	return out, intents
+	p.Mutations = out
+	return p
+}
+
+// Release hands p back to the pool. Its protos are not cleared (the next
+// build writes every field it reads): a released row's values stay
+// reachable from the pool until the next build takes it or the collector
+// empties the pool, as a Mutation's own values do while it is kept.
+func (p *OpProtos) Release() {
+	if cap(p.recs) > maxPooledOps {
+		return
+	}
+	p.Intents = nil
+	opProtosPool.Put(p)
 }
 
 // SendOps is the bigtable.Mutation for ops, stamped as ms (one proto per
@@ -734,13 +798,13 @@ func SendOps(ops []Op, ms []*btpb.Mutation) *bigtable.Mutation {
 		case OpDeleteColumn:
 			b.DeleteCellsInColumn(o.Family, o.Column)
 		case OpDeleteRange:
-			b.DeleteTimestampRange(o.Family, o.Column, o.TS, o.End)
+			b.DeleteTimestampRange(o.Family, o.Column, o.TS, bigtable.Timestamp(o.Arg))
 		case OpDeleteFamily:
 			b.DeleteCellsInFamily(o.Family)
 		case OpDeleteRow:
 			b.DeleteRow()
 		case OpAddInt:
-			b.AddIntToCell(o.Family, o.Column, o.TS, o.N)
+			b.AddIntToCell(o.Family, o.Column, o.TS, o.Arg)
 		case OpMergeBytes:
 			b.MergeBytesToCell(o.Family, o.Column, o.TS, o.Value)
 		}
