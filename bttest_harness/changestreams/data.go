@@ -286,7 +286,7 @@ func (d *dataServer) ReadChangeStream(req *btpb.ReadChangeStreamRequest, stream 
 		recs := t.records[pos:limit]
 		caughtUp := limit == int64(len(t.records))
 		closed, children := in.closed, in.children
-		changed, drop := s.changed, s.drop
+		changed, drop := t.changed, s.drop
 		now := s.clock.Now()
 		s.mu.Unlock()
 		wm := now

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 type manualClock struct {
@@ -87,7 +86,7 @@ func newRigClock(t testing.TB, schema strategy.Schema, clk *manualClock, split .
 		}
 	})
 	dial := func() *grpc.ClientConn {
-		conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := srv.Dial() // in memory: no kernel wake-up per call
 		require.NoError(t, err)
 		conns = append(conns, conn)
 		return conn
