@@ -241,3 +241,11 @@ func distinct(evs []expiry.Event) []cellID {
 func sortIDs(ids []cellID) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
 }
+
+// record keeps an event.
+func (r *rig) record(ctx context.Context, e expiry.Event) error {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+	return nil
+}
