@@ -306,6 +306,9 @@ func TestRandomHistory(t *testing.T) {
 	}
 	polls, checked := 0, 0
 	for step := int64(0); step < steps; step++ {
+		if step > 0 && step%10000 == 0 {
+			t.Logf("step %d: %d polls, %d events checked, %v", step, polls, checked, time.Since(began).Round(time.Second))
+		}
 		now := r.clock.Now()
 		switch x := rng.IntN(1000); {
 		case x < 600: // a write, often over a column already written
