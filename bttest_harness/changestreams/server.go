@@ -159,7 +159,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.data = btpb.NewBigtableClient(s.conn)
 	s.admin = btapb.NewBigtableTableAdminClient(s.conn)
-	if s.client, err = bigtable.NewClient(ctx, cfg.Project, cfg.Instance, option.WithGRPCConn(s.conn)); err != nil {
+	// No client-side metrics: their exporter would call Cloud Monitoring
+	// on the backend's connection every minute, and log its refusal.
+	if s.client, err = bigtable.NewClientWithConfig(ctx, cfg.Project, cfg.Instance,
+		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(s.conn)); err != nil {
 		s.conn.Close()
 		s.backendLis.Close()
 		s.backend.Close()

@@ -214,7 +214,7 @@ func TestRandomHistory(t *testing.T) {
 		// its own watermark, and a heartbeat follows each catch-up.
 		c, err := changestream.NewConsumer(r.dial(), changestreams.DefaultProject, changestreams.DefaultInstance, "t", store,
 			changestream.WithClock(r.clock), changestream.WithStartTime(t0), changestream.WithPollInterval(time.Second),
-			changestream.WithHeartbeat(5*time.Second), changestream.WithIdleTimeout(15*time.Second), changestream.WithMaxAttempts(100),
+			changestream.WithHeartbeat(500*time.Millisecond), changestream.WithIdleTimeout(10*time.Second), changestream.WithMaxAttempts(100),
 			changestream.WithLease(time.Hour), changestream.WithCheckpointEvery(1+rng.IntN(20)))
 		require.NoError(t, err)
 		cctx, cancel := context.WithCancel(ctx)
