@@ -57,6 +57,12 @@ type Config struct {
 	// SplitKeys are each table's initial partition boundaries: keys k1 <
 	// k2 < ... make partitions ["",k1), [k1,k2), ..., [kn,"").
 	SplitKeys []string
+	// Tables, when not empty, are the IDs of the only tables whose
+	// changes are recorded; the others' writes are applied and recorded
+	// nowhere (their streams stay empty). A long test writing much to
+	// side tables (a consumer's store, a timer index) then keeps no log of
+	// them. Empty: every table's changes are recorded.
+	Tables []string
 	// ChunkBytes, when positive, sends every change one MutationChunk per
 	// message and chunks SetCell values longer than ChunkBytes, so
 	// consumers meet CONTINUATION messages and chunked values.
@@ -121,6 +127,9 @@ type table struct {
 	// generated is the partition GenerateInitialChangeStreamPartitions
 	// last returned for each range (start + "\x00" + end).
 	generated map[string]*inst
+	// unrecorded: Config.Tables leaves this table out; its changes are
+	// not logged.
+	unrecorded bool
 	// changed is closed and replaced on every change of this table, so a
 	// write to another table (a consumer's checkpoint, a timer index)
 	// wakes none of this table's streams.
@@ -224,6 +233,12 @@ func (s *Server) tableLocked(name string) *table {
 		return t
 	}
 	t = &table{rules: map[string]*btapb.GcRule{}, generated: map[string]*inst{}, changed: make(chan struct{})}
+	if len(s.cfg.Tables) > 0 {
+		t.unrecorded = true
+		for _, id := range s.cfg.Tables {
+			t.unrecorded = t.unrecorded && s.fullName(id) != name
+		}
+	}
 	bounds := append([]string{""}, s.cfg.SplitKeys...)
 	for i, b := range bounds {
 		end := ""
@@ -249,6 +264,9 @@ func (t *table) notifyLocked() {
 
 // appendLocked records a change. s.mu is held.
 func (s *Server) appendLocked(t *table, key []byte, gc bool, commit time.Time, muts []*btpb.Mutation) {
+	if t.unrecorded {
+		return
+	}
 	t.records = append(t.records, &record{seq: int64(len(t.records)) + 1, key: key, commit: commit, gc: gc, muts: muts})
 	t.notifyLocked()
 }

@@ -295,3 +295,21 @@ func TestEmptiedRowIsGone(t *testing.T) {
 	assert.Len(t, r["f"], 1)
 	assert.Equal(t, "bb", lastKey(t, tbl))
 }
+
+// Config.Tables: only the named tables' changes are recorded; another
+// table's writes are applied, and logged nowhere.
+func TestConfigTablesRecordsOnlyThose(t *testing.T) {
+	ctx := context.Background()
+	srv, _, _, tbl := setup(t, changestreams.Config{Tables: []string{"other"}})
+	m := bigtable.NewMutation()
+	m.Set("f", "c", 1000, []byte("v"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	r, err := tbl.ReadRow(ctx, "r")
+	require.NoError(t, err)
+	assert.Len(t, r["f"], 1, "applied")
+	assert.Equal(t, 0, srv.Records("t"), "not recorded")
+
+	srv2, _, _, tbl2 := setup(t, changestreams.Config{Tables: []string{"t"}})
+	require.NoError(t, tbl2.Apply(ctx, "r", m))
+	assert.Equal(t, 1, srv2.Records("t"))
+}
