@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -100,7 +101,67 @@ func (d *dataServer) MutateRow(ctx context.Context, req *btpb.MutateRowRequest) 
 		return nil, err
 	}
 	s.appendLocked(s.tableLocked(req.TableName), req.RowKey, false, commit, req.Mutations)
+	if err := s.dropIfEmptyLocked(ctx, req.TableName, req.RowKey, req.Mutations); err != nil {
+		return nil, err
+	}
 	return resp, nil
+}
+
+// dropIfEmptyLocked removes key's row from the backend when a deletion
+// among muts left it without cells. In Bigtable a row is its cells ("a
+// row with no cells does not exist"); bttest keeps an emptied row in its
+// tree until a GC pass of a table with a GC rule, so a table of short-lived
+// rows (a timer index) would make every range read walk all the rows it
+// ever held. The backend's only way to remove one row is DropRowRange by
+// prefix, so it is used only when no row with key as prefix holds a cell:
+// then it removes empty rows alone. s.mu is held, so no write races it.
+func (s *Server) dropIfEmptyLocked(ctx context.Context, table string, key []byte, muts []*btpb.Mutation) error {
+	deletes := false
+	for _, m := range muts {
+		deletes = deletes || m.GetDeleteFromColumn() != nil || m.GetDeleteFromFamily() != nil || m.GetDeleteFromRow() != nil
+	}
+	if !deletes {
+		return nil
+	}
+	up, err := s.data.ReadRows(ctx, &btpb.ReadRowsRequest{
+		TableName: table,
+		Rows:      &btpb.RowSet{RowRanges: []*btpb.RowRange{prefixRange(key)}},
+		Filter:    &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerRowLimitFilter{CellsPerRowLimitFilter: 1}},
+		RowsLimit: 1,
+	})
+	if err != nil {
+		return err
+	}
+	held := false
+	for {
+		resp, err := up.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		held = held || len(resp.Chunks) > 0
+	}
+	if held {
+		return nil
+	}
+	_, err = s.admin.DropRowRange(ctx, &btapb.DropRowRangeRequest{Name: table, Target: &btapb.DropRowRangeRequest_RowKeyPrefix{RowKeyPrefix: key}})
+	return err
+}
+
+// prefixRange is the rows whose keys start with key.
+func prefixRange(key []byte) *btpb.RowRange {
+	rr := &btpb.RowRange{StartKey: &btpb.RowRange_StartKeyClosed{StartKeyClosed: key}}
+	end := append([]byte(nil), key...)
+	for len(end) > 0 && end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
+	if len(end) > 0 {
+		end[len(end)-1]++
+		rr.EndKey = &btpb.RowRange_EndKeyOpen{EndKeyOpen: end}
+	}
+	return rr
 }
 
 func (d *dataServer) MutateRows(req *btpb.MutateRowsRequest, stream btpb.Bigtable_MutateRowsServer) error {
@@ -130,6 +191,9 @@ func (d *dataServer) MutateRows(req *btpb.MutateRowsRequest, stream btpb.Bigtabl
 			if e.GetStatus().GetCode() == int32(codes.OK) && int(e.Index) < len(req.Entries) {
 				en := req.Entries[e.Index]
 				s.appendLocked(t, en.RowKey, false, commit, en.Mutations)
+				if err := s.dropIfEmptyLocked(stream.Context(), req.TableName, en.RowKey, en.Mutations); err != nil {
+					return err
+				}
 			}
 		}
 		if err := stream.Send(resp); err != nil {
@@ -156,6 +220,9 @@ func (d *dataServer) CheckAndMutateRow(ctx context.Context, req *btpb.CheckAndMu
 	}
 	if len(muts) > 0 {
 		s.appendLocked(s.tableLocked(req.TableName), req.RowKey, false, commit, muts)
+		if err := s.dropIfEmptyLocked(ctx, req.TableName, req.RowKey, muts); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
@@ -286,7 +353,7 @@ func (d *dataServer) ReadChangeStream(req *btpb.ReadChangeStreamRequest, stream 
 		recs := t.records[pos:limit]
 		caughtUp := limit == int64(len(t.records))
 		closed, children := in.closed, in.children
-		changed, drop := s.changed, s.drop
+		changed, drop := t.changed, s.drop
 		now := s.clock.Now()
 		s.mu.Unlock()
 		wm := now

@@ -96,6 +96,9 @@ func (s *Server) RunGC(ctx context.Context, tableID string) (int, error) {
 		}
 		deleted += len(muts)
 		s.appendLocked(t, r.key, true, now, muts)
+		if err := s.dropIfEmptyLocked(ctx, name, r.key, muts); err != nil {
+			return deleted, err
+		}
 	}
 	return deleted, nil
 }

@@ -250,3 +250,66 @@ func TestStartTimeReadsHistoryBeforeMerge(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "z", "b"}, keys)
 }
+
+// lastKey is the backend's last row, empty or not: bttest's SampleRowKeys
+// always ends with it.
+func lastKey(t *testing.T, tbl *bigtable.Table) string {
+	t.Helper()
+	keys, err := tbl.SampleRowKeys(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	return keys[len(keys)-1]
+}
+
+// A row a delete leaves without cells is gone from the backend, as in
+// Bigtable (bttest kept it, so range reads walked every row a table ever
+// held); a row sharing its key as prefix is never touched. Fails before:
+// the last key stays "z".
+func TestEmptiedRowIsGone(t *testing.T) {
+	ctx := context.Background()
+	_, _, _, tbl := setup(t, changestreams.Config{})
+	set := func(row string) {
+		m := bigtable.NewMutation()
+		m.Set("f", "c", 1000, []byte("v"))
+		require.NoError(t, tbl.Apply(ctx, row, m))
+	}
+	del := func(row string) {
+		m := bigtable.NewMutation()
+		m.DeleteCellsInColumn("f", "c")
+		require.NoError(t, tbl.Apply(ctx, row, m))
+	}
+	for _, k := range []string{"a", "z", "zz"} {
+		set(k)
+	}
+	del("zz")
+	assert.Equal(t, "z", lastKey(t, tbl))
+	del("z")
+	assert.Equal(t, "a", lastKey(t, tbl))
+
+	// "b" emptied while "bb" holds a cell: "bb" stays, readable.
+	set("b")
+	set("bb")
+	del("b")
+	r, err := tbl.ReadRow(ctx, "bb")
+	require.NoError(t, err)
+	assert.Len(t, r["f"], 1)
+	assert.Equal(t, "bb", lastKey(t, tbl))
+}
+
+// Config.Tables: only the named tables' changes are recorded; another
+// table's writes are applied, and logged nowhere.
+func TestConfigTablesRecordsOnlyThose(t *testing.T) {
+	ctx := context.Background()
+	srv, _, _, tbl := setup(t, changestreams.Config{Tables: []string{"other"}})
+	m := bigtable.NewMutation()
+	m.Set("f", "c", 1000, []byte("v"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	r, err := tbl.ReadRow(ctx, "r")
+	require.NoError(t, err)
+	assert.Len(t, r["f"], 1, "applied")
+	assert.Equal(t, 0, srv.Records("t"), "not recorded")
+
+	srv2, _, _, tbl2 := setup(t, changestreams.Config{Tables: []string{"t"}})
+	require.NoError(t, tbl2.Apply(ctx, "r", m))
+	assert.Equal(t, 1, srv2.Records("t"))
+}
