@@ -347,7 +347,9 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // no concurrent write is overwritten or hidden and no dead cell revived.
 // A filter returning an older version of a column moves that version the
 // same way: down, or up to below the newer one; a move lifting it over
-// the newer version, which it would hide, never applies (ExpireChanged). It returns the row as
+// the newer version, which it would hide, never applies (ExpireChanged).
+// A filter that strips values (bigtable.StripValueFilter) costs one more
+// read, of the stored values the move keeps. It returns the row as
 // read (the timestamps before the move) and ExpireSet, or ExpireNoCell
 // when no age-family cell was returned (nothing sent). Sequence and
 // unmanaged families' cells are returned and left alone. The reads do not

@@ -468,6 +468,9 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 	if _, _, err := RowMove(moves); err != nil { // the size, before any write
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
 	}
+	if gone, err := o.storedValues(ctx, row, moves); err != nil || gone {
+		return r, Changed, err
+	}
 	for _, mv := range moves {
 		if p, _ := o.Policy(mv.Family); mv.Target < mv.TS {
 			if err := o.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
@@ -508,4 +511,52 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 		return r, Deleted, nil // ReadRowAndExpireAt of an instant already past
 	}
 	return r, Set, nil
+}
+
+// storedValues puts in moves the stored value of each cell read with an
+// empty value: the caller's filter may strip values (StripValueFilter, a
+// read-and-touch that does not fetch them), and the move must pin, and
+// write back, the value stored, not the empty one returned (else the pin
+// never matched and the call was ExpireChanged every time). One raw read
+// of those cells' milliseconds; gone reports one no longer stored there
+// (moved, rewritten or deleted since the read: ExpireChanged). A value
+// that is really empty is read again and stays empty.
+func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (gone bool, err error) {
+	var fs []bigtable.Filter
+	for _, mv := range moves {
+		if len(mv.Value) == 0 {
+			fs = append(fs, bigtable.ChainFilters(
+				bigtable.ColumnRangeFilter(mv.Family, mv.Column, mv.Column+"\x00"),
+				bigtable.TimestampRangeFilterMicros(mv.TS, strategy.MilliEnd(mv.TS)),
+			))
+		}
+	}
+	if len(fs) == 0 {
+		return false, nil
+	}
+	f := fs[0]
+	if len(fs) > 1 {
+		f = bigtable.InterleaveFilters(fs...)
+	}
+	stored, err := o.ReadRow(ctx, row, f)
+	if err != nil {
+		return false, err
+	}
+	for i := range moves {
+		mv := &moves[i]
+		if len(mv.Value) != 0 {
+			continue
+		}
+		found := false
+		for _, it := range stored[mv.Family] {
+			if strings.TrimPrefix(it.Column, mv.Family+":") == mv.Column && strategy.Millis(it.Timestamp) == mv.TS {
+				mv.Value, found = it.Value, true
+				break
+			}
+		}
+		if !found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
