@@ -354,8 +354,9 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // when no age-family cell was returned (nothing sent). Sequence and
 // unmanaged families' cells are returned and left alone. The reads do not
 // count as use for time-to-idle (this is the use, synchronous).
+// A TTL below 1ms is refused before any RPC (strategy.ErrInvalidTTL).
 // Refusals before any write, for the whole row: a TTL a returned family
-// refuses (cap, overflow, below 1ms), cells too large to pin together
+// refuses (cap, overflow), cells too large to pin together
 // (filters.ErrCellTooLargeToPin).
 func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
 	r, res, err := t.life.ReadRowAndExpire(ctx, row, filter, ttl)

@@ -8,6 +8,8 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
@@ -61,5 +63,34 @@ func TestReadRowAndExpireWithStrippedValues(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, "value-one", string(it.Value))
 		assert.Equal(t, strategy.MaxTimestamp, it.Timestamp, "persisted")
+	})
+}
+
+// ReadRowAndExpire with a TTL below 1ms is refused before any RPC
+// (strategy.ErrInvalidTTL in a *CellError), whatever the row holds, as
+// Expire refuses it. Before, a row without an age family's cell (empty,
+// or only sequence and unmanaged cells) answered ExpireNoCell, nil: the TTL
+// was checked only against the families the read returned.
+func TestReadRowAndExpireRefusesATTLBelow1msBeforeAnyRPC(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "negttl", condSchema())
+		m := ttlclient.NewMutation()
+		m.SetVersion(famSeq, "c", 1, []byte("s"))
+		require.NoError(t, tbl.Apply(ctx, "seq-only", m))
+		reads := hc.count("ReadRows")
+		for _, row := range []string{"empty", "seq-only"} {
+			for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond} {
+				r, res, err := tbl.ReadRowAndExpire(ctx, row, nil, ttl)
+				require.ErrorIs(t, err, strategy.ErrInvalidTTL, "%s %s", row, ttl)
+				var ce *ttlclient.CellError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, codes.InvalidArgument, status.Code(err))
+				assert.Nil(t, r, "refused before the read")
+				assert.Equal(t, ttlclient.ExpireNoCell, res)
+			}
+		}
+		assert.Equal(t, reads, hc.count("ReadRows"), "no RPC")
 	})
 }

@@ -409,6 +409,16 @@ func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...s
 
 // ReadRowAndExpire is ttlclient's Table.ReadRowAndExpire.
 func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, Result, error) {
+	if ttl < time.Millisecond {
+		// Below 1ms no family takes it (strategy.Policy.WriteTimestamp):
+		// refused before the read, whatever the row holds, not only when
+		// it returns an age family's cell.
+		if err := o.CheckRowKey(row); err != nil {
+			return nil, NoCell, err
+		}
+		_, err := strategy.OneSecond().WriteTimestamp(o.Clock.Now(), ttl)
+		return nil, NoCell, o.Refuse(Cell{Row: row, TTL: ttl}, err)
+	}
 	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return p.WriteTimestamp(o.Clock.Now(), ttl)
 	})
