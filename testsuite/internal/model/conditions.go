@@ -272,6 +272,9 @@ func (m *Model) readRowAndMove(rowKey string, now time.Time, ttl time.Duration, 
 	if rowKey == "" {
 		return 0, refused(ClassInvalid, "empty row key")
 	}
+	if at == nil && !persist && ttl < time.Millisecond {
+		return 0, refused(ClassInvalidTTL, "TTL %s, whatever the row holds", ttl)
+	}
 	t := now.UnixMicro()
 	type mv struct {
 		fam, col string
