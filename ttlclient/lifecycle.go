@@ -223,7 +223,10 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 // within its millisecond) deletes the cell (ExpireDeleted): its
 // millisecond and its write-time companion are deleted from storage in the
 // same pinned conditional mutation, and the column's older live versions
-// stay visible. An ExpireCondition is checked as for Expire. The cap
+// stay visible. An instant at or before the Unix epoch (the zero
+// time.Time: an instant not set) is refused before any RPC
+// (strategy.ErrBeforeEpoch), as by ExpireColumnAt, ExpireRowAt and
+// ReadRowAndExpireAt. An ExpireCondition is checked as for Expire. The cap
 // (strategy.WithMaxTTL) refuses or clamps an expiry too far away, as a
 // write with that TTL; an instant past the family's last timestamp is
 // strategy.ErrTimestampOverflow, a future one less than D after the epoch

@@ -94,3 +94,59 @@ func TestReadRowAndExpireRefusesATTLBelow1msBeforeAnyRPC(t *testing.T) {
 		assert.Equal(t, reads, hc.count("ReadRows"), "no RPC")
 	})
 }
+
+// An instant at or before the epoch, the zero time.Time above all (an
+// instant a program forgot to set), is refused with ErrBeforeEpoch before
+// any RPC by ExpireAt, ExpireColumnAt, ExpireRowAt and
+// ReadRowAndExpireAt, with nothing deleted. Before, it was taken for a
+// past instant: ExpireRowAt(time.Time{}) deleted every age-family cell of
+// the row, ReadRowAndExpireAt every cell it returned.
+func TestInstantNotAfterTheEpochIsRefused(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "epoch", condSchema())
+		for _, fam := range []string{famOne, famDef, "wt"} {
+			lcSet(t, tbl, "r", fam, "c", "v", time.Hour)
+		}
+		before, err := h.Raw.Open("epoch").ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, before, 3)
+		reads, writes := hc.count("ReadRows"), hc.count("CheckAndMutateRow")
+		for _, at := range []time.Time{{}, time.Unix(0, 0), time.Unix(-3600, 0)} {
+			check := func(what string, err error) {
+				t.Helper()
+				require.ErrorIs(t, err, strategy.ErrBeforeEpoch, "%s %s", what, at)
+				var ce *ttlclient.CellError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, codes.InvalidArgument, status.Code(err))
+			}
+			res, err := tbl.ExpireAt(ctx, "r", famOne, "c", at)
+			check("ExpireAt", err)
+			assert.Equal(t, ttlclient.ExpireNoCell, res)
+			var rs []ttlclient.ExpireCellResult
+			n, err := tbl.ExpireColumnAt(ctx, "r", famOne, "c", at, ttlclient.ExpireResultsTo(&rs))
+			check("ExpireColumnAt", err)
+			assert.Zero(t, n)
+			assert.Nil(t, rs)
+			n, err = tbl.ExpireRowAt(ctx, "r", at, ttlclient.ExpireResultsTo(&rs))
+			check("ExpireRowAt", err)
+			assert.Zero(t, n)
+			assert.Nil(t, rs)
+			r, res, err := tbl.ReadRowAndExpireAt(ctx, "r", nil, at)
+			check("ReadRowAndExpireAt", err)
+			assert.Nil(t, r)
+			assert.Equal(t, ttlclient.ExpireNoCell, res)
+		}
+		assert.Equal(t, reads, hc.count("ReadRows"), "no read")
+		assert.Equal(t, writes, hc.count("CheckAndMutateRow"), "no write")
+		after, err := h.Raw.Open("epoch").ReadRow(ctx, "r")
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "nothing deleted")
+
+		// A past instant after the epoch still deletes, as documented.
+		res, err := tbl.ExpireAt(ctx, "r", famOne, "c", h.Clock.Now().Add(-time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireDeleted, res)
+	})
+}

@@ -426,6 +426,13 @@ func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.
 
 // ReadRowAndExpireAt is ttlclient's Table.ReadRowAndExpireAt.
 func (o *Ops) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, Result, error) {
+	if err := CheckInstant(at); err != nil {
+		// Before the read, whatever the row holds.
+		if err := o.CheckRowKey(row); err != nil {
+			return nil, NoCell, err
+		}
+		return nil, NoCell, o.Refuse(Cell{Row: row}, err)
+	}
 	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		ts, past, err := AtTimestamp(p, o.Clock.Now(), at)
 		if past {
