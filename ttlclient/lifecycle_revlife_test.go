@@ -1,6 +1,7 @@
 package ttlclient_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -148,5 +150,34 @@ func TestInstantNotAfterTheEpochIsRefused(t *testing.T) {
 		res, err := tbl.ExpireAt(ctx, "r", famOne, "c", h.Clock.Now().Add(-time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ttlclient.ExpireDeleted, res)
+	})
+}
+
+// ReadRowAndExpire with a value-stripping filter refuses cells whose
+// stored values do not fit in one predicate (filters.ErrCellTooLargeToPin)
+// before any write: the size is checked again with the values read back,
+// before a max-versions family's hidden versions are purged for a
+// shortening move. (Checked only with the empty values returned, the
+// purge ran and the refusal came after it.)
+func TestReadRowAndExpireWithStrippedValuesRefusesBeforeAnyWrite(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "stripbig", condSchema())
+		big := string(bytes.Repeat([]byte("x"), 8<<10))
+		for _, col := range []string{"a", "b", "c"} {
+			lcSet(t, tbl, "r", "mv", col, "hidden-"+big, 2*time.Hour)
+			lcSet(t, tbl, "r", "mv", col, "newest-"+big, 3*time.Hour)
+		}
+		before, err := h.Raw.Open("stripbig").ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, before["mv"], 6)
+
+		_, _, err = tbl.ReadRowAndExpire(ctx, "r", bigtable.StripValueFilter(), time.Hour)
+		require.ErrorIs(t, err, filters.ErrCellTooLargeToPin)
+		var ce *ttlclient.CellError
+		require.ErrorAs(t, err, &ce)
+		after, err := h.Raw.Open("stripbig").ReadRow(ctx, "r")
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "nothing written: the hidden versions not purged")
 	})
 }

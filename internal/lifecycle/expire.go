@@ -485,8 +485,12 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 	if _, _, err := RowMove(moves); err != nil { // the size, before any write
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
 	}
-	if gone, err := o.storedValues(ctx, row, moves); err != nil || gone {
+	if read, gone, err := o.storedValues(ctx, row, moves); err != nil || gone {
 		return r, Changed, err
+	} else if read {
+		if _, _, err := RowMove(moves); err != nil { // again with the values stored, before the purge writes
+			return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
+		}
 	}
 	for _, mv := range moves {
 		if p, _ := o.Policy(mv.Family); mv.Target < mv.TS {
@@ -537,8 +541,9 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 // never matched and the call was ExpireChanged every time). One raw read
 // of those cells' milliseconds; gone reports one no longer stored there
 // (moved, rewritten or deleted since the read: ExpireChanged). A value
-// that is really empty is read again and stays empty.
-func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (gone bool, err error) {
+// that is really empty is read again and stays empty. read reports
+// whether there was any such cell.
+func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (read, gone bool, err error) {
 	var fs []bigtable.Filter
 	for _, mv := range moves {
 		if len(mv.Value) == 0 {
@@ -549,7 +554,7 @@ func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (gone 
 		}
 	}
 	if len(fs) == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	f := fs[0]
 	if len(fs) > 1 {
@@ -557,7 +562,7 @@ func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (gone 
 	}
 	stored, err := o.ReadRow(ctx, row, f)
 	if err != nil {
-		return false, err
+		return true, false, err
 	}
 	for i := range moves {
 		mv := &moves[i]
@@ -572,8 +577,8 @@ func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (gone 
 			}
 		}
 		if !found {
-			return true, nil
+			return true, true, nil
 		}
 	}
-	return false, nil
+	return true, false, nil
 }
