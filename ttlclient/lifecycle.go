@@ -223,7 +223,10 @@ func (t *Table) Expire(ctx context.Context, row, family, column string, ttl time
 // within its millisecond) deletes the cell (ExpireDeleted): its
 // millisecond and its write-time companion are deleted from storage in the
 // same pinned conditional mutation, and the column's older live versions
-// stay visible. An ExpireCondition is checked as for Expire. The cap
+// stay visible. An instant at or before the Unix epoch (the zero
+// time.Time: an instant not set) is refused before any RPC
+// (strategy.ErrBeforeEpoch), as by ExpireColumnAt, ExpireRowAt and
+// ReadRowAndExpireAt. An ExpireCondition is checked as for Expire. The cap
 // (strategy.WithMaxTTL) refuses or clamps an expiry too far away, as a
 // write with that TTL; an instant past the family's last timestamp is
 // strategy.ErrTimestampOverflow, a future one less than D after the epoch
@@ -347,13 +350,16 @@ func (t *Table) MaxWriteTime(ctx context.Context, row, family string, columns ..
 // no concurrent write is overwritten or hidden and no dead cell revived.
 // A filter returning an older version of a column moves that version the
 // same way: down, or up to below the newer one; a move lifting it over
-// the newer version, which it would hide, never applies (ExpireChanged). It returns the row as
+// the newer version, which it would hide, never applies (ExpireChanged).
+// A filter that strips values (bigtable.StripValueFilter) costs one more
+// read, of the stored values the move keeps. It returns the row as
 // read (the timestamps before the move) and ExpireSet, or ExpireNoCell
 // when no age-family cell was returned (nothing sent). Sequence and
 // unmanaged families' cells are returned and left alone. The reads do not
 // count as use for time-to-idle (this is the use, synchronous).
+// A TTL below 1ms is refused before any RPC (strategy.ErrInvalidTTL).
 // Refusals before any write, for the whole row: a TTL a returned family
-// refuses (cap, overflow, below 1ms), cells too large to pin together
+// refuses (cap, overflow), cells too large to pin together
 // (filters.ErrCellTooLargeToPin).
 func (t *Table) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, ExpireResult, error) {
 	r, res, err := t.life.ReadRowAndExpire(ctx, row, filter, ttl)

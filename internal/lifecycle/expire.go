@@ -409,6 +409,16 @@ func (o *Ops) MaxWriteTime(ctx context.Context, row, family string, columns ...s
 
 // ReadRowAndExpire is ttlclient's Table.ReadRowAndExpire.
 func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.Filter, ttl time.Duration) (bigtable.Row, Result, error) {
+	if ttl < time.Millisecond {
+		// Below 1ms no family takes it (strategy.Policy.WriteTimestamp):
+		// refused before the read, whatever the row holds, not only when
+		// it returns an age family's cell.
+		if err := o.CheckRowKey(row); err != nil {
+			return nil, NoCell, err
+		}
+		_, err := strategy.OneSecond().WriteTimestamp(o.Clock.Now(), ttl)
+		return nil, NoCell, o.Refuse(Cell{Row: row, TTL: ttl}, err)
+	}
 	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		return p.WriteTimestamp(o.Clock.Now(), ttl)
 	})
@@ -416,6 +426,13 @@ func (o *Ops) ReadRowAndExpire(ctx context.Context, row string, filter bigtable.
 
 // ReadRowAndExpireAt is ttlclient's Table.ReadRowAndExpireAt.
 func (o *Ops) ReadRowAndExpireAt(ctx context.Context, row string, filter bigtable.Filter, at time.Time) (bigtable.Row, Result, error) {
+	if err := CheckInstant(at); err != nil {
+		// Before the read, whatever the row holds.
+		if err := o.CheckRowKey(row); err != nil {
+			return nil, NoCell, err
+		}
+		return nil, NoCell, o.Refuse(Cell{Row: row}, err)
+	}
 	return o.readRowAndMove(ctx, row, filter, false, func(p strategy.Policy) (bigtable.Timestamp, error) {
 		ts, past, err := AtTimestamp(p, o.Clock.Now(), at)
 		if past {
@@ -468,6 +485,13 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 	if _, _, err := RowMove(moves); err != nil { // the size, before any write
 		return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
 	}
+	if read, gone, err := o.storedValues(ctx, row, moves); err != nil || gone {
+		return r, Changed, err
+	} else if read {
+		if _, _, err := RowMove(moves); err != nil { // again with the values stored, before the purge writes
+			return r, NoCell, o.Refuse(Cell{Row: row, Family: moves[0].Family}, err)
+		}
+	}
 	for _, mv := range moves {
 		if p, _ := o.Policy(mv.Family); mv.Target < mv.TS {
 			if err := o.purgeHidden(ctx, row, mv.Family, mv.Column, p); err != nil {
@@ -508,4 +532,53 @@ func (o *Ops) readRowAndMove(ctx context.Context, row string, filter bigtable.Fi
 		return r, Deleted, nil // ReadRowAndExpireAt of an instant already past
 	}
 	return r, Set, nil
+}
+
+// storedValues puts in moves the stored value of each cell read with an
+// empty value: the caller's filter may strip values (StripValueFilter, a
+// read-and-touch that does not fetch them), and the move must pin, and
+// write back, the value stored, not the empty one returned (else the pin
+// never matched and the call was ExpireChanged every time). One raw read
+// of those cells' milliseconds; gone reports one no longer stored there
+// (moved, rewritten or deleted since the read: ExpireChanged). A value
+// that is really empty is read again and stays empty. read reports
+// whether there was any such cell.
+func (o *Ops) storedValues(ctx context.Context, row string, moves []Move) (read, gone bool, err error) {
+	var fs []bigtable.Filter
+	for _, mv := range moves {
+		if len(mv.Value) == 0 {
+			fs = append(fs, bigtable.ChainFilters(
+				bigtable.ColumnRangeFilter(mv.Family, mv.Column, mv.Column+"\x00"),
+				bigtable.TimestampRangeFilterMicros(mv.TS, strategy.MilliEnd(mv.TS)),
+			))
+		}
+	}
+	if len(fs) == 0 {
+		return false, false, nil
+	}
+	f := fs[0]
+	if len(fs) > 1 {
+		f = bigtable.InterleaveFilters(fs...)
+	}
+	stored, err := o.ReadRow(ctx, row, f)
+	if err != nil {
+		return true, false, err
+	}
+	for i := range moves {
+		mv := &moves[i]
+		if len(mv.Value) != 0 {
+			continue
+		}
+		found := false
+		for _, it := range stored[mv.Family] {
+			if strings.TrimPrefix(it.Column, mv.Family+":") == mv.Column && strategy.Millis(it.Timestamp) == mv.TS {
+				mv.Value, found = it.Value, true
+				break
+			}
+		}
+		if !found {
+			return true, true, nil
+		}
+	}
+	return true, false, nil
 }

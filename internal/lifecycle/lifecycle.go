@@ -163,6 +163,8 @@ func (r Result) String() string {
 // strategy.Policy.WriteTimestamp rounds. past reports an instant at which
 // such a cell is already expired (at, or within the millisecond of, now or
 // earlier): the cell is to be deleted, and ts is meaningless. An instant
+// at or before the epoch (the zero time.Time included) is
+// strategy.ErrBeforeEpoch (CheckInstant), not a delete. An instant
 // whose timestamp would pass strategy.MaxTimestamp is
 // strategy.ErrTimestampOverflow, one whose timestamp would be before the
 // epoch (at - D < 0) strategy.ErrBeforeEpoch; an expiry over the family's cap is
@@ -170,6 +172,9 @@ func (r Result) String() string {
 // that TTL is (strategy.Policy.CheckExplicit decides). p must be an age
 // family.
 func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, past bool, err error) {
+	if err := CheckInstant(at); err != nil {
+		return 0, false, err
+	}
 	nowUS := bigtable.Timestamp(now.UnixMicro())
 	if !at.After(now) {
 		return 0, true, nil
@@ -207,6 +212,19 @@ func AtTimestamp(p strategy.Policy, now, at time.Time) (ts bigtable.Timestamp, p
 		return out, false, err
 	}
 	return ts, false, nil
+}
+
+// CheckInstant refuses an instant at or before the Unix epoch
+// (strategy.ErrBeforeEpoch): no cell expires then, and as a past instant
+// it would delete every cell it is applied to. The zero time.Time, an
+// instant a program forgot to set, is one (as Redis refuses GETEX and SET
+// with EXAT 0). A past instant after the epoch deletes, as documented.
+func CheckInstant(at time.Time) error {
+	if !at.After(time.Unix(0, 0)) {
+		return fmt.Errorf("%w: the instant %s is not after the epoch (an unset time.Time?); a past instant deletes, so it is refused rather than taken for one",
+			strategy.ErrBeforeEpoch, at.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // Forever is the timestamp Persist gives a cell of p at now: the largest

@@ -150,6 +150,9 @@ func (m *Model) ExpireAt(rowKey, fam, col string, now, at time.Time, atCell int6
 func (f family) atTarget(now, at time.Time) (target int64, past bool, err error) {
 	t := now.UnixMicro()
 	off := time.Duration(f.expiryOffset()) * time.Microsecond
+	if !at.After(time.Unix(0, 0)) {
+		return 0, false, refused(ClassBeforeEpoch, "instant %s not after the epoch", at)
+	}
 	if !at.After(now) {
 		return -1000, true, nil
 	}
@@ -271,6 +274,12 @@ func (m *Model) ReadRowAndExpireAt(rowKey string, now, at time.Time) (int, error
 func (m *Model) readRowAndMove(rowKey string, now time.Time, ttl time.Duration, at *time.Time, persist bool) (int, error) {
 	if rowKey == "" {
 		return 0, refused(ClassInvalid, "empty row key")
+	}
+	if at != nil && !at.After(time.Unix(0, 0)) {
+		return 0, refused(ClassBeforeEpoch, "instant %s not after the epoch, whatever the row holds", *at)
+	}
+	if at == nil && !persist && ttl < time.Millisecond {
+		return 0, refused(ClassInvalidTTL, "TTL %s, whatever the row holds", ttl)
 	}
 	t := now.UnixMicro()
 	type mv struct {
