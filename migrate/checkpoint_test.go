@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"cloud.google.com/go/bigtable"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +54,31 @@ func TestScanCheckpointRecordsThePlan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, rep.Rows, "every range was finished by the run that wrote the checkpoint")
 	assert.Equal(t, int64(2), rep.Earlier.Moved)
+}
+
+// TestCheckCopyRefusesACheckpoint: CheckCopy is a proof read whole every
+// time; a checkpoint (a scan option) would have a second check skip the
+// ranges the first finished and call a target clean that it never read.
+func TestCheckCopyRefusesACheckpoint(t *testing.T) {
+	ctx := context.Background()
+	h, tbl, p := copyTable(ctx)
+	defer h.Close()
+	base := at(h, 0)
+	copyOnce(ctx, h, tbl, p, "user#1", base)
+	m, err := migrate.New(tbl, "clicks", p, migrate.WithClock(h.Clock))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "check.checkpoint")
+
+	chk, err := m.CheckCopy(ctx, scan.WithCheckpoint(path))
+	require.ErrorIs(t, err, scan.ErrOption)
+	var oe *scan.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Nil(t, chk)
+
+	mut := bigtable.NewMutation()
+	mut.DeleteTimestampRange("clicks", "cart", base, base+1000) // not mirrored
+	require.NoError(t, tbl.Apply(ctx, "user#1", mut))
+	chk, err = m.CheckCopy(ctx, scan.WithCheckpoint(path))
+	require.ErrorIs(t, err, scan.ErrOption)
+	assert.Nil(t, chk, "no check, rather than one that skipped what an earlier one read")
 }

@@ -184,7 +184,8 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 // reports every target cell that is not the copy of a stored source cell:
 // the proof that the target serves nothing the source lacks. It writes
 // nothing, and is exact while the target is written by the copy alone.
-// scan options as for Run (no checkpoint: the check is read again whole).
+// scan options as for Run, but a checkpoint is refused (*scan.OptionError):
+// the check is read again whole every time.
 func (m *Migrator) CheckCopy(ctx context.Context, opts ...scan.Option) (*CopyCheck, error) {
 	return m.m.CheckCopy(ctx, opts...)
 }
