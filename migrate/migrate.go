@@ -169,7 +169,8 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 }
 
 // Run scans the table (opts set the workers, the cells/s limit, the shard
-// and the key range) and migrates every row. With WithCheckpoint a
+// and the key range) and migrates every row. With WithCheckpoint (or
+// scan.WithCheckpoint, which records the plan the same way) a
 // restarted run skips the ranges finished and reads the others again,
 // which moves nothing twice; a range where a cell was left unmoved
 // (Stats.Unmoved) is not recorded finished. Under DeleteExpired, Run first
