@@ -169,7 +169,8 @@ func New(tbl *bigtable.Table, table string, plan Plan, opts ...Option) (*Migrato
 }
 
 // Run scans the table (opts set the workers, the cells/s limit, the shard
-// and the key range) and migrates every row. With WithCheckpoint a
+// and the key range) and migrates every row. With WithCheckpoint (or
+// scan.WithCheckpoint, which records the plan the same way) a
 // restarted run skips the ranges finished and reads the others again,
 // which moves nothing twice; a range where a cell was left unmoved
 // (Stats.Unmoved) is not recorded finished. Under DeleteExpired, Run first
@@ -184,7 +185,8 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 // reports every target cell that is not the copy of a stored source cell:
 // the proof that the target serves nothing the source lacks. It writes
 // nothing, and is exact while the target is written by the copy alone.
-// scan options as for Run (no checkpoint: the check is read again whole).
+// scan options as for Run, but a checkpoint is refused (*scan.OptionError):
+// the check is read again whole every time.
 func (m *Migrator) CheckCopy(ctx context.Context, opts ...scan.Option) (*CopyCheck, error) {
 	return m.m.CheckCopy(ctx, opts...)
 }

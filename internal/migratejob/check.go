@@ -48,6 +48,11 @@ func (m *Migrator) CheckCopy(ctx context.Context, opts ...scan.Option) (*CopyChe
 	if m.plan.inPlace() {
 		return nil, &PlanError{Field: "ToFamily", Reason: "empty: an in-place plan copies nothing to check"}
 	}
+	if scan.HasCheckpoint(opts...) {
+		// A checkpoint would skip the ranges an earlier check finished,
+		// and a check that did not read them proves nothing about them.
+		return nil, &scan.OptionError{Option: "checkpoint", Reason: "CheckCopy reads every range every time: a proof cannot resume"}
+	}
 	out := &CopyCheck{Cells: []ReportCell{}}
 	var mu sync.Mutex
 	opts = append(append([]scan.Option(nil), opts...), scan.WithFilter(m.Filter()))

@@ -537,19 +537,17 @@ func (m *Migrator) Run(ctx context.Context, opts ...scan.Option) (*Report, error
 		// deleted is at most that count, and the deletions left to make
 		// are bounded by the difference.
 		var deleted int64
-		var rec *scan.Summary
-		if m.checkpoint != "" {
-			var err error
-			if rec, err = scan.Recorded(ctx, m.table, append(m.withJob(opts), scan.WithFilter(m.Filter()))...); err != nil {
-				return rep, err
-			}
-			for _, r := range rangesOf(rec) {
-				var st Stats
-				if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
-					// A range read again records the deletions of the
-					// earlier attempts as DeletedBefore.
-					deleted += st.ExpiredDeleted + st.DeletedBefore
-				}
+		// rec is nil without a checkpoint (migrate's or a scan option's).
+		rec, err := scan.Recorded(ctx, m.table, append(m.withJob(opts), scan.WithFilter(m.Filter()))...)
+		if err != nil {
+			return rep, err
+		}
+		for _, r := range rangesOf(rec) {
+			var st Stats
+			if r.Result != nil && json.Unmarshal(r.Result, &st) == nil {
+				// A range read again records the deletions of the
+				// earlier attempts as DeletedBefore.
+				deleted += st.ExpiredDeleted + st.DeletedBefore
 			}
 		}
 		n := counter.Stats().ExpiredDeleted
@@ -665,13 +663,16 @@ func (m *Migrator) run(ctx context.Context, opts []scan.Option) (*scan.Summary, 
 	}, opts...)
 }
 
-// withJob adds the checkpoint (WithCheckpoint), whose job is the plan, so
-// that a checkpoint is never resumed by another plan or a dry run.
+// withJob adds the checkpoint (WithCheckpoint) and records the plan as
+// its job, so that a checkpoint is never resumed by another plan or a dry
+// run: also one the caller gave as a scan option (the public
+// scan.WithCheckpoint takes no job), which would otherwise record none.
 func (m *Migrator) withJob(opts []scan.Option) []scan.Option {
-	if m.checkpoint == "" {
-		return opts
+	opts = append([]scan.Option(nil), opts...)
+	if m.checkpoint != "" {
+		opts = append(opts, scan.WithCheckpoint(m.checkpoint, nil))
 	}
-	opts = append(opts, scan.WithCheckpoint(m.checkpoint, m.Job()))
+	opts = append(opts, scan.WithJob(m.Job()))
 	if m.dryRun {
 		// A dry run writes nothing to witness: its finished ranges' counts
 		// are what they read, as of its clock (a run that writes counts

@@ -183,3 +183,14 @@ func WithReadOptions(opts ...bigtable.ReadOption) Option {
 // one worker these are the scanned range's first n rows; with several,
 // which rows is not defined. A range stopped by the limit is not finished.
 func WithLimit(n int64) Option { return func(c *config) { c.limit = n } }
+
+// HasCheckpoint reports whether opts keep a checkpoint (WithCheckpoint
+// with a path): for an operation that must read everything every time
+// (migrate's CheckCopy, a proof) and so refuses to skip finished ranges.
+func HasCheckpoint(opts ...Option) bool {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return c.checkpoint != ""
+}
