@@ -144,6 +144,20 @@ func prepareMutations(muts []*btpb.Mutation, nowMicros int64) error {
 					return granularityError(mutationPrefix(i), ts)
 				}
 			}
+		case *btpb.Mutation_AddToCell_, *btpb.Mutation_MergeToCell_:
+			// "must be a raw_timestamp_micros that matches the table's
+			// granularity" (Mutation.AddToCell.timestamp, MergeToCell's).
+			ts := m.GetAddToCell().GetTimestamp()
+			if m.GetMergeToCell() != nil {
+				ts = m.GetMergeToCell().GetTimestamp()
+			}
+			micros := ts.GetRawTimestampMicros()
+			switch {
+			case m.GetTimestampOrigin() == btpb.Mutation_CLIENT_AUTO_GENERATED && ts != nil:
+				ts.Kind = &btpb.Value_RawTimestampMicros{RawTimestampMicros: micros - micros%microsPerMilli}
+			case micros%microsPerMilli != 0:
+				return granularityError(mutationPrefix(i), micros)
+			}
 		}
 	}
 	return nil

@@ -314,6 +314,14 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 			if t.Mode == ModeClient && ts < 0 {
 				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, ts))
 			}
+			if t.Mode == ModeGuard && !wholeMilli(int64(ts)) && m.GetTimestampOrigin() != btpb.Mutation_CLIENT_AUTO_GENERATED {
+				// The guard sends it as it is, and an aggregate's timestamp
+				// "must be a raw_timestamp_micros that matches the table's
+				// granularity" (Mutation.AddToCell.timestamp). bttl's
+				// client sends it through the Go client's AddIntToCell and
+				// MergeBytesToCell, which truncate it, as Set does.
+				return nil, t.refuse(i, m, intent, granularityError(op+" timestamp", int64(ts)))
+			}
 		}
 		if send != m && out == nil {
 			out = append(make([]*btpb.Mutation, 0, len(ms)), ms[:i]...)
