@@ -56,8 +56,17 @@ func mutationPrefix(i int) string {
 
 // The limits' refusals: INVALID_ARGUMENT, production's code for a request
 // the server will not take as written; the messages are the double's.
-func tooManyMutations(n int) error {
-	return status.Errorf(codes.InvalidArgument, "Too many mutations in one request: %d, at most %d are allowed", n, MaxMutations)
+func tooManyMutations(n, limit int) error {
+	return status.Errorf(codes.InvalidArgument, "Too many mutations in one request: %d, at most %d are allowed", n, limit)
+}
+
+// maxMutations is the limit the double enforces: MaxMutations unless
+// Config.MaxMutations lowers it.
+func (s *Server) maxMutations() int {
+	if n := s.cfg.MaxMutations; n > 0 && n < MaxMutations {
+		return n
+	}
+	return MaxMutations
 }
 
 func checkRowKey(key []byte) error {
