@@ -37,7 +37,8 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
 	var mu sync.Mutex
 	calls := 0
-	s := prodserver.New(t, prodserver.Config{Fault: func(c prodserver.Call) prodserver.Fault {
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit)) // see smallLimit
+	s := prodserver.New(t, prodserver.Config{MaxMutations: smallLimit, Fault: func(c prodserver.Call) prodserver.Fault {
 		if c.Method != "MutateRows" {
 			return prodserver.FaultNo
 		}
@@ -59,7 +60,7 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 
 	ctx := context.Background()
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
+	muts := cellsN(t, 52, 10, &rows)
 	errs, err := tbl.ApplyBulk(ctx, rows, muts)
 	require.NoError(t, err)
 	require.Nil(t, errs)
@@ -69,7 +70,7 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 	for _, row := range rows {
 		r, err := h.Stored(ctx, "t", row)
 		require.NoError(t, err)
-		assert.Len(t, r["wt"], 2000, "row %s: 1,000 cells and their companions, once", row)
+		assert.Len(t, r["wt"], 20, "row %s: 10 cells and their companions, once", row)
 	}
 }
 
@@ -89,7 +90,8 @@ func cellsN(t *testing.T, n, per int, rows *[]string) []*bigtable.Mutation {
 // (TestGuardSplitsABulkRequestItsRulesPushOverTheLimit has none failing.)
 func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	s := prodserver.New(t, prodserver.Config{})
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit)) // see smallLimit
+	s := prodserver.New(t, prodserver.Config{MaxMutations: smallLimit})
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -101,8 +103,8 @@ func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 
 	ctx := context.Background()
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
-	const bad = 40 // in the second part: 50 rows of 2,000 fill the first
+	muts := cellsN(t, 52, 10, &rows)
+	const bad = 40 // rows 0-48 fill the first part (its extra cell pushes row 49 out)
 	muts[bad].Set("gone", "c", 1000, []byte("v"))
 	errs, err := tbl.ApplyBulk(ctx, rows, muts)
 	require.NoError(t, err)
@@ -120,7 +122,7 @@ func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 		if i == bad {
 			continue // bttest applies a failed row's mutations up to the failing one
 		}
-		assert.Len(t, r["wt"], 2000, "row %s", row)
+		assert.Len(t, r["wt"], 20, "row %s", row)
 	}
 }
 
@@ -314,7 +316,7 @@ func (s ctxWatch) RecvMsg(m any) error {
 // still deliver: an interceptor before the guard (tracing, logging) sees
 // one stream, in flight until its last answer.
 func TestGuardSplitBulkContextLastsTheWholeStream(t *testing.T) {
-	s, _, _, h := limitEnv(t)
+	s, _, _, h := smallLimitTableEnv(t)
 	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
 	require.NoError(t, err)
 	done := 0
@@ -333,12 +335,12 @@ func TestGuardSplitBulkContextLastsTheWholeStream(t *testing.T) {
 	defer client.Close()
 
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
+	muts := cellsN(t, 52, 10, &rows)
 	errs, err := client.Open("t").ApplyBulk(context.Background(), rows, muts)
 	require.NoError(t, err)
 	require.Nil(t, errs)
 	assert.Zero(t, done, "responses delivered on a stream whose Context was done")
 	r, err := h.Stored(context.Background(), "t", rows[51])
 	require.NoError(t, err)
-	assert.Len(t, r["wt"], 2000)
+	assert.Len(t, r["wt"], 20)
 }
