@@ -15,6 +15,7 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/bttest_harness/prodserver"
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 	"github.com/bttl/bttl/wireguard"
@@ -29,8 +30,21 @@ var limitSchema = strategy.Schema{"wt": strategy.OneSecond(strategy.WithWriteTim
 // 100,000 mutations (prodserver.MaxMutations) as production does.
 func limitEnv(t *testing.T) (*prodserver.Server, *bigtable.Table, *ttlclient.Table, *bttestharness.Harness) {
 	t.Helper()
+	return limitEnvWith(t, prodserver.Config{})
+}
+
+// smallLimitTableEnv is limitEnv with Bigtable's limit lowered to
+// smallLimit on both sides (see smallLimit).
+func smallLimitTableEnv(t *testing.T) (*prodserver.Server, *bigtable.Table, *ttlclient.Table, *bttestharness.Harness) {
+	t.Helper()
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit))
+	return limitEnvWith(t, prodserver.Config{MaxMutations: smallLimit})
+}
+
+func limitEnvWith(t *testing.T, cfg prodserver.Config) (*prodserver.Server, *bigtable.Table, *ttlclient.Table, *bttestharness.Harness) {
+	t.Helper()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	s := prodserver.New(t, prodserver.Config{})
+	s := prodserver.New(t, cfg)
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -55,19 +69,20 @@ func cells(t *testing.T, n int) *bigtable.Mutation {
 	return m
 }
 
-// The client groups an ApplyBulk's rows within Bigtable's 100,000
-// mutations per request by their own count (52 rows of 1,000 cells, one
-// request); the guard's companions double it. The guard sends the
-// rewritten request as several, each within the limit, and every row is
-// written.
+// The client groups an ApplyBulk's rows within the limit per request by
+// their own count (52 rows of 10 cells, one request); the guard's
+// companions double it. The guard sends the rewritten request as
+// several, each within the limit, and every row is written. (The limit
+// is lowered to smallLimit on both sides: the split is the same at
+// 100,000, with rows of 1,000 cells.)
 func TestGuardSplitsABulkRequestItsRulesPushOverTheLimit(t *testing.T) {
-	s, tbl, _, h := limitEnv(t)
+	s, tbl, _, h := smallLimitTableEnv(t)
 	ctx := context.Background()
 	var rows []string
 	var muts []*bigtable.Mutation
 	for i := range 52 {
 		rows = append(rows, fmt.Sprintf("r%02d", i))
-		muts = append(muts, cells(t, 1000))
+		muts = append(muts, cells(t, 10))
 	}
 	errs, err := tbl.ApplyBulk(ctx, rows, muts)
 	require.NoError(t, err)
@@ -75,7 +90,7 @@ func TestGuardSplitsABulkRequestItsRulesPushOverTheLimit(t *testing.T) {
 	for _, row := range rows {
 		r, err := h.Stored(ctx, "t", row)
 		require.NoError(t, err)
-		assert.Len(t, r["wt"], 2000, "row %s: 1,000 cells and their companions", row)
+		assert.Len(t, r["wt"], 20, "row %s: 10 cells and their companions", row)
 	}
 	assert.Zero(t, s.Counts().Refused, "the server refused nothing")
 }

@@ -23,6 +23,7 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/bttest_harness/prodserver"
+	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/wireguard"
 )
@@ -36,7 +37,8 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
 	var mu sync.Mutex
 	calls := 0
-	s := prodserver.New(t, prodserver.Config{Fault: func(c prodserver.Call) prodserver.Fault {
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit)) // see smallLimit
+	s := prodserver.New(t, prodserver.Config{MaxMutations: smallLimit, Fault: func(c prodserver.Call) prodserver.Fault {
 		if c.Method != "MutateRows" {
 			return prodserver.FaultNo
 		}
@@ -58,7 +60,7 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 
 	ctx := context.Background()
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
+	muts := cellsN(t, 52, 10, &rows)
 	errs, err := tbl.ApplyBulk(ctx, rows, muts)
 	require.NoError(t, err)
 	require.Nil(t, errs)
@@ -68,7 +70,7 @@ func TestGuardSplitBulkRetriedAfterItsSecondPartFails(t *testing.T) {
 	for _, row := range rows {
 		r, err := h.Stored(ctx, "t", row)
 		require.NoError(t, err)
-		assert.Len(t, r["wt"], 2000, "row %s: 1,000 cells and their companions, once", row)
+		assert.Len(t, r["wt"], 20, "row %s: 10 cells and their companions, once", row)
 	}
 }
 
@@ -88,7 +90,8 @@ func cellsN(t *testing.T, n, per int, rows *[]string) []*bigtable.Mutation {
 // (TestGuardSplitsABulkRequestItsRulesPushOverTheLimit has none failing.)
 func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	s := prodserver.New(t, prodserver.Config{})
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit)) // see smallLimit
+	s := prodserver.New(t, prodserver.Config{MaxMutations: smallLimit})
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -100,8 +103,8 @@ func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 
 	ctx := context.Background()
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
-	const bad = 40 // in the second part: 50 rows of 2,000 fill the first
+	muts := cellsN(t, 52, 10, &rows)
+	const bad = 40 // rows 0-48 fill the first part (its extra cell pushes row 49 out)
 	muts[bad].Set("gone", "c", 1000, []byte("v"))
 	errs, err := tbl.ApplyBulk(ctx, rows, muts)
 	require.NoError(t, err)
@@ -119,7 +122,7 @@ func TestGuardSplitBulkEntryErrorAtItsIndex(t *testing.T) {
 		if i == bad {
 			continue // bttest applies a failed row's mutations up to the failing one
 		}
-		assert.Len(t, r["wt"], 2000, "row %s", row)
+		assert.Len(t, r["wt"], 20, "row %s", row)
 	}
 }
 
@@ -151,12 +154,61 @@ func TestGuardSendsAnEmptyBulkRequestToTheServer(t *testing.T) {
 	})
 }
 
+// smallLimit is the request limit the split tests lower Bigtable's
+// 100,000 to, on both sides (rules.SetRequestLimitForTest, the server's
+// prodserver.Config.MaxMutations), so a request over it is a few thousand
+// mutations, cheap under -race on a loaded machine, not 100,000.
+const smallLimit = 1000
+
+// smallLimitEnv is limitEnv with the limit lowered to smallLimit on both
+// sides; calls counts the server's MutateRows calls.
+func smallLimitEnv(t *testing.T) (s *prodserver.Server, h *bttestharness.Harness, calls func() int) {
+	t.Helper()
+	t.Cleanup(rules.SetRequestLimitForTest(smallLimit))
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	var mu sync.Mutex
+	n := 0
+	s = prodserver.New(t, prodserver.Config{MaxMutations: smallLimit, Fault: func(c prodserver.Call) prodserver.Fault {
+		if c.Method == "MutateRows" {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+		return prodserver.FaultNo
+	}})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{Addr: s.Addr, NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	h.MustTable(t, "t", limitSchema)
+	return s, h, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// wtRequest is a raw MutateRows request of rows rows of perRow cells of
+// family wt each (their companions double them in the guard), row keys
+// prefix and a two-digit index.
+func wtRequest(t *testing.T, prefix string, rows, perRow int) *btpb.MutateRowsRequest {
+	t.Helper()
+	ts, err := limitSchema["wt"].WriteTimestamp(time.Now(), time.Hour)
+	require.NoError(t, err)
+	req := &btpb.MutateRowsRequest{TableName: fmt.Sprintf("projects/%s/instances/%s/tables/t", bttestharness.Project, bttestharness.Instance)}
+	for i := range rows {
+		var ms []*btpb.Mutation
+		for j := range perRow {
+			ms = append(ms, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
+				FamilyName: "wt", ColumnQualifier: []byte(fmt.Sprintf("c%06d", j)), TimestampMicros: int64(ts), Value: []byte("v")}}})
+		}
+		req.Entries = append(req.Entries, &btpb.MutateRowsRequest_Entry{RowKey: []byte(fmt.Sprintf("%s%03d", prefix, i)), Mutations: ms})
+	}
+	return req
+}
+
 // The guard checks requests of another Go type (a dynamicpb message, as
 // TestGuardInspectsRequestsOfAnotherGoType sends): its responses are of
 // that type too, and a split request's entries must still be answered at
-// the caller's indexes, each once.
+// the caller's indexes, each once. (The limit is lowered to smallLimit
+// on both sides: the split is the same at 100,000.)
 func TestGuardSplitBulkAnswersAnotherGoTypeAtTheCallersIndexes(t *testing.T) {
-	s, _, _, h := limitEnv(t)
+	s, h, calls := smallLimitEnv(t)
 	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
 	require.NoError(t, err)
 	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -166,19 +218,9 @@ func TestGuardSplitBulkAnswersAnotherGoTypeAtTheCallersIndexes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	ts, err := limitSchema["wt"].WriteTimestamp(time.Now(), time.Hour)
-	require.NoError(t, err)
-	var rows []string
-	req := &btpb.MutateRowsRequest{TableName: fmt.Sprintf("projects/%s/instances/%s/tables/t", bttestharness.Project, bttestharness.Instance)}
-	for i := range 52 { // 52,000 cells: with their companions, two requests
-		rows = append(rows, fmt.Sprintf("r%02d", i))
-		var ms []*btpb.Mutation
-		for j := range 1000 {
-			ms = append(ms, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
-				FamilyName: "wt", ColumnQualifier: []byte(fmt.Sprintf("c%06d", j)), TimestampMicros: int64(ts), Value: []byte("v")}}})
-		}
-		req.Entries = append(req.Entries, &btpb.MutateRowsRequest_Entry{RowKey: []byte(rows[i]), Mutations: ms})
-	}
+	// 52 rows of 10 cells: 520 mutations as sent, 1,040 with their
+	// companions, over the limit: two requests (50 rows, then 2).
+	req := wtRequest(t, "r", 52, 10)
 	b, err := proto.Marshal(req)
 	require.NoError(t, err)
 	dyn := dynamicpb.NewMessage(req.ProtoReflect().Descriptor())
@@ -205,35 +247,29 @@ func TestGuardSplitBulkAnswersAnotherGoTypeAtTheCallersIndexes(t *testing.T) {
 			seen[e.GetIndex()]++
 		}
 	}
-	for i := range rows {
-		assert.Equal(t, 1, seen[int64(i)], "row %d (%s) answered once, at its index", i, rows[i])
+	assert.Equal(t, 2, calls(), "the request was sent as two")
+	for i, e := range req.GetEntries() {
+		assert.Equal(t, 1, seen[int64(i)], "row %d (%s) answered once, at its index", i, e.GetRowKey())
 	}
-	assert.Len(t, seen, len(rows), "no index outside the request")
-	r, err := h.Stored(ctx, "t", rows[51])
-	require.NoError(t, err)
-	assert.Len(t, r["wt"], 2000)
+	assert.Len(t, seen, len(req.GetEntries()), "no index outside the request")
+	for _, row := range []string{"r000", "r051"} { // in the first part and the second
+		r, err := h.Stored(ctx, "t", row)
+		require.NoError(t, err)
+		assert.Len(t, r["wt"], 20, "row %s: its cells and their companions", row)
+	}
 }
 
-// A bulk request over Bigtable's 100,000 mutations as the caller sent it
-// (not grouped by the Go client) is the server's to refuse, whole, as it
+// A bulk request over Bigtable's limit as the caller sent it (not
+// grouped by the Go client) is the server's to refuse, whole, as it
 // refuses it without the guard: the guard splits only what its rules took
 // over the limit (wirestream.NewBulkWhole), and does not turn the
-// server's refusal into rows written.
+// server's refusal into rows written. (The limit is lowered to
+// smallLimit on both sides: the rule is the same at 100,000.)
 func TestGuardDoesNotSplitARequestTheCallerSentOverTheLimit(t *testing.T) {
-	s, _, _, h := limitEnv(t)
+	s, h, _ := smallLimitEnv(t)
 	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
 	require.NoError(t, err)
-	ts, err := limitSchema["wt"].WriteTimestamp(time.Now(), time.Hour)
-	require.NoError(t, err)
-	req := &btpb.MutateRowsRequest{TableName: fmt.Sprintf("projects/%s/instances/%s/tables/t", bttestharness.Project, bttestharness.Instance)}
-	for i := range 120 { // 120,000 mutations; 2,000 a row with its companions
-		var ms []*btpb.Mutation
-		for j := range 1000 {
-			ms = append(ms, &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
-				FamilyName: "wt", ColumnQualifier: []byte(fmt.Sprintf("c%06d", j)), TimestampMicros: int64(ts), Value: []byte("v")}}})
-		}
-		req.Entries = append(req.Entries, &btpb.MutateRowsRequest_Entry{RowKey: []byte(fmt.Sprintf("over%03d", i)), Mutations: ms})
-	}
+	req := wtRequest(t, "over", 120, 10) // 1,200 mutations; 20 a row with its companions
 	answer := func(opts ...grpc.DialOption) error {
 		conn, err := grpc.NewClient(s.Addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 		require.NoError(t, err)
@@ -252,6 +288,7 @@ func TestGuardDoesNotSplitARequestTheCallerSentOverTheLimit(t *testing.T) {
 	require.Equal(t, codes.InvalidArgument, status.Code(raw), "the server's own answer: %v", raw)
 	guarded := answer(grpc.WithStreamInterceptor(g.StreamClientInterceptor()))
 	assert.Equal(t, codes.InvalidArgument, status.Code(guarded), "the server's refusal, not a split: %v", guarded)
+	assert.Contains(t, guarded.Error(), "Too many mutations in one request: 2400", "sent whole, companions included")
 	for _, i := range []int{0, 119} {
 		r, err := h.Stored(context.Background(), "t", fmt.Sprintf("over%03d", i))
 		require.NoError(t, err)
@@ -279,7 +316,7 @@ func (s ctxWatch) RecvMsg(m any) error {
 // still deliver: an interceptor before the guard (tracing, logging) sees
 // one stream, in flight until its last answer.
 func TestGuardSplitBulkContextLastsTheWholeStream(t *testing.T) {
-	s, _, _, h := limitEnv(t)
+	s, _, _, h := smallLimitTableEnv(t)
 	g, err := wireguard.New(map[string]strategy.Schema{"t": limitSchema})
 	require.NoError(t, err)
 	done := 0
@@ -298,12 +335,12 @@ func TestGuardSplitBulkContextLastsTheWholeStream(t *testing.T) {
 	defer client.Close()
 
 	var rows []string
-	muts := cellsN(t, 52, 1000, &rows)
+	muts := cellsN(t, 52, 10, &rows)
 	errs, err := client.Open("t").ApplyBulk(context.Background(), rows, muts)
 	require.NoError(t, err)
 	require.Nil(t, errs)
 	assert.Zero(t, done, "responses delivered on a stream whose Context was done")
 	r, err := h.Stored(context.Background(), "t", rows[51])
 	require.NoError(t, err)
-	assert.Len(t, r["wt"], 2000)
+	assert.Len(t, r["wt"], 20)
 }

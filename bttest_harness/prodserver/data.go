@@ -126,8 +126,8 @@ func (d *dataServer) MutateRow(ctx context.Context, req *btpb.MutateRowRequest) 
 	if err := checkRowKey(req.GetRowKey()); err != nil {
 		return nil, s.refuse(err)
 	}
-	if n := len(req.GetMutations()); n > MaxMutations {
-		return nil, s.refuse(tooManyMutations(n))
+	if n := len(req.GetMutations()); n > s.maxMutations() {
+		return nil, s.refuse(tooManyMutations(n, s.maxMutations()))
 	}
 	if err := prepareMutations(req.GetMutations(), nowMicros()); err != nil {
 		return nil, s.refuse(err)
@@ -168,8 +168,8 @@ func (d *dataServer) MutateRows(req *btpb.MutateRowsRequest, stream btpb.Bigtabl
 	for _, e := range req.GetEntries() {
 		total += len(e.GetMutations())
 	}
-	if total > MaxMutations {
-		return s.refuse(tooManyMutations(total))
+	if total > s.maxMutations() {
+		return s.refuse(tooManyMutations(total, s.maxMutations()))
 	}
 	now := nowMicros()
 	results := make([]*btpb.MutateRowsResponse_Entry, len(req.GetEntries()))
@@ -251,8 +251,8 @@ func (d *dataServer) CheckAndMutateRow(ctx context.Context, req *btpb.CheckAndMu
 		return nil, s.refuse(err)
 	}
 	for _, muts := range [][]*btpb.Mutation{req.GetTrueMutations(), req.GetFalseMutations()} {
-		if len(muts) > MaxMutations {
-			return nil, s.refuse(tooManyMutations(len(muts)))
+		if len(muts) > s.maxMutations() {
+			return nil, s.refuse(tooManyMutations(len(muts), s.maxMutations()))
 		}
 	}
 	now := nowMicros()
@@ -302,8 +302,8 @@ func (d *dataServer) ReadModifyWriteRow(ctx context.Context, req *btpb.ReadModif
 	if err := checkRowKey(req.GetRowKey()); err != nil {
 		return nil, s.refuse(err)
 	}
-	if n := len(req.GetRules()); n > MaxMutations {
-		return nil, s.refuse(tooManyMutations(n))
+	if n := len(req.GetRules()); n > s.maxMutations() {
+		return nil, s.refuse(tooManyMutations(n, s.maxMutations()))
 	}
 	f := s.fault(Call{Method: "ReadModifyWriteRow", Profile: p.id, Table: req.GetTableName()}, true)
 	if f == FaultThrottle {

@@ -15,10 +15,13 @@
 //     Boost profile refuses every write and reads a replica that the
 //     replicator feeds DataBoostLag late;
 //   - millisecond granularity: a timestamp not a multiple of 1000
-//     microseconds is refused (INVALID_ARGUMENT "Timestamp granularity
-//     mismatch. ...");
-//   - size limits: MaxMutations per request, MaxRowKeyBytes per row key,
-//     MaxFilterBytes per filter;
+//     microseconds (a SetCell's, an AddToCell's or MergeToCell's, a
+//     delete range or filter bound) is refused (INVALID_ARGUMENT
+//     "Timestamp granularity mismatch. ..."), a client-generated one
+//     truncated;
+//   - size limits: MaxMutations per request (Config.MaxMutations lowers
+//     it for a test), MaxRowKeyBytes per row key, MaxFilterBytes per
+//     filter;
 //   - faults: RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail at
 //     Config.ThrottleRate, UNAVAILABLE after a backend applied a write at
 //     Config.UnavailableRate, both drawn from streams seeded by Config.Seed,

@@ -56,8 +56,17 @@ func mutationPrefix(i int) string {
 
 // The limits' refusals: INVALID_ARGUMENT, production's code for a request
 // the server will not take as written; the messages are the double's.
-func tooManyMutations(n int) error {
-	return status.Errorf(codes.InvalidArgument, "Too many mutations in one request: %d, at most %d are allowed", n, MaxMutations)
+func tooManyMutations(n, limit int) error {
+	return status.Errorf(codes.InvalidArgument, "Too many mutations in one request: %d, at most %d are allowed", n, limit)
+}
+
+// maxMutations is the limit the double enforces: MaxMutations unless
+// Config.MaxMutations lowers it.
+func (s *Server) maxMutations() int {
+	if n := s.cfg.MaxMutations; n > 0 && n < MaxMutations {
+		return n
+	}
+	return MaxMutations
 }
 
 func checkRowKey(key []byte) error {
@@ -143,6 +152,20 @@ func prepareMutations(muts []*btpb.Mutation, nowMicros int64) error {
 				if ts%microsPerMilli != 0 {
 					return granularityError(mutationPrefix(i), ts)
 				}
+			}
+		case *btpb.Mutation_AddToCell_, *btpb.Mutation_MergeToCell_:
+			// "must be a raw_timestamp_micros that matches the table's
+			// granularity" (Mutation.AddToCell.timestamp, MergeToCell's).
+			ts := m.GetAddToCell().GetTimestamp()
+			if m.GetMergeToCell() != nil {
+				ts = m.GetMergeToCell().GetTimestamp()
+			}
+			micros := ts.GetRawTimestampMicros()
+			switch {
+			case m.GetTimestampOrigin() == btpb.Mutation_CLIENT_AUTO_GENERATED && ts != nil:
+				ts.Kind = &btpb.Value_RawTimestampMicros{RawTimestampMicros: micros - micros%microsPerMilli}
+			case micros%microsPerMilli != 0:
+				return granularityError(mutationPrefix(i), micros)
 			}
 		}
 	}

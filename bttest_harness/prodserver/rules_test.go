@@ -118,6 +118,15 @@ func TestTimestampsMustBeWholeMilliseconds(t *testing.T) {
 			FamilyName: family, ColumnQualifier: []byte("c"), TimeRange: &btpb.TimestampRange{StartTimestampMicros: 1000, EndTimestampMicros: 2500}}}}
 		_, err = raw.MutateRow(ctx, &btpb.MutateRowRequest{TableName: name, RowKey: []byte("r"), Mutations: []*btpb.Mutation{del}})
 		requireCode(t, err, codes.InvalidArgument, "but got 2500.")
+		// An aggregate's timestamp "must be a raw_timestamp_micros that
+		// matches the table's granularity" (Mutation.AddToCell.timestamp):
+		// refused before the backend, whatever the family's type.
+		add := &btpb.Mutation{Mutation: &btpb.Mutation_AddToCell_{AddToCell: &btpb.Mutation_AddToCell{FamilyName: family,
+			ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: []byte("n")}},
+			Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: 1500}},
+			Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: 1}}}}}
+		_, err = raw.MutateRow(ctx, &btpb.MutateRowRequest{TableName: name, RowKey: []byte("r"), Mutations: []*btpb.Mutation{add}})
+		requireCode(t, err, codes.InvalidArgument, "Error in element #0 : Timestamp granularity mismatch. Expected a multiple of 1000 (millisecond granularity), but got 1500.")
 		rr, err := raw.ReadRows(ctx, &btpb.ReadRowsRequest{TableName: name, Filter: &btpb.RowFilter{Filter: &btpb.RowFilter_Chain_{Chain: &btpb.RowFilter_Chain{Filters: []*btpb.RowFilter{
 			{Filter: &btpb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &btpb.TimestampRange{StartTimestampMicros: 1500}}}}}}}})
 		require.NoError(t, err)

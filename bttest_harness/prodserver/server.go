@@ -116,6 +116,10 @@ type Config struct {
 	// replicates on its own; ReplicateDue applies what the clock says is
 	// due, Flush everything.
 	Clock Clock
+	// MaxMutations, when positive and below MaxMutations, is the limit
+	// enforced in its place, so a test can exercise the limit with small
+	// requests (beside rules.SetRequestLimitForTest, bttl's side of it).
+	MaxMutations int
 	// Seed makes the throttling, the UNAVAILABLE answers and multi-cluster
 	// routing reproducible: each draws from its own stream seeded by it.
 	Seed uint64

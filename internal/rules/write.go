@@ -314,6 +314,14 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 			if t.Mode == ModeClient && ts < 0 {
 				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, ts))
 			}
+			if t.Mode == ModeGuard && !wholeMilli(int64(ts)) && m.GetTimestampOrigin() != btpb.Mutation_CLIENT_AUTO_GENERATED {
+				// The guard sends it as it is, and an aggregate's timestamp
+				// "must be a raw_timestamp_micros that matches the table's
+				// granularity" (Mutation.AddToCell.timestamp). bttl's
+				// client sends it through the Go client's AddIntToCell and
+				// MergeBytesToCell, which truncate it, as Set does.
+				return nil, t.refuse(i, m, intent, granularityError(op+" timestamp", int64(ts)))
+			}
 		}
 		if send != m && out == nil {
 			out = append(make([]*btpb.Mutation, 0, len(ms)), ms[:i]...)
@@ -445,7 +453,7 @@ func (t *Table) Complete(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, 
 			return nil, r
 		}
 	}
-	if len(ms) > MaxRequestMutations {
+	if len(ms) > RequestLimit() {
 		return nil, Refuse(fmt.Errorf("%w: %d mutations, %d of them the families' single-value deletes and write-time companions; nothing of the row was sent",
 			ErrTooManyMutations, len(ms), len(ms)-written))
 	}
@@ -458,6 +466,33 @@ func (t *Table) Complete(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, 
 // in total over a MutateRowsRequest's entries; the client's own grouping
 // bound (maxMutations, v1.58.0).
 const MaxRequestMutations = 100000
+
+// requestLimit is a lower limit a test put in place of
+// MaxRequestMutations (0: none).
+var requestLimit atomic.Int64
+
+// RequestLimit is the most mutations bttl sends in one request (and one
+// row): MaxRequestMutations, unless a test lowered it.
+func RequestLimit() int {
+	if n := requestLimit.Load(); n > 0 {
+		return int(n)
+	}
+	return MaxRequestMutations
+}
+
+// SetRequestLimitForTest lowers RequestLimit to n (at most
+// MaxRequestMutations) until restore is called, so a test exercises the
+// limit (the rules' refusal, the wire guard's split) with small requests
+// rather than 100,000 mutations; with prodserver.Config.MaxMutations the
+// server's limit is the same. It changes the whole process: a test that
+// calls it must not run in parallel with another.
+func SetRequestLimitForTest(n int) (restore func()) {
+	if n <= 0 || n > MaxRequestMutations {
+		n = MaxRequestMutations
+	}
+	old := requestLimit.Swap(int64(n))
+	return func() { requestLimit.Store(old) }
+}
 
 // addSingleValueDeletes puts a delete of the whole column before each
 // SetCell of a SingleValue family, unless the mutation before it is

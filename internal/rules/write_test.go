@@ -233,3 +233,55 @@ func TestSubMillisecondFilterBoundsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// An aggregate's timestamp (AddToCell, MergeToCell) the guard sends as
+// it is: "must be a raw_timestamp_micros that matches the table's
+// granularity" (google.bigtable.v2.Mutation.AddToCell.timestamp), so a
+// sub-millisecond one is refused as a SetCell's is, unless the client
+// generated it (the server truncates it). bttl's client sends it through
+// the Go client's AddIntToCell and MergeBytesToCell, which truncate it,
+// as its Set does.
+func TestSubMillisecondAggregateTimestampsAreRefusedByTheGuard(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	add := func(ts int64) *btpb.Mutation {
+		return &btpb.Mutation{Mutation: &btpb.Mutation_AddToCell_{AddToCell: &btpb.Mutation_AddToCell{FamilyName: "plain",
+			ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: []byte("n")}},
+			Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: ts}},
+			Input:           &btpb.Value{Kind: &btpb.Value_IntValue{IntValue: 1}}}}}
+	}
+	merge := func(ts int64) *btpb.Mutation {
+		return &btpb.Mutation{Mutation: &btpb.Mutation_MergeToCell_{MergeToCell: &btpb.Mutation_MergeToCell{FamilyName: "plain",
+			ColumnQualifier: &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: []byte("n")}},
+			Timestamp:       &btpb.Value{Kind: &btpb.Value_RawTimestampMicros{RawTimestampMicros: ts}},
+			Input:           &btpb.Value{Kind: &btpb.Value_RawValue{RawValue: []byte("x")}}}}}
+	}
+	client, guard := newTable(t, ModeClient), newTable(t, ModeGuard)
+	for _, mk := range []func(int64) *btpb.Mutation{add, merge} {
+		_, r := guard.Stamp(now, []*btpb.Mutation{set("plain", "ok", 1000), mk(1500)}, nil)
+		require.NotNil(t, r, "%v", mk(1500))
+		assert.ErrorIs(t, r, ErrTimestampGranularity)
+		assert.Equal(t, 1, r.Index)
+		assert.Equal(t, "plain", r.Family)
+		assert.Contains(t, r.Error(), "1500")
+		for _, ts := range []int64{0, 2000} {
+			_, r = guard.Stamp(now, []*btpb.Mutation{mk(ts)}, nil)
+			assert.Nil(t, r, "timestamp %d", ts)
+		}
+		auto := mk(1500)
+		auto.TimestampOrigin = btpb.Mutation_CLIENT_AUTO_GENERATED
+		_, r = guard.Stamp(now, []*btpb.Mutation{auto}, nil)
+		assert.Nil(t, r, "a client-generated timestamp: the server truncates it")
+		_, r = client.Stamp(now, []*btpb.Mutation{mk(1500)}, nil)
+		assert.Nil(t, r, "the client sends it through the Go client's builders, which truncate it")
+
+		req := &btpb.MutateRowsRequest{Entries: []*btpb.MutateRowsRequest_Entry{
+			{RowKey: []byte("a"), Mutations: []*btpb.Mutation{mk(1000)}},
+			{RowKey: []byte("b"), Mutations: []*btpb.Mutation{mk(1001)}},
+		}}
+		sent, r, i := guard.MutateRows(now, req)
+		require.NotNil(t, r)
+		assert.Nil(t, sent)
+		assert.Equal(t, 1, i)
+		assert.ErrorIs(t, r, ErrTimestampGranularity)
+	}
+}

@@ -171,7 +171,7 @@ func (s *bulkStream) SendMsg(m any) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	limit := rules.MaxRequestMutations
+	limit := rules.RequestLimit()
 	if caller > limit {
 		// Over the limit as the caller sent it: the server's to refuse,
 		// whole, not the rules' to split.
