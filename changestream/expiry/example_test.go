@@ -51,7 +51,7 @@ func exStart() *exEnv {
 	_ = admin
 	for id, fams := range map[string]map[string]bigtable.GCPolicy{
 		"events": {"session": exSchema["session"].GCPolicy()},
-		"expiry": {expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy()},
+		"expiry": {expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy(), expiry.ExpiredFamily: bigtable.NoGcPolicy()},
 		"state":  {"cs": bigtable.NoGcPolicy()},
 	} {
 		if err := admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: id, Families: fams}); err != nil {
