@@ -66,7 +66,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // Callback receives each event. Returning nil acknowledges it: only then
-// is its index entry deleted. An error stops Run (or the stream's Run, for
+// does its index entry leave the timers (for ExpiredFamily). An error stops Run (or the stream's Run, for
 // an event from a GC change), which returns it; the event is given again
 // later.
 type Callback func(ctx context.Context, e Event) error
@@ -90,8 +90,8 @@ type Notifier struct {
 
 // New returns a notifier for table (its ID) whose families' strategies
 // schema gives, read through client, keeping its timer index in
-// indexTable of the same instance (families TimerFamily and LeaseFamily,
-// no GC rule). stream is the Store of the consumer feeding Handle: its
+// indexTable of the same instance (families TimerFamily, LeaseFamily and
+// ExpiredFamily, no GC rule). stream is the Store of the consumer feeding Handle: its
 // low watermark says when a cell found missing can be dropped.
 func New(client *bigtable.Client, table string, schema strategy.Schema, indexTable string, stream changestream.Store, cb Callback, opts ...Option) (*Notifier, error) {
 	cfg := config{bucket: DefaultBucket, poll: DefaultPollInterval, lease: DefaultLease, rpcTimeout: DefaultRPCTimeout, clock: realClock{}, count: 1, recheck: DefaultRecheck}
