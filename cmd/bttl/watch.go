@@ -46,7 +46,7 @@ managed cell (package changestream/gclag). Delivery is at least once: a
 restarted watch may print an event again (docs/design.md#expiry-index).
 
 The timer index and the stream's tokens are kept in the -state table
-(created with families t, l and cs when missing), so a killed watch
+(created with families t, l, x and cs when missing), so a killed watch
 resumes where it was; -worker I/N (or the job runner's task index) shares
 the work among N processes. Runs until -timeout (then exits 0), Ctrl-C, or
 an error (exit 2). -redact-keys prints row keys as keyed hashes
