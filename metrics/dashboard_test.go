@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/changestream/expiry"
 	"github.com/bttl/bttl/changestream/gclag"
 	"github.com/bttl/bttl/metrics"
 )
@@ -94,7 +95,8 @@ func TestDashboardQueriesUseExportedMetrics(t *testing.T) {
 		audit.MetricExpiredNotCollectedCells, audit.MetricExpiredNotCollectedBytes, audit.MetricOldestExpiry, audit.MetricLiveCells,
 		metrics.ShadowReadExpiredCellsTotal, metrics.GCLagSeconds + "_bucket", metrics.RefusalsTotal,
 		metrics.WriteTTLSeconds + "_bucket", metrics.ReadAddedLatencySeconds + "_bucket", metrics.WriteAddedLatencySeconds + "_bucket",
-		metrics.IdleRefreshesTotal, gclag.MetricName + "_bucket", gclag.MetricName + "_sum", gclag.MetricName + "_count",
+		metrics.IdleRefreshesTotal, gclag.MetricName + "_bucket", gclag.MetricName + "_count",
+		expiry.StockMetricName,
 	} {
 		assert.True(t, used[n], "the dashboard has no panel over %s", n)
 	}

@@ -138,6 +138,9 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	stock := perFamily(`bttl_audit_expired_not_collected_cells{job="bttl-audit",table="stock"}`)
 	assert.Equal(t, map[string]float64{"stock/" + famOne: 0, "stock/" + famDef: plantedStock}, stock,
 		"Prometheus serves the audit's stock, exactly the planted cells")
+	notified := perFamily(`max by (table, family) (bttl_expired_not_collected_cells)`)
+	assert.Equal(t, map[string]float64{table + "/" + famOne: 1, table + "/" + famDef: 0}, notified,
+		"Prometheus serves the expiry notifier's stock: the one announced cell")
 	idle := map[string]float64{}
 	for _, s := range p.Query(t, grafanaVars.Replace(`sum by (table, family, result) (rate(bttl_idle_refreshes_total{table=~"$table"}[$__rate_interval]))`)) {
 		idle[s.Metric["table"]+"/"+s.Metric["family"]+"/"+s.Metric["result"]] = s.Float(t)
@@ -248,6 +251,9 @@ func startWorkload(t *testing.T) *workload {
 	// default-expiry cell collected ten days after its expiry.
 	gcRec, err := gclag.New("t", schema(), gclag.WithRegisterer(reg))
 	require.NoError(t, err)
+	// The stock of announced cells not yet collected, through a real
+	// expiry notifier (changestream/expiry): t/one holds one.
+	streamStock(t, reg)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -71,6 +71,13 @@ func exportedWithAudit(t *testing.T) map[string]bool {
 	for _, n := range gcLagExported(t) {
 		have[n] = true
 	}
+	sreg := prometheus.NewPedanticRegistry()
+	streamStock(t, sreg)
+	sfams, err := sreg.Gather()
+	require.NoError(t, err)
+	for _, f := range sfams {
+		have[f.GetName()] = true
+	}
 	return have
 }
 

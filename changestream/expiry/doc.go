@@ -10,8 +10,8 @@
 //
 // What is promised, exactly:
 //
-//   - at least once: an index entry is deleted only after the Callback
-//     returned nil for its event; a killed worker's buckets are taken over
+//   - at least once: an index entry leaves the timers (to family "x") only
+//     after the Callback returned nil for its event; a killed worker's buckets are taken over
 //     once their leases lapse (by WithClock), and a change the stream
 //     delivers again schedules its cells again;
 //   - never for a cell not stored at its timestamp when the worker reads it
@@ -34,6 +34,10 @@
 // <prefix><bucket>, bucket the expiry instant's Unix milliseconds divided
 // by the bucket width, 16 hex digits; family "t" one cell per scheduled
 // cell, its qualifier the cell's family, column, timestamp and row key,
-// its value empty (or when the cell was found missing); family "l" the
-// bucket's lease. Every cell is written at timestamp 0, one version.
+// its value empty (or when the cell was found missing); family "x" the
+// same qualifier once the cell was announced, until its GC record arrives
+// or a recheck finds it deleted (the stock of expired cells not yet
+// collected: the gauge StockMetricName, WithRegisterer, WithRecheck);
+// family "l" the bucket's lease. Every cell is written at timestamp 0,
+// one version.
 package expiry

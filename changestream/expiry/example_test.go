@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -51,7 +52,7 @@ func exStart() *exEnv {
 	_ = admin
 	for id, fams := range map[string]map[string]bigtable.GCPolicy{
 		"events": {"session": exSchema["session"].GCPolicy()},
-		"expiry": {expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy()},
+		"expiry": {expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy(), expiry.ExpiredFamily: bigtable.NoGcPolicy()},
 		"state":  {"cs": bigtable.NoGcPolicy()},
 	} {
 		if err := admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: id, Families: fams}); err != nil {
@@ -275,4 +276,33 @@ func ExampleWithOwner() {
 	_, err := expiry.New(env.client, "events", exSchema, "expiry", env.store, printEvent, expiry.WithOwner("expiry-7f9c"))
 	fmt.Println(err)
 	// Output: <nil>
+}
+
+// The stock gauge: a cell announced is counted until its GC record (or a
+// recheck finding it deleted) takes it out.
+func ExampleWithRegisterer() {
+	ctx := context.Background()
+	env := exStart()
+	defer env.Close()
+	reg := prometheus.NewRegistry()
+	n, _ := expiry.New(env.client, "events", exSchema, "expiry", env.store, func(context.Context, expiry.Event) error { return nil },
+		expiry.WithClock(env.clock), expiry.WithRegisterer(reg))
+	_ = n.Handle(ctx, env.write("user-1", 30*time.Second))
+	env.clock.Advance(31 * time.Second)
+	_, _ = n.Poll(ctx)
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			fmt.Println(mf.GetName(), m.GetLabel()[0].GetValue(), m.GetLabel()[1].GetValue(), m.GetGauge().GetValue())
+		}
+	}
+	// Output: bttl_expired_not_collected_cells session events 1
+}
+
+func ExampleWithRecheck() {
+	env := exStart()
+	defer env.Close()
+	_, err := expiry.New(env.client, "events", exSchema, "expiry", env.store, printEvent, expiry.WithRecheck(0))
+	fmt.Println(err)
+	// Output: bttl: expiry: invalid option: the recheck interval must be positive
 }

@@ -101,7 +101,7 @@ func newRigClock(t testing.TB, schema strategy.Schema, clk *manualClock, split .
 	}
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", Families: fams}))
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "idx", Families: map[string]bigtable.GCPolicy{
-		expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy()}}))
+		expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy(), expiry.ExpiredFamily: bigtable.NoGcPolicy()}}))
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "state", Families: map[string]bigtable.GCPolicy{"cs": bigtable.NoGcPolicy()}}))
 	client, err := bigtable.NewClientWithConfig(ctx, changestreams.DefaultProject, changestreams.DefaultInstance, bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(dial()))
 	require.NoError(t, err)

@@ -9,9 +9,11 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bttl/bttl/changestream"
 	"github.com/bttl/bttl/strategy"
@@ -64,7 +66,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // Callback receives each event. Returning nil acknowledges it: only then
-// is its index entry deleted. An error stops Run (or the stream's Run, for
+// does its index entry leave the timers (for ExpiredFamily). An error stops Run (or the stream's Run, for
 // an event from a GC change), which returns it; the event is given again
 // later.
 type Callback func(ctx context.Context, e Event) error
@@ -80,15 +82,19 @@ type Notifier struct {
 	stream    changestream.Store
 	cb        Callback
 	cfg       config
+	stock     *prometheus.GaugeVec // nil without WithRegisterer
+
+	mu          sync.Mutex
+	nextRecheck time.Time
 }
 
 // New returns a notifier for table (its ID) whose families' strategies
 // schema gives, read through client, keeping its timer index in
-// indexTable of the same instance (families TimerFamily and LeaseFamily,
-// no GC rule). stream is the Store of the consumer feeding Handle: its
+// indexTable of the same instance (families TimerFamily, LeaseFamily and
+// ExpiredFamily, no GC rule). stream is the Store of the consumer feeding Handle: its
 // low watermark says when a cell found missing can be dropped.
 func New(client *bigtable.Client, table string, schema strategy.Schema, indexTable string, stream changestream.Store, cb Callback, opts ...Option) (*Notifier, error) {
-	cfg := config{bucket: DefaultBucket, poll: DefaultPollInterval, lease: DefaultLease, rpcTimeout: DefaultRPCTimeout, clock: realClock{}, count: 1}
+	cfg := config{bucket: DefaultBucket, poll: DefaultPollInterval, lease: DefaultLease, rpcTimeout: DefaultRPCTimeout, clock: realClock{}, count: 1, recheck: DefaultRecheck}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
@@ -101,10 +107,29 @@ func New(client *bigtable.Client, table string, schema strategy.Schema, indexTab
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}
-	return &Notifier{
+	n := &Notifier{
 		table: table, indexName: indexTable, data: client.Open(table), index: client.Open(indexTable),
 		schema: schema, stream: stream, cb: cb, cfg: cfg,
-	}, nil
+	}
+	if cfg.reg != nil {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: StockMetricName,
+			Help: "Cells of bttl-managed families announced expired (read back stored past their expiry) whose GC record the change stream has not given yet, counted in the expiry index.",
+		}, []string{"table", "family"})
+		if err := cfg.reg.Register(g); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+			existing, ok := are.ExistingCollector.(*prometheus.GaugeVec)
+			if !ok {
+				return nil, err
+			}
+			g = existing
+		}
+		n.stock = g
+	}
+	return n, nil
 }
 
 // entry is one scheduled cell: its index qualifier is
@@ -273,20 +298,34 @@ func (n *Notifier) collected(ctx context.Context, c changestream.Change) error {
 			}
 			continue
 		}
+		q := e.qualifier()
 		cctx, cancel := n.call(ctx)
-		r, err := n.index.ReadRow(cctx, key, bigtable.RowFilter(bigtable.ColumnRangeFilter(TimerFamily, e.qualifier(), e.qualifier()+"\x00")))
+		r, err := n.index.ReadRow(cctx, key, bigtable.RowFilter(bigtable.InterleaveFilters(
+			bigtable.ColumnRangeFilter(TimerFamily, q, q+"\x00"),
+			bigtable.ColumnRangeFilter(ExpiredFamily, q, q+"\x00"))))
 		cancel()
 		if err != nil {
 			return n.errorf("read", n.indexName, key, err)
 		}
-		if len(r[TimerFamily]) == 0 {
-			continue // announced already, or never scheduled
+		if len(r[TimerFamily]) == 0 && len(r[ExpiredFamily]) == 0 {
+			continue // never scheduled, or its GC record was handled already
 		}
-		if err := n.emit(ctx, e, exp, true); err != nil {
-			return err
+		if len(r[TimerFamily]) > 0 {
+			// Not announced yet: the GC record proves it was stored past
+			// its instant.
+			if err := n.emit(ctx, e, exp, true); err != nil {
+				return err
+			}
 		}
-		if err := n.drop(ctx, key, e, nil); err != nil {
-			return err
+		// Collected: out of the stock, in both families at once.
+		m := bigtable.NewMutation()
+		m.DeleteCellsInColumn(TimerFamily, q)
+		m.DeleteCellsInColumn(ExpiredFamily, q)
+		cctx, cancel = n.call(ctx)
+		err = n.index.Apply(cctx, key, m)
+		cancel()
+		if err != nil {
+			return n.errorf("delete entry", n.indexName, key, err)
 		}
 	}
 	return nil
@@ -302,6 +341,22 @@ func (n *Notifier) emit(ctx context.Context, e entry, exp time.Time, collected b
 		ev.RowKey = []byte(e.row)
 	}
 	return n.cb(ctx, ev)
+}
+
+// announced moves an announced cell's entry from TimerFamily to
+// ExpiredFamily in one atomic row mutation: it is then in the stock of
+// expired cells not yet collected until its GC record arrives (or a
+// recheck finds the cell gone).
+func (n *Notifier) announced(ctx context.Context, key string, e entry) error {
+	m := bigtable.NewMutation()
+	m.DeleteCellsInColumn(TimerFamily, e.qualifier())
+	m.Set(ExpiredFamily, e.qualifier(), 0, nil)
+	cctx, cancel := n.call(ctx)
+	defer cancel()
+	if err := n.index.Apply(cctx, key, m); err != nil {
+		return n.errorf("move entry", n.indexName, key, err)
+	}
+	return nil
 }
 
 // drop deletes an entry; with mark, only while its value is still mark

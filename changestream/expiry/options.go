@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bttl/bttl/internal/keytext"
 )
 
@@ -23,9 +25,17 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultLease        = 30 * time.Second
 	DefaultRPCTimeout   = 30 * time.Second
-	// Family names of the index table: timers and leases.
-	TimerFamily = "t"
-	LeaseFamily = "l"
+	// DefaultRecheck is how often a worker counts the announced cells not
+	// yet collected and reads back those of its buckets.
+	DefaultRecheck = time.Minute
+	// Family names of the index table: timers, leases, and announced
+	// cells awaiting their GC record.
+	TimerFamily   = "t"
+	LeaseFamily   = "l"
+	ExpiredFamily = "x"
+	// StockMetricName is the gauge of announced cells not yet collected
+	// by GC, per table and family (WithRegisterer).
+	StockMetricName = "bttl_expired_not_collected_cells"
 )
 
 type config struct {
@@ -38,6 +48,8 @@ type config struct {
 	index, count int
 	owner        string
 	keys         keytext.Text
+	recheck      time.Duration
+	reg          prometheus.Registerer
 }
 
 func (c *config) validate(table string) error {
@@ -46,6 +58,8 @@ func (c *config) validate(table string) error {
 		return fmt.Errorf("%w: the bucket width (at least 1ms), poll interval, lease and RPC timeout must be positive", ErrInvalidOption)
 	case c.poll >= c.lease:
 		return fmt.Errorf("%w: poll interval %v must be shorter than the lease %v", ErrInvalidOption, c.poll, c.lease)
+	case c.recheck <= 0:
+		return fmt.Errorf("%w: the recheck interval must be positive", ErrInvalidOption)
 	case c.count < 1 || c.index < 0 || c.index >= c.count:
 		return fmt.Errorf("%w: worker %d of %d", ErrInvalidOption, c.index, c.count)
 	}
@@ -105,4 +119,17 @@ func WithOwner(id string) Option { return optionFunc(func(c *config) { c.owner =
 // process.
 func WithKeyRedaction(hashKey []byte) Option {
 	return optionFunc(func(c *config) { c.keys = keytext.Redact(hashKey) })
+}
+
+// WithRecheck sets how often a worker counts the index's announced cells
+// not yet collected (family ExpiredFamily) for the StockMetricName gauge,
+// and reads back those in its own buckets to drop the ones no longer
+// stored (deleted by a user, not by GC). Default DefaultRecheck.
+func WithRecheck(d time.Duration) Option { return optionFunc(func(c *config) { c.recheck = d }) }
+
+// WithRegisterer registers the StockMetricName gauge on reg (one already
+// registered there by another Notifier is shared). Every worker exports
+// the whole index's count: aggregate workers with max, not sum.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return optionFunc(func(c *config) { c.reg = reg })
 }

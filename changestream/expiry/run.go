@@ -77,7 +77,10 @@ func (n *Notifier) Poll(ctx context.Context) (int, error) {
 			due = append(due, b)
 		}
 		return true
-	}, bigtable.RowFilter(bigtable.LatestNFilter(1)))
+	}, bigtable.RowFilter(bigtable.ChainFilters(
+		// Announced cells (ExpiredFamily) are the recheck's, not due.
+		bigtable.FamilyFilter("^["+TimerFamily+LeaseFamily+"]$"),
+		bigtable.LatestNFilter(1))))
 	cancel()
 	if err != nil {
 		return 0, n.errorf("read buckets", n.indexName, n.cfg.prefix, err)
@@ -112,7 +115,83 @@ func (n *Notifier) Poll(ctx context.Context) (int, error) {
 			return emitted, err
 		}
 	}
+	if err := n.recheckIfDue(ctx, now); err != nil {
+		return emitted, err
+	}
 	return emitted, nil
+}
+
+// recheckIfDue counts the announced cells awaiting their GC record, per
+// family, into the stock gauge, once every WithRecheck interval. Every
+// worker counts the whole index under its prefix, from the index itself,
+// so the count is the same on each of N workers and right after a
+// restart; each worker also reads back the cells of its own buckets (the
+// bucket number modulo the worker count) and drops those no longer
+// stored: deleted or overwritten by a user, which no GC record follows.
+func (n *Notifier) recheckIfDue(ctx context.Context, now time.Time) error {
+	n.mu.Lock()
+	due := !now.Before(n.nextRecheck)
+	n.mu.Unlock()
+	if !due {
+		return nil
+	}
+	type cell struct {
+		key string
+		num int64
+		e   entry
+	}
+	var cells []cell
+	cctx, cancel := n.call(ctx)
+	err := n.index.ReadRows(cctx, bigtable.PrefixRange(n.cfg.prefix), func(r bigtable.Row) bool {
+		_, num, ok := n.bucketStart(r.Key())
+		if !ok {
+			return true // not a bucket row
+		}
+		for _, it := range r[ExpiredFamily] {
+			if e, err := parseEntry(strings.TrimPrefix(it.Column, ExpiredFamily+":")); err == nil {
+				cells = append(cells, cell{r.Key(), num, e})
+			}
+		}
+		return true
+	}, bigtable.RowFilter(bigtable.ChainFilters(
+		bigtable.FamilyFilter("^"+ExpiredFamily+"$"),
+		bigtable.StripValueFilter())))
+	cancel()
+	if err != nil {
+		return n.errorf("read announced cells", n.indexName, n.cfg.prefix, err)
+	}
+	counts := map[string]int{}
+	for _, c := range cells {
+		if int(c.num%int64(n.cfg.count)) == n.cfg.index {
+			stored, err := n.stored(ctx, c.e)
+			if err != nil {
+				return err
+			}
+			if !stored {
+				m := bigtable.NewMutation()
+				m.DeleteCellsInColumn(ExpiredFamily, c.e.qualifier())
+				cctx, cancel := n.call(ctx)
+				err := n.index.Apply(cctx, c.key, m)
+				cancel()
+				if err != nil {
+					return n.errorf("delete entry", n.indexName, c.key, err)
+				}
+				continue
+			}
+		}
+		counts[c.e.family]++
+	}
+	if n.stock != nil {
+		for f, p := range n.schema {
+			if !p.ExpiryTime(0).IsZero() || counts[f] > 0 {
+				n.stock.WithLabelValues(n.table, f).Set(float64(counts[f]))
+			}
+		}
+	}
+	n.mu.Lock()
+	n.nextRecheck = now.Add(n.cfg.recheck)
+	n.mu.Unlock()
+	return nil
 }
 
 func (n *Notifier) process(ctx context.Context, key string, cells []bigtable.ReadItem, now, leaseEnd time.Time, wm **time.Time) (int, error) {
@@ -140,7 +219,7 @@ func (n *Notifier) process(ctx context.Context, key string, cells []bigtable.Rea
 				return emitted, &callbackError{fmt.Errorf("bttl: expiry: callback: %w", err)}
 			}
 			emitted++
-			if err := n.drop(ctx, key, e, nil); err != nil {
+			if err := n.announced(ctx, key, e); err != nil {
 				return emitted, err
 			}
 			continue

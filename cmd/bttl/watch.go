@@ -46,7 +46,7 @@ managed cell (package changestream/gclag). Delivery is at least once: a
 restarted watch may print an event again (docs/design.md#expiry-index).
 
 The timer index and the stream's tokens are kept in the -state table
-(created with families t, l and cs when missing), so a killed watch
+(created with families t, l, x and cs when missing), so a killed watch
 resumes where it was; -worker I/N (or the job runner's task index) shares
 the work among N processes. Runs until -timeout (then exits 0), Ctrl-C, or
 an error (exit 2). -redact-keys prints row keys as keyed hashes
@@ -118,7 +118,7 @@ func (w *watchArgs) dialData(ctx context.Context, e *env) (*grpc.ClientConn, err
 // ensureState creates the -state table with its families when missing.
 func (w *watchArgs) ensureState(ctx context.Context, e *env) error {
 	fams := map[string]bigtable.Family{}
-	for _, f := range []string{expiry.TimerFamily, expiry.LeaseFamily, watchStreamFamily} {
+	for _, f := range []string{expiry.TimerFamily, expiry.LeaseFamily, expiry.ExpiredFamily, watchStreamFamily} {
 		fams[f] = bigtable.Family{GCPolicy: bigtable.NoGcPolicy()}
 	}
 	err := e.adminClient.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: w.state, ColumnFamilies: fams})
@@ -133,7 +133,7 @@ func (w *watchArgs) ensureState(ctx context.Context, e *env) error {
 		}
 		for f := range fams {
 			if !have[f] {
-				return fmt.Errorf("-state table %q has no family %q (it needs %q, %q and %q)", w.state, f, expiry.TimerFamily, expiry.LeaseFamily, watchStreamFamily)
+				return fmt.Errorf("-state table %q has no family %q (it needs %q, %q, %q and %q)", w.state, f, expiry.TimerFamily, expiry.LeaseFamily, expiry.ExpiredFamily, watchStreamFamily)
 			}
 		}
 		return nil

@@ -106,3 +106,28 @@ func TestWatchUsage(t *testing.T) {
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 	}
 }
+
+// A -state table made before the index had family x (announced cells
+// awaiting their GC record) is refused, naming the family, before any
+// stream is read: exit 2.
+func TestWatchStateWithoutExpiredFamily(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	srv, err := changestreams.Start(ctx, changestreams.Config{Project: "p", Instance: "i"})
+	require.NoError(t, err)
+	defer srv.Close()
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	admin, err := bigtable.NewAdminClient(ctx, "p", "i", option.WithGRPCConn(conn))
+	require.NoError(t, err)
+	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", Families: map[string]bigtable.GCPolicy{
+		"s": bigtable.MaxAgePolicy(time.Second)}}))
+	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "bttl_watch", Families: map[string]bigtable.GCPolicy{
+		"t": bigtable.NoGcPolicy(), "l": bigtable.NoGcPolicy(), watchStreamFamily: bigtable.NoGcPolicy()}}))
+	schema := writeFile(t, "schema.yaml", "tables:\n  t:\n    s:\n      strategy: one-second\n")
+
+	r := bttl(t, srv.Addr, "", "-timeout", "5s", "watch", "-schema", schema, "t")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `-state table "bttl_watch" has no family "x"`)
+}

@@ -120,7 +120,7 @@ func newRig(t *testing.T, schema strategy.Schema, split ...string) *rig {
 	}
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "t", Families: fams}))
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "idx", Families: map[string]bigtable.GCPolicy{
-		expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy()}}))
+		expiry.TimerFamily: bigtable.NoGcPolicy(), expiry.LeaseFamily: bigtable.NoGcPolicy(), expiry.ExpiredFamily: bigtable.NoGcPolicy()}}))
 	require.NoError(t, admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "state", Families: map[string]bigtable.GCPolicy{"cs": bigtable.NoGcPolicy()}}))
 	r.client, err = bigtable.NewClientWithConfig(ctx, changestreams.DefaultProject, changestreams.DefaultInstance,
 		bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(r.dial()))
