@@ -106,32 +106,6 @@ func ExampleRunRanges() {
 	// {Rows:1000 Cells:3000}
 }
 
-// Several processes share a scan with WithShard: each computes its piece
-// from the options alone. Keys sharing a prefix need shard keys taken from
-// the data once, and given to every process.
-func ExampleSuggestShardKeys() {
-	ctx := context.Background()
-	h, tbl := exampleTable(ctx)
-	defer h.Close()
-
-	keys, err := scan.SuggestShardKeys(ctx, tbl, "", "", 2)
-	if err != nil {
-		panic(err)
-	}
-	var rows int64
-	for i := 0; i < 2; i++ { // in practice: one process each
-		sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
-			scan.WithShard(i, 2), scan.WithShardKeys(keys...))
-		if err != nil {
-			panic(err)
-		}
-		rows += sum.Rows
-	}
-	fmt.Println("shard keys:", len(keys), "rows over both shards:", rows)
-	// Output:
-	// shard keys: 1 rows over both shards: 1000
-}
-
 func ExampleParseShard() {
 	s, err := scan.ParseShard("2/8")
 	fmt.Println(s.Index, s.Count, err)

@@ -31,109 +31,6 @@ func countRows(opts ...scan.Option) int64 {
 	return rows.Load()
 }
 
-func ExampleWithWorkers() {
-	fmt.Println(countRows(scan.WithWorkers(8)))
-	// Output: 1000
-}
-
-func ExampleWithRanges() {
-	ctx := context.Background()
-	h, tbl := exampleTable(ctx)
-	defer h.Close()
-	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil }, scan.WithRanges(2))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(len(sum.Ranges) <= 2, sum.Rows)
-	// Output: true 1000
-}
-
-// At most 1,000 cells a second over all workers: the first second's
-// allowance at once, then the pace.
-func ExampleWithCellsPerSecond() {
-	start := time.Now()
-	rows := countRows(scan.WithCellsPerSecond(2000), scan.WithWorkers(2)) // 3,000 cells
-	fmt.Println(rows, time.Since(start) >= 400*time.Millisecond)
-	// Output: 1000 true
-}
-
-// countingPacer lets every cell through and counts them.
-type countingPacer struct{ cells atomic.Int64 }
-
-func (p *countingPacer) WaitN(_ context.Context, n int) error {
-	p.cells.Add(int64(n))
-	return nil
-}
-
-// A pacer of one's own: each row waits for its cells before its callback
-// (bttl's commands give an adaptive one, lowered when the server answers
-// RESOURCE_EXHAUSTED).
-func ExampleWithPacer() {
-	p := &countingPacer{}
-	rows := countRows(scan.WithPacer(p), scan.WithWorkers(4))
-	fmt.Println(rows, p.cells.Load())
-	// Output: 1000 3000
-}
-
-// Without shard keys the scanned range is split evenly in the key space:
-// a function of the options alone, which balances binary hashed keys. Keys
-// sharing the prefix "user#" all fall in one shard; SuggestShardKeys
-// balances them.
-func ExampleWithShard() {
-	ctx := context.Background()
-	h, tbl := exampleTable(ctx)
-	defer h.Close()
-	for i := 0; i < 2; i++ {
-		sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil }, scan.WithShard(i, 2))
-		if err != nil {
-			panic(err)
-		}
-		fmt.Printf("shard %s: %s, %d rows\n", sum.Shard, sum.Piece, sum.Rows)
-	}
-	// Output:
-	// shard 0/2: ["", "\x80\x00\x00\x00"), 1000 rows
-	// shard 1/2: ["\x80\x00\x00\x00", end), 0 rows
-}
-
-func ExampleWithShardKeys() {
-	fmt.Println(countRows(scan.WithShard(1, 3), scan.WithShardKeys("user#0250", "user#0500")))
-	// Output: 250
-}
-
-func ExampleWithRange() {
-	fmt.Println(countRows(scan.WithRange("user#0100", "user#0200")))
-	// Output: 100
-}
-
-// A scan stopped (here by an error on row 600) and run again with the same
-// checkpoint reads only the ranges not finished before.
-func ExampleWithCheckpoint() {
-	ctx := context.Background()
-	h, tbl := exampleTable(ctx)
-	defer h.Close()
-	dir, _ := os.MkdirTemp("", "scan")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "events.checkpoint")
-
-	stop := fmt.Errorf("stop")
-	_, err := scan.Run(ctx, tbl, "events", func(_ context.Context, r bigtable.Row) error {
-		if r.Key() == "user#0600" {
-			return stop
-		}
-		return nil
-	}, scan.WithCheckpoint(path, "job 1"), scan.WithRanges(4))
-	fmt.Println("first run:", err == nil)
-	sum, err := scan.Run(ctx, tbl, "events", func(context.Context, bigtable.Row) error { return nil },
-		scan.WithCheckpoint(path, "job 1"), scan.WithRanges(4))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("second run complete:", sum.Complete(), "read again fewer rows:", sum.Rows < 1000)
-	// Output:
-	// first run: false
-	// second run complete: true read again fewer rows: true
-}
-
 // A library built on scan adds its own parameters to the checkpoint's job
 // (here a version of its counting), whatever job its caller gave: a run
 // with other parameters is refused.
@@ -156,30 +53,6 @@ func ExampleWithJob() {
 	// true
 }
 
-func ExampleWithProgress() {
-	var last scan.Progress
-	countRows(scan.WithProgress(time.Second, func(p scan.Progress) { last = p }))
-	fmt.Println(last.Rows, last.Fraction, last.RangesDone == last.Ranges)
-	// Output: 1000 1 true
-}
-
-// A filter applies to every read: here only family f's column c0.
-func ExampleWithFilter() {
-	ctx := context.Background()
-	h, tbl := exampleTable(ctx)
-	defer h.Close()
-	var cells atomic.Int64
-	_, err := scan.Run(ctx, tbl, "events", func(_ context.Context, r bigtable.Row) error {
-		cells.Add(int64(len(r["f"])))
-		return nil
-	}, scan.WithFilter(bigtable.ColumnFilter("c0")))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(cells.Load())
-	// Output: 1000
-}
-
 func ExampleWithReadOptions() {
 	// LimitRows applies per range: one row from each. The scan starts at
 	// the first row, so every range holds one: the ranges are cut at
@@ -196,11 +69,6 @@ func ExampleWithReadOptions() {
 	}
 	fmt.Println(sum.Rows == int64(len(sum.Ranges)))
 	// Output: true
-}
-
-func ExampleWithLimit() {
-	fmt.Println(countRows(scan.WithLimit(10)))
-	// Output: 10
 }
 
 func ExampleCoalesce() {
@@ -319,14 +187,6 @@ func ExampleReadBigtableRecords() {
 	}
 	fmt.Println(len(recs), recs["audit/job2/0/1"] == nil)
 	// Output: 1 true
-}
-
-// A stall interval leaves a healthy read alone; a read that receives
-// nothing for that long is continued once from its last row, then fails
-// with a *StallError.
-func ExampleWithStall() {
-	fmt.Println(countRows(scan.WithStall(time.Minute)))
-	// Output: 1000
 }
 
 // The keys "user#..." all sort below 0x80, so the default even split of the
