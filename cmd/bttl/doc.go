@@ -20,7 +20,7 @@
 //	init             write a schema file from the instance's tables and GC rules
 //	lookup           show one row's stored cells, whether a bttl read returns each, and why not
 //	read             the same for a range of rows, as cbt read takes it
-//	expire           give the live cells of a row, a column or a row range a new TTL, or remove it
+//	expire           give the live cells of a row, a column or a row range a new TTL or expiry instant, or remove it
 //	watch            announce managed cells as they expire (and GC as it collects them), as JSON lines, from the change stream
 //	help             print bttl's help, or a command's (as -h after it does)
 //
@@ -60,6 +60,9 @@
 //	                           TTL|persist
 //	bttl [global flags] expire [-if ...] [-column ...] [-dry-run] (-start K -end K | -prefix P)
 //	                           [-count N] TABLE TTL|persist
+//	bttl [global flags] expire -at T [-if ...] [-column ...] [-dry-run] TABLE ROW
+//	bttl [global flags] expire -at T [-if ...] [-column ...] [-dry-run] (-start K -end K | -prefix P)
+//	                           [-count N] TABLE
 //	bttl [global flags] watch [-state TABLE] [-worker I/N] [-start TIME] [-poll D] [-gc] [-redact-keys]
 //	                          TABLE
 //	bttl help [COMMAND]

@@ -18,12 +18,14 @@ import (
 )
 
 var expireCommand = command{
-	name: "expire", needsSchema: true, args: "TABLE [ROW] TTL|persist",
+	name: "expire", needsSchema: true, args: "TABLE [ROW] TTL|persist, or -at T TABLE [ROW]",
 	synopsis: []string{
 		"[-if NX|XX|GT|LT|XXLT] [-column FAMILY[:COLUMN]] [-dry-run] TABLE ROW TTL|persist",
 		"[-if ...] [-column ...] [-dry-run] (-start K -end K | -prefix P) [-count N] TABLE TTL|persist",
+		"-at T [-if ...] [-column ...] [-dry-run] TABLE ROW",
+		"-at T [-if ...] [-column ...] [-dry-run] (-start K -end K | -prefix P) [-count N] TABLE",
 	},
-	short: "give the live cells of a row, a column or a row range a new TTL, or remove it",
+	short: "give the live cells of a row, a column or a row range a new TTL or expiry instant, or remove it",
 	help: `Gives the live cells of the age families (one-second, default expiry) of
 one ROW, or of the rows of a range (-start/-end, -prefix, -count, as cbt read
 takes them), a new TTL, as ttlclient's ExpireColumn does column by column:
@@ -38,17 +40,28 @@ TTL), XX (it has one), GT (the new expiry is later), LT (earlier), XXLT
 its own atomic conditional mutation pinning it, so a concurrent write is
 never overwritten or hidden (see docs/design.md#lifecycle-conditions).
 
+-at T gives an absolute expiry instead of a TTL, like Redis EXPIREAT and
+PEXPIREAT (T in RFC 3339, e.g. 2026-12-01T00:00:00Z; printed in UTC), as
+ttlclient's ExpireColumnAt does: each column's newest live cell expires at
+T (to the millisecond, rounded down) and its older versions keep their
+spacing. A T already past deletes the live cells it applies to (from
+storage, not hidden); a T at or before the Unix epoch is refused
+(ErrBeforeEpoch, exit status 1) before anything is read. -at takes no TTL
+argument (and no persist): giving both is a usage error.
+
 -dry-run reads the cells (as a read through bttl returns them, without
 time-to-idle refreshes) and prints what would change, cell by cell: its
 current and new expiry (RFC 3339 UTC) and whether the condition holds;
-nothing is written. Exit status 1 when a refusal (a TTL over a family's
-cap, a family where persist has no meaning) stopped it.
+nothing is written. Exit status 1 when a refusal (a TTL or an instant over
+a family's cap, an instant at or before the epoch, a family where persist
+has no meaning) stopped it.
 `,
 	setup: func(fs *flag.FlagSet) invocation {
 		x := &expireArgs{fs: fs}
 		fs.StringVar(&x.cond, "if", "", "apply only where `COND` holds: NX, XX, GT, LT or XXLT")
 		fs.StringVar(&x.column, "column", "", "only this `FAMILY[:COLUMN]`")
 		fs.BoolVar(&x.dryRun, "dry-run", false, "print what would change, write nothing")
+		fs.Var(timeFlag{&x.at}, "at", "expire at this `instant` (RFC 3339, e.g. 2026-12-01T00:00:00Z) instead of after a TTL argument")
 		fs.StringVar(&x.start, "start", "", "rows from this key (inclusive)")
 		fs.StringVar(&x.end, "end", "", "rows up to this key (exclusive)")
 		fs.StringVar(&x.prefix, "prefix", "", "only rows with this key prefix")
@@ -66,6 +79,8 @@ type expireArgs struct {
 	table, row              string
 	ttl                     time.Duration
 	persist                 bool
+	at                      time.Time // -at: the expiry instant (hasAt)
+	hasAt                   bool
 	condition               lifecycle.Condition
 	family, qualifier       string
 	hasQualifier, singleRow bool
@@ -77,8 +92,12 @@ var expireConditions = map[string]lifecycle.Condition{
 }
 
 func (x *expireArgs) check() error {
+	x.fs.Visit(func(f *flag.Flag) { x.hasAt = x.hasAt || f.Name == "at" })
+	if x.hasAt {
+		return x.checkAt()
+	}
 	args := x.fs.Args()
-	ranged := x.start != "" || x.end != "" || x.prefix != "" || x.count != 0
+	ranged := x.ranged()
 	switch {
 	case len(args) == 3 && !ranged:
 		x.table, x.row, x.singleRow = args[0], args[1], true
@@ -91,6 +110,48 @@ func (x *expireArgs) check() error {
 	default:
 		return errors.New("want TABLE ROW TTL|persist")
 	}
+	if err := x.checkCommon(); err != nil {
+		return err
+	}
+	if ttl := args[len(args)-1]; ttl == "persist" {
+		x.persist = true
+	} else {
+		d, err := time.ParseDuration(ttl)
+		if err != nil || d < time.Millisecond {
+			return fmt.Errorf("TTL %q: want a duration of at least 1ms (e.g. 90m) or persist", ttl)
+		}
+		x.ttl = d
+	}
+	return nil
+}
+
+func (x *expireArgs) ranged() bool {
+	return x.start != "" || x.end != "" || x.prefix != "" || x.count != 0
+}
+
+// checkAt checks the -at form: TABLE ROW, or TABLE with a row range; a
+// TTL (or persist) beside -at is a usage error. The instant itself is
+// checked in run, a refusal (exit 1) rather than a usage error.
+func (x *expireArgs) checkAt() error {
+	args := x.fs.Args()
+	ranged := x.ranged()
+	switch {
+	case len(args) == 2 && !ranged:
+		x.table, x.row, x.singleRow = args[0], args[1], true
+	case len(args) == 1 && ranged:
+		x.table = args[0]
+	case len(args) == 3 || (len(args) == 2 && ranged):
+		return fmt.Errorf("-at %s and a TTL argument %q: give one or the other", formatRFC3339(x.at), args[len(args)-1])
+	case len(args) == 1:
+		return errors.New("-at: want TABLE ROW, or a row range (-start, -end, -prefix) with TABLE")
+	default:
+		return errors.New("-at: want TABLE ROW")
+	}
+	return x.checkCommon()
+}
+
+// checkCommon checks the flags both forms share.
+func (x *expireArgs) checkCommon() error {
 	switch {
 	case x.prefix != "" && (x.start != "" || x.end != ""):
 		return errors.New("-prefix excludes -start and -end")
@@ -102,15 +163,6 @@ func (x *expireArgs) check() error {
 		return fmt.Errorf("-if %q: want NX, XX, GT, LT or XXLT", x.cond)
 	}
 	x.condition = c
-	if ttl := args[len(args)-1]; ttl == "persist" {
-		x.persist = true
-	} else {
-		d, err := time.ParseDuration(ttl)
-		if err != nil || d < time.Millisecond {
-			return fmt.Errorf("TTL %q: want a duration of at least 1ms (e.g. 90m) or persist", ttl)
-		}
-		x.ttl = d
-	}
 	if x.column != "" {
 		x.family, x.qualifier, x.hasQualifier = strings.Cut(x.column, ":")
 	}
@@ -136,6 +188,14 @@ func (x *expireArgs) checkTable(schemas map[string]strategy.Schema) error {
 
 func (x *expireArgs) run(e *env) int {
 	schema := e.schemas[x.table]
+	if x.hasAt {
+		// Before any RPC, as the library refuses it: an instant at or
+		// before the epoch (an unset time?) would delete every cell.
+		if err := lifecycle.CheckInstant(x.at); err != nil {
+			fmt.Fprintf(e.stderr, "bttl %s: -at: %v\n", e.name, strings.TrimPrefix(err.Error(), "bttl: "))
+			return exitFindings
+		}
+	}
 	ctx, cancel := e.scanStep()
 	defer cancel()
 	client := ttlclient.Wrap(e.data, ttlclient.WithClock(clockFunc(e.now)), ttlclient.WithoutVerify())
@@ -182,7 +242,8 @@ func (x *expireArgs) run(e *env) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bttl %s: %v\n", e.name, strings.TrimPrefix(err.Error(), "bttl: "))
 		var ce *ttlclient.CellError
-		if errors.As(err, &ce) {
+		var dr dryRunRefusal
+		if errors.As(err, &ce) || errors.As(err, &dr) {
 			return exitFindings
 		}
 		return exitError
@@ -246,7 +307,11 @@ func (x *expireArgs) expireRow(e *env, tbl *ttlclient.Table, schema strategy.Sch
 			if x.condition != lifecycle.Always {
 				opts = append(opts, ttlclient.ExpireCondition(x.condition))
 			}
-			n, err = tbl.ExpireColumn(ctx, r.Key(), k.family, k.column, x.ttl, opts...)
+			if x.hasAt {
+				n, err = tbl.ExpireColumnAt(ctx, r.Key(), k.family, k.column, x.at, opts...)
+			} else {
+				n, err = tbl.ExpireColumn(ctx, r.Key(), k.family, k.column, x.ttl, opts...)
+			}
 		}
 		changed += n
 		fmt.Fprintf(e.stdout, "%s %s:%s: %d cells changed\n", keytext.Quote(r.Key()), k.family, keytext.Quote(k.column), n)
@@ -257,11 +322,17 @@ func (x *expireArgs) expireRow(e *env, tbl *ttlclient.Table, schema strategy.Sch
 	return changed, nil
 }
 
+// dryRunRefusal is a refusal the dry run found (a TTL or an instant its
+// family refuses): exit status 1, as the run's *ttlclient.CellError.
+type dryRunRefusal struct{ error }
+
+func (e dryRunRefusal) Unwrap() error { return e.error }
+
 // dryRunColumn prints what expireRow would do to one column's live cells.
 func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column string, cells []filters.CellReport, now time.Time) (int, error) {
-	target, err := x.target(p, now)
+	target, past, err := x.target(p, now)
 	if err != nil {
-		return 0, fmt.Errorf("bttl: row %s family %q: %w", keytext.Quote(row), family, err)
+		return 0, dryRunRefusal{fmt.Errorf("bttl: row %s family %q: %w", keytext.Quote(row), family, err)}
 	}
 	delta := strategy.Millis(target) - strategy.Millis(cells[0].Timestamp)
 	cond := x.condition
@@ -277,7 +348,9 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 			}
 			to = target
 		}
-		if to < 0 {
+		if past {
+			to = -1000 // as ExpireColumnAt: an instant already past deletes every live cell
+		} else if to < 0 {
 			// As ExpireColumn: deleted when its new expiry is past, else
 			// the earliest timestamp.
 			if p.ExpiryTime(to).After(now) {
@@ -308,11 +381,18 @@ func (x *expireArgs) dryRunColumn(e *env, p strategy.Policy, row, family, column
 	return n, nil
 }
 
-func (x *expireArgs) target(p strategy.Policy, now time.Time) (bigtable.Timestamp, error) {
-	if x.persist {
-		return lifecycle.Forever(p, now)
+// target is where the newest cell of a column of p goes at now: past
+// when -at's instant is already past (every live cell is deleted).
+func (x *expireArgs) target(p strategy.Policy, now time.Time) (ts bigtable.Timestamp, past bool, err error) {
+	switch {
+	case x.hasAt:
+		return lifecycle.AtTimestamp(p, now, x.at)
+	case x.persist:
+		ts, err = lifecycle.Forever(p, now)
+	default:
+		ts, err = p.WriteTimestamp(now, x.ttl)
 	}
-	return p.WriteTimestamp(now, x.ttl)
+	return ts, false, err
 }
 
 // expiryText is a cell's expiry in RFC 3339 UTC, "never" at the largest
