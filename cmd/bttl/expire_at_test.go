@@ -96,11 +96,13 @@ func TestExpireAtCommand(t *testing.T) {
 			assert.Equal(t, []bigtable.Timestamp{ms(T2)}, cells("u2", "sess", "a"))
 
 			// Refusals, exit 1, nothing written: over the cap (2h), dry run
-			// or not; at or before the epoch, before anything is read.
+			// or not (a dry run's refusal exited 2, the usage status,
+			// before); at or before the epoch, before anything is read.
 			over := now.Add(3 * time.Hour).Format(time.RFC3339)
 			for _, args := range [][]string{
 				{"-at", over, "-column", "capped", "s", "u1"},
 				{"-dry-run", "-at", over, "-column", "capped", "s", "u1"},
+				{"-dry-run", "-column", "capped", "s", "u1", "3h"}, // the TTL form's dry run alike
 			} {
 				r = run(args...)
 				assert.Equal(t, exitFindings, r.code, "%v: %s%s", args, r.stdout, r.stderr)
