@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,90 @@ func TestCheckerCatchesUnguardedPlainClient(t *testing.T) {
 	var mismatch *matrix.MismatchError
 	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
 	require.Contains(t, mismatch.Detail, "the library sent it")
+}
+
+// A read mismatch's report carries what a flake that does not replay needs
+// (the seed replays the draws, not real time): the failing cells' row
+// history with the model's, the injected clock's and the wall clock's
+// readings at each entry, and what the model and the server store in the
+// failing column.
+func TestReportCarriesClockReadingsAndStoredCells(t *testing.T) {
+	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{NoGC: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	tbl := h.MustTable(t, "stale", matrix.Schema())
+	fb, err := filters.New(matrix.Schema())
+	require.NoError(t, err)
+	stale := func(now bigtable.Timestamp, user bigtable.Filter) bigtable.Filter {
+		f := fb.TTL(now - bigtable.Timestamp(300*time.Millisecond/time.Microsecond))
+		if user == nil {
+			return f
+		}
+		return bigtable.ChainFilters(f, user)
+	}
+	const seed, ops = 4, 3000
+	stats, err := matrix.Run(context.Background(), matrix.Config{
+		Seed: seed, Ops: ops, Clock: h.Clock, Raw: h.Raw.Open("stale"),
+		Target:    wrongReads{Target: matrix.TableTarget(tbl), tbl: tbl, compose: stale, clock: h.Clock},
+		FlushIdle: h.Client.FlushIdleRefreshes,
+	})
+	var mismatch *matrix.MismatchError
+	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
+	require.NotEmpty(t, mismatch.RowHistory)
+	hist := strings.Join(mismatch.RowHistory, "\n")
+	require.Regexp(t, `step \d+: Apply r\d .*\[model \d+(\+\d+ns)?, clock \d+(\+\d+ns)?, real \d+(\+\d+ns)? \(clock \S+ ahead\)\]`, hist)
+	require.NotEmpty(t, mismatch.Stored)
+	stored := strings.Join(mismatch.Stored, "\n")
+	require.Contains(t, stored, "model stores:")
+	require.Contains(t, stored, "server stores:")
+	require.Contains(t, err.Error(), "history of row r")
+	t.Logf("caught at step %d:\n%s", mismatch.Step, err)
+}
+
+// lyingIdle reports, on the first ReadRow after the 20th that returns a
+// cell of the idle family, a time-to-idle refresh that failed, as a
+// library would whose refresh the server refused: the model cannot know
+// of it, so the checker fails that read naming the library's results and
+// the reason, with the model's time-to-idle decisions in the row's
+// history.
+type lyingIdle struct {
+	matrix.Target
+	rec   *matrix.IdleRecorder
+	reads *int
+	lied  *string // the row of the read it lied after
+}
+
+func (l lyingIdle) ReadRow(ctx context.Context, row string, f bigtable.Filter) (bigtable.Row, error) {
+	got, err := l.Target.ReadRow(ctx, row, f)
+	if *l.reads++; *l.reads > 20 && *l.lied == "" && len(got[matrix.FamDef]) > 0 {
+		*l.lied = row
+		l.rec.IdleRefresh(matrix.FamDef, ttlclient.IdleFailed, 1)
+		l.rec.IdleRefreshFailed(matrix.FamDef, "rpc")
+	}
+	return got, err
+}
+
+func TestCheckerCatchesIdleResultsTheModelDidNotDecide(t *testing.T) {
+	h := bttestharness.New(t)
+	rec := &matrix.IdleRecorder{}
+	tbl := h.MustTable(t, "idle", matrix.Schema(), ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
+	reads, lied := 0, ""
+	const seed, ops = 4, 3000
+	stats, err := matrix.Run(context.Background(), matrix.Config{
+		Seed: seed, Ops: ops, Clock: h.Clock, Idle: rec,
+		Target:    lyingIdle{Target: matrix.TableTarget(tbl), rec: rec, reads: &reads, lied: &lied},
+		FlushIdle: h.Client.FlushIdleRefreshes,
+	})
+	var mismatch *matrix.MismatchError
+	require.ErrorAs(t, err, &mismatch, "the checker did not notice in %d steps", stats.Steps)
+	require.NotEmpty(t, lied, "no read returned an idle cell in %d steps", stats.Steps)
+	require.Contains(t, mismatch.What, "ReadRow "+lied, "caught at the read it lied after")
+	require.Contains(t, mismatch.Detail, "the library reports")
+	require.Contains(t, mismatch.Detail, "failed 1")
+	require.Contains(t, mismatch.Detail, "def: rpc")
+	hist := strings.Join(mismatch.RowHistory, "\n")
+	require.Contains(t, hist, "row "+lied+" (")
+	require.Regexp(t, `time-to-idle: ReadRow `+lied+` at \d+ with .* returned `+lied+`/def:\S+ at \d+: \S+ left, idle TTL \S+, debounce \S+ \(refresh under \S+ left\): the model says (due|not due)`, hist)
+	t.Logf("caught at step %d:\n%s", mismatch.Step, err)
 }

@@ -224,7 +224,11 @@ func runCell(t *testing.T, h *bttestharness.Harness, table string, c matrixCell,
 	var guardOpts []wireguard.Option
 	switch c.path {
 	case matrix.PathMutation, matrix.PathTableAPI:
-		tbl, err := h.Client.Open(context.Background(), table, schema)
+		// The recorder lets the suite compare the library's time-to-idle
+		// results with the model's after each read (shadow reads off: they
+		// would only add reads).
+		cfg.Idle = &matrix.IdleRecorder{}
+		tbl, err := h.Client.Open(context.Background(), table, schema, ttlclient.WithRecorder(cfg.Idle), ttlclient.WithShadowSampling(0))
 		require.NoError(t, err)
 		cfg.Target, cfg.FlushIdle = matrix.TableTarget(tbl), h.Client.FlushIdleRefreshes
 		if c.path == matrix.PathTableAPI {

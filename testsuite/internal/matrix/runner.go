@@ -92,6 +92,11 @@ type Config struct {
 	// Replication, when set, is the replicated instance under the Target
 	// (replicated.go): reads may return a lagging cluster's state.
 	Replication *Replication
+	// Idle, when set, is the Target's table's recorder (ttlclient.WithRecorder):
+	// after each read's refreshes (FlushIdle) the library's results must
+	// be the model's decisions (as many refreshed, none failed or
+	// dropped), and each read's decisions are in the failure report.
+	Idle *IdleRecorder
 }
 
 // Stats counts what a run did and saw.
@@ -135,11 +140,24 @@ type MismatchError struct {
 	What    string // the read or write that differed
 	Detail  string // diff or explanation
 	History []string
+	// RowHistory is, for a failure about cells, each one's row's history:
+	// every step and time-to-idle decision that touched it, with the
+	// model's instant, the injected clock's and the wall clock's readings
+	// (a seed replays the suite's draws, not real time). Stored is what
+	// the model and the server (a raw read) store in each one's column.
+	RowHistory, Stored []string
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("conformance mismatch: seed %d (replay with BTTL_SEED=%d), step %d: %s\n%s\nlast steps:\n  %s",
+	s := fmt.Sprintf("conformance mismatch: seed %d (replay with BTTL_SEED=%d), step %d: %s\n%s\nlast steps:\n  %s",
 		e.Seed, e.Seed, e.Step, e.What, e.Detail, strings.Join(e.History, "\n  "))
+	if len(e.RowHistory) > 0 {
+		s += "\nhistory of " + strings.Join(e.RowHistory, "\nhistory of ")
+	}
+	if len(e.Stored) > 0 {
+		s += "\nstored now:\n  " + strings.Join(e.Stored, "\n  ")
+	}
+	return s
 }
 
 type runner struct {
@@ -151,6 +169,15 @@ type runner struct {
 	history []string
 	ctx     context.Context
 	lag     *lagged // the replica's state (Config.Replication)
+	// The failure report's log (diagnose.go): every entry with its clock
+	// readings, the rows the current step touches, the last instant given
+	// to the model, and the library's time-to-idle results (Config.Idle)
+	// as of the last read's.
+	log          []logEntry
+	touching     []string
+	modelAt      time.Time
+	idleSeen     IdleCounts
+	idleFailSeen int
 }
 
 // Run drives cfg.Target with cfg.Ops random steps and compares every read
@@ -232,7 +259,8 @@ func (r *runner) clock() time.Time {
 	if c := r.cfg.Clock.Now(); c.Before(floor) {
 		r.cfg.Clock.Set(floor)
 	}
-	return r.cfg.Clock.Now()
+	r.modelAt = r.cfg.Clock.Now()
+	return r.modelAt
 }
 
 // now is clock in microseconds, the read time.
@@ -247,12 +275,17 @@ func clockString(c time.Time) string {
 	return fmt.Sprintf("%d", c.UnixMicro())
 }
 
-func (r *runner) record(s string) {
+// record adds s to the last steps, and to the log as touching the rows
+// of the current step.
+func (r *runner) record(s string) { r.recordRows(s, r.touching...) }
+
+func (r *runner) recordRows(s string, rows ...string) {
 	const keep = 20
 	r.history = append(r.history, fmt.Sprintf("step %d: %s", r.step, s))
 	if len(r.history) > keep {
 		r.history = r.history[len(r.history)-keep:]
 	}
+	r.logRows(s, rows...)
 }
 
 func (r *runner) fail(what, detail string) error {
@@ -263,6 +296,7 @@ func rowKey(i int) string { return fmt.Sprintf("r%d", i) }
 
 func (r *runner) doStep() error {
 	touched := rowKey(r.u(numRows))
+	r.touching = []string{touched}
 	switch k := r.u(100); {
 	case k < 46:
 		if err := r.apply(touched); err != nil {
@@ -281,6 +315,7 @@ func (r *runner) doStep() error {
 			return err
 		}
 	case k < 82:
+		r.touching = nil // every row's
 		r.moveClock()
 	default:
 		r.record("reads only")
@@ -538,6 +573,7 @@ func (r *runner) applyBulk() error {
 		desc = append(desc, rows[i]+": "+describe(opss[i]))
 	}
 	what := fmt.Sprintf("ApplyBulk at %s: %s", clockString(clock), strings.Join(desc, " | "))
+	r.touching = rows
 	r.record(what)
 	wants := make([]error, n)
 	var first error // the first refused row's refusal
@@ -713,21 +749,57 @@ func (r *runner) afterRead(what string, read []model.Cell, t int64) error {
 		return nil
 	}
 	due := r.m.IdleDue(read, t)
+	r.idleDecisions(what, read, due, t)
 	if err := r.cfg.FlushIdle(r.ctx); err != nil {
-		return r.fail(what, fmt.Sprintf("waiting for the time-to-idle refreshes: %v", err))
+		return r.failCells(what, fmt.Sprintf("waiting for the time-to-idle refreshes: %v", err), due)
 	}
 	now := r.cfg.Clock.Now()
+	r.modelAt = now
 	r.stats.IdleDue += len(due)
+	var refreshed []model.Cell
 	for _, c := range due {
 		if r.m.Refresh(c, now) {
 			r.stats.IdleRefreshed++
-			r.record(fmt.Sprintf("time-to-idle refresh of %s at %s", c, clockString(now)))
-			if err := r.writeTimeAfterRefresh(c); err != nil {
-				return err
-			}
+			refreshed = append(refreshed, c)
+			r.recordRows(fmt.Sprintf("time-to-idle refresh of %s at %s", c, clockString(now)), c.Row)
+		} else {
+			r.logRows(fmt.Sprintf("time-to-idle refresh of %s at %s: not applied in the model (gone, changed, not the newest, expired or not later)", c, clockString(now)), c.Row)
+		}
+	}
+	if err := r.checkIdle(what, read, due, len(refreshed)); err != nil {
+		return err
+	}
+	for _, c := range refreshed {
+		if err := r.writeTimeAfterRefresh(c); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkIdle compares, with Config.Idle, the library's time-to-idle results
+// since the last read with the model's decisions for this one: as many
+// cells refreshed, none failed or dropped (the model cannot know of
+// those, so the two would part from then on).
+func (r *runner) checkIdle(what string, read, due []model.Cell, refreshed int) error {
+	if r.cfg.Idle == nil {
+		return nil
+	}
+	counts, failures := r.cfg.Idle.Counts()
+	lib := counts.sub(r.idleSeen)
+	r.idleSeen = counts
+	failures, r.idleFailSeen = failures[r.idleFailSeen:], len(failures)
+	if lib[ttlclient.IdleRefreshed] == refreshed && lib[ttlclient.IdleFailed] == 0 && lib[ttlclient.IdleDropped] == 0 {
+		return nil
+	}
+	var idle []model.Cell // the report shows the rows of the read's cells of idle families
+	for _, c := range read {
+		if r.cfg.Schema[c.Family].IdleTTL() > 0 {
+			idle = append(idle, c)
+		}
+	}
+	return r.failCells(what, fmt.Sprintf("time-to-idle: the model refreshed %d of the %d cells due (%s), the library reports %s (failures: %s)",
+		refreshed, len(due), cellList(due), lib, orNone(failures)), idle)
 }
 
 // writeTimeAfterRefresh asks, with Config.WriteTimeAfterRefresh, for the
@@ -875,7 +947,42 @@ func (r *runner) compare(what string, want, got []model.Cell) error {
 	if equalCells(want, got) {
 		return nil
 	}
-	return r.fail(what, Diff(want, got))
+	return r.failCells(what, Diff(want, got), differing(want, got))
+}
+
+func cellList(cs []model.Cell) string {
+	var s []string
+	for _, c := range cs {
+		s = append(s, c.String())
+	}
+	return orNone(s)
+}
+
+// differing is the cells only one of want and got holds; all of both when
+// only the order differs.
+func differing(want, got []model.Cell) []model.Cell {
+	w, g := map[model.Cell]int{}, map[model.Cell]int{}
+	for _, c := range want {
+		w[c]++
+	}
+	for _, c := range got {
+		g[c]++
+	}
+	var out []model.Cell
+	for _, c := range want {
+		if w[c] > g[c] {
+			out = append(out, c)
+		}
+	}
+	for _, c := range got {
+		if g[c] > w[c] {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return append(append(out, want...), got...)
+	}
+	return out
 }
 
 func equalCells(a, b []model.Cell) bool {
@@ -1019,7 +1126,7 @@ func (r *runner) checkStored(what string, tbl *bigtable.Table, want []model.Cell
 		}
 		seen[c] = true
 		if !held[c] {
-			return r.fail(what, fmt.Sprintf("the server stores %s, which the model never wrote or has deleted (a duplicate with a shifted timestamp?)", c))
+			return r.failCells(what, fmt.Sprintf("the server stores %s, which the model never wrote or has deleted (a duplicate with a shifted timestamp?)", c), []model.Cell{c})
 		}
 		delete(held, c)
 		if !view[c] {
@@ -1028,7 +1135,7 @@ func (r *runner) checkStored(what string, tbl *bigtable.Table, want []model.Cell
 	}
 	for c := range held {
 		if !r.m.Collectable(c.Row, c.Family, c.Column, c.TS, realNow) {
-			return r.fail(what, fmt.Sprintf("the server lost %s, which its GC may not collect yet", c))
+			return r.failCells(what, fmt.Sprintf("the server lost %s, which its GC may not collect yet", c), []model.Cell{c})
 		}
 		r.stats.Collected++
 	}
