@@ -11,8 +11,15 @@
 // (FamilyOptions: the model's OptionColumns, none and mixed) on both servers; docs/design.md#composition says which
 // combinations are supported and which are refused.
 //
-// A failure names the seed, the step and a diff. BTTL_SEED replays a run's
-// operations; BTTL_OPS sets its length; BTTL_MATRIX selects matrix cells
+// A failure names the seed, the step and a diff. A seed replays the
+// suite's draws, not real time (the clock is kept ahead of it, and the
+// servers' GC runs on it), so a failure about cells also carries what a
+// flake needs (diagnose.go): each failing cell's row history with the
+// model's instant, the injected clock's and the wall clock's readings at
+// every entry, the model's time-to-idle decisions with their figures, and
+// what the model and the server store in the failing column; on the
+// ttlclient paths the library's time-to-idle results must match the
+// model's after every read. BTTL_SEED replays a run's operations; BTTL_OPS sets its length; BTTL_MATRIX selects matrix cells
 // (server/path/option, a path.Match pattern) and BTTL_MATRIX_STEPS splits a
 // total over them. The long run over the whole matrix
 // (docs/correctness.md#matrix):
