@@ -175,18 +175,17 @@ func (r *runner) idleDecisions(what string, read []model.Cell, due []model.Cell,
 		}
 		c := read[newest]
 		i = j
-		p := r.cfg.Schema[c.Family]
-		if p.IdleTTL() <= 0 {
+		ttl, debounce, threshold, ok := r.m.IdleFigures(c.Family)
+		if !ok {
 			continue
 		}
-		left, _ := p.Remaining(bigtable.Timestamp(c.TS), bigtable.Timestamp(t))
+		left, _ := r.cfg.Schema[c.Family].Remaining(bigtable.Timestamp(c.TS), bigtable.Timestamp(t))
 		verdict := "not due"
 		if isDue[c] {
 			verdict = "due"
 		}
 		r.logRows(fmt.Sprintf("time-to-idle: %s returned %s at %d: %s left, idle TTL %s, debounce %g (refresh under %s left): the model says %s",
-			what, c, t, time.Duration(left)*time.Microsecond, p.IdleTTL(), p.IdleDebounce(),
-			time.Duration(float64(p.IdleTTL())*(1-p.IdleDebounce())).Truncate(time.Microsecond), verdict), c.Row)
+			what, c, t, time.Duration(left)*time.Microsecond, ttl, debounce, time.Duration(threshold)*time.Microsecond, verdict), c.Row)
 	}
 }
 

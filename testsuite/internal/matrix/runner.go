@@ -794,7 +794,7 @@ func (r *runner) checkIdle(what string, read, due []model.Cell, refreshed int) e
 	}
 	var idle []model.Cell // the report shows the rows of the read's cells of idle families
 	for _, c := range read {
-		if r.cfg.Schema[c.Family].IdleTTL() > 0 {
+		if r.cfg.Schema[c.Family].RefreshesOnRead() {
 			idle = append(idle, c)
 		}
 	}

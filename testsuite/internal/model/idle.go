@@ -10,6 +10,7 @@ import (
 // TTL, in microseconds, below which a read cell is refreshed.
 type idleFamily struct {
 	ttl       time.Duration
+	debounce  float64
 	threshold int64
 }
 
@@ -19,11 +20,20 @@ func idleFamilies(schema strategy.Schema) map[string]idleFamily {
 		if p.IdleTTL() > 0 {
 			// Written out here rather than asked of the policy: the
 			// debounce is a fraction of the idle TTL.
-			out[name] = idleFamily{ttl: p.IdleTTL(),
+			out[name] = idleFamily{ttl: p.IdleTTL(), debounce: p.IdleDebounce(),
 				threshold: int64(float64(p.IdleTTL()/time.Microsecond) * (1 - p.IdleDebounce()))}
 		}
 	}
 	return out
+}
+
+// IdleFigures is the time-to-idle of family as the model decides it: the
+// idle TTL, the debounce, and the remaining TTL (microseconds) below which
+// a cell read is due for a refresh; ok is false when the family has no
+// idle TTL. For failure reports (the matrix's).
+func (m *Model) IdleFigures(family string) (ttl time.Duration, debounce float64, threshold int64, ok bool) {
+	f, ok := m.idle[family]
+	return f.ttl, f.debounce, f.threshold, ok
 }
 
 // expiry is the instant a cell with timestamp ts stops being live.
