@@ -238,6 +238,9 @@ func (x *expireArgs) run(e *env) int {
 	if x.dryRun {
 		verb = "would change"
 	}
+	if x.hasAt {
+		verb += " to expire at " + formatRFC3339(x.at) // as given, in UTC
+	}
 	fmt.Fprintf(e.stdout, "%d rows read, %d cells %s\n", rows, changed, verb)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bttl %s: %v\n", e.name, strings.TrimPrefix(err.Error(), "bttl: "))

@@ -77,7 +77,7 @@ func TestExpireAtCommand(t *testing.T) {
 
 			r = run("-at", tArg, "-if", "GT", "-column", "sess", "s", "u1")
 			require.Equal(t, exitOK, r.code, r.stderr)
-			assert.Contains(t, r.stdout, "1 rows read, 2 cells changed")
+			assert.Contains(t, r.stdout, "1 rows read, 2 cells changed to expire at "+formatRFC3339(T))
 			spacing := at(10*time.Minute) - at(5*time.Minute)
 			assert.Equal(t, []bigtable.Timestamp{ms(T), ms(T) - spacing}, cells("u1", "sess", "a"), "newest at T, the older version keeps its spacing")
 			assert.Equal(t, []bigtable.Timestamp{at(3 * time.Hour)}, cells("u1", "sess", "b"), "b: GT not met")
