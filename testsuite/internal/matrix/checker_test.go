@@ -174,6 +174,7 @@ func TestReportCarriesClockReadingsAndStoredCells(t *testing.T) {
 	stored := strings.Join(mismatch.Stored, "\n")
 	require.Contains(t, stored, "model stores:")
 	require.Contains(t, stored, "server stores:")
+	require.Contains(t, stored, "clock lead: the model's last instant ")
 	require.Contains(t, err.Error(), "history of row r")
 	t.Logf("caught at step %d:\n%s", mismatch.Step, err)
 }

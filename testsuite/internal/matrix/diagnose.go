@@ -118,6 +118,13 @@ func (r *runner) failCells(what, detail string, cells []model.Cell) error {
 	if r.cfg.Raw == nil {
 		me.Stored = append(me.Stored, "(no raw table: what the server stores is not shown)")
 	}
+	lead := time.Until(r.modelAt)
+	note := ""
+	if lead <= 0 {
+		note = ": OUTLASTED, the servers' GC may have collected cells the model holds live (a suite limit, not a library fault)"
+	}
+	me.Stored = append(me.Stored, fmt.Sprintf("clock lead: the model's last instant %s is %s ahead of the wall clock (ClockLead %s)%s",
+		clockString(r.modelAt), lead, ClockLead, note))
 	return me
 }
 
