@@ -717,18 +717,6 @@ func (t *Table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*b
 	return out, nil
 }
 
-// qualifierOf is the qualifier of a SetCell or DeleteFromColumn, nil for
-// other kinds.
-func qualifierOf(m *btpb.Mutation) []byte {
-	if s := m.GetSetCell(); s != nil {
-		return s.GetColumnQualifier()
-	}
-	if d := m.GetDeleteFromColumn(); d != nil {
-		return d.GetColumnQualifier()
-	}
-	return nil
-}
-
 // ReadModifyWrite refuses a rule on a managed family (the server picks
 // the timestamp) or on a family the table does not cover.
 func (t *Table) ReadModifyWrite(rs []*btpb.ReadModifyWriteRule) *Refusal {
