@@ -24,7 +24,19 @@ type Mutation struct {
 }
 
 // NewMutation returns a new mutation.
-func NewMutation() *Mutation { return new(Mutation) }
+func NewMutation() *Mutation {
+	r := new(mutationWithRoom)
+	r.m.ops = r.room[:0]
+	return &r.m
+}
+
+// mutationWithRoom is a Mutation and the room for its first changes,
+// allocated together: a row of up to initialOps changes costs one
+// allocation, the one bigtable.NewMutation makes.
+type mutationWithRoom struct {
+	m    Mutation
+	room [initialOps]rules.Op
+}
 
 // NewCondMutation returns a conditional mutation, like
 // bigtable.NewCondMutation. The table puts its TTL filter before cond, so an
@@ -84,8 +96,8 @@ func (m *Mutation) DeleteCellsInFamily(family string) {
 // DeleteRow deletes the entire row.
 func (m *Mutation) DeleteRow() { m.add(rules.Op{Kind: rules.OpDeleteRow}) }
 
-// initialOps is the room a mutation's first change reserves: a row of up
-// to 8 changes grows no slice.
+// initialOps is the room NewMutation makes (and a zero Mutation's first
+// change reserves): a row of up to 8 changes grows no slice.
 const initialOps = 8
 
 func (m *Mutation) add(o rules.Op) {

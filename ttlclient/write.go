@@ -12,11 +12,12 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// The write path, from Apply to the request: a Mutation's changes become
-// protos once, bttl's one rule set (internal/rules/write.go) stamps and
-// completes them, and the bigtable.Mutation sent is built from them with
-// the client's own methods (docs/design.md#code-paths). Table.API's
-// writes are rewritten on the wire instead (wire.go).
+// The write path, from Apply to the request: bttl's one rule set
+// (internal/rules/write.go) stamps a Mutation's changes and the
+// bigtable.Mutation sent is built from them with the client's own methods,
+// one call per change (docs/design.md#code-paths); a row the rules add
+// to is stamped and completed as protos first. Table.API's writes are
+// rewritten on the wire instead (wire.go).
 
 // Apply mutates a row atomically, like bigtable.Table.Apply. A conditional
 // mutation's predicate gets the TTL filter first, so an expired cell never
@@ -161,19 +162,7 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		if len(m.ops) == 0 {
 			return nil, t.refuse(row, "", "", ErrEmptyMutation)
 		}
-		ps, err := t.stamp(row, m, now)
-		if err != nil {
-			return nil, err
-		}
-		defer ps.Release() // what is sent is copied out of them first
-		out, err := t.complete(row, ps.Mutations, now)
-		if err != nil {
-			return nil, err
-		}
-		if rules.Same(out, ps.Mutations) {
-			return rules.SendOps(m.ops, ps.Mutations), nil // nothing added: built from m's own values
-		}
-		return rules.ToBigtable(out), nil
+		return t.buildPlain(row, m, now)
 	}
 	if bulk {
 		return nil, t.refuse(row, "", "", ErrConditionalInBulk)
@@ -215,6 +204,58 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), sent[0], sent[1]), nil
 }
 
+// buildPlain builds a plain (not conditional) mutation. The rules stamp
+// m's changes themselves (rules.Table.StampOps) and the mutation sent is
+// built from them with one call of the client's own methods per change;
+// only a row the rules add to (single-value deletes, write-time
+// companions) goes through protos, stamped and completed, as a branch of
+// a conditional mutation does. The rule for each cell is the same one
+// either way (rules.Table.check).
+func (t *Table) buildPlain(row string, m *Mutation, now time.Time) (*bigtable.Mutation, error) {
+	var buf [stampBuf]bigtable.Timestamp // on the stack for a row of up to stampBuf changes
+	sent := buf[:]
+	if len(m.ops) > len(buf) {
+		sent = make([]bigtable.Timestamp, len(m.ops))
+	}
+	complete, r := t.rules.StampOps(now, m.ops, sent)
+	if r != nil {
+		return nil, t.refusal(row, r)
+	}
+	if complete {
+		ps, err := t.stamp(row, m, now)
+		if err != nil {
+			return nil, err
+		}
+		defer ps.Release() // what is sent is copied out of them first
+		out, err := t.complete(row, ps.Mutations, now)
+		if err != nil {
+			return nil, err
+		}
+		return rules.ToBigtable(out), nil
+	}
+	t.observe(m, sent, now)
+	return rules.SendOps(m.ops, sent), nil
+}
+
+// stampBuf is the most changes of a row whose stamped timestamps
+// buildPlain keeps on the stack.
+const stampBuf = 32
+
+// observe counts the cells m sets, stamped sent, on the recorder.
+func (t *Table) observe(m *Mutation, sent []bigtable.Timestamp, now time.Time) {
+	if t.obs == nil {
+		return
+	}
+	nowMicros := bigtable.Timestamp(now.UnixMicro())
+	for i, o := range m.ops {
+		if o.Kind != rules.OpSet {
+			continue
+		}
+		p, _ := t.rules.Policy(o.Family)
+		t.obs.cell(&p, &o, sent[i], nowMicros)
+	}
+}
+
 // stamp is m's changes as protos, stamped by the table's rules, each
 // cell written counted on the recorder: scratch the caller releases
 // (rules.OpProtos), released already when refused.
@@ -227,14 +268,11 @@ func (t *Table) stamp(row string, m *Mutation, now time.Time) (*rules.OpProtos, 
 		return nil, err
 	}
 	if t.obs != nil {
-		nowMicros := bigtable.Timestamp(now.UnixMicro())
-		for i, o := range m.ops {
-			if o.Kind != rules.OpSet {
-				continue
-			}
-			p, _ := t.rules.Policy(o.Family)
-			t.obs.cell(&p, &o, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), nowMicros)
+		sent := make([]bigtable.Timestamp, len(ms))
+		for i, pb := range ms {
+			sent[i] = bigtable.Timestamp(pb.GetSetCell().GetTimestampMicros())
 		}
+		t.observe(m, sent, now)
 	}
 	return ps, nil
 }

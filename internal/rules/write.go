@@ -149,34 +149,95 @@ func reasonOf(err error) *Reason {
 }
 
 func (t *Table) refuse(i int, m *btpb.Mutation, in Intent, err error) *Refusal {
-	fam, col, ts := fieldsOf(m)
-	r := &Refusal{Reason: reasonOf(err), Err: err, Index: i, Family: fam, Named: m.GetDeleteFromRow() == nil, Column: col, Timestamp: ts}
-	switch in.Kind {
+	c := cellOf(m, in)
+	return t.refuseCell(i, &c, err)
+}
+
+// refuseCell is the refusal of c, the input's mutation i, with err.
+func (t *Table) refuseCell(i int, c *cell, err error) *Refusal {
+	col := c.qual
+	if col == nil && c.qualS != "" {
+		col = []byte(c.qualS) // a refusal's own copy: an Op's string is not the caller's bytes
+	}
+	r := &Refusal{Reason: reasonOf(err), Err: err, Index: i, Family: c.family, Named: c.kind != OpDeleteRow, Column: col, Timestamp: c.ts}
+	switch c.intent.Kind {
 	case IntentTTL:
-		r.TTL = in.TTL
+		r.TTL = c.intent.TTL
 	case IntentSequence:
-		r.Seq = in.Seq
+		r.Seq = c.intent.Seq
 	}
 	return r
 }
 
-// fieldsOf is m's family, qualifier and caller timestamp (a SetCell's, an
-// aggregate's, a range's start).
-func fieldsOf(m *btpb.Mutation) (fam string, col []byte, ts bigtable.Timestamp) {
+// opUnknown is a proto mutation of a kind newer than bttl's protos: it
+// arrives with no oneof set, and what it writes is unknown.
+const opUnknown OpKind = 255
+
+// cell is one mutation as the write rules read it, from a proto (cellOf)
+// or from a ttlclient change (Op.cell): Table.check decides on it, so
+// both paths run the one rule.
+type cell struct {
+	kind   OpKind // a proto DeleteFromColumn is OpDeleteRange, its range 0 when unset
+	family string
+	// The qualifier: a proto's bytes, else an Op's string.
+	qual     []byte
+	qualS    string
+	ts       bigtable.Timestamp // a SetCell's, an aggregate's, a range's start
+	end      int64              // a range's end
+	valueLen int                // a SetCell's value
+	autoTS   bool               // TimestampOrigin CLIENT_AUTO_GENERATED
+	intent   Intent
+}
+
+// cellOf is m, whose intent is in, as the rules read it.
+func cellOf(m *btpb.Mutation, in Intent) cell {
+	c := cell{kind: opUnknown, intent: in, autoTS: m.GetTimestampOrigin() == btpb.Mutation_CLIENT_AUTO_GENERATED}
 	switch x := m.GetMutation().(type) {
 	case *btpb.Mutation_SetCell_:
-		return x.SetCell.GetFamilyName(), x.SetCell.GetColumnQualifier(), bigtable.Timestamp(x.SetCell.GetTimestampMicros())
+		s := x.SetCell
+		c.kind, c.family, c.qual, c.ts, c.valueLen = OpSet, s.GetFamilyName(), s.GetColumnQualifier(), bigtable.Timestamp(s.GetTimestampMicros()), len(s.GetValue())
 	case *btpb.Mutation_DeleteFromColumn_:
-		return x.DeleteFromColumn.GetFamilyName(), x.DeleteFromColumn.GetColumnQualifier(),
-			bigtable.Timestamp(x.DeleteFromColumn.GetTimeRange().GetStartTimestampMicros())
+		d := x.DeleteFromColumn
+		r := d.GetTimeRange()
+		c.kind, c.family, c.qual, c.ts, c.end = OpDeleteRange, d.GetFamilyName(), d.GetColumnQualifier(), bigtable.Timestamp(r.GetStartTimestampMicros()), r.GetEndTimestampMicros()
 	case *btpb.Mutation_DeleteFromFamily_:
-		return x.DeleteFromFamily.GetFamilyName(), nil, 0
+		c.kind, c.family = OpDeleteFamily, x.DeleteFromFamily.GetFamilyName()
+	case *btpb.Mutation_DeleteFromRow_:
+		c.kind = OpDeleteRow
 	case *btpb.Mutation_AddToCell_:
-		return x.AddToCell.GetFamilyName(), x.AddToCell.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(x.AddToCell.GetTimestamp().GetRawTimestampMicros())
+		a := x.AddToCell
+		c.kind, c.family, c.qual, c.ts = OpAddInt, a.GetFamilyName(), a.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros())
 	case *btpb.Mutation_MergeToCell_:
-		return x.MergeToCell.GetFamilyName(), x.MergeToCell.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(x.MergeToCell.GetTimestamp().GetRawTimestampMicros())
+		a := x.MergeToCell
+		c.kind, c.family, c.qual, c.ts = OpMergeBytes, a.GetFamilyName(), a.GetColumnQualifier().GetRawValue(), bigtable.Timestamp(a.GetTimestamp().GetRawTimestampMicros())
 	}
-	return "", nil, 0
+	return c
+}
+
+// cell is o as the rules read it: what Protos would build for it, read
+// by cellOf, without building it.
+func (o *Op) cell() cell {
+	c := cell{kind: o.Kind, family: o.Family, qualS: o.Column, ts: o.TS}
+	switch o.Kind {
+	case OpSet:
+		c.valueLen, c.intent = len(o.Value), o.CellIntent()
+	case OpDeleteColumn:
+		c.kind, c.ts = OpDeleteRange, 0 // a whole column: no range
+	case OpDeleteRange:
+		c.end = o.Arg
+	case OpDeleteFamily:
+		c.qualS, c.ts = "", 0
+	case OpDeleteRow:
+		c.family, c.qualS, c.ts = "", "", 0
+	}
+	return c
+}
+
+func (c *cell) qualifierHasPrefix(prefix string) bool {
+	if c.qual != nil {
+		return strings.HasPrefix(string(c.qual), prefix)
+	}
+	return strings.HasPrefix(c.qualS, prefix)
 }
 
 // Mutations applies the rules to one row's mutations at now: Stamp, then
@@ -208,119 +269,65 @@ func (t *Table) StampOwned(now time.Time, ms []*btpb.Mutation, in []Intent) *Ref
 	return r
 }
 
+// StampOps is Stamp over a ttlclient Mutation's changes themselves, with
+// no proto built: sent[i] (len(sent) >= len(ops)) gets the timestamp
+// op i is sent with, its own TS for a change that is not a Set. It
+// applies the same rule to each change as Stamp does to its proto
+// (Table.check), and refuses a row over RequestLimit as Complete does.
+// complete reports that Complete would add to the row (a SetCell of a
+// SingleValue family, a cell of a write-time family): the caller then
+// builds it with Protos, StampOwned and Complete instead. The result is
+// the same refusal, or the same sent timestamps, as that path's.
+func (t *Table) StampOps(now time.Time, ops []Op, sent []bigtable.Timestamp) (complete bool, r *Refusal) {
+	st := stampState{now: now, nowMicros: bigtable.Timestamp(now.UnixMicro())}
+	for i := range ops {
+		c := ops[i].cell()
+		ts, err := t.check(&st, &c)
+		if err != nil {
+			return false, t.refuseCell(i, &c, err)
+		}
+		sent[i] = ts
+		complete = complete || (c.kind != OpDeleteRow && t.completes(c.kind, c.family))
+	}
+	if !complete && len(ops) > RequestLimit() {
+		return false, tooMany(len(ops), len(ops))
+	}
+	return complete, nil
+}
+
+// stampState is what check keeps from one cell to the next of a row:
+// the last family's policy (a row's cells are mostly of one family).
+type stampState struct {
+	now       time.Time
+	nowMicros bigtable.Timestamp
+	fam       string
+	p         strategy.Policy
+	found     bool
+	chk       strategy.ExplicitCheck
+}
+
 func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace bool) ([]*btpb.Mutation, *Refusal) {
 	var out []*btpb.Mutation // a copy, once a cell changes
-	nowMicros := bigtable.Timestamp(now.UnixMicro())
-	var (
-		fam   string
-		p     strategy.Policy
-		found bool
-		chk   strategy.ExplicitCheck
-	)
+	st := stampState{now: now, nowMicros: bigtable.Timestamp(now.UnixMicro())}
 	for i, m := range ms {
 		var intent Intent
 		if i < len(in) {
 			intent = in[i]
 		}
-		f, _, ts := fieldsOf(m)
-		if m.GetMutation() == nil {
-			// A kind of mutation newer than bttl's protos arrives with no
-			// oneof set: what it writes is unknown.
-			return nil, t.refuse(i, m, intent, fmt.Errorf("%w: a mutation of a kind bttl does not know", ErrUnclassifiable))
-		}
-		if m.GetDeleteFromRow() != nil {
-			if out != nil {
-				out = append(out, m)
-			}
-			continue
-		}
-		if m.GetSetCell() != nil && t.Probe != "" && f == t.Probe {
-			if _, named := t.Schema[f]; !named {
-				// Before the unlisted families: the probe never passes.
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: this guard is installed; nothing was sent", ErrVerifyProbe))
-			}
-		}
-		if !found || f != fam {
-			p, found = t.Policy(f)
-			if !found {
-				return nil, t.refuse(i, m, intent, ErrUnknownFamily)
-			}
-			fam = f
-			chk = strategy.NewExplicitCheck(p, nowMicros)
+		c := cellOf(m, intent)
+		sent, err := t.check(&st, &c)
+		if err != nil {
+			return nil, t.refuseCell(i, &c, err)
 		}
 		send := m
-		if t.Mode == ModeClient && t.writeTime && p.HasWriteTime() {
-			// bttl's client refuses a write to a write-time family's
-			// reserved qualifiers in the mutation's order, with the cell's
-			// other checks; the guard, in Complete, once every cell of
-			// both branches has passed (docs/design.md#rules).
-			if q := qualifierOf(m); q != nil && strings.HasPrefix(string(q), strategy.ReservedQualifierStart) {
-				err := ErrReservedColumn
-				if strings.HasPrefix(string(q), strategy.WriteTimePrefix) {
-					err = errCompanionSent
-				}
-				return nil, t.refuse(i, m, intent, err)
-			}
-		}
-		switch x := m.GetMutation().(type) {
-		case *btpb.Mutation_SetCell_:
-			if t.Mode == ModeClient && len(x.SetCell.GetValue()) > MaxValueBytes {
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, len(x.SetCell.GetValue())))
-			}
-			sent, err := t.timestamp(&p, &chk, ts, intent, now)
-			if err != nil {
-				return nil, t.refuse(i, m, intent, err)
-			}
-			if !wholeMilli(int64(sent)) && sent != bigtable.ServerTime && m.GetTimestampOrigin() != btpb.Mutation_CLIENT_AUTO_GENERATED {
-				// Only the guard sends a caller's timestamp as it is (an
-				// unmanaged family's); the server would refuse it, and a
-				// MutateRows with it whole. A client-generated one the
-				// server truncates itself (Mutation.TimestampOrigin).
-				return nil, t.refuse(i, m, intent, granularityError("SetCell timestamp", int64(sent)))
-			}
-			if sent != ts && inPlace {
-				x.SetCell.TimestampMicros = int64(sent)
-			} else if sent != ts {
-				c := x.SetCell
+		if c.kind == OpSet && sent != c.ts {
+			x := m.GetSetCell()
+			if inPlace {
+				x.TimestampMicros = int64(sent)
+			} else {
 				send = &btpb.Mutation{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{
-					FamilyName: c.GetFamilyName(), ColumnQualifier: c.GetColumnQualifier(), TimestampMicros: int64(sent), Value: c.GetValue(),
+					FamilyName: x.GetFamilyName(), ColumnQualifier: x.GetColumnQualifier(), TimestampMicros: int64(sent), Value: x.GetValue(),
 				}}}
-			}
-		case *btpb.Mutation_DeleteFromColumn_:
-			r := x.DeleteFromColumn.GetTimeRange()
-			start, end := r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
-			if t.Mode == ModeClient && (start < 0 || end < 0) {
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
-			}
-			// In both modes: the server refuses such a bound, and the
-			// client's DeleteTimestampRange would truncate it, deleting
-			// cells of a range the caller did not name.
-			for _, b := range [2]int64{start, end} {
-				if !wholeMilli(b) {
-					return nil, t.refuse(i, m, intent, granularityError(fmt.Sprintf("DeleteFromColumn range [%d, %d) bound", start, end), b))
-				}
-			}
-			if t.Mode == ModeClient && end != 0 && end <= start {
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end))
-			}
-		case *btpb.Mutation_AddToCell_, *btpb.Mutation_MergeToCell_:
-			op := "AddToCell"
-			if m.GetMergeToCell() != nil {
-				op = "MergeToCell"
-			}
-			if p.Managed() {
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: %s on a %s family: the server would pick the timestamp", ErrServerAssignedTimestamp, op, p.Kind()))
-			}
-			if t.Mode == ModeClient && ts < 0 {
-				return nil, t.refuse(i, m, intent, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, ts))
-			}
-			if t.Mode == ModeGuard && !wholeMilli(int64(ts)) && m.GetTimestampOrigin() != btpb.Mutation_CLIENT_AUTO_GENERATED {
-				// The guard sends it as it is, and an aggregate's timestamp
-				// "must be a raw_timestamp_micros that matches the table's
-				// granularity" (Mutation.AddToCell.timestamp). bttl's
-				// client sends it through the Go client's AddIntToCell and
-				// MergeBytesToCell, which truncate it, as Set does.
-				return nil, t.refuse(i, m, intent, granularityError(op+" timestamp", int64(ts)))
 			}
 		}
 		if send != m && out == nil {
@@ -334,6 +341,99 @@ func (t *Table) stamp(now time.Time, ms []*btpb.Mutation, in []Intent, inPlace b
 		return ms, nil
 	}
 	return out, nil
+}
+
+// check is the write rule for one cell, whichever path it came by (a
+// proto, Stamp; a ttlclient change, StampOps): the timestamp to send (c's
+// own for a change that is not a SetCell), or why it is refused.
+func (t *Table) check(st *stampState, c *cell) (bigtable.Timestamp, error) {
+	if c.kind == opUnknown {
+		return 0, fmt.Errorf("%w: a mutation of a kind bttl does not know", ErrUnclassifiable)
+	}
+	if c.kind == OpDeleteRow {
+		return c.ts, nil
+	}
+	f := c.family
+	if c.kind == OpSet && t.Probe != "" && f == t.Probe {
+		if _, named := t.Schema[f]; !named {
+			// Before the unlisted families: the probe never passes.
+			return 0, fmt.Errorf("%w: this guard is installed; nothing was sent", ErrVerifyProbe)
+		}
+	}
+	if !st.found || f != st.fam {
+		if st.p, st.found = t.Policy(f); !st.found {
+			return 0, ErrUnknownFamily
+		}
+		st.fam = f
+		st.chk = strategy.NewExplicitCheck(st.p, st.nowMicros)
+	}
+	p := &st.p
+	if t.Mode == ModeClient && t.writeTime && p.HasWriteTime() && (c.kind == OpSet || c.kind == OpDeleteRange) {
+		// bttl's client refuses a write to a write-time family's
+		// reserved qualifiers in the mutation's order, with the cell's
+		// other checks; the guard, in Complete, once every cell of
+		// both branches has passed (docs/design.md#rules).
+		if c.qualifierHasPrefix(strategy.ReservedQualifierStart) {
+			if c.qualifierHasPrefix(strategy.WriteTimePrefix) {
+				return 0, errCompanionSent
+			}
+			return 0, ErrReservedColumn
+		}
+	}
+	switch c.kind {
+	case OpSet:
+		if t.Mode == ModeClient && c.valueLen > MaxValueBytes {
+			return 0, fmt.Errorf("%w: %d bytes", ErrValueTooLarge, c.valueLen)
+		}
+		sent, err := t.timestamp(p, &st.chk, c.ts, c.intent, st.now)
+		if err != nil {
+			return 0, err
+		}
+		if !wholeMilli(int64(sent)) && sent != bigtable.ServerTime && !c.autoTS {
+			// Only the guard sends a caller's timestamp as it is (an
+			// unmanaged family's); the server would refuse it, and a
+			// MutateRows with it whole. A client-generated one the
+			// server truncates itself (Mutation.TimestampOrigin).
+			return 0, granularityError("SetCell timestamp", int64(sent))
+		}
+		return sent, nil
+	case OpDeleteRange:
+		start, end := int64(c.ts), c.end
+		if t.Mode == ModeClient && (start < 0 || end < 0) {
+			return 0, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end)
+		}
+		// In both modes: the server refuses such a bound, and the
+		// client's DeleteTimestampRange would truncate it, deleting
+		// cells of a range the caller did not name.
+		for _, b := range [2]int64{start, end} {
+			if !wholeMilli(b) {
+				return 0, granularityError(fmt.Sprintf("DeleteFromColumn range [%d, %d) bound", start, end), b)
+			}
+		}
+		if t.Mode == ModeClient && end != 0 && end <= start {
+			return 0, fmt.Errorf("%w: [%d, %d)", ErrInvalidTimestampRange, start, end)
+		}
+	case OpAddInt, OpMergeBytes:
+		op := "AddToCell"
+		if c.kind == OpMergeBytes {
+			op = "MergeToCell"
+		}
+		if p.Managed() {
+			return 0, fmt.Errorf("%w: %s on a %s family: the server would pick the timestamp", ErrServerAssignedTimestamp, op, p.Kind())
+		}
+		if t.Mode == ModeClient && c.ts < 0 {
+			return 0, fmt.Errorf("%w: timestamp %d", strategy.ErrBeforeEpoch, c.ts)
+		}
+		if t.Mode == ModeGuard && !wholeMilli(int64(c.ts)) && !c.autoTS {
+			// The guard sends it as it is, and an aggregate's timestamp
+			// "must be a raw_timestamp_micros that matches the table's
+			// granularity" (Mutation.AddToCell.timestamp). bttl's
+			// client sends it through the Go client's AddIntToCell and
+			// MergeBytesToCell, which truncate it, as Set does.
+			return 0, granularityError(op+" timestamp", int64(c.ts))
+		}
+	}
+	return c.ts, nil
 }
 
 // wholeMilli reports whether ts is a multiple of 1000 microseconds, the
@@ -454,10 +554,42 @@ func (t *Table) Complete(now time.Time, ms []*btpb.Mutation) ([]*btpb.Mutation, 
 		}
 	}
 	if len(ms) > RequestLimit() {
-		return nil, Refuse(fmt.Errorf("%w: %d mutations, %d of them the families' single-value deletes and write-time companions; nothing of the row was sent",
-			ErrTooManyMutations, len(ms), len(ms)-written))
+		return nil, tooMany(len(ms), written)
 	}
 	return ms, nil
+}
+
+// tooMany is the refusal of a row of n mutations once completed, written
+// of them the caller's.
+func tooMany(n, written int) *Refusal {
+	return Refuse(fmt.Errorf("%w: %d mutations, %d of them the families' single-value deletes and write-time companions; nothing of the row was sent",
+		ErrTooManyMutations, n, n-written))
+}
+
+// completes reports whether Complete may add to a row for a change of
+// kind to family: a SetCell of a SingleValue family (its column's
+// delete), a cell or column delete of a write-time family (its
+// companion's).
+func (t *Table) completes(kind OpKind, family string) bool {
+	switch kind {
+	case OpSet:
+		return t.singleValueDeletes(family) || t.companions(family)
+	case OpDeleteColumn, OpDeleteRange:
+		return t.companions(family)
+	}
+	return false
+}
+
+// singleValueDeletes reports whether a SetCell of family gets the delete
+// of its column before it (addSingleValueDeletes).
+func (t *Table) singleValueDeletes(family string) bool {
+	return t.singleValue && t.Schema[family].IsSingleValue()
+}
+
+// companions reports whether a change to a column of family gets its
+// write-time companion's change beside it (addCompanions).
+func (t *Table) companions(family string) bool {
+	return t.writeTime && t.Schema[family].HasWriteTime()
 }
 
 // MaxRequestMutations is the most mutations Bigtable takes for one row in
@@ -501,7 +633,7 @@ func (t *Table) addSingleValueDeletes(ms []*btpb.Mutation) []*btpb.Mutation {
 	var out []*btpb.Mutation
 	for i, m := range ms {
 		s := m.GetSetCell()
-		if s != nil && t.Schema[s.GetFamilyName()].IsSingleValue() && !(i > 0 && deletesColumn(ms[i-1], s)) {
+		if s != nil && t.singleValueDeletes(s.GetFamilyName()) && !(i > 0 && deletesColumn(ms[i-1], s)) {
 			if out == nil {
 				out = append(make([]*btpb.Mutation, 0, len(ms)+1), ms[:i]...)
 			}
@@ -551,7 +683,7 @@ func (t *Table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*b
 			r := x.DeleteFromColumn.GetTimeRange()
 			start, end = r.GetStartTimestampMicros(), r.GetEndTimestampMicros()
 		}
-		if !column || !t.Schema[fam].HasWriteTime() {
+		if !column || !t.companions(fam) {
 			if out != nil {
 				out = append(out, m)
 			}
@@ -583,18 +715,6 @@ func (t *Table) addCompanions(now bigtable.Timestamp, ms []*btpb.Mutation) ([]*b
 		return ms, nil
 	}
 	return out, nil
-}
-
-// qualifierOf is the qualifier of a SetCell or DeleteFromColumn, nil for
-// other kinds.
-func qualifierOf(m *btpb.Mutation) []byte {
-	if s := m.GetSetCell(); s != nil {
-		return s.GetColumnQualifier()
-	}
-	if d := m.GetDeleteFromColumn(); d != nil {
-		return d.GetColumnQualifier()
-	}
-	return nil
 }
 
 // ReadModifyWrite refuses a rule on a managed family (the server picks
@@ -820,16 +940,16 @@ func (p *OpProtos) Release() {
 	opProtosPool.Put(p)
 }
 
-// SendOps is the bigtable.Mutation for ops, stamped as ms (one proto per
-// op, in order), built with the client's own methods from the ops' values
-// (no conversion of a qualifier back to a string).
-func SendOps(ops []Op, ms []*btpb.Mutation) *bigtable.Mutation {
+// SendOps is the bigtable.Mutation for ops, op i sent with timestamp
+// sent[i] (StampOps), built with the client's own methods from the ops'
+// values: one call per change, as a caller of the client would make.
+func SendOps(ops []Op, sent []bigtable.Timestamp) *bigtable.Mutation {
 	b := bigtable.NewMutation()
 	for i := range ops {
 		o := &ops[i]
 		switch o.Kind {
 		case OpSet:
-			b.Set(o.Family, o.Column, bigtable.Timestamp(ms[i].GetSetCell().GetTimestampMicros()), o.Value)
+			b.Set(o.Family, o.Column, sent[i], o.Value)
 		case OpDeleteColumn:
 			b.DeleteCellsInColumn(o.Family, o.Column)
 		case OpDeleteRange:
