@@ -186,7 +186,7 @@ HOW
   echo
   echo "### Apply (1 row x 10 cells) and ApplyBulk (100 rows x 10 cells) on both servers"
   echo
-  stat '.unit:(ttl/raw OR api/ttl OR api/raw)' '/server /schema /op' "$OUT/writes.txt"
+  stat '.unit:(ttl/raw OR ttl/raw-cpu OR api/ttl OR api/raw OR api/raw-cpu)' '/server /schema /op' "$OUT/writes.txt"
   echo
   cat scripts/benchmarks-notes-writes.md
   echo
