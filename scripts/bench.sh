@@ -287,6 +287,9 @@ $(cat "$OUT/scale-100k.pprof.txt")
 PROF
   # Measured by hand (BenchmarkPlanScan; the command is in the notes).
   cat scripts/benchmarks-notes-plan.md
+  echo
+  # Measured by hand (changestream/expiry's benchmarks; the command is in the notes).
+  cat scripts/benchmarks-notes-expiry.md
   cat <<PROF
 
 ## Earlier measurements
