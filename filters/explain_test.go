@@ -158,9 +158,9 @@ func TestCellReportJSONRoundTrip(t *testing.T) {
 	assert.Equal(t, reports, back)
 }
 
-// Issue 35 item 7: a cell expiring more than ~292 years out had a negative
-// remaining TTL (the microseconds overflowed a time.Duration), and its
-// report could not be written as JSON (an expiry past year 9999).
+// A cell expiring more than ~292 years out had a negative remaining TTL (the
+// microseconds overflowed a time.Duration), and its report could not be
+// written as JSON (an expiry past year 9999) (issue 35 item 7).
 func TestExplainFarFutureExpiry(t *testing.T) {
 	now := bigtable.Time(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	far := bigtable.Timestamp(time.Date(12000, 2, 29, 0, 0, 0, 0, time.UTC).UnixMicro()) // bigtable.Time overflows past 2262
@@ -180,9 +180,9 @@ func TestExplainFarFutureExpiry(t *testing.T) {
 	}
 }
 
-// Issue 35 item 7: a read refreshes the newest cell of a column only
-// (docs/design.md#time-to-idle); Explain said older versions were
-// refreshed too.
+// A read refreshes the newest cell of a column only
+// (docs/design.md#time-to-idle); Explain said older versions were refreshed
+// too (issue 35 item 7).
 func TestExplainIdleRefreshNewestOnly(t *testing.T) {
 	now := bigtable.Time(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	p := strategy.OneSecond(strategy.WithIdleTTL(time.Hour, strategy.DefaultIdleDebounce))

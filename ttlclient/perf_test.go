@@ -20,15 +20,15 @@ import (
 // Allocation counts are deterministic, unlike timings: these tests guard the
 // pure hot paths against regressions in CI.
 
-// Issue 34: a Mutation is a plain list of changes, converted once per
-// Apply into protos for bttl's rules (stamped in place: they are the
-// Apply's own scratch, reused from a pool once the mutation to send is
-// built) and sent as a bigtable.Mutation built with the client's own
-// methods, with no private memory read or written. A 10-cell build costs
-// what the client's own build does (46: four per cell and five for
-// growing the ops slice) plus the Mutation itself (the struct and its
-// change list, grown once: 3); the conversion to protos allocates nothing
-// once the pool is warm: at most raw + 3.
+// A Mutation is a plain list of changes, converted once per Apply into protos
+// for bttl's rules (stamped in place: they are the Apply's own scratch, reused
+// from a pool once the mutation to send is built) and sent as a
+// bigtable.Mutation built with the client's own methods, with no private
+// memory read or written. A 10-cell build costs what the client's own build
+// does (46: four per cell and five for growing the ops slice) plus the
+// Mutation itself (the struct and its change list, grown once: 3); the
+// conversion to protos allocates nothing once the pool is warm: at most raw +
+// 3 (issue 34).
 func TestMutationBuildAllocs(t *testing.T) {
 	for _, s := range benchStrategies() {
 		t.Run(s.name, func(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/bttl/bttl/filters"
 )
 
-// Suspected in issue 35 item 7, and real: a cell both expired and beyond
-// the newest N was counted beyond-kept by audit and shown expired by
-// lookup. Both now classify it beyond N.
+// A cell both expired and beyond the newest N was counted beyond-kept by audit
+// and shown expired by lookup. Both now classify it beyond N
+// (suspected in issue 35 item 7, and real).
 func TestAuditAndLookupAgreeOnExpiredVersionsBeyondN(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()

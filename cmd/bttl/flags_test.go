@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 35 item 6: flags after the positional arguments (bttl read TABLE
-// -json, as with the go command) were taken as arguments: "want TABLE".
-// They are flags until "--", after which "-x" is a row key.
+// Flags after the positional arguments (bttl read TABLE -json, as with the go
+// command) were taken as arguments: "want TABLE". They are flags until "--",
+// after which "-x" is a row key (issue 35 item 6).
 func TestFlagsAfterArguments(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
@@ -43,8 +43,8 @@ func TestFlagsAfterArguments(t *testing.T) {
 	assert.Contains(t, r.stderr, "flag provided but not defined: -bogus", "a clear usage error naming the flag")
 }
 
-// Issue 35 item 6: a bad -metrics-out path was found after the whole scan.
-// It is a usage error before any client exists.
+// A bad -metrics-out path was found after the whole scan. It is a usage error
+// before any client exists (issue 35 item 6).
 func TestAuditBadMetricsOutFoundBeforeTheScan(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1") // never reached
 	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: one-second}}}\n")
@@ -56,9 +56,9 @@ func TestAuditBadMetricsOutFoundBeforeTheScan(t *testing.T) {
 	}
 }
 
-// Issue 35 item 6: migrate's flags were checked against the schema after
-// the clients were made, so a missing -first-switch was reported as
-// missing credentials. They are checked before any client exists.
+// Migrate's flags were checked against the schema after the clients were made,
+// so a missing -first-switch was reported as missing credentials. They are
+// checked before any client exists (issue 35 item 6).
 func TestMigrateFlagsCheckedBeforeDialling(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
 	t.Setenv("HOME", t.TempDir())

@@ -12,9 +12,9 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 35 items 6 and 7: bttl init proposed bttl's own checkpoint table
-// as a data table, and wrote an age family holding write-time companions
-// without write_time (reads through bttl would then return the companions).
+// Bttl init proposed bttl's own checkpoint table as a data table, and wrote an
+// age family holding write-time companions without write_time (reads through
+// bttl would then return the companions) (issue 35 items 6 and 7).
 func TestInitSkipsStateTableAndFindsWriteTimes(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()

@@ -69,9 +69,9 @@ func TestMigrateReadAfterAMissedMoveFailsWithinStall(t *testing.T) {
 	assert.Less(t, elapsed, 10*time.Second)
 }
 
-// Suspected in issue 35 item 7, and real: a server that stops answering
-// migrate's writes hung it (-stall watched reads only). -stall bounds each
-// write too: the command fails, exit 2, naming the endpoint.
+// A server that stops answering migrate's writes hung it (-stall watched reads
+// only). -stall bounds each write too: the command fails, exit 2, naming the
+// endpoint (suspected in issue 35 item 7, and real).
 func TestMigrateWriteThatGetsNoAnswerFailsWithinStall(t *testing.T) {
 	block := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if strings.HasSuffix(info.FullMethod, "/CheckAndMutateRow") {

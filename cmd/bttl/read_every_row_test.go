@@ -16,11 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 35 item 7: bttl read -json stopped at a cell whose expiry is past
-// year 9999 and exited 0 with the rest of the range missing; lookup and
-// read printed a negative remaining TTL for cells expiring more than ~292
-// years out. Every row now comes out, each remaining TTL a bound, not a
-// negative.
+// Bttl read -json stopped at a cell whose expiry is past year 9999 and exited
+// 0 with the rest of the range missing; lookup and read printed a negative
+// remaining TTL for cells expiring more than ~292 years out. Every row now
+// comes out, each remaining TTL a bound, not a negative (issue 35 item 7).
 func TestReadFarFutureExpiryShowsEveryRow(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
