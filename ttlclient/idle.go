@@ -88,10 +88,8 @@ type IdleRecorder interface {
 // IdleFailureRecorder is implemented by a TableRecorder that counts the
 // time-to-idle refreshes that failed by reason (package metrics' does, as
 // bttl_idle_refresh_failures_total): reason is RefusalReason of the error
-// ("transactions_not_allowed" on an app profile that refuses single-row
-// transactions, "read_only_profile" on Data Boost; see
-// docs/design.md#app-profiles), "rpc" for any other error. Called off the
-// caller's path, beside IdleRefresh's IdleFailed.
+// (an app profile's refusal: docs/design.md#app-profiles), "rpc" for any
+// other error. Called off the caller's path, beside IdleFailed.
 type IdleFailureRecorder interface {
 	IdleRefreshFailed(family, reason string)
 }

@@ -71,19 +71,14 @@ func WithRecorder(r Recorder) Option {
 }
 
 // WithShadowSampling sets the fraction of reads (0 to 1, default 0.01)
-// followed by a shadow read; 0 turns shadow reads off. A shadow read runs on
-// its own goroutine after the caller's read has returned: it reads the same
-// rows again with the inverse TTL filter (only expired cells, values
-// stripped), as far as the caller's scan went (to the row where the caller
-// stopped or the row limit was reached, else the whole row set), and
-// reports what it finds to the Recorder. Its cost is one extra read RPC per
-// sampled read, returning no values; it never changes the caller's result,
-// error or latency. Only used with WithRecorder.
-//
-// The shadow read never touches the caller's arguments after ReadRows
-// returns: it copies the row keys and ranges of the RowSet before the read
-// starts, so the caller may reuse a bigtable.RowList or RowRangeList at
-// once, as it may with the raw client.
+// followed by a shadow read; 0 turns shadow reads off. A shadow read runs
+// after the caller's read has returned, on the client's pool: it reads the
+// same rows again with the inverse TTL filter (only expired cells, values
+// stripped), as far as the caller's scan went, and reports what it finds
+// to the Recorder. It costs one extra read RPC per sampled read and never
+// changes the caller's result, error or latency, nor touches its
+// arguments after the read returns (docs/design.md#shadow-reads). Only
+// used with WithRecorder.
 func WithShadowSampling(fraction float64) Option {
 	return bothOption(func(cfg *config) {
 		switch {
@@ -101,12 +96,7 @@ func WithShadowSampling(fraction float64) Option {
 // busy gets none, and the Recorder counts it as dropped. A ClientOption
 // only: a pool its tables share has one bound, the client's.
 func WithShadowConcurrency(n int) ClientOption {
-	return clientOption(func(cfg *config) {
-		if n < 1 {
-			n = 1
-		}
-		cfg.shadowLimit = n
-	})
+	return clientOption(func(cfg *config) { cfg.shadowLimit = max(n, 1) })
 }
 
 // WithShadowRand sets the random source of the sampler, uniform in [0, 1)
