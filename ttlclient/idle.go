@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/bttl/bttl/internal/lifecycle"
 )
@@ -60,21 +59,7 @@ const (
 )
 
 // String is the result's name, the value of the metrics' result label.
-func (r IdleResult) String() string {
-	switch r {
-	case IdleRefreshed:
-		return "refreshed"
-	case IdleSkipped:
-		return "skipped"
-	case IdleDropped:
-		return "dropped"
-	case IdleFailed:
-		return "failed"
-	case IdleConflict:
-		return "conflict"
-	}
-	return fmt.Sprintf("IdleResult(%d)", uint8(r))
-}
+func (r IdleResult) String() string { return lifecycle.IdleResult(r).String() }
 
 // IdleRecorder is implemented by a TableRecorder that counts time-to-idle
 // refreshes (package metrics' does). IdleRefresh reports n cells of family

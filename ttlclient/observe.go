@@ -126,6 +126,46 @@ type observer struct {
 	shadow *shadow.Reader // nil when nothing is sampled or no family expires by age
 }
 
+// begin starts timing a call: the zero time when nothing records.
+func (o *observer) begin() time.Time {
+	if o == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// read records a read whose RPC is about to start.
+func (o *observer) read(start time.Time) {
+	if o != nil {
+		o.readSlow(start)
+	}
+}
+
+func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
+
+// wrote records a write whose RPC is about to start.
+func (o *observer) wrote(start time.Time) {
+	if o != nil {
+		o.wroteSlow(start)
+	}
+}
+
+func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
+
+// refused records the refusal err of a call on family.
+func (o *observer) refused(family string, err error) {
+	if o != nil {
+		o.refusedSlow(family, err)
+	}
+}
+
+func (o *observer) refusedSlow(family string, err error) {
+	if _, ok := o.schema[family]; !ok {
+		family = ""
+	}
+	o.rec.Refused(family, RefusalReason(err))
+}
+
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
 // do not match it, no admin client to check them. A failed admin call is not
 // a refusal.
@@ -140,11 +180,7 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadow.Pool) *o
 		return nil
 	}
 	o := &observer{rec: rec, schema: t.schema}
-	hasAge := false
-	for _, p := range t.schema {
-		hasAge = hasAge || p.Kind() == strategy.KindOneSecond || p.Kind() == strategy.KindDefaultExpiry
-	}
-	if hasAge && cfg.sampling > 0 {
+	if t.hasAge && cfg.sampling > 0 {
 		o.shadow = &shadow.Reader{Rec: rec, Schema: t.schema, Raw: t.raw, Filters: t.filters, Clock: t.clock, Pool: pool,
 			Sampling: cfg.sampling, Rand: cfg.rand, Wire: t.wire, Run: o.runShadow}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"cloud.google.com/go/bigtable"
 
@@ -151,46 +150,6 @@ func (t *Table) checkRowKey(row string) error {
 		return t.refuse(row, "", "", fmt.Errorf("%w: %d bytes", ErrRowKeyTooLong, len(row)))
 	}
 	return nil
-}
-
-// begin starts timing a call: the zero time when nothing records.
-func (o *observer) begin() time.Time {
-	if o == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// read records a read whose RPC is about to start.
-func (o *observer) read(start time.Time) {
-	if o != nil {
-		o.readSlow(start)
-	}
-}
-
-func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
-
-// wrote records a write whose RPC is about to start.
-func (o *observer) wrote(start time.Time) {
-	if o != nil {
-		o.wroteSlow(start)
-	}
-}
-
-func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
-
-// refused records the refusal err of a call on family.
-func (o *observer) refused(family string, err error) {
-	if o != nil {
-		o.refusedSlow(family, err)
-	}
-}
-
-func (o *observer) refusedSlow(family string, err error) {
-	if _, ok := o.schema[family]; !ok {
-		family = ""
-	}
-	o.rec.Refused(family, RefusalReason(err))
 }
 
 // wire marks ctx for a request this table computed, so that bttl's wire
