@@ -90,11 +90,11 @@ func TestScanFlagsSequenceAgeMismatches(t *testing.T) {
 	assert.Zero(t, ev.NotSequence)
 }
 
-// Issue 26 item 6: three cells written through bttl into a write-time
-// family are three live cells and three companions, counted apart (they
-// were six live cells); a reserved qualifier that is no companion (written
-// before the family had write times) is counted apart as hidden. The
-// gauges say the same.
+// Three cells written through bttl into a write-time family are three live
+// cells and three companions, counted apart (they were six live cells); a
+// reserved qualifier that is no companion (written before the family had write
+// times) is counted apart as hidden. The gauges say the same
+// (issue 26 item 6).
 func TestScanCountsWriteTimeCompanionsApart(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()

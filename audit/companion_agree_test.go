@@ -15,13 +15,12 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 27: filters.Explain called any cell under the companion prefix a
-// companion, while audit (internal/companion) required a cell of its
-// column at the same timestamp. One definition now (internal/companion,
-// the paired one docs/design.md#write-time describes): for paired,
-// orphaned and forged companions written by a raw client, Explain
-// (bttl lookup), audit's counts and what a read through bttl returns
-// agree, on both servers.
+// Filters.Explain called any cell under the companion prefix a companion,
+// while audit (internal/companion) required a cell of its column at the same
+// timestamp. One definition now (internal/companion, the paired one
+// docs/design.md#write-time describes): for paired, orphaned and forged
+// companions written by a raw client, Explain (bttl lookup), audit's counts
+// and what a read through bttl returns agree, on both servers (issue 27).
 func TestCompanionsAgreeAcrossExplainAuditAndReads(t *testing.T) {
 	bttestharness.OnBothServers(t, bttestharness.Config{NoGC: true}, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()

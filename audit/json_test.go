@@ -13,9 +13,9 @@ import (
 	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
-// Issue 27 item 10: a report's instants (now, oldest_expiry) are RFC 3339
-// UTC in JSON, to the microsecond, not microseconds since the epoch; a
-// cell's timestamp stays the raw number. The earlier form still reads.
+// A report's instants (now, oldest_expiry) are RFC 3339 UTC in JSON, to the
+// microsecond, not microseconds since the epoch; a cell's timestamp stays the
+// raw number. The earlier form still reads (issue 27 item 10).
 func TestReportJSONInstantsAreRFC3339(t *testing.T) {
 	now := bigtable.Time(time.Date(2027, 1, 2, 15, 4, 5, 123456000, time.UTC))
 	oldest := bigtable.Time(time.Date(2026, 12, 31, 0, 0, 0, 1000, time.UTC))

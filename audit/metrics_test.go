@@ -111,14 +111,14 @@ func storedCells(t *testing.T, h *bttestharness.Harness, table, family string) i
 	return n
 }
 
-// Issue 26 item 13: the planted stock must stay stored for as long as a
-// test reads it. The server's GC runs on the wall clock, which a test
-// cannot move, so planting must not start it: this watches the expired
-// clicks and session cells for longer than bttest's longest GC interval
-// (1.5 s). Before the fix, plantStock created "legacy" with
-// CreateColumnFamily, which starts the GC loop, and the cells went within
-// 1.5 s (TestWriteMetricsPlantedStock then found 0 of 7 on a loaded
-// machine, where the scan came after the first GC pass).
+// The planted stock must stay stored for as long as a test reads it. The
+// server's GC runs on the wall clock, which a test cannot move, so planting
+// must not start it: this watches the expired clicks and session cells for
+// longer than bttest's longest GC interval (1.5 s). Before the fix, plantStock
+// created "legacy" with CreateColumnFamily, which starts the GC loop, and the
+// cells went within 1.5 s (TestWriteMetricsPlantedStock then found 0 of 7 on a
+// loaded machine, where the scan came after the first GC pass)
+// (issue 26 item 13).
 func TestPlantedStockIsNotCollected(t *testing.T) {
 	_, h := plantStockOn(t)
 	wantClicks := plantedExpiredDefault + plantedLiveDefault

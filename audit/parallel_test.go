@@ -137,11 +137,11 @@ func TestShardReportsMergeToTheWholeReport(t *testing.T) {
 	}
 }
 
-// Issue 26 item 7: reports read back from files are input. Forged shard
-// indexes (outside 0 <= i < n), labels that disagree with the ranges, and
-// empty or inverted ranges are refused; before, shards 0/2, 1/2 and 7/2
-// merged into one report with the third's counts added, and a report of
-// the inverted range ["m", "c") merged.
+// Reports read back from files are input. Forged shard indexes (outside 0 <= i
+// < n), labels that disagree with the ranges, and empty or inverted ranges are
+// refused; before, shards 0/2, 1/2 and 7/2 merged into one report with the
+// third's counts added, and a report of the inverted range ["m", "c") merged
+// (issue 26 item 7).
 func TestMergeRefusesForgedReports(t *testing.T) {
 	h := bttestharness.New(t)
 	tbl, now := loadMixed(t, h, 300)

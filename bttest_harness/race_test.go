@@ -14,12 +14,12 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 14, finding 11: bttest copies a row for ReadRows but shares the
-// family's sorted column names with it, and a write adding a column sorts
-// them in place while the read iterates its copy unlocked. -race reports
-// it, and the read comes out torn: a column that sorts before the others,
-// added meanwhile, pushes the last one out of the reader's view. The
-// harness keeps reads and writes of its in-process server apart.
+// Bttest copies a row for ReadRows but shares the family's sorted column names
+// with it, and a write adding a column sorts them in place while the read
+// iterates its copy unlocked. -race reports it, and the read comes out torn: a
+// column that sorts before the others, added meanwhile, pushes the last one
+// out of the reader's view. The harness keeps reads and writes of its
+// in-process server apart (issue 14, finding 11).
 //
 // Every read must see the columns written so far: written in descending
 // order, they are always the largest names, without gaps or repeats.

@@ -396,9 +396,9 @@ func TestWithFamiliesAllocs(t *testing.T) {
 	assert.LessOrEqual(t, moving, 3.0, "the bare rule: its range, the array, the cache entry")
 }
 
-// Issue 14, finding 10(b), for the regex-free filter: past the largest
-// timestamp no cell of a one-second family passes (a bare one-second rule
-// blocks everything), and the other families keep their rules.
+// Past the largest timestamp no cell of a one-second family passes (a bare
+// one-second rule blocks everything), and the other families keep their rules
+// (issue 14, finding 10(b), for the regex-free filter).
 func TestWithFamiliesPastMaxTimestamp(t *testing.T) {
 	ctx := context.Background()
 	h := bttestharness.New(t)

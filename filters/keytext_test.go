@@ -12,8 +12,8 @@ import (
 	"github.com/bttl/bttl/filters"
 )
 
-// Issue 30 item 7: a PinError names its column as every bttl message does
-// (internal/keytext): quoted and cut; the field keeps it whole.
+// A PinError names its column as every bttl message does (internal/keytext):
+// quoted and cut; the field keeps it whole (issue 30 item 7).
 func TestPinErrorQuotesAndCutsTheColumn(t *testing.T) {
 	for _, tc := range []struct{ column, shown string }{
 		{"c\n\x00", `f:"c\n\x00"@1000`},

@@ -15,10 +15,10 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 14, finding 10(b): with the read time past the largest timestamp,
-// a one-second family's bound saturated at MaxTimestamp and a cell stored
-// there was returned. Now no cell of such a family passes, and the
-// expired filter takes all of them; the other families keep their bounds.
+// With the read time past the largest timestamp, a one-second family's bound
+// saturated at MaxTimestamp and a cell stored there was returned. Now no cell
+// of such a family passes, and the expired filter takes all of them; the other
+// families keep their bounds (issue 14, finding 10(b)).
 func TestTTLPastMaxTimestamp(t *testing.T) {
 	ctx := context.Background()
 	h := bttestharness.New(t)

@@ -26,11 +26,10 @@ import (
 // the guard.
 var _ wireguard.Recorder = (*metrics.Recorder)(nil)
 
-// Issue 27 ("guard refusals rising"): the wire guard recorded no metrics,
-// so a plain client refused by it raised no alert. With WithRecorder its
-// refusals count into bttl_refusals_total with ttlclient's labels: the
-// table, a family of its schema (or ""), the rule in snake_case; never
-// keys or columns.
+// The wire guard recorded no metrics, so a plain client refused by it raised
+// no alert. With WithRecorder its refusals count into bttl_refusals_total with
+// ttlclient's labels: the table, a family of its schema (or ""), the rule in
+// snake_case; never keys or columns (issue 27 ("guard refusals rising")).
 func TestGuardRefusalsCountIntoRefusalsTotal(t *testing.T) {
 	rec := metrics.New()
 	tbl, cleanup := guardedTable(t, rec)

@@ -20,14 +20,13 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 36: on a multi-cluster profile every time-to-idle refresh is a
-// single-row transaction the server refuses (prodserver: "Single-row
-// transactions are not allowed by this app profile"). The refusal is
-// never silent: each failed refresh is counted by reason in
-// bttl_idle_refresh_failures_total (which BttlIdleRefreshesFailing
-// watches), as failed in bttl_idle_refreshes_total, and the first is a
-// warning naming the profile. With a transactional profile the same read
-// refreshes the cell.
+// On a multi-cluster profile every time-to-idle refresh is a single-row
+// transaction the server refuses (prodserver: "Single-row transactions are not
+// allowed by this app profile"). The refusal is never silent: each failed
+// refresh is counted by reason in bttl_idle_refresh_failures_total (which
+// BttlIdleRefreshesFailing watches), as failed in bttl_idle_refreshes_total,
+// and the first is a warning naming the profile. With a transactional profile
+// the same read refreshes the cell (issue 36).
 func TestIdleRefreshOnMultiClusterProfileIsCountedAndLogged(t *testing.T) {
 	s := prodserver.New(t, prodserver.Config{Profiles: []prodserver.AppProfile{
 		prodserver.MultiCluster("multi"),

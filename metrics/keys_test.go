@@ -15,9 +15,9 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 30 item 7: metrics never carry a row key, qualifier or value, on
-// the refusal path nor the shadow-read path; only table, family, strategy,
-// reason and result label them.
+// Metrics never carry a row key, qualifier or value, on the refusal path nor
+// the shadow-read path; only table, family, strategy, reason and result label
+// them (issue 30 item 7).
 func TestMetricsCarryNoKeys(t *testing.T) {
 	const secretRow, secretCol, secretVal = "alice@example.com", "bob@example.com", "carol@example.com"
 	e := newEnv(t, nil, ttlclient.WithShadowSampling(1))

@@ -20,14 +20,14 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 35, item 2: before and during a migration a family's schema says
-// one-second (or a shorter default expiry) while its GC rule is still max
-// age 60d and its cells carry real write times. Those cells are not on
-// their rule yet, not expired stock GC failed to collect: audited through
-// the real path (audit.Scan, Report.NoteGCRules on the table's rules) and
-// served to a real Prometheus, only the rule-mismatch alerts fire (the
-// one-second family's BttlOneSecondRealTimestamps, the default-expiry
-// family's BttlFamilyNotOnItsRule), never BttlExpiredStockOverAWeek.
+// Before and during a migration a family's schema says one-second (or a
+// shorter default expiry) while its GC rule is still max age 60d and its cells
+// carry real write times. Those cells are not on their rule yet, not expired
+// stock GC failed to collect: audited through the real path (audit.Scan,
+// Report.NoteGCRules on the table's rules) and served to a real Prometheus,
+// only the rule-mismatch alerts fire (the one-second family's
+// BttlOneSecondRealTimestamps, the default-expiry family's
+// BttlFamilyNotOnItsRule), never BttlExpiredStockOverAWeek (issue 35, item 2).
 func TestNotOnRuleFiresOnlyTheMismatchAlerts(t *testing.T) {
 	bin := tool(t, "prometheus")
 	rules := alertRules(t)

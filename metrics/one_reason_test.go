@@ -17,11 +17,11 @@ import (
 	"github.com/bttl/bttl/wireguard"
 )
 
-// Issue 34: bttl_refusals_total counted one event under two reasons,
-// already_expired from ttlclient and expired_on_arrival from the guard.
-// The same refused write through ttlclient (Mutation and Table.API) and
-// through the wire guard (a plain client) now counts under one reason,
-// the refusal registry's, and under no other.
+// Bttl_refusals_total counted one event under two reasons, already_expired
+// from ttlclient and expired_on_arrival from the guard. The same refused write
+// through ttlclient (Mutation and Table.API) and through the wire guard (a
+// plain client) now counts under one reason, the refusal registry's, and under
+// no other (issue 34).
 func TestSameRefusalSameReasonOnEveryPath(t *testing.T) {
 	schema := strategy.Schema{
 		"session": strategy.OneSecond(strategy.WithMaxTTL(time.Hour, strategy.RefuseLonger)),

@@ -9,9 +9,9 @@ import (
 	"github.com/bttl/bttl/provision"
 )
 
-// Issue 30 item 7: the first cell a safety scan names is shown as every
-// bttl message shows keys (internal/keytext): quoted and cut; the fields
-// keep the values whole.
+// The first cell a safety scan names is shown as every bttl message shows keys
+// (internal/keytext): quoted and cut; the fields keep the values whole
+// (issue 30 item 7).
 func TestSafetyErrorsQuoteAndCutTheFirstCell(t *testing.T) {
 	row, col := "u1\nlevel=ERROR msg=forged", strings.Repeat("q", 10<<10)
 	shown := `first: row "u1\nlevel=ERROR msg=forged", column "` + strings.Repeat("q", 64) + `"...(10240 bytes)`

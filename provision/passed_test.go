@@ -16,12 +16,12 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 35, item 3: after a migration to one-second expiry, cells whose
-// expiry instant has passed since look, by their timestamp alone, like
-// real timestamps. WithWrittenBefore (no real timestamp stamped after
-// T + skew) tells them apart: stamped after the bound and at or before
-// now, they are counted as expiry instants already passed and the rule is
-// applied; stamped at or before it, they are refused as before.
+// After a migration to one-second expiry, cells whose expiry instant has
+// passed since look, by their timestamp alone, like real timestamps.
+// WithWrittenBefore (no real timestamp stamped after T + skew) tells them
+// apart: stamped after the bound and at or before now, they are counted as
+// expiry instants already passed and the rule is applied; stamped at or before
+// it, they are refused as before (issue 35, item 3).
 func TestWrittenBeforeTellsPassedExpiriesFromRealTimestamps(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()

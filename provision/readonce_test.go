@@ -84,12 +84,12 @@ func familyFiltered(reqs []*btpb.ReadRowsRequest) int {
 	return n
 }
 
-// Issue 27 item 6: bttl plan read a lowered family twice (a sample for the
-// count, then every row for the safety scan) and filtered by family even
-// when it was the table's only one (the emulators compile the regular
-// expression for every cell). PlanAndCheck reads it once, the count is
-// exact, and the refusal comes from the same read; the family filter is
-// sent only when the table has other families. On both servers.
+// Bttl plan read a lowered family twice (a sample for the count, then every
+// row for the safety scan) and filtered by family even when it was the table's
+// only one (the emulators compile the regular expression for every cell).
+// PlanAndCheck reads it once, the count is exact, and the refusal comes from
+// the same read; the family filter is sent only when the table has other
+// families. On both servers (issue 27 item 6).
 func TestPlanAndCheckReadsALoweredFamilyOnce(t *testing.T) {
 	rec := &readRecorder{}
 	cfg := bttestharness.Config{DialOptions: []grpc.DialOption{rec.dialOption()}, NoGC: true}

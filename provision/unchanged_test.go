@@ -17,12 +17,11 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 26 item 8: a max-versions family holding real timestamps, declared
-// sequence with the same N. The rule already matches, so there is no
-// change to scan for; the server keeps no record of the strategy, so the
-// adoption scan runs anyway and refuses, unless WithAssumeAdopted says the
-// data was checked before. Before, Plan was empty, CheckAdoptions and
-// Apply found nothing.
+// A max-versions family holding real timestamps, declared sequence with the
+// same N. The rule already matches, so there is no change to scan for; the
+// server keeps no record of the strategy, so the adoption scan runs anyway and
+// refuses, unless WithAssumeAdopted says the data was checked before. Before,
+// Plan was empty, CheckAdoptions and Apply found nothing (issue 26 item 8).
 func TestSequenceOverUnchangedRuleRefused(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()
@@ -77,12 +76,12 @@ func TestSequenceOverUnchangedRuleRefused(t *testing.T) {
 	assert.Contains(t, out.String(), "forced: they outrank every sequence number")
 }
 
-// Issue 26 item 2: WithWriteTime added to a family that holds a column
-// under the reserved qualifiers (written before the option, when it was
-// an ordinary column) hides it from every read through bttl. The rule does
-// not change, so before nothing refused it; the adoption scan now counts
-// reserved qualifiers that are not companions of a cell of their row.
-// Companions bttl wrote are not counted.
+// WithWriteTime added to a family that holds a column under the reserved
+// qualifiers (written before the option, when it was an ordinary column) hides
+// it from every read through bttl. The rule does not change, so before nothing
+// refused it; the adoption scan now counts reserved qualifiers that are not
+// companions of a cell of their row. Companions bttl wrote are not counted
+// (issue 26 item 2).
 func TestWriteTimeOverReservedColumnsRefused(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()

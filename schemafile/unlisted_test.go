@@ -13,9 +13,9 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 28: "*" gives the policy of the families a table's schema does not
-// name, in YAML (quoted) and JSON alike; Load and Parse return the schemas
-// without it; a table without "*" has a nil Unlisted (strict).
+// "*" gives the policy of the families a table's schema does not name, in YAML
+// (quoted) and JSON alike; Load and Parse return the schemas without it; a
+// table without "*" has a nil Unlisted (strict) (issue 28).
 func TestUnlistedFamiliesKey(t *testing.T) {
 	const yamlDoc = `
 tables:

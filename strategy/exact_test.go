@@ -14,10 +14,10 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 26 item 11, the issue's numbers: a day before the largest
-// timestamp, a default-expiry (48h) cell written with a 72h TTL expires at
-// its timestamp + 48h (past the largest int64 microsecond) with 72h left,
-// and an explicit timestamp implying 58h is over a 49h cap.
+// A day before the largest timestamp, a default-expiry (48h) cell written with
+// a 72h TTL expires at its timestamp + 48h (past the largest int64
+// microsecond) with 72h left, and an explicit timestamp implying 58h is over a
+// 49h cap (issue 26 item 11, the issue's numbers).
 func TestExpiryExactAtTheEndOfTheRange(t *testing.T) {
 	now := time.UnixMicro(int64(strategy.MaxTimestamp)).Add(-24 * time.Hour)
 	p := strategy.DefaultExpiry(48 * time.Hour)

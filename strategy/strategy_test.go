@@ -184,10 +184,10 @@ func TestLiveFromSaturatesAtMaxTimestamp(t *testing.T) {
 	assert.False(t, strategy.OneSecond().IsLive(strategy.MaxTimestamp-1000, math.MaxInt64))
 }
 
-// Issue 14, finding 10(a): the clock and the TTL were each truncated to the
-// microsecond before being added, losing the carry of their sub-microsecond
-// parts: clock T+999.6µs and ttl 1ms+500ns stored T+1000, which reads as
-// expired 0.4µs after the write. The sum is now taken in nanoseconds.
+// The clock and the TTL were each truncated to the microsecond before being
+// added, losing the carry of their sub-microsecond parts: clock T+999.6µs and
+// ttl 1ms+500ns stored T+1000, which reads as expired 0.4µs after the write.
+// The sum is now taken in nanoseconds (issue 14, finding 10(a)).
 func TestWriteTimestampCarriesSubMicroseconds(t *testing.T) {
 	base := time.UnixMicro(1_700_000_000_000_000)
 	clock := base.Add(999*time.Microsecond + 600*time.Nanosecond)
@@ -211,8 +211,8 @@ func TestWriteTimestampCarriesSubMicroseconds(t *testing.T) {
 	assert.Equal(t, bigtable.Timestamp(1000), ts, "-0.4µs + 1000.5µs = 1000.1µs")
 }
 
-// Issue 14, finding 9: Sequence(MaxInt32+1) was refused with "must keep at
-// least 1 version"; the message now names the real limit.
+// Sequence(MaxInt32+1) was refused with "must keep at least 1 version"; the
+// message now names the real limit (issue 14, finding 9).
 func TestVersionsOverInt32NameTheLimit(t *testing.T) {
 	for _, p := range []strategy.Policy{
 		strategy.Sequence(math.MaxInt32 + 1),
@@ -229,9 +229,9 @@ func TestVersionsOverInt32NameTheLimit(t *testing.T) {
 	assert.Contains(t, strategy.Sequence(0).Validate().Error(), "at least 1 version")
 }
 
-// Issue 14, finding 10(b): with the read time at or past the largest
-// timestamp, LiveFrom saturates at MaxTimestamp, and a cell stored there
-// read as live and was accepted as an explicit expiry instant.
+// With the read time at or past the largest timestamp, LiveFrom saturates at
+// MaxTimestamp, and a cell stored there read as live and was accepted as an
+// explicit expiry instant (issue 14, finding 10(b)).
 func TestPastMaxTimestampNothingIsLive(t *testing.T) {
 	one := strategy.OneSecond()
 	for _, t0 := range []bigtable.Timestamp{strategy.MaxTimestamp, strategy.MaxTimestamp + 1, strategy.MaxTimestamp + 500, math.MaxInt64} {

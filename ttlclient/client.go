@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -49,11 +51,8 @@ type ClientOption interface{ applyClient(*config) }
 
 // TableOption configures one Table: given to Open, OpenAuthorizedView or
 // OpenMaterializedView, it overrides the client's default for that table.
-// The bounds of the client's pools (WithShadowConcurrency,
-// WithIdleRefreshConcurrency, WithIdleRefreshQueue) are ClientOptions
-// only, since a table's bound on a pool its tables share would let it take
-// every slot; WithSQLAllowed is a ClientOption and a PrepareStatement
-// option, since SQL is prepared by the client, not a table.
+// The bounds of the client's shared pools, and WithSQLAllowed, are
+// ClientOptions only (docs/design.md#client-options).
 type TableOption interface{ applyTable(*config) }
 
 // Option is an option valid in both places: on the client, as every
@@ -147,15 +146,11 @@ func (cfg *config) recordVerifySkipped(table string, rec TableRecorder) {
 
 // WithKeyRedaction makes the messages of this client's errors and log
 // lines show no row key or column qualifier (nor SQL text): each is
-// replaced by "[redacted N bytes hmac:T]", N its length and T the first 6
-// bytes, in hex, of HMAC-SHA256 of it under hashKey, so messages about the
-// same key can be matched without showing it. A nil hashKey is a random key
-// drawn once per process (tags match within the process only); pass the
-// same secret to every process, and to wireguard.WithKeyRedaction, to match
-// tags across them. Without it a key is quoted (strconv.Quote) and cut to
-// 64 bytes. Either way the errors' fields (CellError.Row, .Column,
-// SQLError.Query) keep the full values, for errors.As: redaction is about
-// the text that reaches logs (docs/design.md#keys-in-messages).
+// replaced by "[redacted N bytes hmac:T]", its length and a tag keyed by
+// hashKey (nil: a random key per process; pass the same secret to every
+// process, and to wireguard.WithKeyRedaction, to match tags across them).
+// The errors' fields keep the full values, for errors.As
+// (docs/design.md#keys-in-messages).
 func WithKeyRedaction(hashKey []byte) Option {
 	return prepareOption(func(cfg *config) { cfg.keyText = keytext.Redact(hashKey) })
 }
@@ -187,17 +182,10 @@ type Client struct {
 }
 
 // ClientConfig is the configuration of NewClientWithConfig: the bigtable
-// client's own, passed to bigtable.NewClientWithConfig as it is, and bttl's
-// options for the client.
-//
-// bttl's options cannot travel among the option.ClientOptions (their one
-// method takes a type internal to google.golang.org/api), so they come in
-// the config, in the call's same shape as bigtable.NewClientWithConfig's.
-// The bigtable config is embedded rather than copied field by field so
-// that every field of the client version in the build, present or future,
-// is reachable (cfg.AppProfile = ...) and none lags a client upgrade: code
-// holding a bigtable.ClientConfig switches with
-// ttlclient.ClientConfig{ClientConfig: cfg}.
+// client's own, embedded so that every field of the client version in the
+// build is reachable (code holding a bigtable.ClientConfig switches with
+// ttlclient.ClientConfig{ClientConfig: cfg}), and bttl's options, which
+// cannot travel among the option.ClientOptions.
 type ClientConfig struct {
 	bigtable.ClientConfig
 
@@ -207,13 +195,11 @@ type ClientConfig struct {
 	Options []ClientOption
 
 	// TransactionalAppProfile is the app profile of the client's
-	// single-row transactions (CheckAndMutateRow, ReadModifyWriteRow:
-	// Expire and its kin, time-to-idle refreshes, cell moves, conditional
-	// mutations, ApplyReadModifyWrite), when it is not AppProfile: a
-	// profile with single-cluster routing and allow_transactional_writes,
-	// beside a multi-cluster AppProfile for the rest. The client dials a
-	// second bigtable client for it, the same way as the first, and Close
-	// closes both (docs/design.md#app-profiles).
+	// single-row transactions (CheckAndMutateRow, ReadModifyWriteRow), when
+	// it is not AppProfile: a profile with single-cluster routing and
+	// allow_transactional_writes beside a multi-cluster AppProfile. The
+	// client dials a second bigtable client for it, and Close closes both
+	// (docs/design.md#app-profiles).
 	TransactionalAppProfile string
 }
 
@@ -297,11 +283,9 @@ func (c *Client) Close() error {
 	if !c.owned {
 		return nil
 	}
-	// NewClient gives every client the caller's options: one connection
-	// of the caller's (option.WithGRPCConn, as wireguard's ClientOptions
-	// are under an emulator) is then closed more than once, and a later
-	// close says only that it is closed already (Canceled, all a
-	// connection's Close returns besides nil), which is what Close wants.
+	// A connection of the caller's given to every client NewClient made is
+	// closed more than once; a later close says only Canceled, which is
+	// what Close wants.
 	err := c.raw.Close()
 	others := []io.Closer{c.admin}
 	if c.txn != nil {
@@ -364,11 +348,7 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 	if err := gcrule.Compare(table, schema, fams); err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(fams))
-	for name := range fams {
-		names = append(names, name)
-	}
-	return names, nil
+	return slices.Collect(maps.Keys(fams)), nil
 }
 
 // Open returns a handle on table whose families follow schema. Families the
@@ -376,34 +356,18 @@ func (c *Client) verify(ctx context.Context, table string, schema Schema, cfg co
 // name them with strategy.Unmanaged to write them, or let every one of them
 // through as unmanaged with WithUnlistedFamilies.
 //
-// Open first verifies, with the admin client, that the table has every
-// family of the schema with the GC rule its strategy needs (see Verify),
-// within the verify timeout. Without an admin client it fails with
-// ErrNoAdminClient; WithoutVerify skips the check and logs that it did.
+// Open first verifies, with the admin client and within the verify
+// timeout, that the table has every family of the schema with the GC rule
+// its strategy needs (see Verify): without an admin client it fails with
+// ErrNoAdminClient, and WithoutVerify skips the check and logs that it
+// did. The verification also reads the names of the table's families,
+// and the read filter selects them by name, with no regex: a family
+// created after Open is not read until the table is opened again
+// (docs/design.md#verification). A read filter larger than Bigtable serves
+// fails Open with filters.ErrFilterTooLarge (a *filters.SizeError).
 //
-// The verification also reads the names of the table's families, and the
-// read filter is built for them: families are selected by name, with no
-// regex, and families sharing a rule share one branch. A family created
-// after Open (necessarily one the schema does not name: the schema's
-// families were checked) is not among them, so until the table is opened
-// again reads return none of its cells; except when one rule covers every
-// family the table had (a single managed family, say), where the filter is
-// that rule alone and the new family's cells are filtered by it. No read
-// returns an expired cell of a schema family either way. With WithoutVerify
-// the families are not read: every family outside the schema, whenever
-// created, is read untouched, through a complement regex that the emulators
-// evaluate slowly.
-//
-// Open fails with filters.ErrFilterTooLarge (a *filters.SizeError) when the read
-// filter is larger than the largest filter Bigtable serves
-// (filters.MaxFilterBytes, 20 KiB): without the family names that can
-// happen from about 60 managed families of 20-byte names.
-//
-// Open takes the caller's context for the admin call that verifies GC
-// rules, which is also bounded by the verify timeout. It is the only I/O
-// Open does; bigtable.Client.Open, which does none, takes no context.
-//
-// opts override the client's options for this table (see TableOption).
+// ctx bounds the admin call, Open's only I/O. opts override the client's
+// options for this table (see TableOption).
 func (c *Client) Open(ctx context.Context, table string, schema Schema, opts ...TableOption) (*Table, error) {
 	return c.open(ctx, table, func(bc *bigtable.Client) bigtable.TableAPI { return bc.Open(table) }, schema, opts, true)
 }
@@ -424,9 +388,12 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 	if cfg.recorder != nil {
 		rec = cfg.recorder.Table(table, schema)
 	}
-	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
+	refuse := func(err error) (*Table, error) {
 		recordOpenRefusal(rec, err)
 		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
+	}
+	if err := errors.Join(schema.Validate(), checkUnlisted(cfg.unlisted)); err != nil {
+		return refuse(err)
 	}
 	var filterOpts []filters.Option
 	switch {
@@ -439,8 +406,7 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 		families, err := c.verify(ctx, table, schema, cfg)
 		cancel()
 		if err != nil {
-			recordOpenRefusal(rec, err)
-			return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
+			return refuse(err)
 		}
 		if cfg.unlisted == nil {
 			// Unlisted families, when written, are read whenever created:
@@ -453,8 +419,7 @@ func (c *Client) open(ctx context.Context, table string, opener func(*bigtable.C
 		err = fb.CheckSize()
 	}
 	if err != nil {
-		recordOpenRefusal(rec, err)
-		return nil, &codedError{bttlerr.Wrap(err, "open table %q", table)}
+		return refuse(err)
 	}
 	own := make(Schema, len(schema))
 	hasAge, singleValue := false, false

@@ -57,10 +57,10 @@ func (s *shadowHold) dialOptions() []grpc.DialOption {
 	})
 }
 
-// Issue 30, item 3: the shadow reads' bound is the client's, over all its
-// tables. Two tables of one client, every read sampled, hold at most the
-// client's bound of shadow reads at once; the reads beyond it are dropped
-// and counted on the table that made them.
+// The shadow reads' bound is the client's, over all its tables. Two tables of
+// one client, every read sampled, hold at most the client's bound of shadow
+// reads at once; the reads beyond it are dropped and counted on the table that
+// made them (issue 30, item 3).
 func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
 	hold := newShadowHold(t)
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
@@ -101,10 +101,9 @@ func TestShadowBoundIsTheClientsAcrossTables(t *testing.T) {
 	assert.Equal(t, int64(2), hold.most.Load(), "never more than the client's bound at once")
 }
 
-// Issue 30, item 3: the refresh queue and its workers are the client's:
-// with one worker and a queue of one, a refresh of table a running and
-// one of table b queued, b's next refresh is dropped, whichever table
-// queued first.
+// The refresh queue and its workers are the client's: with one worker and a
+// queue of one, a refresh of table a running and one of table b queued, b's
+// next refresh is dropped, whichever table queued first (issue 30, item 3).
 func TestIdleRefreshBoundsAreTheClientsAcrossTables(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "") // the interceptor needs the in-process server
 	moves := newMoveCounter()
@@ -137,12 +136,12 @@ func TestIdleRefreshBoundsAreTheClientsAcrossTables(t *testing.T) {
 	assert.Equal(t, int64(2), moves.n.Load())
 }
 
-// Issue 30, item 3: the pools' bounds were set per table, on pools the
-// client's tables share, so a table opened with a larger bound took every
-// slot and starved the others. Issue 34, item 3: they are ClientOptions
-// only, so a table's bound does not compile (it was refused at run time);
-// WithSQLAllowed, which PrepareStatement reads, is not a TableOption
-// either. Options valid in both places are both.
+// The pools' bounds were set per table, on pools the client's tables share, so
+// a table opened with a larger bound took every slot and starved the others.
+// Issue 34, item 3: they are ClientOptions only, so a table's bound does not
+// compile (it was refused at run time); WithSQLAllowed, which PrepareStatement
+// reads, is not a TableOption either. Options valid in both places are both
+// (issue 30, item 3).
 func TestPoolBoundsAreNotTableOptions(t *testing.T) {
 	c, err := typecheck.New("time", "log/slog", "github.com/bttl/bttl/ttlclient")
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package ttlclient
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/bttl/bttl/internal/lifecycle"
 )
@@ -60,21 +59,7 @@ const (
 )
 
 // String is the result's name, the value of the metrics' result label.
-func (r IdleResult) String() string {
-	switch r {
-	case IdleRefreshed:
-		return "refreshed"
-	case IdleSkipped:
-		return "skipped"
-	case IdleDropped:
-		return "dropped"
-	case IdleFailed:
-		return "failed"
-	case IdleConflict:
-		return "conflict"
-	}
-	return fmt.Sprintf("IdleResult(%d)", uint8(r))
-}
+func (r IdleResult) String() string { return lifecycle.IdleResult(r).String() }
 
 // IdleRecorder is implemented by a TableRecorder that counts time-to-idle
 // refreshes (package metrics' does). IdleRefresh reports n cells of family
@@ -88,10 +73,8 @@ type IdleRecorder interface {
 // IdleFailureRecorder is implemented by a TableRecorder that counts the
 // time-to-idle refreshes that failed by reason (package metrics' does, as
 // bttl_idle_refresh_failures_total): reason is RefusalReason of the error
-// ("transactions_not_allowed" on an app profile that refuses single-row
-// transactions, "read_only_profile" on Data Boost; see
-// docs/design.md#app-profiles), "rpc" for any other error. Called off the
-// caller's path, beside IdleRefresh's IdleFailed.
+// (an app profile's refusal: docs/design.md#app-profiles), "rpc" for any
+// other error. Called off the caller's path, beside IdleFailed.
 type IdleFailureRecorder interface {
 	IdleRefreshFailed(family, reason string)
 }

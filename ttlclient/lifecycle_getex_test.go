@@ -85,3 +85,101 @@ func TestReadRowAndExpire(t *testing.T) {
 		assert.Equal(t, ttlclient.ExpireNoCell, res)
 	})
 }
+
+// ReadRowAndExpire with a filter that returns an
+// older version of a column moves that version when the move crosses no
+// newer cell (it was "changed" every time: the predicate required it to be
+// the column's newest), and refuses the move that would lift it over the
+// newer version (which it would hide).
+func TestReadRowAndExpireOfAnOlderVersion(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "older37", condSchema())
+		lcSet(t, tbl, "r", famOne, "c", "old", 10*time.Minute)
+		lcSet(t, tbl, "r", famOne, "c", "new", 20*time.Minute)
+		newest, ok := lcCell(t, tbl, "r", famOne, "c")
+		require.True(t, ok)
+		older := bigtable.ChainFilters(bigtable.ColumnRangeFilter(famOne, "c", "c\x00"),
+			bigtable.TimestampRangeFilterMicros(0, newest.Timestamp))
+
+		r, res, err := tbl.ReadRowAndExpire(ctx, "r", older, 15*time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireSet, res)
+		require.Len(t, r[famOne], 1)
+		assert.Equal(t, "old", string(r[famOne][0].Value))
+		all, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		require.Len(t, all[famOne], 2)
+		assert.Equal(t, "new", string(all[famOne][0].Value), "the newer version is still the newest")
+		assert.Equal(t, newest.Timestamp, all[famOne][0].Timestamp)
+		left, err := tbl.RemainingTTL(all[famOne][1])
+		require.NoError(t, err)
+		assert.Equal(t, 15*time.Minute, left, "the older version has the TTL")
+
+		// Over the newer version: it would hide it; nothing changes.
+		_, res, err = tbl.ReadRowAndExpire(ctx, "r", older, time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, res)
+		again, err := tbl.ReadRow(ctx, "r")
+		require.NoError(t, err)
+		assert.Equal(t, all, again)
+	})
+}
+
+// ReadRowAndExpire and ReadRowAndPersist on a row holding no cell of an
+// age family (only sequence cells here) return ExpireNoCell, as they
+// document, not ExpireSet: nothing was given a TTL.
+func TestReadRowAndExpireWithoutAnAgeCellIsNoCell(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "getexseq", condSchema())
+		m := ttlclient.NewMutation()
+		m.SetVersion(famSeq, "s", 1, []byte("s"))
+		require.NoError(t, tbl.Apply(ctx, "r", m))
+
+		r, res, err := tbl.ReadRowAndExpire(ctx, "r", nil, time.Hour)
+		require.NoError(t, err)
+		assert.Len(t, r[famSeq], 1, "the row as read")
+		assert.Equal(t, ttlclient.ExpireNoCell, res)
+		r, res, err = tbl.ReadRowAndPersist(ctx, "r", nil)
+		require.NoError(t, err)
+		assert.Len(t, r[famSeq], 1, "the row as read")
+		assert.Equal(t, ttlclient.ExpireNoCell, res)
+	})
+}
+
+// A time-to-idle refresh between SetKeepTTL's or ReadRowAndExpire's read
+// and its mutation: the refresh moved the cell, so neither applies (the
+// value is not replaced at the old expiry, undoing the refresh, nor the
+// refreshed cell moved), on both servers.
+func TestKeepTTLAndGetAndExpireAfterAnIdleRefresh(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "idlekeep", strategy.Schema{"idle": strategy.OneSecond(strategy.WithIdleTTL(10*time.Minute, 0.1))})
+		refresh := func() {
+			err := tbl.ReadRows(ctx, bigtable.PrefixRange("r"), func(bigtable.Row) bool { return true }) // queues the refreshes
+			require.NoError(t, err)
+			require.NoError(t, h.Client.FlushIdleRefreshes(ctx))
+		}
+		lcSet(t, tbl, "r", "idle", "c", "v", time.Minute) // due: 1m left of 10m
+		hc.before("CheckAndMutateRow", refresh)
+		r, err := tbl.SetKeepTTL(ctx, "r", "idle", "c", []byte("w"))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, r)
+		it, ok := lcCell(t, tbl, "r", "idle", "c")
+		require.True(t, ok)
+		assert.Equal(t, "v", string(it.Value))
+		assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r", "idle", "c"), "the refresh stands")
+
+		lcSet(t, tbl, "r2", "idle", "c", "x", time.Minute)
+		hc.before("CheckAndMutateRow", refresh)
+		_, r, err = tbl.ReadRowAndExpire(ctx, "r2", nil, 2*time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireChanged, r)
+		it, ok = lcCell(t, tbl, "r2", "idle", "c")
+		require.True(t, ok)
+		assert.Equal(t, "x", string(it.Value))
+		assert.Equal(t, 10*time.Minute, lcLeft(t, tbl, "r2", "idle", "c"), "the refresh stands")
+	})
+}

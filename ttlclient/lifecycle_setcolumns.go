@@ -3,6 +3,7 @@ package ttlclient
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -43,19 +44,12 @@ func (c SetCondition) String() string {
 // SetColumns writes values (qualifier -> value) to family of row, each
 // cell with the TTL ttl (as Mutation.SetTTL), all or none, when cond
 // holds, like Redis HSETEX ... FNX|FXX EX: applied reports whether it
-// wrote. A column "exists" when it holds a live cell, as a read through
-// the table sees it (on an age family every stored cell has an expiry, so
-// an expired cell GC has not collected yet does not count, nor does a
-// cell a max-versions family hides). The condition is the predicate of
-// the one CheckAndMutateRow that writes, after the table's TTL filter at
-// the table's clock when it is sent, so the server decides on the cells
-// it stores, never on a stale read; a cell expiring while the request is
-// in flight counts as it did at that clock reading. The writes follow the
-// family's rules as any Mutation's do (a single-value family's other
-// versions deleted, a write-time companion stored). family must be an age
-// family (one-second or default-expiry; else ErrNotApplicable); the other
-// refusals are a Mutation's (a TTL over the cap, a reserved column, an
-// empty values ErrEmptyMutation), before any RPC.
+// wrote. A column "exists" when it holds a live cell as a read through the
+// table sees it; the condition is the predicate of the one
+// CheckAndMutateRow that writes, so the server decides on the cells it
+// stores (docs/design.md#set-columns). family must be an age family (else
+// ErrNotApplicable); the other refusals are a Mutation's, and an empty
+// values is ErrEmptyMutation, before any RPC.
 func (t *Table) SetColumns(ctx context.Context, row, family string, values map[string][]byte, ttl time.Duration, cond SetCondition) (applied bool, err error) {
 	if err := t.checkRowKey(row); err != nil {
 		return false, err
@@ -69,11 +63,7 @@ func (t *Table) SetColumns(ctx context.Context, row, family string, values map[s
 	if cond > SetIfAllExist {
 		return false, t.refuse(row, family, "", fmt.Errorf("%w: %s", rules.ErrNotApplicable, cond))
 	}
-	columns := make([]string, 0, len(values))
-	for c := range values {
-		columns = append(columns, c)
-	}
-	slices.Sort(columns) // the mutation is the same every time
+	columns := slices.Sorted(maps.Keys(values)) // the mutation is the same every time
 	m := NewMutation()
 	for _, c := range columns {
 		m.SetTTL(family, c, ttl, values[c])
@@ -101,16 +91,11 @@ func (t *Table) SetColumns(ctx context.Context, row, family string, values map[s
 // SetColumnsKeepTTL writes values (qualifier -> value) to family of row
 // keeping each column's TTL, like Redis HSETEX ... FXX KEEPTTL: each value
 // replaces its column's newest live cell at that cell's timestamp, as
-// SetKeepTTL does for one column, all in one conditional row mutation
-// whose predicate pins every such cell (column, millisecond, value) and
-// requires each to be still its column's newest. A column without a live
-// cell makes it ExpireNoCell with nothing written (FXX: KEEPTTL has no TTL
-// to keep there, and bttl does not pick one); a write, Expire, delete or
-// refresh of any of the cells since the read makes it ExpireChanged with
-// nothing written; else ExpireSet. The refusals are SetKeepTTL's (an age
-// family, no reserved column, a value within MaxValueBytes, the cells
-// small enough to pin together: filters.ErrCellTooLargeToPin) and an
-// empty values (ErrEmptyMutation), before any write.
+// SetKeepTTL does, all in one conditional row mutation. A column without a
+// live cell makes it ExpireNoCell, a change to any of the cells since the
+// read ExpireChanged, both with nothing written; else ExpireSet
+// (docs/design.md#set-columns). The refusals are SetKeepTTL's, and an
+// empty values is ErrEmptyMutation, before any write.
 func (t *Table) SetColumnsKeepTTL(ctx context.Context, row, family string, values map[string][]byte) (ExpireResult, error) {
 	if len(values) == 0 {
 		if err := t.checkRowKey(row); err != nil {
@@ -118,11 +103,7 @@ func (t *Table) SetColumnsKeepTTL(ctx context.Context, row, family string, value
 		}
 		return ExpireNoCell, t.refuse(row, family, "", rules.ErrEmptyMutation)
 	}
-	columns := make([]string, 0, len(values))
-	for c := range values {
-		columns = append(columns, c)
-	}
-	slices.Sort(columns)
+	columns := slices.Sorted(maps.Keys(values))
 	vs := make([][]byte, len(columns))
 	for i, c := range columns {
 		vs[i] = values[c]

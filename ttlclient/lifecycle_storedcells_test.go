@@ -89,10 +89,10 @@ func storedCompanions(t *testing.T, h *bttestharness.Harness, table, row, fam, c
 	return out
 }
 
-// Issue 26 item 1(a): a ttlclient client on a guarded connection keeps
-// write times: WriteTime finds the companion, and Expire and a
-// time-to-idle refresh move it with its cell, keeping its value, whether
-// or not the guard filters reads.
+// A ttlclient client on a guarded connection keeps write times: WriteTime
+// finds the companion, and Expire and a time-to-idle refresh move it with its
+// cell, keeping its value, whether or not the guard filters reads
+// (issue 26 item 1(a)).
 func TestGuardedConnectionKeepsWriteTimes(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		withAndWithoutReadFilter(t, func(t *testing.T, readFilter bool) {
@@ -140,9 +140,9 @@ func TestGuardedConnectionKeepsWriteTimes(t *testing.T) {
 	})
 }
 
-// Issue 26 item 1(b): on a one-version family, the purge of hidden
-// versions before Expire shortens a cell sees the versions the guard's
-// read filter would hide, so the older value does not come back.
+// On a one-version family, the purge of hidden versions before Expire shortens
+// a cell sees the versions the guard's read filter would hide, so the older
+// value does not come back (issue 26 item 1(b)).
 func TestGuardedConnectionExpirePurgesHiddenVersions(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		withAndWithoutReadFilter(t, func(t *testing.T, readFilter bool) {
@@ -172,11 +172,11 @@ func TestGuardedConnectionExpirePurgesHiddenVersions(t *testing.T) {
 	})
 }
 
-// Issue 26 item 10: the README's read-then-WriteTime on a time-to-idle
-// family with write times. The read's own refresh moves the cell (and
-// its companion); WriteTime finds it where it went, whether the refresh
-// has run (FlushIdleRefreshes) or is racing the call; and after an Expire
-// of the same cell too.
+// The README's read-then-WriteTime on a time-to-idle family with write times.
+// The read's own refresh moves the cell (and its companion); WriteTime finds
+// it where it went, whether the refresh has run (FlushIdleRefreshes) or is
+// racing the call; and after an Expire of the same cell too
+// (issue 26 item 10).
 func TestWriteTimeFollowsARefreshedCell(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
@@ -319,10 +319,9 @@ func (c *hookConn) config() bttestharness.Config {
 	}}
 }
 
-// Issue 26 items 11 and 12(a): a cell at the largest timestamp (a
-// "forever" cell) has its write time, can be expired, and does not stop
-// ExpireRow; its remaining TTL, over time.Duration's range, is reported as
-// such.
+// A cell at the largest timestamp (a "forever" cell) has its write time, can
+// be expired, and does not stop ExpireRow; its remaining TTL, over
+// time.Duration's range, is reported as such (issue 26 items 11 and 12(a)).
 func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
@@ -371,9 +370,9 @@ func TestLifecycleOfACellAtTheLargestTimestamp(t *testing.T) {
 	})
 }
 
-// Issue 26 item 11, through the client: a day before the largest
-// timestamp, Expiry and RemainingTTL are exact (no saturation) and a max
-// TTL check of an explicit timestamp counts the default TTL exactly.
+// A day before the largest timestamp, Expiry and RemainingTTL are exact (no
+// saturation) and a max TTL check of an explicit timestamp counts the default
+// TTL exactly (issue 26 item 11, through the client).
 func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
 	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
@@ -405,10 +404,10 @@ func TestExpiryExactNearTheLargestTimestamp(t *testing.T) {
 	})
 }
 
-// Issue 26 item 12(c): Expire of a column's newest cell, and ExpireColumn,
-// never lift the cell over a value written between the read and the move
-// (on a one-version family that value would be hidden and collectable):
-// the move does not apply, and the newer value stays the one read.
+// Expire of a column's newest cell, and ExpireColumn, never lift the cell over
+// a value written between the read and the move (on a one-version family that
+// value would be hidden and collectable): the move does not apply, and the
+// newer value stays the one read (issue 26 item 12(c)).
 func TestExpireNeverLiftsOverAConcurrentWrite(t *testing.T) {
 	hooks := newHookConn()
 	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
@@ -453,8 +452,8 @@ func readCells(t *testing.T, tbl *ttlclient.Table, row string) []string {
 	return cells(r)
 }
 
-// Issue 26 item 12(d): Expire and ExpireColumn of a cell already at its
-// target agree: the cell counts as given its TTL and no mutation is sent.
+// Expire and ExpireColumn of a cell already at its target agree: the cell
+// counts as given its TTL and no mutation is sent (issue 26 item 12(d)).
 func TestExpireToWhereTheCellIsSendsNothing(t *testing.T) {
 	hooks := newHookConn()
 	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {
@@ -477,12 +476,12 @@ func TestExpireToWhereTheCellIsSendsNothing(t *testing.T) {
 	})
 }
 
-// Issue 26 item 12(b), the exact window: Expire checks the cell is live at
-// the table's clock after its reads (the companion's included), just
-// before sending the CheckAndMutateRow, so a cell that expires before that is not moved. A
-// cell that expires while the mutation is in flight (after the check)
-// is moved: no Bigtable predicate can test the server's time. The design
-// says so (docs/design.md#expire).
+// Expire checks the cell is live at the table's clock after its reads (the
+// companion's included), just before sending the CheckAndMutateRow, so a cell
+// that expires before that is not moved. A cell that expires while the
+// mutation is in flight (after the check) is moved: no Bigtable predicate can
+// test the server's time. The design says so (docs/design.md#expire)
+// (issue 26 item 12(b), the exact window).
 func TestExpireChecksLivenessJustBeforeTheMutation(t *testing.T) {
 	hooks := newHookConn()
 	seamServersWith(t, hooks.config(), func(t *testing.T, h *bttestharness.Harness) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -156,4 +157,55 @@ func TestCapAndLimitsOnWrites(t *testing.T) {
 		require.ErrorIs(t, err, strategy.ErrTimestampOverflow, fam)
 	}
 	assert.Empty(t, e.stored(t, "over"))
+}
+
+// A move that wrote the cell at a live target is ExpireSet even when the
+// target has expired by the time the answer comes back (a TTL shorter
+// than the RPC): ExpireDeleted says the cell was deleted from storage,
+// and here it was written.
+func TestExpireResultIsWhatTheMutationDid(t *testing.T) {
+	hc := newHookConn()
+	seamServersWith(t, hc.config(), func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "result", condSchema())
+		lcSet(t, tbl, "r", famOne, "c", "v", time.Hour)
+		hc.before("CheckAndMutateRow", func() { h.Clock.Advance(time.Second) })
+		var r ttlclient.ExpireResult
+		applied, err := tbl.Expire(ctx, "r", famOne, "c", time.Millisecond, ttlclient.ExpireResultTo(&r))
+		require.NoError(t, err)
+		assert.Equal(t, ttlclient.ExpireSet, r, "the cell was written at its target")
+		assert.True(t, applied)
+		stored, err := h.Stored(ctx, "result", "r")
+		require.NoError(t, err)
+		assert.Len(t, stored[famOne], 1, "stored at its (now past) target, not deleted")
+	})
+}
+
+// ExpireRow and ExpireColumn on a write-time family with a condition move
+// each cell with its companion (the write time read after is the one
+// recorded at the write), and never act on the companions themselves.
+func TestExpireRowOnAWriteTimeFamilyMovesTheCompanions(t *testing.T) {
+	seamServers(t, func(t *testing.T, h *bttestharness.Harness) {
+		ctx := context.Background()
+		tbl := h.MustTable(t, "wtrow", condSchema())
+		lcSet(t, tbl, "r", "wt", "a", "a", time.Hour)
+		lcSet(t, tbl, "r", "wt", "b", "b", 2*time.Hour)
+		before, err := tbl.MaxWriteTime(ctx, "r", "wt")
+		require.NoError(t, err)
+		h.Clock.Advance(time.Minute)
+		moved, err := tbl.ExpireRow(ctx, "r", 90*time.Minute, ttlclient.OnlyIfLater)
+		require.NoError(t, err)
+		assert.Equal(t, 1, moved, "only a's expiry is later")
+		assert.Equal(t, 90*time.Minute, lcLeft(t, tbl, "r", "wt", "a"))
+		it, _ := lcCell(t, tbl, "r", "wt", "a")
+		wt, err := tbl.WriteTime(ctx, it)
+		require.NoError(t, err)
+		after, err := tbl.MaxWriteTime(ctx, "r", "wt")
+		require.NoError(t, err)
+		assert.True(t, before.Equal(after), "write times kept: %s, %s", before, after)
+		assert.False(t, wt.After(before))
+		stored, err := h.Stored(ctx, "wtrow", "r")
+		require.NoError(t, err)
+		assert.Len(t, stored["wt"], 4, "two cells and two companions, none left behind")
+	})
 }

@@ -13,12 +13,12 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 34: Wrap over a client whose connection lacks bttl's interceptor.
-// What needs it (Table.API's writes, a read with options of a table with
-// managed families) is refused with ErrNotDialed, naming the options to
-// dial with, and nothing reaches the server: not the call, not the probe
-// that found the interceptor missing. A read without options still works
-// (the TTL filter goes as its RowFilter).
+// Wrap over a client whose connection lacks bttl's interceptor. What needs it
+// (Table.API's writes, a read with options of a table with managed families)
+// is refused with ErrNotDialed, naming the options to dial with, and nothing
+// reaches the server: not the call, not the probe that found the interceptor
+// missing. A read without options still works (the TTL filter goes as its
+// RowFilter) (issue 34).
 func TestWrapWithoutInterceptorRefusesBeforeAnyRPC(t *testing.T) {
 	e, counter := newCountingEnv(t, mixedSchema())
 	plain, err := e.h.DialDataClient(e.ctx) // no bttl interceptor

@@ -71,19 +71,14 @@ func WithRecorder(r Recorder) Option {
 }
 
 // WithShadowSampling sets the fraction of reads (0 to 1, default 0.01)
-// followed by a shadow read; 0 turns shadow reads off. A shadow read runs on
-// its own goroutine after the caller's read has returned: it reads the same
-// rows again with the inverse TTL filter (only expired cells, values
-// stripped), as far as the caller's scan went (to the row where the caller
-// stopped or the row limit was reached, else the whole row set), and
-// reports what it finds to the Recorder. Its cost is one extra read RPC per
-// sampled read, returning no values; it never changes the caller's result,
-// error or latency. Only used with WithRecorder.
-//
-// The shadow read never touches the caller's arguments after ReadRows
-// returns: it copies the row keys and ranges of the RowSet before the read
-// starts, so the caller may reuse a bigtable.RowList or RowRangeList at
-// once, as it may with the raw client.
+// followed by a shadow read; 0 turns shadow reads off. A shadow read runs
+// after the caller's read has returned, on the client's pool: it reads the
+// same rows again with the inverse TTL filter (only expired cells, values
+// stripped), as far as the caller's scan went, and reports what it finds
+// to the Recorder. It costs one extra read RPC per sampled read and never
+// changes the caller's result, error or latency, nor touches its
+// arguments after the read returns (docs/design.md#shadow-reads). Only
+// used with WithRecorder.
 func WithShadowSampling(fraction float64) Option {
 	return bothOption(func(cfg *config) {
 		switch {
@@ -101,12 +96,7 @@ func WithShadowSampling(fraction float64) Option {
 // busy gets none, and the Recorder counts it as dropped. A ClientOption
 // only: a pool its tables share has one bound, the client's.
 func WithShadowConcurrency(n int) ClientOption {
-	return clientOption(func(cfg *config) {
-		if n < 1 {
-			n = 1
-		}
-		cfg.shadowLimit = n
-	})
+	return clientOption(func(cfg *config) { cfg.shadowLimit = max(n, 1) })
 }
 
 // WithShadowRand sets the random source of the sampler, uniform in [0, 1)
@@ -136,6 +126,46 @@ type observer struct {
 	shadow *shadow.Reader // nil when nothing is sampled or no family expires by age
 }
 
+// begin starts timing a call: the zero time when nothing records.
+func (o *observer) begin() time.Time {
+	if o == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// read records a read whose RPC is about to start.
+func (o *observer) read(start time.Time) {
+	if o != nil {
+		o.readSlow(start)
+	}
+}
+
+func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
+
+// wrote records a write whose RPC is about to start.
+func (o *observer) wrote(start time.Time) {
+	if o != nil {
+		o.wroteSlow(start)
+	}
+}
+
+func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
+
+// refused records the refusal err of a call on family.
+func (o *observer) refused(family string, err error) {
+	if o != nil {
+		o.refusedSlow(family, err)
+	}
+}
+
+func (o *observer) refusedSlow(family string, err error) {
+	if _, ok := o.schema[family]; !ok {
+		family = ""
+	}
+	o.rec.Refused(family, RefusalReason(err))
+}
+
 // recordOpenRefusal counts a refused Open: an invalid schema, GC rules that
 // do not match it, no admin client to check them. A failed admin call is not
 // a refusal.
@@ -150,11 +180,7 @@ func newObserver(cfg *config, rec TableRecorder, t *Table, pool *shadow.Pool) *o
 		return nil
 	}
 	o := &observer{rec: rec, schema: t.schema}
-	hasAge := false
-	for _, p := range t.schema {
-		hasAge = hasAge || p.Kind() == strategy.KindOneSecond || p.Kind() == strategy.KindDefaultExpiry
-	}
-	if hasAge && cfg.sampling > 0 {
+	if t.hasAge && cfg.sampling > 0 {
 		o.shadow = &shadow.Reader{Rec: rec, Schema: t.schema, Raw: t.raw, Filters: t.filters, Clock: t.clock, Pool: pool,
 			Sampling: cfg.sampling, Rand: cfg.rand, Wire: t.wire, Run: o.runShadow}
 	}

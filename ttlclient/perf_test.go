@@ -20,14 +20,14 @@ import (
 // Allocation counts are deterministic, unlike timings: these tests guard the
 // pure hot paths against regressions in CI.
 
-// Issue 34: a Mutation is a plain list of changes; bttl's rules stamp
-// them directly (rules.Table.StampOps, the timestamps on the stack) and
-// the bigtable.Mutation sent is built with the client's own methods, one
-// call per change, with no private memory read or written. A 10-cell
-// build costs what the client's own build does (46: four per cell and
-// five for growing the ops slice) plus the Mutation itself (its struct
-// with room for 8 changes, and the change list grown once: 2): at most
-// raw + 2.
+// A Mutation is a plain list of changes; bttl's rules stamp them directly
+// (rules.Table.StampOps, the timestamps on the stack) and the
+// bigtable.Mutation sent is built with the client's own methods, one call
+// per change, with no private memory read or written. A 10-cell build
+// costs what the client's own build does (46: four per cell and five for
+// growing the ops slice) plus the Mutation itself (its struct with room
+// for 8 changes, and the change list grown once: 2): at most raw + 2
+// (issue 34).
 func TestMutationBuildAllocs(t *testing.T) {
 	for _, s := range benchStrategies() {
 		t.Run(s.name, func(t *testing.T) {

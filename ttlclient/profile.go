@@ -12,16 +12,10 @@ import (
 	"github.com/bttl/bttl/internal/rules"
 )
 
-// App profiles (docs/design.md#app-profiles): Bigtable allows single-row
-// transactions (CheckAndMutateRow, ReadModifyWriteRow) only through a
-// profile with single-cluster routing and allow_transactional_writes, and
-// no write through a Data Boost profile. bttl sends single-row
-// transactions for Expire, ExpireColumn, ExpireRow and Expire's purge,
-// every time-to-idle refresh, the cell moves, a conditional Mutation and
-// ApplyReadModifyWrite: all through Table.transact, on the client's
-// transactional profile (ClientConfig.TransactionalAppProfile,
-// WithTransactionalClient), the client's own profile without one.
-
+// App profiles (docs/design.md#app-profiles): every single-row transaction
+// bttl sends (the lifecycle moves, time-to-idle refreshes, a conditional
+// Mutation, ApplyReadModifyWrite) goes through Table.transact, on the
+// client's transactional profile.
 var (
 	// ErrTransactionsNotAllowed: the server refused a single-row
 	// transaction (CheckAndMutateRow, ReadModifyWriteRow) because the app
@@ -102,18 +96,13 @@ func (t *Table) profiled(call, profile string, err error) error {
 }
 
 // WithInstanceAdminClient gives Open an instance admin client to read the
-// app profiles the client uses (GetAppProfile), for instance, and check
-// them before the table is used: a transactional profile that does not
-// allow single-row transactions fails Open of a schema with an idle TTL
-// (every refresh would fail and cells in use expire) with a *ProfileError
-// (Call "Open"), and is otherwise logged as a warning naming what will
-// fail (Expire and its kin, conditional mutations, ApplyReadModifyWrite);
-// a Data Boost profile for writes is logged likewise. A profile Open
-// cannot read (no permission: bigtable.appProfiles.get) is logged and not
-// checked. The profiles are the client's: ClientConfig.AppProfile ("" is
-// the instance's "default") and TransactionalAppProfile with
-// NewClientWithConfig, WithTransactionalClient's with Wrap (whose own
-// profile Open cannot know). WithoutVerify skips this check too.
+// app profiles the client uses (GetAppProfile) and check them before the
+// table is used: a transactional profile that does not allow single-row
+// transactions fails Open of a schema with an idle TTL with a
+// *ProfileError (Call "Open"), and is otherwise logged as a warning, as is
+// a Data Boost profile for writes. A profile Open cannot read is logged
+// and not checked. WithoutVerify skips this check too
+// (docs/design.md#app-profiles).
 func WithInstanceAdminClient(iac *bigtable.InstanceAdminClient, instance string) ClientOption {
 	return clientOption(func(cfg *config) { cfg.instanceAdmin, cfg.instance = iac, instance })
 }

@@ -45,12 +45,12 @@ func (s captured) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
-// Issue 34: the read path no longer reads the caller's RowFilter option
-// (bttl read it out of the option's private memory). The caller's options
-// go to the client as they are, the client puts the last RowFilter in the
-// request, and bttl's interceptor chains the TTL filter before it on the
-// wire: the caller's filter is the chain's last, whichever option set it,
-// and the caller's other options (the row limit) are the client's.
+// The read path no longer reads the caller's RowFilter option (bttl read it
+// out of the option's private memory). The caller's options go to the client
+// as they are, the client puts the last RowFilter in the request, and bttl's
+// interceptor chains the TTL filter before it on the wire: the caller's filter
+// is the chain's last, whichever option set it, and the caller's other options
+// (the row limit) are the client's (issue 34).
 func TestReadFilterComposedOnTheWire(t *testing.T) {
 	capture := &readCapture{}
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{DialOptions: []grpc.DialOption{capture.dial()}})

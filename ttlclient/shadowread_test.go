@@ -18,11 +18,11 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 14, finding 10(a): the clock reading and the TTL were each
-// truncated to the microsecond before being added. Clock T+999.6µs and
-// WithTTL(1ms+500ns) stored T+1000, which reads as expired 0.4µs after the
-// write; the contract is ms(now+ttl) = T+2000, the sum taken in
-// nanoseconds and truncated once.
+// The clock reading and the TTL were each truncated to the microsecond before
+// being added. Clock T+999.6µs and WithTTL(1ms+500ns) stored T+1000, which
+// reads as expired 0.4µs after the write; the contract is ms(now+ttl) =
+// T+2000, the sum taken in nanoseconds and truncated once
+// (issue 14, finding 10(a)).
 func TestTTLTimestampFromNanoseconds(t *testing.T) {
 	e := newEnv(t, mixedSchema())
 	base := e.h.Clock.Now().Truncate(time.Millisecond)
@@ -44,13 +44,13 @@ func TestTTLTimestampFromNanoseconds(t *testing.T) {
 	assert.Len(t, e.read(t, "row"), 1, "the one-second cell expires at its timestamp")
 }
 
-// Issue 14, finding 10(b): with the clock past the largest timestamp
-// (MaxTimestamp, 9223372036854775000µs) the one-second bound saturated:
-// reads returned a cell stored at MaxTimestamp and Set accepted it. Now
-// every one-second cell reads as expired there (ts > now cannot hold), in
-// reads and predicates, and every one-second write is refused. Default
-// expiry and sequence cells keep their contract: a default-expiry cell
-// lives D past its timestamp, a sequence cell does not expire by age.
+// With the clock past the largest timestamp (MaxTimestamp,
+// 9223372036854775000µs) the one-second bound saturated: reads returned a cell
+// stored at MaxTimestamp and Set accepted it. Now every one-second cell reads
+// as expired there (ts > now cannot hold), in reads and predicates, and every
+// one-second write is refused. Default expiry and sequence cells keep their
+// contract: a default-expiry cell lives D past its timestamp, a sequence cell
+// does not expire by age (issue 14, finding 10(b)).
 func TestPastMaxTimestamp(t *testing.T) {
 	schema := mixedSchema()
 	schema["onedef"] = strategy.OneSecond(strategy.WithDefaultTTL(time.Hour))
@@ -195,10 +195,10 @@ func (e *env) readRows(t *testing.T, rows bigtable.RowSet, opts ...bigtable.Read
 	return keys
 }
 
-// Issue 14, finding 10(c): a ReadRows with a LimitRows it did not reach
-// stopped its shadow read at the last returned row, so the expired cells
-// the server walked past after it were not counted (16 walked, 8 counted
-// here). The shadow read now follows the scan to where the server stopped.
+// A ReadRows with a LimitRows it did not reach stopped its shadow read at the
+// last returned row, so the expired cells the server walked past after it were
+// not counted (16 walked, 8 counted here). The shadow read now follows the
+// scan to where the server stopped (issue 14, finding 10(c)).
 func TestShadowReadFollowsUnreachedLimit(t *testing.T) {
 	e, rec := shadowEnv(t)
 	all := bigtable.InfiniteRange("")
@@ -227,10 +227,10 @@ func TestShadowReadFollowsUnreachedLimit(t *testing.T) {
 	assert.Zero(t, rec.dropped.Load())
 }
 
-// Issue 14, finding 4: the shadow read re-read the caller's RowList after
-// ReadRows had returned, racing a caller that reuses it (go test -race
-// reported it at observe.go), and then scanned whatever rows the caller had
-// put there. It now reads its own copy, taken before ReadRows starts.
+// The shadow read re-read the caller's RowList after ReadRows had returned,
+// racing a caller that reuses it (go test -race reported it at observe.go),
+// and then scanned whatever rows the caller had put there. It now reads its
+// own copy, taken before ReadRows starts (issue 14, finding 4).
 func TestShadowReadOwnsItsRowSet(t *testing.T) {
 	e, rec := shadowEnv(t)
 	for i := range 10 {

@@ -105,19 +105,10 @@ func (o prepareOption) applyPrepare(cfg *config) { o(cfg) }
 // before any RPC, a query reading a table or materialized view opened
 // through this client with a managed family (ErrUnfilteredSQL), and one
 // whose table this client has not opened or whose text it cannot classify
-// (ErrSQLUnknownTable), both in a *SQLError. Queries over tables of
-// unmanaged families only, and queries reading no table, are sent as they
-// are. WithSQLAllowed, given to Wrap or among opts, lets every query
-// through. The returned statement is the client's own: bind and execute it
-// as usual.
-//
-// The check reads the query's FROM clause. It accepts one SELECT statement
-// reading at most one table, and places every FROM keyword of the query
-// (the FROM clause, EXTRACT's, IS DISTINCT FROM's): a query with a FROM it
-// cannot place (a subquery starting with FROM, as pipe syntax allows), a
-// subquery, a join, a union or pipe syntax is refused as unclassifiable. A
-// table opened with only unmanaged families, even one opened just for
-// this, is untouched.
+// (a subquery, a join, a union, pipe syntax: ErrSQLUnknownTable), both in
+// a *SQLError (docs/design.md#sql). Queries over tables of unmanaged
+// families only, and queries reading no table, are sent as they are.
+// WithSQLAllowed, given to Wrap or among opts, lets every query through.
 func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes map[string]bigtable.SQLType, opts ...bigtable.PrepareOption) (*bigtable.PreparedStatement, error) {
 	cfg := c.config(nil)
 	rest := make([]bigtable.PrepareOption, 0, len(opts))

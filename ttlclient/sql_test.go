@@ -73,8 +73,8 @@ func TestPrepareStatementRefusesManagedTables(t *testing.T) {
 		_, err = c.PrepareStatement(ctx, "SELECT * FROM plain JOIN t ON TRUE", nil)
 		refused(t, err, ttlclient.ErrSQLUnknownTable, "", nil)
 		assert.Contains(t, err.Error(), "WithSQLAllowed")
-		// Issue 26 item 5: subqueries starting with FROM (pipe syntax) read
-		// t though the query's FROM clause names plain.
+		// Subqueries starting with FROM (pipe syntax) read t though the
+		// query's FROM clause names plain (issue 26 item 5).
 		for _, q := range []string{
 			"SELECT * FROM plain WHERE EXISTS(FROM t)",
 			"SELECT * FROM plain ORDER BY (FROM t)",

@@ -55,11 +55,11 @@ func documentedCodes(t *testing.T) map[string]codes.Code {
 	return out
 }
 
-// Issue 28: a refusal carried no gRPC status (status.Code gave Unknown).
-// Every sentinel of the package (errors.go, sql.go, views.go and the
-// strategy sentinels it re-exports) gets the code the table of docs/design.md#refusal-status-codes gives
-// it, through a *CellError, wrapped further, and the chain still answers
-// errors.Is and errors.As.
+// A refusal carried no gRPC status (status.Code gave Unknown). Every sentinel
+// of the package (errors.go, sql.go, views.go and the strategy sentinels it
+// re-exports) gets the code the table of docs/design.md#refusal-status-codes
+// gives it, through a *CellError, wrapped further, and the chain still answers
+// errors.Is and errors.As (issue 28).
 func TestEverySentinelHasItsStatusCode(t *testing.T) {
 	doc := documentedCodes(t)
 	names := packageSentinelNames(t)

@@ -30,8 +30,8 @@ func assertStatus(t *testing.T, err, want error, code codes.Code) {
 	assert.Equal(t, err.Error(), st.Message())
 }
 
-// Issue 28: the refusals the API really returns, on every entry point,
-// carry their sentinel's gRPC code; before, status.Code gave Unknown.
+// The refusals the API really returns, on every entry point, carry their
+// sentinel's gRPC code; before, status.Code gave Unknown (issue 28).
 func TestRefusalsCarryStatusCodes(t *testing.T) {
 	for _, c := range guardCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,8 +95,8 @@ func TestRefusalsCarryStatusCodes(t *testing.T) {
 	})
 }
 
-// Issue 28: a refusal's message names the family, quoted, even when it is
-// the empty name; a refusal about no family names none.
+// A refusal's message names the family, quoted, even when it is the empty
+// name; a refusal about no family names none (issue 28).
 func TestRefusalNamesTheEmptyFamily(t *testing.T) {
 	h := bttestharness.New(t)
 	tbl := h.MustTable(t, "t", strategy.Schema{famPlain: strategy.Unmanaged()})

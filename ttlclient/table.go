@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"cloud.google.com/go/bigtable"
 
@@ -153,53 +152,8 @@ func (t *Table) checkRowKey(row string) error {
 	return nil
 }
 
-// begin starts timing a call: the zero time when nothing records.
-func (o *observer) begin() time.Time {
-	if o == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// read records a read whose RPC is about to start.
-func (o *observer) read(start time.Time) {
-	if o != nil {
-		o.readSlow(start)
-	}
-}
-
-func (o *observer) readSlow(start time.Time) { o.rec.Read(time.Since(start)) }
-
-// wrote records a write whose RPC is about to start.
-func (o *observer) wrote(start time.Time) {
-	if o != nil {
-		o.wroteSlow(start)
-	}
-}
-
-func (o *observer) wroteSlow(start time.Time) { o.rec.Write(time.Since(start)) }
-
-// refused records the refusal err of a call on family.
-func (o *observer) refused(family string, err error) {
-	if o != nil {
-		o.refusedSlow(family, err)
-	}
-}
-
-func (o *observer) refusedSlow(family string, err error) {
-	if _, ok := o.schema[family]; !ok {
-		family = ""
-	}
-	o.rec.Refused(family, RefusalReason(err))
-}
-
-// wire marks ctx for a request this table computed (checked writes with
-// their companions, reads with the TTL filter, and the internal reads and
-// moves of lifecycle operations that must see the stored cells), so that
-// bttl's wire guard on the same connection passes it through unchanged
-// rather than filter it a second time (hiding the companions and versions
-// an internal read must see) or rewrite it (docs/design.md#wire-guard).
-// The mark carries the table's schema: a guard with another schema for
-// the table refuses the request. Requests made with Client.Raw or
-// Table.Raw are not marked.
+// wire marks ctx for a request this table computed, so that bttl's wire
+// guard on the same connection passes it through unchanged rather than
+// filter or rewrite it a second time (docs/design.md#wire-guard).
+// Requests made with Client.Raw or Table.Raw are not marked.
 func (t *Table) wire(ctx context.Context) context.Context { return wiremark.With(ctx, t.mark) }

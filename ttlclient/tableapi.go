@@ -17,33 +17,22 @@ var _ bigtable.TableAPI = tableAPI{}
 
 // API returns the table as a bigtable.TableAPI, the interface
 // bigtable.Client.OpenTable returns, so that code written against the plain
-// client, and its *bigtable.Mutation values, run through bttl unchanged.
+// client, and its *bigtable.Mutation values, run through bttl unchanged:
+// Apply and ApplyBulk give a *bigtable.Mutation a Mutation's semantics
+// (bigtable.ServerTime on a managed family means the family's default
+// TTL), ApplyReadModifyWrite is refused on managed families, and reads are
+// filtered as Table's.
 //
-// Its Apply and ApplyBulk give a *bigtable.Mutation the semantics of a
-// Mutation: on a managed family a server timestamp (bigtable.ServerTime)
-// means the library assigns it from the family's default TTL (refused
-// where there is none), an explicit timestamp follows the family's
-// convention, conditional mutations get the TTL filter before their
-// predicate, and every guardrail refuses before the request is sent.
-// ApplyReadModifyWrite is refused on managed families; reads are filtered
-// as Table's.
-//
-// bttl does not read a *bigtable.Mutation (its fields are the client's
-// own): the rules are applied to the request protos by bttl's interceptor
-// on the client's connection (docs/design.md#tableapi), which NewClient
-// and NewClientWithConfig install, and ClientOptions installs on a client
-// you Wrap. On a client without it every call of API's writes is refused
-// with ErrNotDialed before any request. A refusal is the *CellError a
-// Mutation's would be (errors.Is with the same sentinels), counted on the
-// recorder once; in ApplyBulk a refused row's error is at its index and
-// the other rows are written, as in Table.ApplyBulk (the interceptor
-// leaves the row out of the request and answers it itself). The client's
-// own checks come first and refuse the whole call: a conditional mutation
-// in ApplyBulk, for one.
+// bttl does not read a *bigtable.Mutation: bttl's interceptor on the
+// client's connection applies the rules to the request protos
+// (docs/design.md#tableapi). NewClient installs it, ClientOptions on a
+// client you Wrap; without it every write through API is refused with
+// ErrNotDialed before any request. A refusal is the *CellError a
+// Mutation's would be; in ApplyBulk a refused row's error is at its index
+// and the other rows are written, as in Table.ApplyBulk.
 //
 // Per-cell TTLs: pass Table.Timestamp(family, ttl) to Set. Code written for
-// bttl should prefer Mutation's SetTTL and SetVersion, which say what the
-// timestamp means.
+// bttl should prefer Mutation's SetTTL and SetVersion.
 func (t *Table) API() bigtable.TableAPI { return tableAPI{t} }
 
 // ReadRow is Table.ReadRow.
@@ -134,19 +123,12 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 }
 
 // Timestamp is the timestamp to pass to bigtable.Mutation.Set for a cell of
-// family that must live ttl from now, at the table's clock: for code that
-// keeps building *bigtable.Mutation and applies it through API. Applied
-// through API, it is checked as an explicit timestamp of the family's
-// convention, which accepts it until the cell would have expired (a
-// one-second family's expiry instant must be after now; a default-expiry
-// cell must be live at now, so a ttl longer than D, whose timestamp lies in
-// the future, is accepted). Compute it just before Set: a ttl of a few
-// milliseconds can expire before the write arrives and is then refused
-// (strategy.ErrAlreadyExpired).
-//
-// It fails like Mutation.SetTTL(family, column, ttl, v) does:
-// ErrUnknownFamily, strategy.ErrWrongCellOption on a sequence or unmanaged family,
-// strategy.ErrInvalidTTL, strategy.ErrTimestampOverflow, strategy.ErrBeforeEpoch, in a *CellError.
+// family that must live ttl from now, at the table's clock, for code that
+// keeps building *bigtable.Mutation and applies it through API, where it
+// is checked as an explicit timestamp of the family's convention. Compute
+// it just before Set: a ttl of a few milliseconds can expire before the
+// write arrives (strategy.ErrAlreadyExpired). It fails as
+// Mutation.SetTTL(family, column, ttl, v) does, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
 	p, ok := t.policy(family)
 	if !ok {

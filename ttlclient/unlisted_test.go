@@ -34,11 +34,11 @@ func cellsOf(r bigtable.Row, keep func(fam string) bool) []string {
 	return out
 }
 
-// Issue 28: a 30-family table opened with a 2-family schema and
+// A 30-family table opened with a 2-family schema and
 // WithUnlistedFamilies(Unmanaged()) reads and writes the other 28 families
-// exactly as the raw client does, on both servers; the 2 managed families
-// are still filtered, on reads of one family and of all; without the option
-// the same writes are refused.
+// exactly as the raw client does, on both servers; the 2 managed families are
+// still filtered, on reads of one family and of all; without the option the
+// same writes are refused (issue 28).
 func TestUnlistedFamiliesPassThroughAsRaw(t *testing.T) {
 	onBothServers(t, false, func(t *testing.T, h *bttestharness.Harness, _ *viewShim) {
 		ctx := context.Background()

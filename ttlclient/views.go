@@ -14,42 +14,30 @@ var ErrReadOnlyView = rules.ErrReadOnlyView
 
 // OpenAuthorizedView returns a handle on the authorized view of table, as
 // bigtable.Client.OpenAuthorizedView does, that behaves exactly as a Table
-// opened on table with schema: a view shows a subset of its table's cells,
-// with the table's timestamps and GC rules, so the schema is the table's,
-// and writes through it are rewritten and refused as the table's are, and
-// reads filtered. Its requests name the view, so the server applies the
-// view's restrictions too.
-// Use API for its bigtable.TableAPI form.
-//
-// Open's verification reads the table's GC rules, which needs admin
-// permission on the table: callers granted only the view pass
-// WithoutVerify. ctx bounds that admin call, as Open's. Raw is nil on the
-// returned Table.
+// opened on table with schema (a view shows a subset of its table's cells,
+// with the table's timestamps and GC rules); its requests name the view,
+// so the server applies the view's restrictions too
+// (docs/design.md#views). Open's verification needs admin permission on
+// the table: callers granted only the view pass WithoutVerify. Raw is nil
+// on the returned Table.
 func (c *Client) OpenAuthorizedView(ctx context.Context, table, authorizedView string, schema Schema, opts ...TableOption) (*Table, error) {
 	return c.open(ctx, table, func(bc *bigtable.Client) bigtable.TableAPI { return bc.OpenAuthorizedView(table, authorizedView) }, schema, opts, true)
 }
 
 // MaterializedView is a read-only handle on a materialized view whose
 // families follow a schema: reads get the TTL filter of the schema's
-// managed families, as Table's do.
-//
-// A continuous materialized view aggregates its source table's cells until
-// garbage collection really removes them, not until they expire: its
-// aggregates (counts, sums) include the expired cells GC has not yet
-// collected (up to about a week on Bigtable), and no read filter can take
-// them out of an aggregate. Declare managed in schema only the view's
-// families that hold source cells as they are, with their timestamps; an
-// aggregate family is Unmanaged, and its values are as stale as the
-// source's uncollected cells make them (see docs/design.md#views).
+// managed families, as Table's do. A continuous materialized view's
+// aggregates include the expired cells GC has not collected yet, which no
+// read filter can take out: declare managed only the families that hold
+// source cells as they are, with their timestamps, and aggregates
+// Unmanaged (docs/design.md#views).
 type MaterializedView struct{ t *Table }
 
 // OpenMaterializedView returns a read-only handle on materializedView, as
-// bigtable.Client.OpenMaterializedView does, whose families follow schema:
-// name a family managed when the view's query copies a managed family's
-// cells, with their timestamps, and Unmanaged otherwise. Families the schema
-// does not name are read untouched. A view has no GC rules of its own, so
-// nothing is verified and no admin call is made. Reads through a view
-// refresh nothing (strategy.WithIdleTTL): a refresh is a write.
+// bigtable.Client.OpenMaterializedView does, whose families follow schema.
+// Families the schema does not name are read untouched. A view has no GC
+// rules of its own, so nothing is verified and no admin call is made; reads
+// through it refresh nothing (strategy.WithIdleTTL): a refresh is a write.
 func (c *Client) OpenMaterializedView(materializedView string, schema Schema, opts ...TableOption) (*MaterializedView, error) {
 	t, err := c.open(context.Background(), materializedView, func(bc *bigtable.Client) bigtable.TableAPI { return bc.OpenMaterializedView(materializedView) }, schema, opts, false)
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Suspected in issue 35 item 7, and real: a read through a materialized
-// view of a family with an idle TTL queued time-to-idle refreshes, which
-// are writes, sent through the read-only view (and failing). A view's
-// reads queue none; its source table's reads refresh the cells.
+// A read through a materialized view of a family with an idle TTL queued
+// time-to-idle refreshes, which are writes, sent through the read-only view
+// (and failing). A view's reads queue none; its source table's reads refresh
+// the cells (suspected in issue 35 item 7, and real).
 func TestMaterializedViewReadsSendNoIdleRefresh(t *testing.T) {
 	rec := newIdleCounter()
 	shim := &viewShim{}

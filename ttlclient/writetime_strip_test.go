@@ -11,10 +11,10 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 35 item 7: a cell read with StripValueFilter has an empty value,
-// which identified no stored cell: WriteTime answered another version's
-// write time (one whose value is empty) or ErrNoWriteTime. A stripped
-// value now identifies the cell by its coordinates.
+// A cell read with StripValueFilter has an empty value, which identified no
+// stored cell: WriteTime answered another version's write time (one whose
+// value is empty) or ErrNoWriteTime. A stripped value now identifies the cell
+// by its coordinates (issue 35 item 7).
 func TestWriteTimeOfStrippedCell(t *testing.T) {
 	e := newEnvNoGC(t, writeTimeSchema())
 	start := e.h.Clock.Now()

@@ -104,9 +104,9 @@ func requireCode(t *testing.T, want codes.Code, err error, msgParts ...string) {
 	}
 }
 
-// Issue 14, finding 1: the guard took the first "/tables/" of a resource
-// name, so a project or instance called "tables" (a valid ID) turned off
-// every check and the read filter.
+// The guard took the first "/tables/" of a resource name, so a project or
+// instance called "tables" (a valid ID) turned off every check and the read
+// filter (issue 14, finding 1).
 func TestGuardParsesNamesWithProjectOrInstanceCalledTables(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		for _, pi := range [][2]string{{"p", "tables"}, {"tables", "i"}, {"tables", "tables"}} {
@@ -199,9 +199,9 @@ func TestGuardRefusesNamesItCannotClassify(t *testing.T) {
 	}
 }
 
-// Issue 14, finding 2: the interceptors type-switched on the generated
-// request types, so the same MutateRowRequest sent as a dynamicpb.Message
-// through conn.Invoke was not inspected and its cell was stored.
+// The interceptors type-switched on the generated request types, so the same
+// MutateRowRequest sent as a dynamicpb.Message through conn.Invoke was not
+// inspected and its cell was stored (issue 14, finding 2).
 func TestGuardInspectsRequestsOfAnotherGoType(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		e := newInstanceEnv(t, addr, "p", "i", wireguard.WithReadFilter())

@@ -13,10 +13,10 @@ import (
 	"github.com/bttl/bttl/wireguard"
 )
 
-// Suspected in issue 35 item 7: Close returned Canceled after a clean run
-// of a client made with the guard's options under an emulator
-// (BIGTABLE_EMULATOR_HOST, where ClientOptions is a connection of the
-// guard's). Checked on both servers: Close returns nil.
+// Close returned Canceled after a clean run of a client made with the guard's
+// options under an emulator (BIGTABLE_EMULATOR_HOST, where ClientOptions is a
+// connection of the guard's). Checked on both servers: Close returns nil
+// (suspected in issue 35 item 7).
 func TestCloseAfterCleanRunUnderEmulator(t *testing.T) {
 	bttestharness.OnBothServers(t, bttestharness.Config{NoGC: true}, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()

@@ -53,11 +53,11 @@ func requireNothingStored(t *testing.T, h *bttestharness.Harness) {
 	assert.Zero(t, n, "rows stored")
 }
 
-// Issue 26 item 9: with BIGTABLE_EMULATOR_HOST set, the README's snippet
-// (bigtable.NewClientWithConfig(..., guard.ClientOptions()...)) installs
-// the guard: a server-timestamp write and a real-timestamp write to a
-// one-second family are refused, nothing is stored, and Verify says the
-// guard is active, sending nothing.
+// With BIGTABLE_EMULATOR_HOST set, the README's snippet
+// (bigtable.NewClientWithConfig(..., guard.ClientOptions()...)) installs the
+// guard: a server-timestamp write and a real-timestamp write to a one-second
+// family are refused, nothing is stored, and Verify says the guard is active,
+// sending nothing (issue 26 item 9).
 func TestClientOptionsInstallTheGuardUnderAnEmulator(t *testing.T) {
 	emulatorServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()

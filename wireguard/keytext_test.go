@@ -21,8 +21,8 @@ import (
 	"github.com/bttl/bttl/wireguard"
 )
 
-// Issue 30 item 7: row keys and qualifiers in the guard's refusals
-// (docs/design.md#keys-in-messages).
+// Row keys and qualifiers in the guard's refusals
+// (docs/design.md#keys-in-messages) (issue 30 item 7).
 
 const (
 	secretRow = "alice@example.com"

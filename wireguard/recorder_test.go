@@ -36,11 +36,11 @@ func (l *refusalLog) take() [][3]string {
 	return out
 }
 
-// Issue 27: the guard recorded no refusal. With WithRecorder each one is
-// counted once, on unary and streamed calls, with bounded labels: the
-// guarded table, a family of its schema (a family outside it is ""), the
-// rule in snake_case; a call naming no guarded table has table "". A call
-// the guard lets through counts nothing.
+// The guard recorded no refusal. With WithRecorder each one is counted once,
+// on unary and streamed calls, with bounded labels: the guarded table, a
+// family of its schema (a family outside it is ""), the rule in snake_case; a
+// call naming no guarded table has table "". A call the guard lets through
+// counts nothing (issue 27).
 func TestGuardRecordsRefusals(t *testing.T) {
 	log := &refusalLog{}
 	e := newEnv(t, wireguard.WithRecorder(log))
@@ -79,10 +79,10 @@ func TestGuardRefusalOfAViewLabelsNoTable(t *testing.T) {
 	assert.Equal(t, [][3]string{{"", "", "undeclared_materialized_view"}}, log.take())
 }
 
-// Issue 35 item 7 / issue 34: the Recorder's labels were parsed back out
-// of the refusal's subject ("TABLE/FAMILY:COLUMN"). They now come from the
-// refusal itself: a domain-scoped project, a column holding '/' and ':'
-// (quoted or redacted in the subject) leave them as they are.
+// The Recorder's labels were parsed back out of the refusal's subject
+// ("TABLE/FAMILY:COLUMN"). They now come from the refusal itself: a
+// domain-scoped project, a column holding '/' and ':' (quoted or redacted in
+// the subject) leave them as they are (issue 35 item 7 / issue 34).
 func TestGuardLabelsComeFromTheRefusal(t *testing.T) {
 	log := &refusalLog{}
 	g, err := wireguard.New(map[string]strategy.Schema{"t": {"one": strategy.OneSecond(), "two": strategy.OneSecond()}},

@@ -121,13 +121,13 @@ func values(r bigtable.Row, fam, c string) []string {
 	return out
 }
 
-// Issue 26 item 3: through the guard, a plain client's writes to a
-// SingleValue family replace the column's older cells, as bttl's client's
-// do: "first" with a 2h TTL then "second" with 1h leaves "second" alone,
-// and bttl's LatestNFilter(1) read returns it. It holds for MutateRow,
-// every MutateRows entry, both CheckAndMutateRow branches, two Sets of
-// one column in one request (the last wins), and in a family with write
-// times (the companion of the replaced cell goes too).
+// Through the guard, a plain client's writes to a SingleValue family replace
+// the column's older cells, as bttl's client's do: "first" with a 2h TTL then
+// "second" with 1h leaves "second" alone, and bttl's LatestNFilter(1) read
+// returns it. It holds for MutateRow, every MutateRows entry, both
+// CheckAndMutateRow branches, two Sets of one column in one request (the last
+// wins), and in a family with write times (the companion of the replaced cell
+// goes too) (issue 26 item 3).
 func TestGuardEnforcesSingleValue(t *testing.T) {
 	onBothServers(t, func(t *testing.T, e *seamEnv) {
 		set := func(fam, v string, ttl time.Duration) *bigtable.Mutation {
@@ -206,12 +206,12 @@ func TestGuardEnforcesSingleValue(t *testing.T) {
 	})
 }
 
-// Issue 26 item 4: the guard stores no write-time companion it did not
-// compute. A plain client's companion beside its Set (1 µs after the
-// epoch, garbage bytes, or a plausible time) is refused, on MutateRow,
-// MutateRows and CheckAndMutateRow, and nothing of the request is
-// written; the cell sent alone gets the guard's own companion, so
-// WriteTime reports the time it was written, never 1970.
+// The guard stores no write-time companion it did not compute. A plain
+// client's companion beside its Set (1 µs after the epoch, garbage bytes, or a
+// plausible time) is refused, on MutateRow, MutateRows and CheckAndMutateRow,
+// and nothing of the request is written; the cell sent alone gets the guard's
+// own companion, so WriteTime reports the time it was written, never 1970
+// (issue 26 item 4).
 func TestGuardStoresNoCompanionItDidNotCompute(t *testing.T) {
 	onBothServers(t, func(t *testing.T, e *seamEnv) {
 		now := e.h.Clock.Now()

@@ -40,10 +40,10 @@ func (s *touchFirst) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
-// Issue 14, finding 5: an interceptor before the guard that called
-// Context() or Header() on a MutateRows stream opened it early; the guard's
-// refusal was then lost and the server saw a stream with no request
-// ("cardinality violation") instead of the client seeing FailedPrecondition.
+// An interceptor before the guard that called Context() or Header() on a
+// MutateRows stream opened it early; the guard's refusal was then lost and the
+// server saw a stream with no request ("cardinality violation") instead of the
+// client seeing FailedPrecondition (issue 14, finding 5).
 func TestRefusalSurvivesAnInterceptorTouchingTheStreamFirst(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		headerErr := make(chan error, 4)

@@ -20,10 +20,10 @@ import (
 	"github.com/bttl/bttl/wireguard"
 )
 
-// Issue 28: with WithUnlistedFamilies(Unmanaged()) a family the schema
-// does not name passes the guard as unmanaged, written and read as the raw
-// client would, while the schema's managed families keep every rule and
-// their read filter; without the option the same write is refused.
+// With WithUnlistedFamilies(Unmanaged()) a family the schema does not name
+// passes the guard as unmanaged, written and read as the raw client would,
+// while the schema's managed families keep every rule and their read filter;
+// without the option the same write is refused (issue 28).
 func TestGuardUnlistedFamiliesPassAsUnmanaged(t *testing.T) {
 	e := newEnv(t, wireguard.WithUnlistedFamilies(strategy.Unmanaged()), wireguard.WithReadFilter())
 	require.NoError(t, e.h.Admin.CreateColumnFamily(e.ctx, "legacy", "extra"))
@@ -132,9 +132,9 @@ func TestGuardUnlistedFamiliesKeepVerify(t *testing.T) {
 	require.NoError(t, g.Verify(ctx, plain, "legacy"))
 }
 
-// Suspected in issue 35 item 7, and real: WithUnlistedFamilies given twice
-// kept only the last call's tables. They add up; a call naming no table
-// makes it hold for all; a refused policy is not replaced.
+// WithUnlistedFamilies given twice kept only the last call's tables. They add
+// up; a call naming no table makes it hold for all; a refused policy is not
+// replaced (suspected in issue 35 item 7, and real).
 func TestGuardUnlistedFamiliesTwiceAddUp(t *testing.T) {
 	schemas := map[string]strategy.Schema{"a": {"f": strategy.Unmanaged()}, "b": {"f": strategy.Unmanaged()}, "c": {"f": strategy.Unmanaged()}}
 	u := strategy.Unmanaged()

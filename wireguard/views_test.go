@@ -45,10 +45,10 @@ func hasTTLFilter(r *btpb.ReadRowsRequest) bool {
 	return len(f.GetInterleave().GetFilters()) > 1
 }
 
-// Issue 14, finding 7 (and issue 18): a request naming a guarded table's
-// authorized view is checked and filtered as the table; one that names an
-// unguarded table and a guarded table's view is refused, not checked
-// against the unguarded table only.
+// A request naming a guarded table's authorized view is checked and filtered
+// as the table; one that names an unguarded table and a guarded table's view
+// is refused, not checked against the unguarded table only
+// (issue 14, finding 7 (and issue 18)).
 func TestGuardChecksAuthorizedViewsAsTheirTable(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		e := newInstanceEnv(t, addr, "p", "i", wireguard.WithReadFilter())
@@ -82,9 +82,9 @@ func TestGuardChecksAuthorizedViewsAsTheirTable(t *testing.T) {
 	assert.True(t, hasTTLFilter(got), "a read of the view gets the table's TTL filter")
 }
 
-// Issue 14, finding 7: a ReadRows naming a materialized view reached the
-// server with no TTL filter. Its name does not say which table it reads:
-// an undeclared view is refused, a declared one gets its schema's filter.
+// A ReadRows naming a materialized view reached the server with no TTL filter.
+// Its name does not say which table it reads: an undeclared view is refused, a
+// declared one gets its schema's filter (issue 14, finding 7).
 func TestGuardMaterializedViews(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		e := newInstanceEnv(t, addr, "p", "i", wireguard.WithReadFilter())
@@ -121,9 +121,9 @@ func TestGuardMaterializedViews(t *testing.T) {
 	assert.ErrorIs(t, err, strategy.ErrInvalidPolicy)
 }
 
-// Issue 18: SQL reaches the server with no row filter. The guard refuses
-// PrepareQuery and ExecuteQuery while it guards a managed family, unless
-// WithSQLAllowed says otherwise.
+// SQL reaches the server with no row filter. The guard refuses PrepareQuery
+// and ExecuteQuery while it guards a managed family, unless WithSQLAllowed
+// says otherwise (issue 18).
 func TestGuardRefusesSQLUnlessAllowed(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		e := newInstanceEnv(t, addr, "p", "i")
@@ -150,11 +150,11 @@ func TestGuardRefusesSQLUnlessAllowed(t *testing.T) {
 	assert.True(t, sent)
 }
 
-// Issue 18, acceptance 4: a server-timestamp write sent through a raw
-// client to a guarded table's authorized view is refused on every write
-// path (MutateRow, MutateRows, both branches of CheckAndMutateRow). The
-// emulators answer a request naming a view NotFound (they serve no views),
-// so FailedPrecondition with the rule is what shows the guard refused it.
+// A server-timestamp write sent through a raw client to a guarded table's
+// authorized view is refused on every write path (MutateRow, MutateRows, both
+// branches of CheckAndMutateRow). The emulators answer a request naming a view
+// NotFound (they serve no views), so FailedPrecondition with the rule is what
+// shows the guard refused it (issue 18, acceptance 4).
 func TestGuardRefusesServerTimeWritesThroughAView(t *testing.T) {
 	servers(t, func(t *testing.T, addr string) {
 		e := newInstanceEnv(t, addr, "p", "i")

@@ -164,12 +164,12 @@ func TestCBTPlanCountsLoweredMaxAge(t *testing.T) {
 	assert.Equal(t, exitOK, bttl(t, addr, "", "-schema", schema, "verify").code)
 }
 
-// Issue 26 item 8: a maxversions=3 family holding cells `cbt set` wrote
-// (real timestamps), declared sequence 3: the rule matches, so before,
-// init proposed sequence, verify said ok, plan nothing and apply "no
-// change". Now init samples the cells and writes the family unmanaged,
-// saying why; verify, plan and apply run the adoption scan over the
-// unchanged rule and refuse; -assume-adopted skips it explicitly.
+// A maxversions=3 family holding cells `cbt set` wrote (real timestamps),
+// declared sequence 3: the rule matches, so before, init proposed sequence,
+// verify said ok, plan nothing and apply "no change". Now init samples the
+// cells and writes the family unmanaged, saying why; verify, plan and apply
+// run the adoption scan over the unchanged rule and refuse; -assume-adopted
+// skips it explicitly (issue 26 item 8).
 func TestCBTSequenceOverUnchangedRule(t *testing.T) {
 	addr := startCBTEmulator(t)
 	cbt(t, addr, "createtable", "seqt", "families=doc:maxversions=3")
@@ -214,10 +214,10 @@ func TestCBTSequenceOverUnchangedRule(t *testing.T) {
 	assert.Equal(t, 2, storedCells(t, addr, "seqt"))
 }
 
-// Issue 26 item 2: write_time added to a family (no rule change) that
-// holds a column `cbt set` wrote under a qualifier starting 0xFF 0xFF:
-// the option would hide it from every read through bttl. verify, plan and
-// apply refuse; audit reports it as hidden.
+// Write_time added to a family (no rule change) that holds a column `cbt set`
+// wrote under a qualifier starting 0xFF 0xFF: the option would hide it from
+// every read through bttl. verify, plan and apply refuse; audit reports it as
+// hidden (issue 26 item 2).
 func TestCBTWriteTimeOverReservedColumn(t *testing.T) {
 	addr := startCBTEmulator(t)
 	cbt(t, addr, "createtable", "wt", "families=s:maxage=720h")

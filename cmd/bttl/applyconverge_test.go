@@ -16,14 +16,14 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 35, item 3: after a clean in-place migrate to one-second expiry,
-// with a live bttl writer whose cells expire every second and moved cells
-// whose new expiry passes one after another, `bttl plan` (apply's dry run)
-// and `bttl apply` exit 0 without -force when given the migration's
-// -written-before (cells stamped after it, at or before now, are expiry
-// instants already passed), while a table holding real legacy cells is
-// still refused with the same flags. Without -written-before the same
-// apply refuses: a timestamp alone cannot tell them apart.
+// After a clean in-place migrate to one-second expiry, with a live bttl writer
+// whose cells expire every second and moved cells whose new expiry passes one
+// after another, `bttl plan` (apply's dry run) and `bttl apply` exit 0 without
+// -force when given the migration's -written-before (cells stamped after it,
+// at or before now, are expiry instants already passed), while a table holding
+// real legacy cells is still refused with the same flags. Without
+// -written-before the same apply refuses: a timestamp alone cannot tell them
+// apart (issue 35, item 3).
 func TestApplyConvergesAfterACleanMigrate(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		ctx := context.Background()

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 27 items 1 and 2: audit classifies findings by each family's GC
-// rule. A one-second family already on its rule, written only through
-// bttl, holds expired cells, not "real timestamps" (-fail-on
-// real-timestamps exits 0); the same cells under a family with no rule
-// are never collected ("no-gc-rule"), and one not yet adopted (no
-// one-second rule) reports them as real timestamps.
+// Audit classifies findings by each family's GC rule. A one-second family
+// already on its rule, written only through bttl, holds expired cells, not
+// "real timestamps" (-fail-on real-timestamps exits 0); the same cells under a
+// family with no rule are never collected ("no-gc-rule"), and one not yet
+// adopted (no one-second rule) reports them as real timestamps
+// (issue 27 items 1 and 2).
 func TestAuditClassifiesByTheFamilysRule(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()

@@ -94,8 +94,8 @@ func TestCommandLeavesTheStandardLoggerAlone(t *testing.T) {
 	assert.Same(t, &buf, log.Writer())
 }
 
-// Issue 35 item 6: creds and timeout given by ~/.cbtrc failed or capped a
-// command while the message named the flag. It names the file.
+// Creds and timeout given by ~/.cbtrc failed or capped a command while the
+// message named the flag. It names the file (issue 35 item 6).
 func TestCBTRCValuesNameTheFile(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables:\n  events:\n    clicks: {strategy: unmanaged}\n")
 	path := withCBTRC(t, "project = p\ninstance = i\ncreds = /nonexistent/key.json\n")

@@ -14,13 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 35, 1: a 2-shard migrate keeps its checkpoints in a table of the
-// instance; the table is then "restored" (deleted, re-created, its cells
-// from before the job written back with their timestamps) and the same
-// job moves what came back, saying why it reads finished ranges again.
-// bttl checkpoint list shows the rows; rm removes them only after a dry
-// run's count, refuses rows written within -idle unless -force, and
-// selects by scanned table.
+// A 2-shard migrate keeps its checkpoints in a table of the instance; the
+// table is then "restored" (deleted, re-created, its cells from before the job
+// written back with their timestamps) and the same job moves what came back,
+// saying why it reads finished ranges again. bttl checkpoint list shows the
+// rows; rm removes them only after a dry run's count, refuses rows written
+// within -idle unless -force, and selects by scanned table (issue 35, 1).
 func TestCheckpointsBoundToTheTableAndRemovable(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
@@ -129,9 +128,9 @@ func TestCheckpointsBoundToTheTableAndRemovable(t *testing.T) {
 	}
 }
 
-// Issue 35, 4: a whole-table dry run takes a sharded job's flags as they
-// are (-shard-count, -shard-keys, -checkpoint) on a machine with no job
-// runner; a real run with them and no task index is still refused.
+// A whole-table dry run takes a sharded job's flags as they are (-shard-count,
+// -shard-keys, -checkpoint) on a machine with no job runner; a real run with
+// them and no task index is still refused (issue 35, 4).
 func TestWholeTableDryRunTakesTheJobsFlags(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()
@@ -154,11 +153,11 @@ func TestWholeTableDryRunTakesTheJobsFlags(t *testing.T) {
 	assert.Equal(t, model, storedFamily(t, dc, "legacy", "f"), "nothing written")
 }
 
-// Issue 35, 4: sharded expired deletion as one job's arguments. The
-// whole-table dry run given the job's flags counts the expired cells of
-// each shard and prints the flags every index takes (-expect-expired
-// N0,N1,N2); each index, run with JOB_COMPLETION_INDEX as Kubernetes
-// sets it, checks its own count and deletes exactly those cells.
+// Sharded expired deletion as one job's arguments. The whole-table dry run
+// given the job's flags counts the expired cells of each shard and prints the
+// flags every index takes (-expect-expired N0,N1,N2); each index, run with
+// JOB_COMPLETION_INDEX as Kubernetes sets it, checks its own count and deletes
+// exactly those cells (issue 35, 4).
 func TestShardedExpiredDeletionAsOneJob(t *testing.T) {
 	ac, dc, addr := newServer(t)
 	ctx := context.Background()

@@ -488,10 +488,10 @@ func TestInitWritesSchemaVerifyAccepts(t *testing.T) {
 	assert.Contains(t, r.stdout, "sessions:\n")
 }
 
-// Issue 35 item 6: a refused connection was reported as silence for
-// 30-60 s, then as a stall ("no answer ... (-stall)", "scan:
-// SampleRowKeys:" twice). It is reported at once as a refusal, naming the
-// endpoint and where it came from, without -timeout.
+// A refused connection was reported as silence for 30-60 s, then as a stall
+// ("no answer ... (-stall)", "scan: SampleRowKeys:" twice). It is reported at
+// once as a refusal, naming the endpoint and where it came from, without
+// -timeout (issue 35 item 6).
 func TestRefusedConnectionIsReportedAtOnce(t *testing.T) {
 	schema := writeFile(t, "s.yaml", "tables: {t: {f: {strategy: sequence, versions: 1}}}\n")
 	for _, c := range []struct {
@@ -513,8 +513,8 @@ func TestRefusedConnectionIsReportedAtOnce(t *testing.T) {
 	}
 }
 
-// Issue 35 item 6: a stalled SampleRowKeys was reported with its step
-// twice ("scan: SampleRowKeys: scan: SampleRowKeys: no answer ...").
+// A stalled SampleRowKeys was reported with its step twice ("scan:
+// SampleRowKeys: scan: SampleRowKeys: no answer ...") (issue 35 item 6).
 func TestStalledSampleRowKeysSaysItOnce(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
 	require.NoError(t, err)

@@ -102,8 +102,8 @@ func withCLIList(t *testing.T, doc string) string {
 	return doc[:i] + cliList() + doc[j+len(cliListEnd):]
 }
 
-// Issue 30 item 6: doc.go and docs/cli.md's command list are generated
-// from the command table; a table changed without go generate fails here.
+// Doc.go and docs/cli.md's command list are generated from the command table;
+// a table changed without go generate fails here (issue 30 item 6).
 func TestGeneratedDocs(t *testing.T) {
 	b, err := os.ReadFile(cliDoc)
 	require.NoError(t, err)
@@ -120,10 +120,10 @@ func TestGeneratedDocs(t *testing.T) {
 	assert.Equal(t, cli, string(b), "docs/cli.md's command list is stale: run go generate ./cmd/bttl")
 }
 
-// Issue 30 item 6: every command of the table, audit merge included, is in
-// the top-level help, the package doc and docs/cli.md, and answers help
-// NAME and NAME -h (anywhere on the line) with the same text; the flags
-// its synopsis names are flags it takes.
+// Every command of the table, audit merge included, is in the top-level help,
+// the package doc and docs/cli.md, and answers help NAME and NAME -h (anywhere
+// on the line) with the same text; the flags its synopsis names are flags it
+// takes (issue 30 item 6).
 func TestEveryCommandEverywhere(t *testing.T) {
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:1")
 	ctx := context.Background()

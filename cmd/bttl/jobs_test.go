@@ -457,12 +457,12 @@ func TestJobExamplesAgree(t *testing.T) {
 	}
 }
 
-// Issue 35, 4: the Indexed Jobs give each shard its own retry budget
-// (backoffLimitPerIndex, so one shard's failures do not spend the
-// others'), and their failure policy maps bttl's exit codes: 1 (a finding
-// or refusal a retry would repeat) fails the index at once, 2 (a
-// connection error) and a kill count against the budget, an eviction
-// (SIGTERM, 143, with the DisruptionTarget condition) is free.
+// The Indexed Jobs give each shard its own retry budget (backoffLimitPerIndex,
+// so one shard's failures do not spend the others'), and their failure policy
+// maps bttl's exit codes: 1 (a finding or refusal a retry would repeat) fails
+// the index at once, 2 (a connection error) and a kill count against the
+// budget, an eviction (SIGTERM, 143, with the DisruptionTarget condition) is
+// free (issue 35, 4).
 func TestJobManifestsRetryPerIndex(t *testing.T) {
 	for _, kind := range []string{"audit", "migrate"} {
 		var j kubernetesJob

@@ -242,8 +242,8 @@ func TestEvenSplitOfHexKeysWarns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r1.stdout), &out))
 	assert.Zero(t, out.Tables[0].Rows, "the case warned about: shard 1 of 2 gets nothing")
 
-	// Issue 35 item 6: the command the warning prints works as printed
-	// (it lacked -schema, and failed).
+	// The command the warning prints works as printed (it lacked -schema, and
+	// failed) (issue 35 item 6).
 	cmd := strings.Fields(strings.TrimPrefix(remedy[strings.Index(remedy, "bttl -project"):strings.Index(remedy, " > ")], "bttl "))
 	printed := runRaw(ctx, cmd...)
 	require.Equal(t, exitOK, printed.code, printed.stderr)

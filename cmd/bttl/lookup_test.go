@@ -179,11 +179,11 @@ func TestReadRange(t *testing.T) {
 	assert.Contains(t, r.stderr, "-prefix excludes -start and -end")
 }
 
-// Issue 35, item 2: a cell the schema reads as expired in a family still on
-// a legacy rule (max age 60d, schema one-second) is kept by that rule, not
-// one GC failed to collect: lookup says so, and -json gives the rules
-// beside the library's classification. In a family on its rule the same
-// cell reads as expired, as before.
+// A cell the schema reads as expired in a family still on a legacy rule (max
+// age 60d, schema one-second) is kept by that rule, not one GC failed to
+// collect: lookup says so, and -json gives the rules beside the library's
+// classification. In a family on its rule the same cell reads as expired, as
+// before (issue 35, item 2).
 func TestLookupTellsNotOnRuleFromExpired(t *testing.T) {
 	ac, dc, addr := serverClients(t, "bttest")
 	ctx := context.Background()

@@ -41,11 +41,11 @@ func loadHashedClicks(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Clien
 	}
 }
 
-// Issue 26 item 7: bttl audit merge refuses forged or corrupt shard
-// reports (exit 1, saying why, nothing printed on stdout): a shard index
-// outside 0 <= i < n, a report of an inverted key range, a shard label
-// that disagrees with its range. Before, shards 0/2, 1/2 and 7/2 merged
-// with the third's counts added.
+// Bttl audit merge refuses forged or corrupt shard reports (exit 1, saying
+// why, nothing printed on stdout): a shard index outside 0 <= i < n, a report
+// of an inverted key range, a shard label that disagrees with its range.
+// Before, shards 0/2, 1/2 and 7/2 merged with the third's counts added
+// (issue 26 item 7).
 func TestAuditMergeRefusesForgedReports(t *testing.T) {
 	addr := hashedClicks(t, 50)
 	ctx := context.Background()
@@ -132,11 +132,10 @@ func TestAuditMergeCarriesNoBytes(t *testing.T) {
 	assert.Contains(t, r.stderr, "-metrics-out needs byte figures: audit the shards with -bytes")
 }
 
-// Issue 27 item 10: audit -json prints instants as RFC 3339 UTC, and audit
-// merge still reads reports written before, with microseconds
-// (testdata/audit-v0-*.json, printed by the earlier bttl audit -json
-// -bytes -now 2027-01-02T15:04:05.123456Z -shard i/2), also merged with a
-// shard in the new form.
+// Audit -json prints instants as RFC 3339 UTC, and audit merge still reads
+// reports written before, with microseconds (testdata/audit-v0-*.json, printed
+// by the earlier bttl audit -json -bytes -now 2027-01-02T15:04:05.123456Z
+// -shard i/2), also merged with a shard in the new form (issue 27 item 10).
 func TestAuditMergeReadsMicrosecondReports(t *testing.T) {
 	ctx := context.Background()
 	old0, old1 := "testdata/audit-v0-shard0.json", "testdata/audit-v0-shard1.json"

@@ -21,12 +21,11 @@ import (
 	migrate "github.com/bttl/bttl/internal/migratejob"
 )
 
-// Issue 35 item 5: each shard of a job reports its own run as JSON and
-// says the next step is the job's, due once every shard is done (it
-// printed "next: ... bttl apply" while other shards still ran); bttl
-// migrate merge of every shard's report gives the job's result and the
-// next step, -metrics-out its gauges, and refuses a missing shard or a
-// report of another TTL.
+// Each shard of a job reports its own run as JSON and says the next step is
+// the job's, due once every shard is done (it printed "next: ... bttl apply"
+// while other shards still ran); bttl migrate merge of every shard's report
+// gives the job's result and the next step, -metrics-out its gauges, and
+// refuses a missing shard or a report of another TTL (issue 35 item 5).
 func TestMigrateShardReportsMerge(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		createLegacy(t, ac)
@@ -100,10 +99,9 @@ func TestMigrateShardReportsMerge(t *testing.T) {
 	})
 }
 
-// Issue 35 item 5: a second run of a migration with another -ttl was
-// accepted (a bigtable:// checkpoint keys its row by the job, so it
-// started afresh); it is refused, naming the earlier TTL, unless
-// -allow-ttl-change.
+// A second run of a migration with another -ttl was accepted (a bigtable://
+// checkpoint keys its row by the job, so it started afresh); it is refused,
+// naming the earlier TTL, unless -allow-ttl-change (issue 35 item 5).
 func TestMigrateRefusesAnotherTTL(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		createLegacy(t, ac)
@@ -132,9 +130,9 @@ func TestMigrateRefusesAnotherTTL(t *testing.T) {
 	})
 }
 
-// Issue 35 item 5: every ambiguous cell is in -json (not capped by
-// -examples), and bttl migrate resolve moves or deletes each, pinned;
-// once all are resolved the run exits 0.
+// Every ambiguous cell is in -json (not capped by -examples), and bttl migrate
+// resolve moves or deletes each, pinned; once all are resolved the run exits 0
+// (issue 35 item 5).
 func TestMigrateResolveAmbiguousCells(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		createLegacy(t, ac)
@@ -189,8 +187,8 @@ func TestMigrateResolveAmbiguousCells(t *testing.T) {
 	})
 }
 
-// Issue 35 item 8 from the command line: -check-copy lists the cell a
-// deletion in the source left in the copy, exit 1, and writes nothing.
+// -check-copy lists the cell a deletion in the source left in the copy, exit
+// 1, and writes nothing (issue 35 item 8 from the command line).
 func TestMigrateCheckCopy(t *testing.T) {
 	migrateServers(t, func(t *testing.T, ac *bigtable.AdminClient, dc *bigtable.Client, addr string) {
 		ctx := context.Background()

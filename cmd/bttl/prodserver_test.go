@@ -43,12 +43,12 @@ func batchProfilesServer(t *testing.T, cfg prodserver.Config) *prodserver.Server
 	return prodserver.New(t, cfg)
 }
 
-// Issue 36: the job examples' sharded migrate and audit, with their state
-// in the instance (bigtable://), run on the production-rules server with a
-// Data Boost read profile and a transactional write profile, and end as
-// the same job on a plain server does: the same cells, the same merged
-// reports. Data Boost reads lag (30 minutes by default): Flush stands for
-// that wait, once after the load and once after the migration.
+// The job examples' sharded migrate and audit, with their state in the
+// instance (bigtable://), run on the production-rules server with a Data Boost
+// read profile and a transactional write profile, and end as the same job on a
+// plain server does: the same cells, the same merged reports. Data Boost reads
+// lag (30 minutes by default): Flush stands for that wait, once after the load
+// and once after the migration (issue 36).
 func TestShardedJobsOnProdServer(t *testing.T) {
 	migrateArgs, n := kubernetesArgs(t, "kubernetes-migrate.yaml")
 	auditArgs, tasks := cloudRunArgs(t, "cloudrun-audit.yaml")
@@ -173,11 +173,10 @@ func logRates(t *testing.T, what string, samples []rateSample) {
 	t.Logf("%s, rate over time:\n%s", what, b.String())
 }
 
-// Issue 36: with 30% of requests answered RESOURCE_EXHAUSTED (with
-// RetryInfo), audit, plan and migrate finish with exact results (those of
-// the same commands on a plain server) and the rate of audit and migrate
-// adapts: it falls below -cells-per-second, the ceiling, and the metric
-// says so.
+// With 30% of requests answered RESOURCE_EXHAUSTED (with RetryInfo), audit,
+// plan and migrate finish with exact results (those of the same commands on a
+// plain server) and the rate of audit and migrate adapts: it falls below
+// -cells-per-second, the ceiling, and the metric says so (issue 36).
 func TestThrottledAuditAndMigrateAdapt(t *testing.T) {
 	// Seed 2 throttles the first request and 5 of the first 12: the audit
 	// sends a dozen or so, so every run sees RESOURCE_EXHAUSTED there too

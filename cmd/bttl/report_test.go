@@ -14,12 +14,12 @@ import (
 	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
-// Issue 29: audit -report bigtable://T/JOB writes each shard's report to a
-// row of T (created when missing), and audit merge bigtable://T/JOB merges
-// them with the same checks as files: the merge of a job's shards is the
-// single audit; a missing shard, a shard claimed but not written, a report
-// in another shard's row, a forged shard index and a -bytes mix are
-// refused (exit 1); a job with no report is exit 2. On both servers.
+// Audit -report bigtable://T/JOB writes each shard's report to a row of T
+// (created when missing), and audit merge bigtable://T/JOB merges them with
+// the same checks as files: the merge of a job's shards is the single audit; a
+// missing shard, a shard claimed but not written, a report in another shard's
+// row, a forged shard index and a -bytes mix are refused (exit 1); a job with
+// no report is exit 2. On both servers (issue 29).
 func TestAuditReportsInBigtable(t *testing.T) {
 	for _, srv := range []string{"bttest", "cbtemulator"} {
 		t.Run(srv, func(t *testing.T) {

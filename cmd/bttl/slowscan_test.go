@@ -62,16 +62,16 @@ func scanServer(t *testing.T, rows int) (addr string, deadlines func() []time.Ti
 	}
 }
 
-// Suspected in issue 35 item 7, and real: without -timeout, the scans of
-// verify, plan and apply and bttl read's range ran under the limit of one
-// call (stepTimeout, 30 s), so a table whose scan takes longer was cut.
-// They are bounded by what they receive instead. The server sees the
-// limit a scan runs under: gRPC sends the call's deadline with it. Each
-// command's scans must arrive with no deadline as near as the call limit
-// (an odd 7 minutes here, so that no other bound is taken for it; before
-// the fix, context.WithTimeout(stepTimeout) sent one). Nothing here
-// depends on how fast the machine is: an earlier form paced the server at
-// a row every 50ms against a 300ms limit and failed on a loaded machine.
+// Without -timeout, the scans of verify, plan and apply and bttl read's range
+// ran under the limit of one call (stepTimeout, 30 s), so a table whose scan
+// takes longer was cut. They are bounded by what they receive instead. The
+// server sees the limit a scan runs under: gRPC sends the call's deadline with
+// it. Each command's scans must arrive with no deadline as near as the call
+// limit (an odd 7 minutes here, so that no other bound is taken for it; before
+// the fix, context.WithTimeout(stepTimeout) sent one). Nothing here depends on
+// how fast the machine is: an earlier form paced the server at a row every
+// 50ms against a 300ms limit and failed on a loaded machine
+// (suspected in issue 35 item 7, and real).
 func TestScansWithoutTimeoutAreNotCutAtTheCallLimit(t *testing.T) {
 	old := stepTimeout
 	stepTimeout = 7 * time.Minute
@@ -122,11 +122,11 @@ func (s hookStream) SendMsg(m any) error {
 	return s.ServerStream.SendMsg(m)
 }
 
-// Issue 35 item 6: when -metrics-out failed after the scan, the shard's
-// -report was not written, and the scan was lost for the merge. The report
-// is saved first. Here the metrics path turns into a directory while the
-// scan runs (when the server sends the first rows), after the check
-// before the scan passed.
+// When -metrics-out failed after the scan, the shard's -report was not
+// written, and the scan was lost for the merge. The report is saved first.
+// Here the metrics path turns into a directory while the scan runs (when the
+// server sends the first rows), after the check before the scan passed
+// (issue 35 item 6).
 func TestAuditReportSavedWhenMetricsFileFails(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "m.prom")
 	var once sync.Once

@@ -132,25 +132,24 @@ func movedCount(t *testing.T, stdout string) int {
 	return n
 }
 
-// Issue 35, Acceptance: the trial an SRE ran, as one test on cbtemulator.
-// The family starts on its legacy GC rule (max age 60d) with cells 8 days
-// and more old; the schema says one-second. Before the job, an unsharded
-// dry run with the job's flags counts the cells to move. The example
-// Kubernetes migrate job, 4 shards (JOB_COMPLETION_INDEX) with
-// Bigtable-held checkpoints and reports (-report bigtable://T/JOB), runs
-// as processes of the built binary beside a live writer that deletes and
-// writes; two workers, chosen by the seed, are SIGKILLed mid-run (bttl
-// migrate merge of the job then refuses, naming a killed shard, whose
-// report is missing) and restarted in fresh directories. Every worker
-// exits 0 (a cell the writer deleted leaves nothing to do), and migrate
-// merge says the job is done (after rerunning a shard it names, where the
-// writer deleted the last cell moved in a range), its figures bounded by
-// the dry run's and the writer's: exact figures cannot hold here, a
-// worker killed mid-range records nothing for it and the writer deletes
-// cells before their move. A plain-client read then finds the family
-// exactly as expected: every legacy cell moved once unless the writer
-// deleted its column, every writer's cell as written, nothing lost,
-// revived or left unmoved.
+// The trial an SRE ran, as one test on cbtemulator. The family starts on its
+// legacy GC rule (max age 60d) with cells 8 days and more old; the schema says
+// one-second. Before the job, an unsharded dry run with the job's flags counts
+// the cells to move. The example Kubernetes migrate job, 4 shards
+// (JOB_COMPLETION_INDEX) with Bigtable-held checkpoints and reports (-report
+// bigtable://T/JOB), runs as processes of the built binary beside a live
+// writer that deletes and writes; two workers, chosen by the seed, are
+// SIGKILLed mid-run (bttl migrate merge of the job then refuses, naming a
+// killed shard, whose report is missing) and restarted in fresh directories.
+// Every worker exits 0 (a cell the writer deleted leaves nothing to do), and
+// migrate merge says the job is done (after rerunning a shard it names, where
+// the writer deleted the last cell moved in a range), its figures bounded by
+// the dry run's and the writer's: exact figures cannot hold here, a worker
+// killed mid-range records nothing for it and the writer deletes cells before
+// their move. A plain-client read then finds the family exactly as expected:
+// every legacy cell moved once unless the writer deleted its column, every
+// writer's cell as written, nothing lost, revived or left unmoved
+// (issue 35, Acceptance).
 //
 // Then the table is "restored" from a snapshot taken before the job
 // (deleted, re-created on its legacy rule, its cells written back with

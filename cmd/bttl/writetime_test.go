@@ -16,9 +16,9 @@ import (
 	"github.com/bttl/bttl/ttlclient"
 )
 
-// Issue 26 item 6: three cells written through bttl into a write-time
-// family are 3 live cells and 3 companions, counted apart, in audit's
-// text, JSON and metrics output (before: 6 live cells; reads return 3).
+// Three cells written through bttl into a write-time family are 3 live cells
+// and 3 companions, counted apart, in audit's text, JSON and metrics output
+// (before: 6 live cells; reads return 3) (issue 26 item 6).
 func TestAuditCountsWriteTimeCompanionsApart(t *testing.T) {
 	t.Run("bttest", func(t *testing.T) {
 		ac, dc, addr := newServer(t)

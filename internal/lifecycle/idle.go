@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"cloud.google.com/go/bigtable"
@@ -35,6 +36,24 @@ const (
 	IdleFailed
 	IdleConflict
 )
+
+// String is the result's name, the value of the metrics' result label
+// (ttlclient.IdleResult.String).
+func (r IdleResult) String() string {
+	switch r {
+	case IdleRefreshed:
+		return "refreshed"
+	case IdleSkipped:
+		return "skipped"
+	case IdleDropped:
+		return "dropped"
+	case IdleFailed:
+		return "failed"
+	case IdleConflict:
+		return "conflict"
+	}
+	return fmt.Sprintf("IdleResult(%d)", uint8(r))
+}
 
 // idleRefreshTimeout bounds one refresh, so a stuck one frees its worker.
 const idleRefreshTimeout = 30 * time.Second

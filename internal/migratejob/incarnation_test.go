@@ -17,15 +17,14 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 35, 1: a checkpoint outlives the table it describes. The job
-// finishes every key range; the table is then "restored" (deleted,
-// re-created under the same name, and its cells from before the job
-// written back with their timestamps, which is what a restore from a
-// backup gives; the emulators cannot restore one); the same job, run
-// again with the same checkpoint, moves what came back instead of
-// resuming "every range finished" and moving nothing. A rerun without a
-// restore still skips the ranges. With a file and with a Bigtable
-// checkpoint, on both servers.
+// A checkpoint outlives the table it describes. The job finishes every key
+// range; the table is then "restored" (deleted, re-created under the same
+// name, and its cells from before the job written back with their timestamps,
+// which is what a restore from a backup gives; the emulators cannot restore
+// one); the same job, run again with the same checkpoint, moves what came back
+// instead of resuming "every range finished" and moving nothing. A rerun
+// without a restore still skips the ranges. With a file and with a Bigtable
+// checkpoint, on both servers (issue 35, 1).
 func TestRestoredTableIsMigratedAgain(t *testing.T) {
 	onBothServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		for _, store := range []string{"file", "bigtable"} {
@@ -88,11 +87,11 @@ func TestRestoredTableIsMigratedAgain(t *testing.T) {
 	})
 }
 
-// Issue 35, 4: a deletion run stopped midway and restarted with the same
-// flags and checkpoint resumes: it is no longer refused because fewer
-// expired cells are left than the dry run counted (earlier runs deleted
-// some). What is left plus what the checkpoint records deleted must stay
-// within the count; in all, exactly the dry run's cells are deleted.
+// A deletion run stopped midway and restarted with the same flags and
+// checkpoint resumes: it is no longer refused because fewer expired cells are
+// left than the dry run counted (earlier runs deleted some). What is left plus
+// what the checkpoint records deleted must stay within the count; in all,
+// exactly the dry run's cells are deleted (issue 35, 4).
 func TestRestartedDeletionRunResumes(t *testing.T) {
 	h := bttestharness.New(t)
 	ctx := context.Background()

@@ -28,14 +28,13 @@ func bothServers(t *testing.T, f func(t *testing.T, h *bttestharness.Harness)) {
 	t.Run("cbtemulator", func(t *testing.T) { f(t, onEmulator(t, bttestharness.Config{})) })
 }
 
-// Issue 35 item 8: the copy procedure (copy, writers keep writing the
-// old family, copy again) carries no deletion made in the old family
-// after a row was copied: the new family then serves the deleted cell.
-// Deletions built through migrate.Mirror (a delete of one cell, a column
-// deleted to overwrite it, a value overwritten at its timestamp, an
-// Expire re-stamping a cell earlier) reach the copies; CheckCopy lists
-// exactly the copy of the one deletion made without the mirror, and
-// nothing once it is resolved.
+// The copy procedure (copy, writers keep writing the old family, copy again)
+// carries no deletion made in the old family after a row was copied: the new
+// family then serves the deleted cell. Deletions built through migrate.Mirror
+// (a delete of one cell, a column deleted to overwrite it, a value overwritten
+// at its timestamp, an Expire re-stamping a cell earlier) reach the copies;
+// CheckCopy lists exactly the copy of the one deletion made without the
+// mirror, and nothing once it is resolved (issue 35 item 8).
 func TestCopyCarriesMirroredDeletesAndCheckFindsTheOther(t *testing.T) {
 	bothServers(t, func(t *testing.T, h *bttestharness.Harness) {
 		ctx := context.Background()
@@ -150,10 +149,10 @@ func TestMirrorRefusesAnInPlacePlan(t *testing.T) {
 	assert.ErrorIs(t, err, migrate.ErrInvalidPlan)
 }
 
-// Issue 35 item 5: a range left unfinished (a collision) is read again by
-// the rerun, which finds the cells the first run moved there on the
-// target: the counts carried over from the checkpoint (MovedBefore) make
-// the job's total what was moved, every cell once.
+// A range left unfinished (a collision) is read again by the rerun, which
+// finds the cells the first run moved there on the target: the counts carried
+// over from the checkpoint (MovedBefore) make the job's total what was moved,
+// every cell once (issue 35 item 5).
 func TestResumedCountsAddUpToWhatWasMoved(t *testing.T) {
 	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()

@@ -19,9 +19,9 @@ import (
 	"github.com/bttl/bttl/strategy"
 )
 
-// Issue 30 item 7: a failed move names its row and column as every bttl
-// message does (internal/keytext): quoted, so a newline in a key cannot
-// forge a log line, and cut, so a 4 KiB key does not flood it.
+// A failed move names its row and column as every bttl message does
+// (internal/keytext): quoted, so a newline in a key cannot forge a log line,
+// and cut, so a 4 KiB key does not flood it (issue 30 item 7).
 func TestMigrateErrorQuotesAndCutsTheKeys(t *testing.T) {
 	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
 	require.NoError(t, err)

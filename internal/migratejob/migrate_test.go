@@ -446,11 +446,11 @@ func TestFirstSwitchBeforeNanosecondRangeIsRefused(t *testing.T) {
 	assert.Equal(t, "FirstSwitch", pe.Field)
 }
 
-// Issue 35, 4: a cell a writer deletes between the read and the move
-// leaves nothing to do: counted Gone, not Changed, not in Unmoved, so a
-// run beside a live writer that deletes is complete (its range finished,
-// exit 0). A cell a writer rewrote at the same timestamp still needs its
-// move: Changed, in Unmoved.
+// A cell a writer deletes between the read and the move leaves nothing to do:
+// counted Gone, not Changed, not in Unmoved, so a run beside a live writer
+// that deletes is complete (its range finished, exit 0). A cell a writer
+// rewrote at the same timestamp still needs its move: Changed, in Unmoved
+// (issue 35, 4).
 func TestACellDeletedByAWriterLeavesNothingToDo(t *testing.T) {
 	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()

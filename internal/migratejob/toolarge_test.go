@@ -13,10 +13,10 @@ import (
 	migrate "github.com/bttl/bttl/internal/migratejob"
 )
 
-// Issue 35 item 7: an expired cell too large to pin was counted expired by
-// the dry run (the count -expect-expired takes) but could never be deleted
-// pinned, so the deleting run's count never matched. It is counted too
-// large to pin by both, and the deletion of the others goes through.
+// An expired cell too large to pin was counted expired by the dry run (the
+// count -expect-expired takes) but could never be deleted pinned, so the
+// deleting run's count never matched. It is counted too large to pin by both,
+// and the deletion of the others goes through (issue 35 item 7).
 func TestExpiredTooLargeToPinCountsTheSameInDryAndDeletingRuns(t *testing.T) {
 	h, tbl, now, at := rowTable(t)
 	ctx := context.Background()

@@ -13,8 +13,8 @@ import (
 	scan "github.com/bttl/bttl/internal/scanjob"
 )
 
-// Issue 30 item 7: ranges and shard keys in scan's messages show keys as
-// every bttl message does (internal/keytext): quoted and cut.
+// Ranges and shard keys in scan's messages show keys as every bttl message
+// does (internal/keytext): quoted and cut (issue 30 item 7).
 func TestScanMessagesQuoteAndCutKeys(t *testing.T) {
 	long := strings.Repeat("k", 10<<10)
 	r := scan.Range{Start: "a\nb", End: long}

@@ -39,12 +39,11 @@ func checkSQLPlacement(t *testing.T, query string) {
 	require.Equal(t, len(tables), clauses, "%q: %v returned for %d FROM clauses", query, tables, clauses)
 }
 
-// Issue 26 item 5, as a property: random queries built by splicing
-// table-reading fragments (subqueries starting with FROM or SELECT, pipe
-// operators, joins, TABLE arguments, second statements) into accepted
-// queries, at token boundaries and at random bytes (inside strings and
-// comments too), are either refused or classified with every FROM placed
-// (checkSQLPlacement).
+// Random queries built by splicing table-reading fragments (subqueries
+// starting with FROM or SELECT, pipe operators, joins, TABLE arguments, second
+// statements) into accepted queries, at token boundaries and at random bytes
+// (inside strings and comments too), are either refused or classified with
+// every FROM placed (checkSQLPlacement) (issue 26 item 5, as a property).
 func TestSQLClassifierPlacesEveryFrom(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("BTTL_SEED"); s != "" {

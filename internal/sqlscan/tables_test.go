@@ -78,7 +78,7 @@ func TestSQLTables(t *testing.T) {
 		"SELECT 1; SELECT * FROM t":                 "more than one statement",
 		"SELECT * FROM plain; FROM t":               "more than one statement",
 		"SELECT * FROM p(TABLE t)":                  "a TABLE argument",
-		// Issue 26 item 5: subqueries starting with FROM (pipe syntax).
+		// Subqueries starting with FROM (pipe syntax) (issue 26 item 5).
 		"SELECT * FROM plain WHERE EXISTS(FROM events)":              "a FROM it cannot place (FROM events)",
 		"SELECT * FROM plain ORDER BY (FROM events)":                 "a FROM it cannot place (FROM events)",
 		"SELECT ARRAY(FROM events) FROM plain":                       "a FROM it cannot place (FROM events)",

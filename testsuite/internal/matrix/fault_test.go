@@ -289,14 +289,14 @@ func (s *onEOF) RecvMsg(m any) error {
 	return err
 }
 
-// Issue 34: through Table.API the interceptor assigns a server-timestamp
-// cell's timestamp on each attempt it sees. The client does not retry a
-// mutation carrying a server timestamp (mutationsAreRetryable, v1.58.0),
-// so a write the server applied and then reported Unavailable is not sent
-// again: one cell, and the caller sees the Unavailable. A cell with an
-// explicit timestamp is retried and rewritten the same way each time:
-// still one cell. The clock moves a second at each fault, so a second
-// attempt with a reassigned timestamp would store a second cell.
+// Through Table.API the interceptor assigns a server-timestamp cell's
+// timestamp on each attempt it sees. The client does not retry a mutation
+// carrying a server timestamp (mutationsAreRetryable, v1.58.0), so a write the
+// server applied and then reported Unavailable is not sent again: one cell,
+// and the caller sees the Unavailable. A cell with an explicit timestamp is
+// retried and rewritten the same way each time: still one cell. The clock
+// moves a second at each fault, so a second attempt with a reassigned
+// timestamp would store a second cell (issue 34).
 func TestTimestampAssignedOnceAcrossRetries(t *testing.T) {
 	h, f := newFlaky(t, 0)
 	schema := strategy.Schema{"def": strategy.DefaultExpiry(time.Hour), "one": strategy.OneSecond()}

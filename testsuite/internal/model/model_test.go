@@ -127,10 +127,10 @@ func values(cs []model.Cell) []string {
 	return out
 }
 
-// Issue 14, finding 10(a): the model, like the library, adds a TTL to the
-// clock reading in nanoseconds and truncates once: clock T+999.6µs and ttl
-// 1ms+500ns give ms(T+2000.1µs) = T+2000, where truncating each to the
-// microsecond first gave T+1000.
+// The model, like the library, adds a TTL to the clock reading in nanoseconds
+// and truncates once: clock T+999.6µs and ttl 1ms+500ns give ms(T+2000.1µs) =
+// T+2000, where truncating each to the microsecond first gave T+1000
+// (issue 14, finding 10(a)).
 func TestTimestampFromNanoseconds(t *testing.T) {
 	m := model.New(schema())
 	base := int64(1_700_000_000_000_000)
@@ -146,8 +146,8 @@ func TestTimestampFromNanoseconds(t *testing.T) {
 	assert.Len(t, m.View("r", base+2000), 1, "the one-second cell expires at its timestamp")
 }
 
-// Issue 14, finding 10(b): past the largest timestamp a one-second cell
-// cannot be live, and no write can store one.
+// Past the largest timestamp a one-second cell cannot be live, and no write
+// can store one (issue 14, finding 10(b)).
 func TestPastMaxTimestamp(t *testing.T) {
 	m := model.New(strategy.Schema{"one": strategy.OneSecond(strategy.WithDefaultTTL(time.Hour)), "plain": strategy.Unmanaged()})
 	end := time.UnixMicro(int64(strategy.MaxTimestamp) + 500)

@@ -2,78 +2,14 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bttl/bttl/bttest_harness/prodserver"
 )
-
-// BIGTABLE_EMULATOR_HOST may carry a scheme (http://, https://,
-// passthrough:///), which the Bigtable client strips before dialling
-// (internal/option/option.go, v1.58.0) and the endpoint probe strips too:
-// bttl, which dials the emulator itself to install its interceptors, must
-// reach the same server.
-func TestEmulatorHostWithSchemeAsTheClientTakesIt(t *testing.T) {
-	ac, dc, addr := newServer(t)
-	ctx := context.Background()
-	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "users", ColumnFamilies: map[string]bigtable.Family{
-		"session": {}, "doc": {}, "raw": {},
-	}}))
-	m := bigtable.NewMutation()
-	m.Set("session", "tok", bigtable.Time(time.Now().Add(time.Hour)).TruncateToMilliseconds(), []byte("x"))
-	require.NoError(t, dc.Open("users").Apply(ctx, "a", m))
-	schemaPath := writeFile(t, "schema.yaml", lookupSchemaYAML)
-	for _, host := range []string{addr, "http://" + addr, "https://" + addr, "passthrough:///" + addr} {
-		r := bttl(t, host, "", "-timeout", "10s", "-schema", schemaPath, "read", "-json", "users")
-		require.Equal(t, exitOK, r.code, "BIGTABLE_EMULATOR_HOST=%s: %s", host, r.stderr)
-		assert.True(t, strings.HasPrefix(r.stdout, `{"row":"a"`), "BIGTABLE_EMULATOR_HOST=%s: %s", host, r.stdout)
-	}
-}
-
-// A RESOURCE_EXHAUSTED whose RetryInfo asks for an hour holds every scan
-// worker inside its row callback, where -stall does not look: the
-// command must not sit there for the hour (no -timeout given). The hold
-// is at most -stall; the refused ReadRows' own retry is cut by -stall, and
-// the read once more from its last row finds the server answering.
-func TestLongRetryInfoDoesNotHoldTheScanPastTheStall(t *testing.T) {
-	first := true
-	srv := prodserver.New(t, prodserver.Config{RetryDelay: time.Hour, Fault: func(c prodserver.Call) prodserver.Fault {
-		if c.Method == "ReadRows" && first {
-			first = false
-			return prodserver.FaultThrottle
-		}
-		return prodserver.FaultNo
-	}})
-	clientsWithTable(t, srv.Addr, "legacy", "f")
-	_, dc := serverClientsAt(t, srv.ClusterAddr(prodserver.DefaultCluster))
-	now := time.Now().Add(-time.Second)
-	loadRealTimestamps(t, dc, "legacy", "f", 20, 2, now)
-	schema := writeFile(t, "s.yaml", oneSecondSchema)
-	t.Setenv("BIGTABLE_EMULATOR_HOST", srv.Addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan result, 1)
-	start := time.Now()
-	go func() {
-		done <- runRaw(ctx, "-project=p", "-instance=i", "-schema="+schema, "audit", "-table=legacy", "-json", "-stall=1s",
-			"-now="+now.Add(time.Hour).UTC().Format(time.RFC3339Nano))
-	}()
-	select {
-	case r := <-done:
-		require.Equal(t, exitOK, r.code, r.stderr)
-		t.Logf("audit done in %s, server counts %+v", time.Since(start), srv.Counts())
-		assert.EqualValues(t, 1, srv.Counts().Throttled)
-	case <-time.After(30 * time.Second):
-		cancel()
-		<-done
-		t.Fatalf("the audit still waited after 30s for a RetryInfo of an hour, with -stall 1s")
-	}
-}
 
 // An in-place migration whose scan goes through a Data Boost profile
 // (-app-profile) sees only the writes of more than half an hour ago:
