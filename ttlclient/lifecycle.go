@@ -16,7 +16,7 @@ import (
 // newLifecycle is what the lifecycle operations need of t.
 func (t *Table) newLifecycle() *lifecycle.Ops {
 	return &lifecycle.Ops{
-		Policy:  t.policy,
+		Policy:  t.rules.Policy,
 		Schema:  t.schema,
 		Clock:   t.clock,
 		Filters: t.filters,

@@ -54,7 +54,7 @@ func (t *Table) SetColumns(ctx context.Context, row, family string, values map[s
 	if err := t.checkRowKey(row); err != nil {
 		return false, err
 	}
-	if _, err := lifecycle.AgePolicy(t.policy(family)); err != nil {
+	if _, err := lifecycle.AgePolicy(t.rules.Policy(family)); err != nil {
 		return false, t.refuse(row, family, "", err)
 	}
 	if len(values) == 0 {

@@ -130,7 +130,7 @@ func (a tableAPI) ApplyReadModifyWrite(ctx context.Context, row string, m *bigta
 // write arrives (strategy.ErrAlreadyExpired). It fails as
 // Mutation.SetTTL(family, column, ttl, v) does, in a *CellError.
 func (t *Table) Timestamp(family string, ttl time.Duration) (bigtable.Timestamp, error) {
-	p, ok := t.policy(family)
+	p, ok := t.rules.Policy(family)
 	if !ok {
 		return 0, &CellError{Table: t.name, Family: family, TTL: ttl, Err: ErrUnknownFamily, named: true}
 	}

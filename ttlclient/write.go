@@ -298,11 +298,6 @@ func (t *Table) refusal(row string, r *rules.Refusal) *CellError {
 	return e
 }
 
-// policy is family's policy: the schema's, else the unlisted families'
-// when WithUnlistedFamilies was given; ok is false for a family neither
-// covers (a write to it is refused with ErrUnknownFamily).
-func (t *Table) policy(family string) (p strategy.Policy, ok bool) { return t.rules.Policy(family) }
-
 // cell records a cell set in family with timestamp ts at now.
 func (o *observer) cell(p *strategy.Policy, op *rules.Op, ts, now bigtable.Timestamp) {
 	if o == nil {
