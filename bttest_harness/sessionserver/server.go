@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/bttl/bttl/internal/keytext"
 )
 
 // Defaults of Config.
@@ -324,9 +326,9 @@ func mergeRow(chunks []*btpb.ReadRowsResponse_CellChunk) (*btpb.Row, error) {
 			if key := c.GetRowKey(); len(key) > 0 {
 				switch {
 				case row != nil && !bytes.Equal(key, row.Key):
-					return nil, status.Errorf(codes.Internal, "sessionserver: ReadRows row %q inside row %q", key, row.Key)
+					return nil, status.Errorf(codes.Internal, "sessionserver: ReadRows row %s inside row %s", keytext.Quote(string(key)), keytext.Quote(string(row.Key)))
 				case committed != nil:
-					return nil, status.Errorf(codes.Internal, "sessionserver: ReadRows of one key returned a second row %q", key)
+					return nil, status.Errorf(codes.Internal, "sessionserver: ReadRows of one key returned a second row %s", keytext.Quote(string(key)))
 				case row == nil:
 					row, fam, col = &btpb.Row{Key: key}, nil, nil
 				}
