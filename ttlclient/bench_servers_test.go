@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	"github.com/bttl/bttl/internal/benchloop"
 	"github.com/bttl/bttl/internal/testenv"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
@@ -268,8 +268,6 @@ func interleave(b *testing.B, cells int, impls map[string]func()) {
 			names = append(names, n)
 		}
 	}
-	spent := map[string]time.Duration{}
-	cpu := map[string]time.Duration{}
 	// GC cycles, and the process's CPU time in the GC and in Go code (the
 	// in-process server's included): estimates by the runtime, whole
 	// process, all impls together.
@@ -277,19 +275,9 @@ func interleave(b *testing.B, cells int, impls map[string]func()) {
 	runtime.GC()
 	metrics.Read(gc)
 	gc0, gcCPU0, userCPU0 := gc[0].Value.Uint64(), gc[1].Value.Float64(), gc[2].Value.Float64()
-	n := 0
-	for i := 0; b.Loop(); i++ {
-		for k := range names {
-			name := names[(i+k)%len(names)]
-			c0 := processCPU(b)
-			t0 := time.Now()
-			impls[name]()
-			spent[name] += time.Since(t0)
-			cpu[name] += processCPU(b) - c0
-		}
-		n++
-	}
+	r := benchloop.Run(b, names, impls)
 	metrics.Read(gc)
+	spent, cpu, n := r.Wall, r.CPU, r.N
 	for _, name := range names {
 		b.ReportMetric(float64(spent[name].Nanoseconds())/float64(n), name+"-ns/op")
 		if cells > 0 {
@@ -527,13 +515,4 @@ func BenchmarkServersWrites(b *testing.B) {
 			})
 		}
 	})
-}
-
-// processCPU is the process's CPU time so far, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
