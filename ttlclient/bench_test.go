@@ -22,6 +22,7 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/filters"
+	"github.com/bttl/bttl/internal/benchloop"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -675,12 +676,12 @@ func BenchmarkInterleavedBuild(b *testing.B) {
 			for k := range sides {
 				j := (i + k) % len(sides)
 				runtime.ReadMemStats(&ms)
-				a0, by0, c0, t0 := ms.Mallocs, ms.TotalAlloc, processCPU(b), time.Now()
+				a0, by0, c0, t0 := ms.Mallocs, ms.TotalAlloc, benchloop.ProcessCPU(b), time.Now()
 				for range block {
 					sides[j].build()
 				}
 				spent[j] += time.Since(t0)
-				cpu[j] += processCPU(b) - c0
+				cpu[j] += benchloop.ProcessCPU(b) - c0
 				runtime.ReadMemStats(&ms)
 				allocs[j] += ms.Mallocs - a0
 				bytes[j] += ms.TotalAlloc - by0
