@@ -1,6 +1,7 @@
 package provision_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -16,14 +17,15 @@ func TestSafetyErrorsQuoteAndCutTheFirstCell(t *testing.T) {
 	row, col := "u1\nlevel=ERROR msg=forged", strings.Repeat("q", 10<<10)
 	shown := `first: row "u1\nlevel=ERROR msg=forged", column "` + strings.Repeat("q", 64) + `"...(10240 bytes)`
 	for _, err := range []error{
-		&provision.RealTimestampsError{Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
-		&provision.HiddenColumnsError{Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
-		&provision.SequenceCellsError{Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
-		&provision.NotSequenceError{Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
+		&provision.AdoptionError{Err: provision.ErrRealTimestamps, Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
+		&provision.AdoptionError{Err: provision.ErrHiddenColumns, Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
+		&provision.AdoptionError{Err: provision.ErrAgeOverSequence, Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
+		&provision.AdoptionError{Err: provision.ErrNotSequenceNumbers, Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
+		&provision.AdoptionError{Table: "t", Family: "f", Cells: 1, Row: row, Column: col},
 	} {
-		assert.Contains(t, err.Error(), shown, "%T", err)
-		assert.NotContains(t, err.Error(), "\n", "%T", err)
-		assert.Less(t, len(err.Error()), 1500, "%T", err)
+		assert.Contains(t, err.Error(), shown, "%v", errors.Unwrap(err))
+		assert.NotContains(t, err.Error(), "\n", "%v", errors.Unwrap(err))
+		assert.Less(t, len(err.Error()), 1500, "%v", errors.Unwrap(err))
 	}
 	i := &provision.Impact{Collectable: 1, Row: row, Column: col}
 	assert.Contains(t, i.String(), shown)

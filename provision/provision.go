@@ -21,64 +21,13 @@ import (
 )
 
 // ErrRealTimestamps: a family about to be put on one-second expiry holds
-// cells whose timestamps are at or before now; see *RealTimestampsError.
+// cells whose timestamps are at or before now (*AdoptionError).
 // It wraps ErrUnsafeAdoption.
 var ErrRealTimestamps = fmt.Errorf("%w: one-second expiry would delete cells with real timestamps", ErrUnsafeAdoption)
 
 // ErrPlanMismatch: Execute was given a schema other than the one its plan
 // was made for; carrying it out could set a rule nobody planned.
 var ErrPlanMismatch = errors.New("bttl: plan was made for a different schema")
-
-// RealTimestampsError names the family and the cells the scan found:
-// real times at or before now (timestamps before strategy.RealTimeFloor
-// are sequence numbers, reported by *SequenceCellsError).
-type RealTimestampsError struct {
-	Table, Family string
-	// Cells is how many such cells the scan read (a lower bound unless
-	// Exact).
-	Cells int64
-	// Rows of the family the scan read.
-	Rows int64
-	// Row, Column and Timestamp are the first one found.
-	Row, Column string
-	Timestamp   bigtable.Timestamp
-	Now         bigtable.Timestamp
-	// Exact: every row of the family was read. Sampled: the scan read a
-	// sample (WithSampledSafetyScan), so cells outside it were not checked.
-	Exact, Sampled bool
-	// Forced: the change goes ahead (WithForce).
-	Forced bool
-	// LegacyBound is WithWrittenBefore's instant plus its clock skew (zero
-	// without it): the cells counted are stamped at or before it, where a
-	// real write time can be; those stamped after it, at or before now,
-	// are expiry instants already passed (Passed), not counted in Cells.
-	LegacyBound bigtable.Timestamp
-	Passed      int64
-}
-
-func (e *RealTimestampsError) Error() string {
-	s := fmt.Sprintf("bttl: one-second expiry would delete cells with real timestamps: table %q, family %q: %s with timestamps at or before now %s",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(e.Now))
-	if e.LegacyBound != 0 {
-		s += fmt.Sprintf(" and at or before %s (-written-before plus the clock skew), where a real write time can be", formatTimestamp(e.LegacyBound))
-	}
-	s += fmt.Sprintf(" (first: row %s, column %s, timestamp %s); ", keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
-	if e.Passed > 0 {
-		s += fmt.Sprintf("%d other cell(s), stamped after it, are expiry instants already passed and not counted; ", e.Passed)
-	}
-	if e.Forced {
-		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
-	}
-	if e.LegacyBound == 0 {
-		// What cannot be proven is reported: a timestamp alone does not
-		// say whether it is a write time or an expiry instant.
-		return s + "they would expire at once: move them first, or force; if they are cells bttl wrote or bttl migrate moved whose expiry has since passed, " +
-			"give the -written-before (and -clock-skew) the migration used, so that those stamped after it are told apart (docs/design.md#apply-after-migrate)"
-	}
-	return s + "they would expire at once: real write times, or bttl cells stamped in the switch window: move them first (bttl migrate lists them), or force"
-}
-
-func (e *RealTimestampsError) Unwrap() error { return ErrRealTimestamps }
 
 // Caveat is docs/design.md#replication, printed when a change lowers or raises a rule.
 const Caveat = "caveat (replicated tables): lowering a max-versions or max-age rule can take up to a week to reach every cluster, " +
@@ -527,15 +476,18 @@ func (p *Provisioner) Apply(ctx context.Context, table string, schema strategy.S
 // stripped), stopping only once they have found enough offending cells to
 // refuse (the count is then a lower bound, and says so); with
 // WithSampledSafetyScan, a sample of rows instead. It returns nil, a scan error, or the refusals joined
-// (errors.Join), each wrapping ErrUnsafeAdoption:
-//   - *RealTimestampsError: one-second expiry over cells at or before now;
-//   - *SequenceCellsError: an age rule over sequence numbers (timestamps
+// (errors.Join), each an *AdoptionError wrapping ErrUnsafeAdoption and
+// the sentinel of its finding:
+//   - ErrRealTimestamps: one-second expiry over cells at or before now;
+//   - ErrAgeOverSequence: an age rule over sequence numbers (timestamps
 //     before strategy.RealTimeFloor), or over cells past the new max age
 //     when the current rule is max versions;
-//   - *NotSequenceError: the sequence strategy over timestamps that are
-//     not seq*1000 below strategy.RealTimeFloor;
-//   - *HiddenColumnsError: write times over qualifiers from 0xFF 0xFF on
-//     that are not write-time companions.
+//   - ErrNotSequenceNumbers: the sequence strategy over timestamps that
+//     are not seq*1000 below strategy.RealTimeFloor;
+//   - ErrHiddenColumns: write times over qualifiers from 0xFF 0xFF on
+//     that are not write-time companions;
+//   - ErrChangeStreamLoss: a plan that disables the change stream or
+//     shortens its retention (WithChangeStream).
 //
 // Refusals are returned also when forced (marked Forced, saying what is
 // lost), so callers can show them; Execute then goes ahead.
