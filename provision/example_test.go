@@ -422,32 +422,6 @@ func exRealTimeDoc(ctx context.Context, h *bttestharness.Harness) {
 	}
 }
 
-// A rule does not say which strategy it was set for: "doc" keeps 5
-// versions as Sequence(5) needs, yet holds a real timestamp. CheckUnchanged
-// scans the families whose rule already matches (what bttl verify adds to
-// the rule check).
-func ExampleProvisioner_CheckUnchanged() {
-	ctx := context.Background()
-	h, admin := exLegacy(ctx)
-	defer h.Close()
-	exRealTimeDoc(ctx, h)
-
-	p := provision.New(admin, h.Raw)
-	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("empty plan:", plan.Empty(), "unchanged:", plan.Unchanged[0].Family)
-	err = p.CheckUnchanged(ctx, plan)
-	var ns *provision.AdoptionError
-	if errors.As(err, &ns) && errors.Is(ns, provision.ErrNotSequenceNumbers) {
-		fmt.Printf("family %q: %d real time(s)\n", ns.Family, ns.RealTimes)
-	}
-	// Output:
-	// empty plan: true unchanged: doc
-	// family "doc": 1 real time(s)
-}
-
 // WithAssumeAdopted skips the scan of families whose rule matches, for
 // data checked before; the plan names them.
 func ExampleWithAssumeAdopted() {
@@ -484,22 +458,6 @@ func ExampleProvisioner_PlanAndCheck() {
 	// Output:
 	// true
 	// session 1
-}
-
-// WithoutImpact plans without reading data: a lowering change has no
-// count (bttl verify needs only the changes).
-func ExampleWithoutImpact() {
-	ctx := context.Background()
-	h, admin := exLegacy(ctx)
-	defer h.Close()
-
-	p := provision.New(admin, h.Raw, provision.WithoutImpact())
-	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(3)})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
-	// Output: true true
 }
 
 // After a migration to one-second expiry, a moved cell whose expiry has

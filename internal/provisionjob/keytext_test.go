@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 )
 
 // Issue 30 item 7: the first cell a safety scan names is shown as every

@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 

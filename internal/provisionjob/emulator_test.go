@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/internal/testenv"
-	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
 

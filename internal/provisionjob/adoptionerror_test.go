@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 )
 
 // One struct error carries every adoption finding: errors.Is matches the
