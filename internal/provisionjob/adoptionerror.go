@@ -1,6 +1,7 @@
 package provisionjob
 
 import (
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/bigtable"
@@ -83,16 +84,19 @@ func (e *AdoptionError) Unwrap() error {
 }
 
 func (e *AdoptionError) Error() string {
-	switch e.Err {
-	case ErrRealTimestamps:
+	// errors.Is, not ==: a finding wrapped with more context keeps its
+	// kind's message.
+	switch err := e.Err; {
+	case err == nil:
+	case errors.Is(err, ErrRealTimestamps):
 		return e.realTimestamps()
-	case ErrAgeOverSequence:
+	case errors.Is(err, ErrAgeOverSequence):
 		return e.ageOverSequence()
-	case ErrNotSequenceNumbers:
+	case errors.Is(err, ErrNotSequenceNumbers):
 		return e.notSequence()
-	case ErrHiddenColumns:
+	case errors.Is(err, ErrHiddenColumns):
 		return e.hiddenColumns()
-	case ErrChangeStreamLoss:
+	case errors.Is(err, ErrChangeStreamLoss):
 		return e.streamLoss()
 	}
 	// Built by hand with another error: its text, and where.

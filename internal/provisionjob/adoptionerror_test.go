@@ -59,6 +59,9 @@ func TestAdoptionErrorWithoutAFinding(t *testing.T) {
 	assert.ErrorIs(t, e, provision.ErrUnsafeAdoption)
 	assert.Equal(t, `bttl: the rule change would delete or hide stored cells: table "t", family "f"`, e.Error())
 	assert.Contains(t, (&provision.AdoptionError{Err: provision.ErrChangeStreamLoss, Table: "t"}).Error(), `table "t"`, "no Stream: no panic")
+	wrapped := &provision.AdoptionError{Err: fmt.Errorf("migration 7: %w", provision.ErrHiddenColumns), Table: "t", Family: "f"}
+	assert.ErrorIs(t, wrapped, provision.ErrHiddenColumns)
+	assert.Contains(t, wrapped.Error(), "the family holds columns write times would hide", "a wrapped finding keeps its kind's message")
 }
 
 // Refusals are joined, one per finding: errors.As gives the first, and
