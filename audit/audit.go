@@ -11,6 +11,7 @@ import (
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/auditrule"
 	"github.com/bttl/bttl/internal/bttlerr"
 	"github.com/bttl/bttl/internal/companion"
 	scan "github.com/bttl/bttl/internal/scanjob"
@@ -383,23 +384,10 @@ func (r *Report) NoteGCRules(families map[string]*adminpb.ColumnFamily) {
 			f.GCRule = gcrule.Describe(rule)
 		}
 		f.RuleMatches = f.managed && gcrule.Check(r.Table, f.Family, f.policy, cf) == nil
-		if !RuleCollectsExpired(cf, f.policy) {
+		if !auditrule.CollectsExpired(cf, f.policy) {
 			f.classifyByRule()
 		}
 	}
-}
-
-// RuleCollectsExpired reports whether the family's GC rule, even when not
-// the one the age policy p needs, collects every cell that one would (an
-// age as short or shorter, in a union: a versions rule beside it, say):
-// then the cells p reads as expired are GC's stock all the same, not cells
-// kept by the family's rule (docs/design.md#not-on-rule).
-func RuleCollectsExpired(cf *adminpb.ColumnFamily, p strategy.Policy) bool {
-	if k := p.Kind(); k != strategy.KindOneSecond && k != strategy.KindDefaultExpiry {
-		return false
-	}
-	n := gcrule.Normalize(cf.GetGcRule())
-	return !n.Intersection && !n.Unrecognized && n.HasAge && n.Age <= p.MaxAge()
 }
 
 // classifyByRule moves the cells an age family's strategy reads as expired

@@ -6,18 +6,19 @@
 // Before it changes an existing family's rule it scans every row of the
 // family (a sample only with the unsafe WithSampledSafetyScan, which says
 // so) for cells the change would lose or hide, and refuses unless forced (WithForce), naming the family, the
-// count and a first cell; every refusal wraps ErrUnsafeAdoption:
+// count and a first cell in an *AdoptionError, which wraps ErrUnsafeAdoption
+// and the sentinel of its finding:
 //   - one-second expiry over cells at or before now (real or server
-//     timestamps, deleted at once): *RealTimestampsError;
+//     timestamps, deleted at once): ErrRealTimestamps;
 //   - an age rule over sequence numbers, or over a max-versions family's
 //     cells past the new max age (all deleted at the next compaction):
-//     *SequenceCellsError;
+//     ErrAgeOverSequence;
 //   - the sequence strategy over timestamps that are not seq*1000: real
 //     times outrank every sequence number, so reads return them and max
-//     versions collects the new writes instead: *NotSequenceError;
+//     versions collects the new writes instead: ErrNotSequenceNumbers;
 //   - write times over cells under the reserved qualifiers (0xFF 0xFF...)
 //     that are not write-time companions, which every read through bttl
-//     would skip: *HiddenColumnsError.
+//     would skip: ErrHiddenColumns.
 //
 // A GC rule does not say which strategy it was set for, and write times
 // change no rule, so the last two are checked for every sequence and
@@ -39,8 +40,8 @@
 // the plan also sets the table's change stream: enabled with a retention
 // of 1 to 7 days, or disabled (docs/design.md#change-stream-config).
 // Disabling it or shortening its retention drops records Bigtable kept,
-// refused unless forced: *ChangeStreamLossError, which wraps
-// ErrUnsafeAdoption like the refusals above.
+// refused unless forced: an *AdoptionError wrapping ErrChangeStreamLoss,
+// and ErrUnsafeAdoption like the refusals above.
 //
 // When a change lowers or raises an existing rule it prints the
 // replication caveats of docs/design.md#replication: lowering can take up to a

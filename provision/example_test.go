@@ -158,8 +158,8 @@ func ExampleProvisioner_CheckAdoptions() {
 		panic(err)
 	}
 	err = p.CheckAdoptions(ctx, plan)
-	var rt *provision.RealTimestampsError
-	if errors.As(err, &rt) {
+	var rt *provision.AdoptionError
+	if errors.As(err, &rt) && errors.Is(rt, provision.ErrRealTimestamps) {
 		fmt.Printf("family %q: %d cell(s), first in row %q, column %q\n", rt.Family, rt.Cells, rt.Row, rt.Column)
 	}
 	// Output: family "session": 1 cell(s), first in row "user#1", column "token"
@@ -306,7 +306,7 @@ func ExampleWithSampledSafetyScan() {
 
 	p := provision.New(admin, h.Raw, provision.WithSampleRows(1000), provision.WithSampledSafetyScan())
 	_, err := p.Apply(ctx, "events", exSchema)
-	var rt *provision.RealTimestampsError
+	var rt *provision.AdoptionError
 	fmt.Println(errors.As(err, &rt), rt.Sampled)
 	// Output: true true
 }
@@ -359,8 +359,9 @@ func ExampleWithWorkers() {
 
 // An age rule on a family that holds sequence numbers would delete every
 // cell at the next compaction: CheckAdoptions (and Apply, unless forced)
-// refuses it with a *SequenceCellsError.
-func ExampleSequenceCellsError() {
+// refuses it with an *AdoptionError wrapping ErrAgeOverSequence, which
+// names the rules and the first cell.
+func ExampleAdoptionError() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
 	defer h.Close()
@@ -372,20 +373,21 @@ func ExampleSequenceCellsError() {
 
 	p := provision.New(admin, h.Raw)
 	_, err := p.Apply(ctx, "events", strategy.Schema{"doc": strategy.DefaultExpiry(48 * time.Hour)})
-	var sc *provision.SequenceCellsError
-	if errors.As(err, &sc) {
-		fmt.Printf("refused: family %q, %d cell(s), first timestamp %d\n", sc.Family, sc.Cells, sc.Timestamp)
+	var sc *provision.AdoptionError
+	if errors.As(err, &sc) && errors.Is(sc, provision.ErrAgeOverSequence) {
+		fmt.Printf("refused: family %q (%s -> %s), %d cell(s), first timestamp %d\n", sc.Family, sc.From, sc.To, sc.Cells, sc.Timestamp)
 	}
 	fmt.Println("rule unchanged:", admin.Verify(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)}))
 	// Output:
-	// refused: family "doc", 1 cell(s), first timestamp 3000
+	// refused: family "doc" (max_versions=5 -> max_age=2d), 1 cell(s), first timestamp 3000
 	// rule unchanged: <nil>
 }
 
 // Real timestamps (as cbt and server timestamps write) in a family about
 // to become a sequence family would outrank every sequence number and hide
-// new writes: refused with a *NotSequenceError.
-func ExampleNotSequenceError() {
+// new writes: refused with an *AdoptionError wrapping ErrNotSequenceNumbers,
+// which counts the real times.
+func ExampleAdoptionError_notSequenceNumbers() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
 	defer h.Close()
@@ -399,8 +401,8 @@ func ExampleNotSequenceError() {
 	}
 
 	_, err := provision.New(admin, h.Raw).Apply(ctx, "events", strategy.Schema{"notes": strategy.Sequence(3)})
-	var ns *provision.NotSequenceError
-	if errors.As(err, &ns) {
+	var ns *provision.AdoptionError
+	if errors.As(err, &ns) && errors.Is(ns, provision.ErrNotSequenceNumbers) {
 		fmt.Printf("refused: family %q, %d cell(s), %d real time(s)\n", ns.Family, ns.Cells, ns.RealTimes)
 	}
 	fmt.Println(errors.Is(err, provision.ErrUnsafeAdoption))
@@ -418,32 +420,6 @@ func exRealTimeDoc(ctx context.Context, h *bttestharness.Harness) {
 	if err := h.Raw.Open("events").Apply(ctx, "doc#1", m); err != nil {
 		panic(err)
 	}
-}
-
-// A rule does not say which strategy it was set for: "doc" keeps 5
-// versions as Sequence(5) needs, yet holds a real timestamp. CheckUnchanged
-// scans the families whose rule already matches (what bttl verify adds to
-// the rule check).
-func ExampleProvisioner_CheckUnchanged() {
-	ctx := context.Background()
-	h, admin := exLegacy(ctx)
-	defer h.Close()
-	exRealTimeDoc(ctx, h)
-
-	p := provision.New(admin, h.Raw)
-	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(5)})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("empty plan:", plan.Empty(), "unchanged:", plan.Unchanged[0].Family)
-	err = p.CheckUnchanged(ctx, plan)
-	var ns *provision.NotSequenceError
-	if errors.As(err, &ns) {
-		fmt.Printf("family %q: %d real time(s)\n", ns.Family, ns.RealTimes)
-	}
-	// Output:
-	// empty plan: true unchanged: doc
-	// family "doc": 1 real time(s)
 }
 
 // WithAssumeAdopted skips the scan of families whose rule matches, for
@@ -482,22 +458,6 @@ func ExampleProvisioner_PlanAndCheck() {
 	// Output:
 	// true
 	// session 1
-}
-
-// WithoutImpact plans without reading data: a lowering change has no
-// count (bttl verify needs only the changes).
-func ExampleWithoutImpact() {
-	ctx := context.Background()
-	h, admin := exLegacy(ctx)
-	defer h.Close()
-
-	p := provision.New(admin, h.Raw, provision.WithoutImpact())
-	plan, err := p.Plan(ctx, "events", strategy.Schema{"doc": strategy.Sequence(3)})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(plan.Changes[0].Lowers, plan.Changes[0].Impact == nil)
-	// Output: true true
 }
 
 // After a migration to one-second expiry, a moved cell whose expiry has

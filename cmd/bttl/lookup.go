@@ -17,6 +17,7 @@ import (
 	"github.com/bttl/bttl/audit"
 	"github.com/bttl/bttl/filters"
 	"github.com/bttl/bttl/gcrule"
+	"github.com/bttl/bttl/internal/auditrule"
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/timefmt"
 	"github.com/bttl/bttl/strategy"
@@ -208,7 +209,7 @@ type familyRule struct {
 	Rule    string `json:"rule"`
 	Matches bool   `json:"matches"`
 	// collects: another rule, that collects expired cells as soon
-	// (audit.RuleCollectsExpired).
+	// (auditrule.CollectsExpired).
 	collects bool
 }
 
@@ -235,7 +236,7 @@ func (l *lookupArgs) familyRules(ctx context.Context, e *env, table string, sche
 		if r := cf.GetGcRule(); r != nil && r.GetRule() != nil {
 			rule = gcrule.Describe(r)
 		}
-		out[f] = familyRule{Rule: rule, Matches: gcrule.Check(table, f, p, cf) == nil, collects: audit.RuleCollectsExpired(cf, p)}
+		out[f] = familyRule{Rule: rule, Matches: gcrule.Check(table, f, p, cf) == nil, collects: auditrule.CollectsExpired(cf, p)}
 	}
 	return out
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/bttl/bttl/gcrule"
 	migrate "github.com/bttl/bttl/internal/migratejob"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/internal/timefmt"
-	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
 

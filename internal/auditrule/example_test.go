@@ -1,4 +1,4 @@
-package audit_test
+package auditrule_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/bttl/bttl/audit"
+	"github.com/bttl/bttl/internal/auditrule"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -15,7 +15,7 @@ import (
 // not on the rule its strategy needs, but that rule collects every cell
 // the strategy reads as expired as soon: such cells are GC's stock. A
 // legacy max age of 60 days keeps them: they are not on their rule yet.
-func ExampleRuleCollectsExpired() {
+func ExampleCollectsExpired() {
 	maxAge := func(d time.Duration) *adminpb.GcRule {
 		return &adminpb.GcRule{Rule: &adminpb.GcRule_MaxAge{MaxAge: durationpb.New(d)}}
 	}
@@ -23,6 +23,6 @@ func ExampleRuleCollectsExpired() {
 		maxAge(time.Second), {Rule: &adminpb.GcRule_MaxNumVersions{MaxNumVersions: 1}},
 	}}}}}
 	legacy := &adminpb.ColumnFamily{GcRule: maxAge(60 * 24 * time.Hour)}
-	fmt.Println(audit.RuleCollectsExpired(union, strategy.OneSecond()), audit.RuleCollectsExpired(legacy, strategy.OneSecond()))
+	fmt.Println(auditrule.CollectsExpired(union, strategy.OneSecond()), auditrule.CollectsExpired(legacy, strategy.OneSecond()))
 	// Output: true false
 }

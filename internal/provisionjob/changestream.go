@@ -1,4 +1,4 @@
-package provision
+package provisionjob
 
 import (
 	"context"
@@ -86,30 +86,8 @@ func describeRetention(d time.Duration) string {
 // the new retention (all of them when disabled), which a consumer that is
 // behind, or restarts from an older token, can no longer read. It wraps
 // ErrUnsafeAdoption: refused unless WithForce, like a rule change that
-// deletes cells. See *ChangeStreamLossError.
+// deletes cells. See *AdoptionError.
 var ErrChangeStreamLoss = fmt.Errorf("%w: the change stream would lose records", ErrUnsafeAdoption)
-
-// ChangeStreamLossError names the table and the change.
-type ChangeStreamLossError struct {
-	Table  string
-	Change StreamChange
-	// Forced: the change goes ahead (WithForce).
-	Forced bool
-}
-
-func (e *ChangeStreamLossError) Error() string {
-	lost := "every record it keeps"
-	if e.Change.To > 0 {
-		lost = "its records older than " + timefmt.Duration(e.Change.To)
-	}
-	s := fmt.Sprintf("%stable %q: %s drops %s; a consumer behind, or restarting from an older token, cannot read them", bttlerr.Prefix, e.Table, e.Change, lost)
-	if e.Forced {
-		return s + "; forced"
-	}
-	return s + "; force to go ahead"
-}
-
-func (e *ChangeStreamLossError) Unwrap() error { return ErrChangeStreamLoss }
 
 // planStream sets plan.Stream when o asks for a stream other than the
 // table's.
@@ -141,7 +119,8 @@ func (p *Provisioner) streamRefusal(plan *Plan) error {
 	if plan.Stream == nil || !plan.Stream.loses() {
 		return nil
 	}
-	return &ChangeStreamLossError{Table: plan.Table, Change: *plan.Stream, Forced: p.force}
+	change := *plan.Stream
+	return &AdoptionError{Err: ErrChangeStreamLoss, Table: plan.Table, Stream: &change, Forced: p.force}
 }
 
 // executeStream makes the planned change of the table's change stream.

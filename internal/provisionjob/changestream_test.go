@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/bttl/bttl/bttest_harness/changestreams"
 	"github.com/bttl/bttl/gcrule"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -110,8 +110,9 @@ func TestChangeStreamLossRefusedUnlessForced(t *testing.T) {
 		assert.Equal(t, c.line, plan.Stream.String())
 		assert.True(t, errors.Is(err, provision.ErrChangeStreamLoss))
 		assert.True(t, errors.Is(err, provision.ErrUnsafeAdoption))
-		var le *provision.ChangeStreamLossError
+		var le *provision.AdoptionError
 		require.True(t, errors.As(err, &le))
+		assert.Equal(t, provision.ErrChangeStreamLoss, le.Err, "the first finding is the one named")
 		assert.Equal(t, "t", le.Table)
 		assert.False(t, le.Forced)
 		assert.Contains(t, err.Error(), c.msg)

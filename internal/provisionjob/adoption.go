@@ -1,4 +1,4 @@
-package provision
+package provisionjob
 
 import (
 	"context"
@@ -31,138 +31,18 @@ var ErrUnsafeAdoption = errors.New("bttl: the rule change would delete or hide s
 // ErrAgeOverSequence: an age rule (one-second or default expiry) is about
 // to be put on a family whose cells are sequence numbers (timestamps
 // before strategy.RealTimeFloor) or whose current rule is max versions;
-// see *SequenceCellsError.
+// the *AdoptionError's From and To name the rules.
 var ErrAgeOverSequence = fmt.Errorf("%w: an age rule would delete a sequence family's cells", ErrUnsafeAdoption)
 
 // ErrNotSequenceNumbers: a family about to be put on the sequence strategy
-// holds cells whose timestamps are not sequence numbers; see
-// *NotSequenceError.
+// holds cells whose timestamps are not sequence numbers; the
+// *AdoptionError's RealTimes counts the real times among them.
 var ErrNotSequenceNumbers = fmt.Errorf("%w: the family holds timestamps that are not sequence numbers", ErrUnsafeAdoption)
 
 // ErrHiddenColumns: a family about to have write times
 // (strategy.WithWriteTime) holds cells under qualifiers from 0xFF 0xFF on
-// that are not write-time companions; see *HiddenColumnsError.
+// that are not write-time companions (*AdoptionError).
 var ErrHiddenColumns = fmt.Errorf("%w: the family holds columns write times would hide", ErrUnsafeAdoption)
-
-// HiddenColumnsError names the family and the cells the option hides: a
-// family with write times reserves qualifiers from 0xFF 0xFF on for its
-// companions and reads through bttl skip them, so a column stored there
-// before (or a companion with no cell of its column at its timestamp) is
-// stored but invisible. The server keeps no record of the option, so the
-// scan runs whenever the schema declares it (WithAssumeAdopted skips it
-// for a family whose rule does not change).
-type HiddenColumnsError struct {
-	Table, Family string
-	// Cells is how many such cells the scan read (a lower bound unless
-	// Exact).
-	Cells int64
-	// Exact: every row of the family was read and every such cell counted.
-	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
-	// outside it were not checked.
-	Exact, Sampled bool
-	// Rows of the family the scan read.
-	Rows int64
-	// Row, Column and Timestamp are the first one found.
-	Row, Column string
-	Timestamp   bigtable.Timestamp
-	// Forced: the change goes ahead (WithForce).
-	Forced bool
-}
-
-func (e *HiddenColumnsError) Error() string {
-	s := fmt.Sprintf("bttl: the family holds columns write times would hide: table %q, family %q: %s under reserved qualifiers (0xFF 0xFF...) that are not write-time companions "+
-		"(first: row %s, column %s, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
-	if e.Forced {
-		return s + "forced: every read through bttl skips them, until they are rewritten under other qualifiers or deleted"
-	}
-	return s + "every read through bttl would skip them: rewrite them under qualifiers below 0xFF 0xFF first, drop write_time, or force"
-}
-
-func (e *HiddenColumnsError) Unwrap() error { return ErrHiddenColumns }
-
-// SequenceCellsError names the family and the cells an age rule would
-// delete at the next compaction: sequence numbers (seq*1000, years before
-// 2000 read as times), or any cell past the new max age of a family whose
-// current rule is max versions.
-type SequenceCellsError struct {
-	Table, Family string
-	From, To      string // the current rule and the age rule
-	// Cells is how many such cells the scan read (a lower bound unless
-	// Exact).
-	Cells int64
-	// Exact: every row of the family was read and every such cell counted.
-	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
-	// outside it were not checked.
-	Exact, Sampled bool
-	// Rows of the family the scan read.
-	Rows int64
-	// Row, Column and Timestamp are the first one found.
-	Row, Column string
-	Timestamp   bigtable.Timestamp
-	// Forced: the change goes ahead (WithForce).
-	Forced bool
-}
-
-func (e *SequenceCellsError) Error() string {
-	s := fmt.Sprintf("bttl: an age rule would delete a sequence family's cells: table %q, family %q (%s -> %s): %s already past the new max age, "+
-		"sequence numbers or versions kept by max versions (first: row %s, column %s, timestamp %s); ",
-		e.Table, e.Family, e.From, e.To, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
-	if e.Forced {
-		return s + "forced: they are hidden from reads through bttl now and deleted at the next compaction"
-	}
-	return s + "every one would be deleted at the next compaction: keep the sequence strategy, move them first, or force"
-}
-
-func (e *SequenceCellsError) Unwrap() error { return ErrAgeOverSequence }
-
-// NotSequenceError names the family and the cells whose timestamps are not
-// sequence numbers: not a positive multiple of 1000, or at or after
-// strategy.RealTimeFloor (real times, as cbt and server timestamps write).
-// Real times outrank every sequence number new writes use, so max versions
-// keeps them and collects the new writes, and reads return them instead;
-// the others (0, or not a multiple of 1000) outrank nothing but are not
-// sequence numbers the strategy can order.
-type NotSequenceError struct {
-	Table, Family string
-	// Cells is how many such cells the scan read (a lower bound unless
-	// Exact); RealTimes how many of them are real times.
-	Cells, RealTimes int64
-	// Exact: every row of the family was read and every such cell counted.
-	// Sampled: the scan read a sample (WithSampledSafetyScan), so cells
-	// outside it were not checked.
-	Exact, Sampled bool
-	// Rows of the family the scan read.
-	Rows int64
-	// Row, Column and Timestamp are the first one found.
-	Row, Column string
-	Timestamp   bigtable.Timestamp
-	// Forced: the change goes ahead (WithForce).
-	Forced bool
-}
-
-func (e *NotSequenceError) Error() string {
-	s := fmt.Sprintf("bttl: the family holds timestamps that are not sequence numbers: table %q, family %q: %s whose timestamp is not seq*1000 before %s, "+
-		"%d of them real times (first: row %s, column %s, timestamp %s); ",
-		e.Table, e.Family, countCells(e.Cells, e.Exact, e.Sampled, e.Rows), formatTimestamp(strategy.RealTimeFloor), e.RealTimes, keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
-	const hides = "outrank every sequence number, so reads through bttl return them and hide new writes, which max versions collects"
-	const others = "below the floor and not seq*1000: they outrank nothing, but are not sequence numbers the strategy writes"
-	var what string
-	switch {
-	case e.RealTimes == 0:
-		what = "none is a real time; they are " + others
-	case e.RealTimes == e.Cells:
-		what = "they " + hides
-	default:
-		what = "the real times " + hides + "; the others are " + others
-	}
-	if e.Forced {
-		return s + "forced: " + what + ", until they are deleted or rewritten"
-	}
-	return s + what + ": rewrite them as seq*1000 first, or force"
-}
-
-func (e *NotSequenceError) Unwrap() error { return ErrNotSequenceNumbers }
 
 // Impact is what Plan's scan of a family found for a change that lowers
 // its rule. The scan reads every row holding the family: the counts are
@@ -492,21 +372,25 @@ func (x *examination) impact() *Impact {
 	}
 }
 
-// refusals are the examination's findings that make the change unsafe.
+// refusals are the examination's findings that make the change unsafe,
+// one *AdoptionError per kind found.
 func (x *examination) refusals(table string, c Change, now bigtable.Timestamp, forced bool) []error {
 	var errs []error
-	if f := x.realTimestamps; f.cells > 0 {
-		errs = append(errs, &RealTimestampsError{Table: table, Family: c.Family, Cells: f.cells, Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Forced: forced,
-			LegacyBound: x.legacyBound, Passed: x.passed.cells})
+	add := func(sentinel error, f found, fill func(*AdoptionError)) {
+		if f.cells == 0 {
+			return
+		}
+		e := &AdoptionError{Err: sentinel, Table: table, Family: c.Family, From: c.From, To: c.To,
+			Cells: f.cells, Rows: x.rows, Exact: x.exact, Sampled: x.sampled,
+			Row: f.row, Column: f.column, Timestamp: f.ts, Now: now, Forced: forced}
+		if fill != nil {
+			fill(e)
+		}
+		errs = append(errs, e)
 	}
-	if f := x.ageOverSequence; f.cells > 0 {
-		errs = append(errs, &SequenceCellsError{Table: table, Family: c.Family, From: c.From, To: c.To, Cells: f.cells, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
-	}
-	if f := x.notSequence; f.cells > 0 {
-		errs = append(errs, &NotSequenceError{Table: table, Family: c.Family, Cells: f.cells, RealTimes: x.realTimes, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
-	}
-	if f := x.hidden; f.cells > 0 {
-		errs = append(errs, &HiddenColumnsError{Table: table, Family: c.Family, Cells: f.cells, Exact: x.exact, Sampled: x.sampled, Rows: x.rows, Row: f.row, Column: f.column, Timestamp: f.ts, Forced: forced})
-	}
+	add(ErrRealTimestamps, x.realTimestamps, func(e *AdoptionError) { e.LegacyBound, e.Passed = x.legacyBound, x.passed.cells })
+	add(ErrAgeOverSequence, x.ageOverSequence, nil)
+	add(ErrNotSequenceNumbers, x.notSequence, func(e *AdoptionError) { e.RealTimes = x.realTimes })
+	add(ErrHiddenColumns, x.hidden, nil)
 	return errs
 }

@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -141,8 +141,9 @@ func TestPlanAndCheckReadsALoweredFamilyOnce(t *testing.T) {
 			require.NotNil(t, plan)
 			reads := rec.take()
 			assert.Equal(t, 1, passes(reads), "%s: PlanAndCheck reads the family once, as Plan alone does", table)
-			var rt *provision.RealTimestampsError
+			var rt *provision.AdoptionError
 			require.ErrorAs(t, err, &rt)
+			assert.Equal(t, provision.ErrRealTimestamps, rt.Err, "the first finding is the one named")
 			assert.True(t, rt.Exact)
 			assert.Equal(t, int64(300), rt.Cells, table)
 			im := plan.Changes[0].Impact

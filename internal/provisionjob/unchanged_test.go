@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 	"github.com/bttl/bttl/ttlclient"
 )
@@ -54,8 +54,9 @@ func TestSequenceOverUnchangedRuleRefused(t *testing.T) {
 	} {
 		err := check()
 		require.ErrorIs(t, err, provision.ErrNotSequenceNumbers)
-		var ns *provision.NotSequenceError
+		var ns *provision.AdoptionError
 		require.True(t, errors.As(err, &ns))
+		assert.Equal(t, provision.ErrNotSequenceNumbers, ns.Err, "the first finding is the one named")
 		assert.Equal(t, int64(1), ns.RealTimes)
 		assert.Equal(t, "d1", ns.Row)
 	}
@@ -113,8 +114,9 @@ func TestWriteTimeOverReservedColumnsRefused(t *testing.T) {
 		err := check()
 		require.ErrorIs(t, err, provision.ErrHiddenColumns)
 		require.ErrorIs(t, err, provision.ErrUnsafeAdoption)
-		var hc *provision.HiddenColumnsError
+		var hc *provision.AdoptionError
 		require.True(t, errors.As(err, &hc))
+		assert.Equal(t, provision.ErrHiddenColumns, hc.Err, "the first finding is the one named")
 		assert.Equal(t, int64(1), hc.Cells, "the companion of r2's cell is not counted")
 		assert.Equal(t, "r1", hc.Row)
 		assert.Equal(t, "\xff\xffold", hc.Column)

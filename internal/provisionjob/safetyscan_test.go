@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -60,8 +60,9 @@ func TestSafetyScanIsExhaustiveByDefault(t *testing.T) {
 	var out bytes.Buffer
 	plan, err := newProvisioner(h, &out, provision.WithSampleRows(20)).Apply(ctx, "t", strategy.Schema{"doc": strategy.DefaultExpiry(48 * time.Hour)})
 	require.ErrorIs(t, err, provision.ErrAgeOverSequence, "the sequence cells of doc#150 are deleted at the next compaction")
-	var sc *provision.SequenceCellsError
+	var sc *provision.AdoptionError
 	require.ErrorAs(t, err, &sc)
+	assert.Equal(t, provision.ErrAgeOverSequence, sc.Err, "the first finding is the one named")
 	assert.Equal(t, int64(3), sc.Cells)
 	assert.True(t, sc.Exact, "every row was read")
 	assert.False(t, sc.Sampled)
@@ -102,8 +103,9 @@ func TestSampledSafetyScanSaysSo(t *testing.T) {
 	}
 	_, err = p.Apply(ctx, "one", strategy.Schema{"ev": strategy.OneSecond()})
 	require.ErrorIs(t, err, provision.ErrRealTimestamps)
-	var rt *provision.RealTimestampsError
+	var rt *provision.AdoptionError
 	require.ErrorAs(t, err, &rt)
+	assert.Equal(t, provision.ErrRealTimestamps, rt.Err, "the first finding is the one named")
 	assert.True(t, rt.Sampled)
 	assert.False(t, rt.Exact)
 	assert.Less(t, rt.Rows, int64(50), "a sample")
@@ -131,8 +133,9 @@ func TestSafetyScanStopsEarlyWithALowerBound(t *testing.T) {
 	require.Nil(t, errs)
 
 	_, err = newProvisioner(h, &bytes.Buffer{}).Apply(ctx, "t", strategy.Schema{"doc": strategy.OneSecond()})
-	var sc *provision.SequenceCellsError
+	var sc *provision.AdoptionError
 	require.ErrorAs(t, err, &sc)
+	assert.Equal(t, provision.ErrAgeOverSequence, sc.Err, "the first finding is the one named")
 	assert.False(t, sc.Exact)
 	assert.False(t, sc.Sampled)
 	assert.Equal(t, int64(1000), sc.Cells)
@@ -151,8 +154,9 @@ func TestNotSequenceErrorAtTimestampZero(t *testing.T) {
 	require.NoError(t, h.Raw.Open("t").Apply(ctx, "r", m))
 
 	_, err := newProvisioner(h, &bytes.Buffer{}).Apply(ctx, "t", strategy.Schema{"a": strategy.Sequence(3)})
-	var ns *provision.NotSequenceError
+	var ns *provision.AdoptionError
 	require.ErrorAs(t, err, &ns)
+	assert.Equal(t, provision.ErrNotSequenceNumbers, ns.Err, "the first finding is the one named")
 	assert.Equal(t, int64(1), ns.Cells)
 	assert.Equal(t, int64(0), ns.RealTimes)
 	assert.NotContains(t, err.Error(), "outrank every")

@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/internal/testenv"
-	"github.com/bttl/bttl/provision"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -64,8 +64,9 @@ func TestEmulatorSequenceToAgeRefused(t *testing.T) {
 	var out bytes.Buffer
 	_, err := newProvisioner(h, &out).Apply(ctx, "seqt", target)
 	require.ErrorIs(t, err, provision.ErrAgeOverSequence)
-	var sc *provision.SequenceCellsError
+	var sc *provision.AdoptionError
 	require.True(t, errors.As(err, &sc))
+	assert.Equal(t, provision.ErrAgeOverSequence, sc.Err, "the first finding is the one named")
 	assert.Equal(t, "seqt", sc.Table)
 	assert.Equal(t, "doc", sc.Family)
 	assert.Equal(t, int64(150), sc.Cells)
@@ -91,8 +92,9 @@ func TestEmulatorSequenceOverCBTCellsRefused(t *testing.T) {
 	var out bytes.Buffer
 	_, err := newProvisioner(h, &out).Apply(ctx, "seqt", schema)
 	require.ErrorIs(t, err, provision.ErrNotSequenceNumbers)
-	var ns *provision.NotSequenceError
+	var ns *provision.AdoptionError
 	require.True(t, errors.As(err, &ns))
+	assert.Equal(t, provision.ErrNotSequenceNumbers, ns.Err, "the first finding is the one named")
 	assert.Equal(t, "doc", ns.Family)
 	assert.Equal(t, int64(3), ns.Cells)
 	assert.Equal(t, int64(3), ns.RealTimes)

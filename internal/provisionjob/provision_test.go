@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
 	"github.com/bttl/bttl/gcrule"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -117,8 +117,9 @@ func TestOneSecondAdoptionRefusedOverRealTimestamps(t *testing.T) {
 
 	_, err = p.Apply(ctx, "t", schema)
 	require.ErrorIs(t, err, provision.ErrRealTimestamps)
-	var rt *provision.RealTimestampsError
+	var rt *provision.AdoptionError
 	require.True(t, errors.As(err, &rt))
+	assert.Equal(t, provision.ErrRealTimestamps, rt.Err, "the first finding is the one named")
 	assert.Equal(t, "s", rt.Family)
 	assert.Equal(t, int64(1), rt.Cells)
 	assert.Equal(t, "b", rt.Row)

@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -70,8 +70,9 @@ func TestAgeRuleOverSequenceCellsRefused(t *testing.T) {
 	require.ErrorIs(t, err, provision.ErrAgeOverSequence)
 	require.ErrorIs(t, err, provision.ErrUnsafeAdoption)
 	assert.NotErrorIs(t, err, provision.ErrRealTimestamps)
-	var sc *provision.SequenceCellsError
+	var sc *provision.AdoptionError
 	require.True(t, errors.As(err, &sc))
+	assert.Equal(t, provision.ErrAgeOverSequence, sc.Err, "the first finding is the one named")
 	assert.Equal(t, "doc", sc.Family)
 	assert.Equal(t, int64(150), sc.Cells)
 	assert.True(t, sc.Exact, "50 rows are within the sample")
@@ -174,8 +175,9 @@ func TestSequenceAdoptionOverRealTimestampsRefused(t *testing.T) {
 	require.NoError(t, err)
 	err = p.CheckAdoptions(ctx, plan)
 	require.ErrorIs(t, err, provision.ErrNotSequenceNumbers)
-	var ns *provision.NotSequenceError
+	var ns *provision.AdoptionError
 	require.True(t, errors.As(err, &ns))
+	assert.Equal(t, provision.ErrNotSequenceNumbers, ns.Err, "the first finding is the one named")
 	assert.Equal(t, int64(1), ns.Cells)
 	assert.Equal(t, int64(0), ns.RealTimes)
 

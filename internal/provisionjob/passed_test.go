@@ -1,4 +1,4 @@
-package provision_test
+package provisionjob_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bttestharness "github.com/bttl/bttl/bttest_harness"
-	"github.com/bttl/bttl/provision"
+	provision "github.com/bttl/bttl/internal/provisionjob"
 	"github.com/bttl/bttl/strategy"
 )
 
@@ -55,8 +55,9 @@ func TestWrittenBeforeTellsPassedExpiriesFromRealTimestamps(t *testing.T) {
 	// the way to tell them apart named.
 	var out bytes.Buffer
 	_, err := newProvisioner(h, &out).PlanAndCheck(ctx, "migrated", target)
-	var rt *provision.RealTimestampsError
+	var rt *provision.AdoptionError
 	require.True(t, errors.As(err, &rt), "%v", err)
+	assert.Equal(t, provision.ErrRealTimestamps, rt.Err, "the first finding is the one named")
 	assert.Equal(t, int64(1), rt.Cells)
 	assert.Contains(t, err.Error(), "-written-before")
 
