@@ -25,7 +25,7 @@ func find(tool testenv.Tool) error {
 		_, err := bttestharness.FindEmulator()
 		return err
 	case testenv.CBT:
-		_, err := os.Stat("/usr/bin/cbt") // the path cmd/bttl's and provision's tests run
+		_, err := os.Stat("/usr/bin/cbt") // the path cmd/bttl's and internal/provisionjob's tests run
 		return err
 	default:
 		_, err := exec.LookPath(tool.Name)
