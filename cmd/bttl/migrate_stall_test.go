@@ -38,35 +38,7 @@ func TestMigrateReadAfterAMissedMoveFailsWithinStall(t *testing.T) {
 		}
 		return handler(srv, ss)
 	}
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
-	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ac.Close() })
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dc.Close() })
-	createLegacy(t, ac)
-	now := time.Now().Add(-time.Second)
-	loadRealTimestamps(t, dc, "legacy", "f", 3, 2, now)
-	schema := writeFile(t, "s.yaml", oneSecondSchema)
-
-	// Bounded by the test: without the fix the command returns only then.
-	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	start := time.Now()
-	code := run(rctx, append([]string{"-project", "p", "-instance", "i", "-schema", schema, "migrate", "-table", "legacy", "-family", "f",
-		"-from", "real", "-ttl", "30d", "-stall", "1s"}, switchedAt(now)...), strings.NewReader(""), &out, &errb)
-	elapsed := time.Since(start)
-	assert.Equal(t, exitError, code, errb.String())
-	assert.Contains(t, errb.String(), h.Addr, "names the endpoint")
-	assert.Contains(t, errb.String(), "ReadRow")
-	assert.Less(t, elapsed, 10*time.Second)
+	migrateAgainstStalledServer(t, "ReadRow", grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream))
 }
 
 // A server that stops answering migrate's writes hung it (-stall watched reads
@@ -80,7 +52,16 @@ func TestMigrateWriteThatGetsNoAnswerFailsWithinStall(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(block)}})
+	migrateAgainstStalledServer(t, "CheckAndMutateRow", grpc.ChainUnaryInterceptor(block))
+}
+
+// migrateAgainstStalledServer runs a migration of a legacy family against a
+// server with opts (interceptors that stop answering one call) and asserts
+// that the command fails within -stall (1s) with exit 2, naming the endpoint
+// and the stalled call.
+func migrateAgainstStalledServer(t *testing.T, stalled string, opts ...grpc.ServerOption) {
+	t.Helper()
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: opts})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
@@ -96,7 +77,8 @@ func TestMigrateWriteThatGetsNoAnswerFailsWithinStall(t *testing.T) {
 	loadRealTimestamps(t, dc, "legacy", "f", 3, 2, now)
 	schema := writeFile(t, "s.yaml", oneSecondSchema)
 
-	// Bounded by the test: without the fix the command never returns.
+	// Bounded by the test: without -stall on the call the command returns
+	// only then, or never.
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
@@ -106,6 +88,6 @@ func TestMigrateWriteThatGetsNoAnswerFailsWithinStall(t *testing.T) {
 	elapsed := time.Since(start)
 	assert.Equal(t, exitError, code, errb.String())
 	assert.Contains(t, errb.String(), h.Addr, "names the endpoint")
-	assert.Contains(t, errb.String(), "CheckAndMutateRow")
+	assert.Contains(t, errb.String(), stalled)
 	assert.Less(t, elapsed, 10*time.Second)
 }
