@@ -552,3 +552,27 @@ func ExampleWithPacer() {
 	fmt.Println("cells paced:", pacer.cells)
 	// Output: cells paced: 2
 }
+
+// A refusal joins one *AdoptionError per finding: here one-second expiry
+// over a real timestamp in "session" (first) and a real time in the
+// sequence family "doc". errors.As gives the first; FindAdoptionError
+// gives the one of the kind asked.
+func ExampleFindAdoptionError() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+	exRealTimeDoc(ctx, h)
+
+	_, err := provision.New(admin, h.Raw).Apply(ctx, "events", exSchema)
+	var first *provision.AdoptionError
+	if errors.As(err, &first) {
+		fmt.Println("first:", first.Family, errors.Is(first, provision.ErrNotSequenceNumbers))
+	}
+	if ns := provision.FindAdoptionError(err, provision.ErrNotSequenceNumbers); ns != nil {
+		fmt.Printf("not sequence numbers: family %q, %d cell(s), %d real time(s)\n", ns.Family, ns.Cells, ns.RealTimes)
+	}
+	// Output:
+	// first: session false
+	// not sequence numbers: family "doc", 1 cell(s), 1 real time(s)
+}

@@ -232,3 +232,26 @@ func (e *AdoptionError) streamLoss() string {
 	}
 	return s + "; force to go ahead"
 }
+
+// FindAdoptionError returns the first *AdoptionError in err's tree (as
+// errors.As walks it, through joins) whose finding is finding, one of the
+// sentinels (ErrRealTimestamps, ErrHiddenColumns...), or nil if there is
+// none. A refusal joins one AdoptionError per finding, so errors.As finds
+// only the first, whatever its kind; this finds the one of a kind.
+// ErrUnsafeAdoption finds the first of any kind.
+func FindAdoptionError(err, finding error) *AdoptionError {
+	if ae, ok := err.(*AdoptionError); ok && errors.Is(ae, finding) {
+		return ae
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return FindAdoptionError(u.Unwrap(), finding)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if ae := FindAdoptionError(e, finding); ae != nil {
+				return ae
+			}
+		}
+	}
+	return nil
+}
