@@ -77,7 +77,8 @@ func ExampleProvisioner_Apply() {
 
 // New takes a gcrule.Admin for the rules and a data client for the
 // one-second safety scan. By default it prints nothing, reads time from
-// the system clock and samples 10,000 rows.
+// the system clock and reads every row of a family it checks (a sample
+// only with WithSampledSafetyScan).
 func ExampleNew() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)

@@ -36,8 +36,9 @@ type AdoptionError struct {
 	// Err is the finding: ErrRealTimestamps, ErrAgeOverSequence,
 	// ErrNotSequenceNumbers, ErrHiddenColumns or ErrChangeStreamLoss.
 	// The error matches ErrUnsafeAdoption whatever Err is; the message is
-	// the finding's only with its evidence (Cells, or Stream for
-	// ErrChangeStreamLoss), and otherwise says what the fields hold.
+	// the finding's only with its evidence (Cells, or for
+	// ErrChangeStreamLoss a Stream that loses records), and otherwise
+	// says what the fields hold.
 	Err error
 	// Table and Family are where the cells are (Family "" for
 	// ErrChangeStreamLoss).
@@ -98,7 +99,7 @@ func (e *AdoptionError) Error() string {
 	switch err := e.Err; {
 	case err == nil:
 	case errors.Is(err, ErrChangeStreamLoss):
-		if e.Stream != nil {
+		if e.Stream != nil && e.Stream.loses() {
 			return e.streamLoss()
 		}
 	case e.Cells == 0:

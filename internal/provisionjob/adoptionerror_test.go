@@ -104,6 +104,9 @@ func TestAdoptionErrorWithoutEvidence(t *testing.T) {
 	noStream := (&provision.AdoptionError{Err: provision.ErrChangeStreamLoss, Table: "t"}).Error()
 	assert.Contains(t, noStream, "the change stream would lose records")
 	assert.NotContains(t, noStream, "off -> off")
+	noLoss := (&provision.AdoptionError{Err: provision.ErrChangeStreamLoss, Table: "t", Stream: &provision.StreamChange{To: 24 * time.Hour}}).Error()
+	assert.NotContains(t, noLoss, "drops", "enabling a stream drops nothing")
+	assert.Contains(t, noLoss, "change stream: off -> retention 1d")
 
 	other := &provision.AdoptionError{Err: io.EOF, Table: "t", Family: "f"}
 	assert.ErrorIs(t, other, provision.ErrUnsafeAdoption)
