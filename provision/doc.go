@@ -20,6 +20,9 @@
 //     that are not write-time companions, which every read through bttl
 //     would skip: ErrHiddenColumns.
 //
+// One refusal joins an *AdoptionError per finding: errors.As gives the
+// first, FindAdoptionError the first of a kind.
+//
 // A GC rule does not say which strategy it was set for, and write times
 // change no rule, so the last two are checked for every sequence and
 // write-time family whose rule already matches too (Plan.Unchanged),

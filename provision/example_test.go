@@ -77,7 +77,8 @@ func ExampleProvisioner_Apply() {
 
 // New takes a gcrule.Admin for the rules and a data client for the
 // one-second safety scan. By default it prints nothing, reads time from
-// the system clock and samples 10,000 rows.
+// the system clock and reads every row of a family it checks (a sample
+// only with WithSampledSafetyScan).
 func ExampleNew() {
 	ctx := context.Background()
 	h, admin := exLegacy(ctx)
@@ -551,4 +552,28 @@ func ExampleWithPacer() {
 	}
 	fmt.Println("cells paced:", pacer.cells)
 	// Output: cells paced: 2
+}
+
+// A refusal joins one *AdoptionError per finding: here one-second expiry
+// over a real timestamp in "session" (first) and a real time in the
+// sequence family "doc". errors.As gives the first; FindAdoptionError
+// gives the one of the kind asked.
+func ExampleFindAdoptionError() {
+	ctx := context.Background()
+	h, admin := exLegacy(ctx)
+	defer h.Close()
+	exLegacyWrite(ctx, h, "user#1")
+	exRealTimeDoc(ctx, h)
+
+	_, err := provision.New(admin, h.Raw).Apply(ctx, "events", exSchema)
+	var first *provision.AdoptionError
+	if errors.As(err, &first) {
+		fmt.Println("first:", first.Family, errors.Is(first, provision.ErrNotSequenceNumbers))
+	}
+	if ns := provision.FindAdoptionError(err, provision.ErrNotSequenceNumbers); ns != nil {
+		fmt.Printf("not sequence numbers: family %q, %d cell(s), %d real time(s)\n", ns.Family, ns.Cells, ns.RealTimes)
+	}
+	// Output:
+	// first: session false
+	// not sequence numbers: family "doc", 1 cell(s), 1 real time(s)
 }

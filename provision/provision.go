@@ -56,6 +56,16 @@ type StreamChange = provisionjob.StreamChange
 // finding, joined (errors.Join); errors.As finds the first.
 type AdoptionError = provisionjob.AdoptionError
 
+// FindAdoptionError returns the first *AdoptionError in err's tree (as
+// errors.As walks it, through joins) whose finding is finding, one of the
+// sentinels (ErrRealTimestamps, ErrHiddenColumns...), or nil if there is
+// none. A refusal joins one AdoptionError per finding, so errors.As finds
+// only the first, whatever its kind; this finds the one of a kind.
+// ErrUnsafeAdoption finds the first of any kind.
+func FindAdoptionError(err, finding error) *AdoptionError {
+	return provisionjob.FindAdoptionError(err, finding)
+}
+
 // Caveat is docs/design.md#replication, printed when a change lowers or
 // raises a rule.
 const Caveat = provisionjob.Caveat

@@ -243,7 +243,11 @@ func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[strin
 			if !errors.Is(err, provision.ErrUnsafeAdoption) {
 				return nil, nil, err
 			}
-			fmt.Fprintf(e.stdout, "  ! %v\n", err)
+			// One marked line per finding: PlanAndCheck joins them (the
+			// families' and the change stream's, nested).
+			for _, x := range unwrapJoined(err) {
+				fmt.Fprintf(e.stdout, "  ! %v\n", x)
+			}
 			refusal = errors.Join(refusal, err)
 		}
 		plans = append(plans, pl)
@@ -251,12 +255,18 @@ func (e *env) plans(p *provision.Provisioner, tables []string, schemas map[strin
 	return plans, refusal, nil
 }
 
-// unwrapJoined is the errors errors.Join joined (err itself otherwise).
+// unwrapJoined is the errors errors.Join joined, a join inside a join
+// flattened (err itself otherwise).
 func unwrapJoined(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
 	}
-	return []error{err}
+	var out []error
+	for _, x := range j.Unwrap() {
+		out = append(out, unwrapJoined(x)...)
+	}
+	return out
 }
 
 // familiesFlag adds -family, common to plan and apply.

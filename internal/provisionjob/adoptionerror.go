@@ -3,6 +3,7 @@ package provisionjob
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"cloud.google.com/go/bigtable"
 
@@ -34,6 +35,10 @@ import (
 type AdoptionError struct {
 	// Err is the finding: ErrRealTimestamps, ErrAgeOverSequence,
 	// ErrNotSequenceNumbers, ErrHiddenColumns or ErrChangeStreamLoss.
+	// The error matches ErrUnsafeAdoption whatever Err is; the message is
+	// the finding's only with its evidence (Cells, or for
+	// ErrChangeStreamLoss a Stream that loses records), and otherwise
+	// says what the fields hold.
 	Err error
 	// Table and Family are where the cells are (Family "" for
 	// ErrChangeStreamLoss).
@@ -83,11 +88,21 @@ func (e *AdoptionError) Unwrap() error {
 	return e.Err
 }
 
+// Is matches ErrUnsafeAdoption whatever Err is: an AdoptionError is a
+// refusal, also one built with an error that is not a finding's sentinel.
+func (e *AdoptionError) Is(target error) bool { return target == ErrUnsafeAdoption }
+
 func (e *AdoptionError) Error() string {
 	// errors.Is, not ==: a finding wrapped with more context keeps its
-	// kind's message.
+	// kind's message. Each kind's message needs its evidence (the cells,
+	// or the stream's change); without it, the general one.
 	switch err := e.Err; {
 	case err == nil:
+	case errors.Is(err, ErrChangeStreamLoss):
+		if e.Stream != nil && e.Stream.loses() {
+			return e.streamLoss()
+		}
+	case e.Cells == 0:
 	case errors.Is(err, ErrRealTimestamps):
 		return e.realTimestamps()
 	case errors.Is(err, ErrAgeOverSequence):
@@ -96,16 +111,39 @@ func (e *AdoptionError) Error() string {
 		return e.notSequence()
 	case errors.Is(err, ErrHiddenColumns):
 		return e.hiddenColumns()
-	case errors.Is(err, ErrChangeStreamLoss):
-		return e.streamLoss()
 	}
-	// Built by hand with another error: its text, and where.
-	s := fmt.Sprintf("%v: table %q", e.Unwrap(), e.Table)
+	return e.general()
+}
+
+// general is the message of an AdoptionError built by hand, or without
+// the evidence its kind's message needs: what it holds, nothing more.
+func (e *AdoptionError) general() string {
+	s := ErrUnsafeAdoption.Error()
+	if err := e.Err; err != nil && err != ErrUnsafeAdoption {
+		if errors.Is(err, ErrUnsafeAdoption) {
+			s = err.Error() // a finding's sentinel says ErrUnsafeAdoption's text
+		} else {
+			s += ": " + err.Error()
+		}
+	}
+	if !strings.HasPrefix(s, bttlerr.Prefix) {
+		s = bttlerr.Prefix + s
+	}
+	var where []string
+	if e.Table != "" {
+		where = append(where, fmt.Sprintf("table %q", e.Table))
+	}
 	if e.Family != "" {
-		s += fmt.Sprintf(", family %q", e.Family)
+		where = append(where, fmt.Sprintf("family %q", e.Family))
+	}
+	if len(where) > 0 {
+		s += ": " + strings.Join(where, ", ")
 	}
 	if e.Cells > 0 {
 		s += fmt.Sprintf(": %s (first: row %s, column %s, timestamp %s)", e.count(), keytext.Quote(e.Row), keytext.Quote(e.Column), formatTimestamp(e.Timestamp))
+	}
+	if e.Stream != nil {
+		s += ": " + e.Stream.String()
 	}
 	if e.Forced {
 		return s + "; forced"
@@ -184,10 +222,7 @@ func (e *AdoptionError) hiddenColumns() string {
 }
 
 func (e *AdoptionError) streamLoss() string {
-	var change StreamChange
-	if e.Stream != nil {
-		change = *e.Stream
-	}
+	change := *e.Stream
 	lost := "every record it keeps"
 	if change.To > 0 {
 		lost = "its records older than " + timefmt.Duration(change.To)
@@ -197,4 +232,27 @@ func (e *AdoptionError) streamLoss() string {
 		return s + "; forced"
 	}
 	return s + "; force to go ahead"
+}
+
+// FindAdoptionError returns the first *AdoptionError in err's tree (as
+// errors.As walks it, through joins) whose finding is finding, one of the
+// sentinels (ErrRealTimestamps, ErrHiddenColumns...), or nil if there is
+// none. A refusal joins one AdoptionError per finding, so errors.As finds
+// only the first, whatever its kind; this finds the one of a kind.
+// ErrUnsafeAdoption finds the first of any kind.
+func FindAdoptionError(err, finding error) *AdoptionError {
+	if ae, ok := err.(*AdoptionError); ok && errors.Is(ae, finding) {
+		return ae
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return FindAdoptionError(u.Unwrap(), finding)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if ae := FindAdoptionError(e, finding); ae != nil {
+				return ae
+			}
+		}
+	}
+	return nil
 }

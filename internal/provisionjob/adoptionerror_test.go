@@ -3,6 +3,7 @@ package provisionjob_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +84,33 @@ func TestAdoptionErrorsJoined(t *testing.T) {
 		families = append(families, fmt.Sprintf("%s:%v", ae.Family, errors.Is(ae, provision.ErrHiddenColumns)))
 	}
 	assert.Equal(t, []string{"a:false", "b:true"}, families)
+}
+
+// An AdoptionError missing the evidence its kind's message needs (no
+// cells, no Stream), or built with an error that is not a finding, says
+// what it knows and nothing it does not: no "at least 0 cell(s)", no
+// empty first cell, no "off -> off", no table "". It is a refusal all the
+// same: errors.Is matches ErrUnsafeAdoption, as the type promises, and
+// the message starts "bttl: ".
+func TestAdoptionErrorWithoutEvidence(t *testing.T) {
+	assert.Equal(t, "bttl: the rule change would delete or hide stored cells", (&provision.AdoptionError{}).Error())
+
+	noCells := (&provision.AdoptionError{Err: provision.ErrRealTimestamps, Table: "t", Family: "f"}).Error()
+	assert.Contains(t, noCells, "one-second expiry would delete cells with real timestamps")
+	assert.Contains(t, noCells, `table "t", family "f"`)
+	assert.NotContains(t, noCells, "0 cell(s)")
+	assert.NotContains(t, noCells, `row ""`)
+
+	noStream := (&provision.AdoptionError{Err: provision.ErrChangeStreamLoss, Table: "t"}).Error()
+	assert.Contains(t, noStream, "the change stream would lose records")
+	assert.NotContains(t, noStream, "off -> off")
+	noLoss := (&provision.AdoptionError{Err: provision.ErrChangeStreamLoss, Table: "t", Stream: &provision.StreamChange{To: 24 * time.Hour}}).Error()
+	assert.NotContains(t, noLoss, "drops", "enabling a stream drops nothing")
+	assert.Contains(t, noLoss, "change stream: off -> retention 1d")
+
+	other := &provision.AdoptionError{Err: io.EOF, Table: "t", Family: "f"}
+	assert.ErrorIs(t, other, provision.ErrUnsafeAdoption)
+	assert.ErrorIs(t, other, io.EOF)
+	assert.True(t, strings.HasPrefix(other.Error(), "bttl: "), other.Error())
+	assert.Contains(t, other.Error(), `EOF: table "t", family "f"`)
 }

@@ -44,7 +44,7 @@ func onCBTEmulator(t *testing.T) (*bttestharness.Harness, func(args ...string)) 
 
 // Acceptance 0 on cbtemulator with cells written by cbt: Sequence(3) ->
 // DefaultExpiry(48h) over 150 seq*1000 cells is refused with
-// *SequenceCellsError; the rule and the cells stay.
+// an *AdoptionError (ErrAgeOverSequence); the rule and the cells stay.
 func TestEmulatorSequenceToAgeRefused(t *testing.T) {
 	h, cbt := onCBTEmulator(t)
 	ctx := context.Background()
@@ -77,8 +77,9 @@ func TestEmulatorSequenceToAgeRefused(t *testing.T) {
 }
 
 // Acceptance 1 on cbtemulator: three `cbt set` cells (real timestamps)
-// under Sequence(3) are refused with *NotSequenceError; forced, the rule
-// is set and the output says what is hidden.
+// under Sequence(3) are refused with an *AdoptionError
+// (ErrNotSequenceNumbers); forced, the rule is set and the output says
+// what is hidden.
 func TestEmulatorSequenceOverCBTCellsRefused(t *testing.T) {
 	h, cbt := onCBTEmulator(t)
 	ctx := context.Background()
