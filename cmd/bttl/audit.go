@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,6 +25,12 @@ import (
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
 )
+
+// reportClaimed, when a test sets it, runs once an audit with -report
+// has claimed its report's row and hidden the earlier report, before the
+// scan: a test holds the audit there (until ctx ends) to read what a
+// merge sees meanwhile, with no timing of its own.
+var reportClaimed func(ctx context.Context)
 
 var auditCommand = command{
 	name: "audit", needsSchema: true,
@@ -241,6 +248,9 @@ func (a *auditArgs) run(e *env) int {
 		cancel()
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+		if reportClaimed != nil {
+			reportClaimed(e.ctx)
 		}
 	}
 	tty := isTerminal(e.stderr)
