@@ -88,3 +88,39 @@ func TestCellWrittenNotCountedForARefusedRow(t *testing.T) {
 		assert.Equal(t, before, rec.get(), "cells counted as written for a refused conditional mutation")
 	})
 }
+
+// ttlRecorder keeps the TTLs CellWritten reports.
+type ttlRecorder struct {
+	nopRecorder
+	mu   sync.Mutex
+	ttls []time.Duration
+}
+
+func (r *ttlRecorder) Table(string, ttlclient.Schema) ttlclient.TableRecorder { return r }
+
+func (r *ttlRecorder) CellWritten(_ string, _ strategy.Kind, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ttls = append(r.ttls, ttl)
+}
+
+// CellWritten reports the TTL a cell is written with: on a family that
+// clamps TTLs to its max TTL, a SetTTL over the cap is written with the
+// cap (strategy.Policy.WriteTimestamp), and that is the TTL recorded; the
+// TTL asked was (fails before: 10h recorded for a cell that lives 2h).
+func TestCellWrittenTTLIsTheClampedTTL(t *testing.T) {
+	ctx := context.Background()
+	h := bttestharness.New(t)
+	rec := &ttlRecorder{}
+	schema := strategy.Schema{"c": strategy.OneSecond(strategy.WithMaxTTL(2*time.Hour, strategy.ClampLonger))}
+	tbl := h.MustTable(t, "t", schema, ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
+	m := ttlclient.NewMutation()
+	m.SetTTL("c", "a", 10*time.Hour, []byte("v"))
+	m.SetTTL("c", "b", 90*time.Minute, []byte("v"))
+	require.NoError(t, tbl.Apply(ctx, "r", m))
+	r, err := tbl.ReadRow(ctx, "r", bigtable.RowFilter(bigtable.ColumnFilter("a")))
+	require.NoError(t, err)
+	require.Len(t, r["c"], 1)
+	assert.Equal(t, h.Clock.Now().Add(2*time.Hour).Truncate(time.Millisecond).UnixMicro(), int64(r["c"][0].Timestamp), "the cell lives the cap")
+	assert.Equal(t, []time.Duration{2 * time.Hour, 90 * time.Minute}, rec.ttls)
+}

@@ -331,6 +331,9 @@ func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.T
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
 	case op.Intent == rules.IntentTTL:
 		ttl = op.CellIntent().TTL
+		if limit, clamps := p.TTLCap(); clamps && ttl > limit {
+			ttl = limit // written with the cap (strategy.Policy.WriteTimestamp)
+		}
 	default:
 		// Exact up to time.Duration's range (292 years), the most a
 		// histogram observation holds; Sub clamps beyond it, never wraps.
