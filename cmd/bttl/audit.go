@@ -237,13 +237,11 @@ func (a *auditArgs) run(e *env) int {
 		ctx, cancel := e.step()
 		store, err = scan.NewBigtableStore(ctx, e.write, e.adminClient, d.table, d.key(sh))
 		if err == nil {
-			_, err = store.Open(ctx)
-		}
-		if err == nil {
-			// An earlier report of this shard goes with the claim: until
-			// this audit writes its own, the row reads as not written, so
-			// merge does not take the earlier one for this one.
-			err = store.Save(ctx, nil)
+			// An earlier report of this shard goes with the claim, in the
+			// same write: until this audit writes its own, the row reads
+			// as not written, so merge does not take the earlier one for
+			// this one, even if this audit stops right after.
+			err = scan.ClaimEmpty(ctx, store)
 		}
 		cancel()
 		if err != nil {

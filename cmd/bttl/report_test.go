@@ -222,9 +222,10 @@ func TestAuditReportRerunHidesEarlierReport(t *testing.T) {
 	// its row and hidden the earlier report, until it is stopped (its
 	// context cancelled) before its scan. The test waited for the owner
 	// cell to change and held the audit with -cells-per-second before:
-	// the claim (Open) changes the owner one write before the earlier
-	// report is hidden (Save), so a merge in between read that report
-	// and exited 0; it failed so under load.
+	// the claim changed the owner one write before the earlier report
+	// was hidden, so a merge in between read that report and exited 0;
+	// it failed so under load (the two are one write now,
+	// TestAuditReportClaimHidesEarlierReportAtOnce).
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", addr)
