@@ -124,3 +124,77 @@ func TestCellWrittenTTLIsTheClampedTTL(t *testing.T) {
 	assert.Equal(t, h.Clock.Now().Add(2*time.Hour).Truncate(time.Millisecond).UnixMicro(), int64(r["c"][0].Timestamp), "the cell lives the cap")
 	assert.Equal(t, []time.Duration{2 * time.Hour, 90 * time.Minute}, rec.ttls)
 }
+
+// familyRecorder counts CellWritten by family and keeps the TTLs.
+type familyRecorder struct {
+	ttlRecorder
+	fams map[string]int
+}
+
+func (r *familyRecorder) Table(string, ttlclient.Schema) ttlclient.TableRecorder { return r }
+
+func (r *familyRecorder) CellWritten(family string, kind strategy.Kind, ttl time.Duration) {
+	r.ttlRecorder.CellWritten(family, kind, ttl)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fams == nil {
+		r.fams = map[string]int{}
+	}
+	r.fams[family]++
+}
+
+func (r *familyRecorder) get() (map[string]int, []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range r.fams {
+		out[k] = v
+	}
+	return out, append([]time.Duration(nil), r.ttls...)
+}
+
+// Table.API's writes count their cells as Table's do (the metric is
+// "cells set", whichever path set them): each SetCell the caller's
+// mutation sends, with its TTL, once per call; not the write-time
+// companions bttl adds, nor a refused row's. They counted none (fails
+// before: no cell counted).
+func TestCellWrittenCountsTableAPIWrites(t *testing.T) {
+	ctx := context.Background()
+	h := bttestharness.New(t)
+	rec := &familyRecorder{}
+	schema := strategy.Schema{
+		"d":  strategy.OneSecond(strategy.WithDefaultTTL(time.Hour)),
+		"wt": strategy.OneSecond(strategy.WithDefaultTTL(time.Hour), strategy.WithWriteTime()),
+		"u":  strategy.Unmanaged(),
+	}
+	tbl := h.MustTable(t, "t", schema, ttlclient.WithRecorder(rec), ttlclient.WithShadowSampling(0))
+	api := tbl.API()
+
+	m := bigtable.NewMutation()
+	m.Set("d", "a", bigtable.ServerTime, []byte("v"))
+	m.Set("wt", "a", bigtable.ServerTime, []byte("v")) // and its companion, not counted
+	m.Set("u", "a", 5000, []byte("v"))
+	require.NoError(t, api.Apply(ctx, "r1", m))
+	fams, ttls := rec.get()
+	assert.Equal(t, map[string]int{"d": 1, "wt": 1, "u": 1}, fams)
+	assert.Equal(t, []time.Duration{time.Hour, time.Hour, 0}, ttls)
+
+	cm := bigtable.NewMutation()
+	cm.Set("d", "b", bigtable.ServerTime, []byte("v"))
+	require.NoError(t, api.Apply(ctx, "r1", bigtable.NewCondMutation(bigtable.PassAllFilter(), cm, nil)))
+	fams, _ = rec.get()
+	assert.Equal(t, map[string]int{"d": 2, "wt": 1, "u": 1}, fams, "a conditional mutation's cells")
+
+	ok := bigtable.NewMutation()
+	ok.Set("d", "c", bigtable.ServerTime, []byte("v"))
+	bad := bigtable.NewMutation()
+	bad.Set("nosuchfamily", "c", bigtable.ServerTime, []byte("v"))
+	errs, err := api.ApplyBulk(ctx, []string{"r2", "r3", "r4"}, []*bigtable.Mutation{ok, bad, ok})
+	require.NoError(t, err)
+	require.Len(t, errs, 3)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], ttlclient.ErrUnknownFamily)
+	require.NoError(t, errs[2])
+	fams, _ = rec.get()
+	assert.Equal(t, map[string]int{"d": 4, "wt": 1, "u": 1}, fams, "the bulk's rows written, not the refused one")
+}
