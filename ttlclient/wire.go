@@ -216,7 +216,7 @@ func (t *Table) observeWire(ms []*btpb.Mutation, now time.Time) {
 			continue
 		}
 		p, ok := t.rules.Policy(s.GetFamilyName())
-		if !ok || (p.HasWriteTime() && strings.HasPrefix(string(s.GetColumnQualifier()), strategy.ReservedQualifierStart)) {
+		if !ok || (p.HasCompanions() && strings.HasPrefix(string(s.GetColumnQualifier()), strategy.ReservedQualifierStart)) {
 			continue // a companion: a write-time family's reserved qualifiers are bttl's alone
 		}
 		t.obs.cell(&p, &rules.Op{Family: s.GetFamilyName()}, bigtable.Timestamp(s.GetTimestampMicros()), nowMicros)
