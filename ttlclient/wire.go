@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/bigtable"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"google.golang.org/api/option"
@@ -16,6 +21,7 @@ import (
 
 	"github.com/bttl/bttl/internal/rules"
 	"github.com/bttl/bttl/internal/wirestream"
+	"github.com/bttl/bttl/strategy"
 )
 
 // bttl's client interceptor (docs/design.md#tableapi): the connection a
@@ -42,6 +48,12 @@ type wireCall struct {
 
 	// bulk: the rows of MutateRows requests refused, by entry.
 	bulk wirestream.Refused[*CellError]
+
+	// counted: the call's cells are counted on the recorder (its first
+	// write attempt); countedEntries, a MutateRows entry's (the client
+	// retries the same entries).
+	counted        atomic.Bool
+	countedEntries sync.Map
 }
 
 // newCall is a call of t to mark: writes applies the table's write rules
@@ -177,7 +189,38 @@ func (c *wireCall) rewrite(method string, req any) (any, error) {
 	if v != nil {
 		return nil, c.refuse(string(row), v)
 	}
+	if c.Writes && c.t.obs != nil {
+		switch r := out.(type) {
+		case *btpb.MutateRowRequest:
+			if c.counted.CompareAndSwap(false, true) {
+				c.t.observeWire(r.GetMutations(), c.WriteTime())
+			}
+		case *btpb.CheckAndMutateRowRequest:
+			if c.counted.CompareAndSwap(false, true) { // both branches, as Table.Apply counts them
+				c.t.observeWire(r.GetTrueMutations(), c.WriteTime())
+				c.t.observeWire(r.GetFalseMutations(), c.WriteTime())
+			}
+		}
+	}
 	return out, nil
+}
+
+// observeWire counts on the recorder the cells ms, a Table.API request's
+// mutations as the rules rewrote them, set at now: each SetCell but the
+// write-time companions the rules added.
+func (t *Table) observeWire(ms []*btpb.Mutation, now time.Time) {
+	nowMicros := bigtable.Timestamp(now.UnixMicro())
+	for _, m := range ms {
+		s := m.GetSetCell()
+		if s == nil {
+			continue
+		}
+		p, ok := t.rules.Policy(s.GetFamilyName())
+		if !ok || (p.HasCompanions() && strings.HasPrefix(string(s.GetColumnQualifier()), strategy.ReservedQualifierStart)) {
+			continue // a companion: a write-time family's reserved qualifiers are bttl's alone
+		}
+		t.obs.cell(&p, &rules.Op{Family: s.GetFamilyName()}, bigtable.Timestamp(s.GetTimestampMicros()), nowMicros)
+	}
 }
 
 // entry is the entry of a Table.API MutateRows to send for e, or the
@@ -188,6 +231,11 @@ func (c *wireCall) entry(e *btpb.MutateRowsRequest_Entry) (*btpb.MutateRowsReque
 	if !ok {
 		out, v := c.Entry(e)
 		if v == nil {
+			if c.t.obs != nil {
+				if _, seen := c.countedEntries.LoadOrStore(e, struct{}{}); !seen {
+					c.t.observeWire(out.GetMutations(), c.WriteTime())
+				}
+			}
 			return out, nil
 		}
 		ce = c.refuse(string(e.GetRowKey()), v)

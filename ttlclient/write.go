@@ -201,6 +201,13 @@ func (t *Table) build(row string, m *Mutation, now time.Time, bulk bool) (*bigta
 		}
 		sent[i] = rules.ToBigtable(ms)
 	}
+	// Counted once neither branch is refused: a refused request writes
+	// nothing.
+	for i, b := range []*Mutation{m.mtrue, m.mfalse} {
+		if b != nil {
+			t.observeProtos(b, branches[i].Mutations, now)
+		}
+	}
 	return bigtable.NewCondMutation(t.filters.Compose(bigtable.Timestamp(now.UnixMicro()), m.cond), sent[0], sent[1]), nil
 }
 
@@ -231,6 +238,7 @@ func (t *Table) buildPlain(row string, m *Mutation, now time.Time) (*bigtable.Mu
 		if err != nil {
 			return nil, err
 		}
+		t.observe(m, sent, now) // once Complete has not refused the row
 		return rules.ToBigtable(out), nil
 	}
 	t.observe(m, sent, now)
@@ -256,23 +264,29 @@ func (t *Table) observe(m *Mutation, sent []bigtable.Timestamp, now time.Time) {
 	}
 }
 
-// stamp is m's changes as protos, stamped by the table's rules, each
-// cell written counted on the recorder: scratch the caller releases
-// (rules.OpProtos), released already when refused.
+// observeProtos counts the cells m sets, stamped as ms (t.stamp's
+// protos, one per change), on the recorder.
+func (t *Table) observeProtos(m *Mutation, ms []*btpb.Mutation, now time.Time) {
+	if t.obs == nil {
+		return
+	}
+	sent := make([]bigtable.Timestamp, len(ms))
+	for i, pb := range ms {
+		sent[i] = bigtable.Timestamp(pb.GetSetCell().GetTimestampMicros())
+	}
+	t.observe(m, sent, now)
+}
+
+// stamp is m's changes as protos, stamped by the table's rules: scratch
+// the caller releases (rules.OpProtos), released already when refused.
+// Nothing is counted on the recorder yet: Complete, or the other branch
+// of a conditional mutation, may still refuse the request.
 func (t *Table) stamp(row string, m *Mutation, now time.Time) (*rules.OpProtos, error) {
 	ps := rules.Protos(m.ops)
-	ms := ps.Mutations
-	if r := t.rules.StampOwned(now, ms, ps.Intents); r != nil {
+	if r := t.rules.StampOwned(now, ps.Mutations, ps.Intents); r != nil {
 		err := t.refusal(row, r) // copies what it keeps of r
 		ps.Release()
 		return nil, err
-	}
-	if t.obs != nil {
-		sent := make([]bigtable.Timestamp, len(ms))
-		for i, pb := range ms {
-			sent[i] = bigtable.Timestamp(pb.GetSetCell().GetTimestampMicros())
-		}
-		t.observe(m, sent, now)
 	}
 	return ps, nil
 }
@@ -312,6 +326,9 @@ func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.T
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
 	case op.Intent == rules.IntentTTL:
 		ttl = op.CellIntent().TTL
+		if limit, clamps := p.TTLCap(); clamps && ttl > limit {
+			ttl = limit // written with the cap (strategy.Policy.WriteTimestamp)
+		}
 	default:
 		// Exact up to time.Duration's range (292 years), the most a
 		// histogram observation holds; Sub clamps beyond it, never wraps.

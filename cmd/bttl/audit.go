@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,6 +25,12 @@ import (
 	"github.com/bttl/bttl/internal/throttle"
 	"github.com/bttl/bttl/internal/timefmt"
 )
+
+// reportClaimed, when a test sets it, runs once an audit with -report
+// has claimed its report's row and hidden the earlier report, before the
+// scan: a test holds the audit there (until ctx ends) to read what a
+// merge sees meanwhile, with no timing of its own.
+var reportClaimed func(ctx context.Context)
 
 var auditCommand = command{
 	name: "audit", needsSchema: true,
@@ -230,17 +237,18 @@ func (a *auditArgs) run(e *env) int {
 		ctx, cancel := e.step()
 		store, err = scan.NewBigtableStore(ctx, e.write, e.adminClient, d.table, d.key(sh))
 		if err == nil {
-			_, err = store.Open(ctx)
-		}
-		if err == nil {
-			// An earlier report of this shard goes with the claim: until
-			// this audit writes its own, the row reads as not written, so
-			// merge does not take the earlier one for this one.
-			err = store.Save(ctx, nil)
+			// An earlier report of this shard goes with the claim, in the
+			// same write: until this audit writes its own, the row reads
+			// as not written, so merge does not take the earlier one for
+			// this one, even if this audit stops right after.
+			err = scan.ClaimEmpty(ctx, store)
 		}
 		cancel()
 		if err != nil {
 			return e.fail(fmt.Errorf("-report: %w", err))
+		}
+		if reportClaimed != nil {
+			reportClaimed(e.ctx)
 		}
 	}
 	tty := isTerminal(e.stderr)

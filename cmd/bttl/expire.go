@@ -44,7 +44,8 @@ never overwritten or hidden (see docs/design.md#lifecycle-conditions).
 PEXPIREAT (T in RFC 3339, e.g. 2026-12-01T00:00:00Z; printed in UTC), as
 ttlclient's ExpireColumnAt does: each column's newest live cell expires at
 T (to the millisecond, rounded down) and its older versions keep their
-spacing. A T already past deletes the live cells it applies to (from
+spacing; on a family that clamps TTLs to its max TTL (clamp_ttl), a T
+beyond it is clamped, and the summary counts those cells. A T already past deletes the live cells it applies to (from
 storage, not hidden); a T at or before the Unix epoch is refused
 (ErrBeforeEpoch, exit status 1) before anything is read. -at takes no TTL
 argument (and no persist): giving both is a usage error.
@@ -81,6 +82,7 @@ type expireArgs struct {
 	persist                 bool
 	at                      time.Time // -at: the expiry instant (hasAt)
 	hasAt                   bool
+	clamped                 int // -at: the cells changed that went to their family's cap, short of T
 	condition               lifecycle.Condition
 	family, qualifier       string
 	hasQualifier, singleRow bool
@@ -240,6 +242,9 @@ func (x *expireArgs) run(e *env) int {
 	}
 	if x.hasAt {
 		verb += " to expire at " + formatRFC3339(x.at) // as given, in UTC
+		if x.clamped > 0 {
+			verb += fmt.Sprintf(", %d of them at their family's max TTL (T is beyond it)", x.clamped)
+		}
 	}
 	fmt.Fprintf(e.stdout, "%d rows read, %d cells %s\n", rows, changed, verb)
 	if err != nil {
@@ -288,6 +293,9 @@ func (x *expireArgs) expireRow(e *env, tbl *ttlclient.Table, schema strategy.Sch
 		if x.dryRun {
 			n, err := x.dryRunColumn(e, schema[k.family], r.Key(), k.family, k.column, cells[k], now)
 			changed += n
+			if x.hasAt && x.clampedAt(schema[k.family], now) {
+				x.clamped += n
+			}
 			if err != nil {
 				return changed, err
 			}
@@ -312,6 +320,9 @@ func (x *expireArgs) expireRow(e *env, tbl *ttlclient.Table, schema strategy.Sch
 			}
 			if x.hasAt {
 				n, err = tbl.ExpireColumnAt(ctx, r.Key(), k.family, k.column, x.at, opts...)
+				if x.clampedAt(schema[k.family], now) {
+					x.clamped += n
+				}
 			} else {
 				n, err = tbl.ExpireColumn(ctx, r.Key(), k.family, k.column, x.ttl, opts...)
 			}
@@ -323,6 +334,14 @@ func (x *expireArgs) expireRow(e *env, tbl *ttlclient.Table, schema strategy.Sch
 		}
 	}
 	return changed, nil
+}
+
+// clampedAt reports whether a cell of p given -at's instant at now goes
+// to p's max TTL instead, p clamping TTLs to it (strategy.ClampLonger):
+// its expiry is more than the millisecond -at rounds down to before T.
+func (x *expireArgs) clampedAt(p strategy.Policy, now time.Time) bool {
+	ts, past, err := lifecycle.AtTimestamp(p, now, x.at)
+	return err == nil && !past && p.ExpiryTime(ts).Before(x.at.Add(-time.Millisecond))
 }
 
 // dryRunRefusal is a refusal the dry run found (a TTL or an instant its

@@ -480,10 +480,7 @@ func (a *migrateArgs) claimReport(e *env) (scan.CheckpointStore, error) {
 	defer cancel()
 	store, err := scan.NewBigtableStore(ctx, e.write, e.adminClient, d.table, migrateReportKey(d, sh))
 	if err == nil {
-		_, err = store.Open(ctx)
-	}
-	if err == nil {
-		err = store.Save(ctx, nil)
+		err = scan.ClaimEmpty(ctx, store) // the claim and the earlier report's removal in one write
 	}
 	return store, err
 }

@@ -266,6 +266,26 @@ func (s *bigtableStore) Name() string { return s.name }
 // read to this run's, conditionally, so of two runs claiming at once one
 // reads again and claims after the other (the latest claim wins).
 func (s *bigtableStore) Open(ctx context.Context) ([]byte, error) {
+	return s.open(ctx, false)
+}
+
+// ClaimEmpty claims store's row, a NewBigtableStore's, as Open does, and
+// empties its record in the same conditional write: a record saved
+// before (an earlier run's report) reads as not written from the claim
+// on, even if this run stops right after it. Open then Save(nil) were
+// two writes, and a run stopped between them left the earlier record
+// readable under its claim.
+func ClaimEmpty(ctx context.Context, store CheckpointStore) error {
+	s, ok := store.(*bigtableStore)
+	if !ok {
+		return &CheckpointError{Path: store.Name(), Reason: "not a bigtable:// record"}
+	}
+	_, err := s.open(ctx, true)
+	return err
+}
+
+// open is Open; empty also deletes the record in the claiming write.
+func (s *bigtableStore) open(ctx context.Context, empty bool) ([]byte, error) {
 	for try := 0; try < 5; try++ {
 		row, err := s.tbl.ReadRow(ctx, s.key, bigtable.RowFilter(bigtable.ChainFilters(
 			bigtable.FamilyFilter(checkpointFamily), bigtable.LatestNFilter(1))))
@@ -291,6 +311,10 @@ func (s *bigtableStore) Open(ctx context.Context) ([]byte, error) {
 		}
 		next := s.ownerValue(gen + 1)
 		m := bigtable.NewMutation()
+		if empty {
+			m.DeleteCellsInColumn(checkpointFamily, recordColumn)
+			rec = nil
+		}
 		m.DeleteCellsInColumn(checkpointFamily, ownerColumn)
 		m.Set(checkpointFamily, ownerColumn, bigtable.Now(), []byte(next))
 		ok, err := s.apply(ctx, cur, m)

@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -41,7 +42,7 @@ func TestFastBuildSendsWhatTheGeneralPathSends(t *testing.T) {
 	now := time.UnixMicro(1_800_000_000_123_456)
 	unmanaged := strategy.Unmanaged()
 
-	var fast, general, refused int
+	var fast, general, refused, overLimit int
 	for _, opt := range matrix.FamilyOptions {
 		schema, fams, _ := matrix.MatrixSchema(opt)
 		for _, unlisted := range []*strategy.Policy{nil, &unmanaged} {
@@ -49,7 +50,17 @@ func TestFastBuildSendsWhatTheGeneralPathSends(t *testing.T) {
 			require.NoError(t, err, opt.Name)
 			for row := range 200 {
 				ops := randomOps(rng, fams)
-				name := func() string { return fmt.Sprintf("%s (unlisted %v) row %d", opt.Name, unlisted != nil, row) }
+				// One row in four under a request limit of 3 mutations, so
+				// both paths' limit (StampOps' and Complete's) refuse some
+				// rows of the draw (a clean row has 1 to 6 changes) and pass others.
+				limited := rng.IntN(4) == 0
+				restore := func() {}
+				if limited {
+					restore = rules.SetRequestLimitForTest(3)
+				}
+				name := func() string {
+					return fmt.Sprintf("%s (unlisted %v, limited %v) row %d", opt.Name, unlisted != nil, limited, row)
+				}
 
 				sent := make([]bigtable.Timestamp, len(ops))
 				complete, fr := tbl.StampOps(now, ops, sent)
@@ -63,6 +74,9 @@ func TestFastBuildSendsWhatTheGeneralPathSends(t *testing.T) {
 				switch {
 				case fr != nil:
 					refused++
+					if errors.Is(fr.Err, rules.ErrTooManyMutations) {
+						overLimit++
+					}
 					require.NotNil(t, gr, "%s: the fast path refused %v, the general path did not (ops %+v)", name(), fr, ops)
 					assert.Equal(t, gr.Err.Error(), fr.Err.Error(), name())
 					assert.Same(t, gr.Reason, fr.Reason, name())
@@ -89,14 +103,16 @@ func TestFastBuildSendsWhatTheGeneralPathSends(t *testing.T) {
 					require.Equal(t, want, got, "%s: the requests differ (ops %+v)", name(), ops)
 				}
 				ps.Release()
+				restore()
 			}
 		}
 	}
-	t.Logf("%d rows by the fast path, %d completed by the general path, %d refused", fast, general, refused)
+	t.Logf("%d rows by the fast path, %d completed by the general path, %d refused (%d over the request limit)", fast, general, refused, overLimit)
 	// The draw must exercise all three, or the test compares nothing.
 	assert.Positive(t, fast)
 	assert.Positive(t, general)
 	assert.Positive(t, refused)
+	assert.Positive(t, overLimit)
 }
 
 // randomOps is a row of 1 to 12 changes over fams, every kind; one row
