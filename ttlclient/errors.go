@@ -158,8 +158,6 @@ func (e *NoAdminError) Unwrap() error { return ErrNoAdminClient }
 
 func (e *NoAdminError) GRPCStatus() *status.Status { return rules.Status(ErrNoAdminClient, e.Error()) }
 
-func (e *SQLError) GRPCStatus() *status.Status { return rules.Status(e.Err, e.Error()) }
-
 // StatusCode is the gRPC code of a refusal wrapping err's sentinel, from
 // bttl's refusal registry (docs/design.md#refusal-status-codes):
 // codes.Unknown when err wraps none.

@@ -2,13 +2,12 @@ package ttlclient
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"cloud.google.com/go/bigtable"
 
 	"github.com/bttl/bttl/internal/keytext"
 	"github.com/bttl/bttl/internal/rules"
+	"github.com/bttl/bttl/internal/sqlscan"
 )
 
 var (
@@ -27,46 +26,10 @@ var (
 )
 
 // SQLError is a refused SQL query: the query, the table it reads (empty
-// when it could not be found), the managed families at risk, and why.
-type SQLError struct {
-	Query    string
-	Table    string
-	Families []string // the table's managed families, sorted
-	Reason   string   // why the query could not be classified, if it could not
-	Err      error    // ErrUnfilteredSQL or ErrSQLUnknownTable
-
-	text keytext.Text // shows Query: quoted and cut, or redacted (WithKeyRedaction)
-}
-
-func (e *SQLError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Err.Error())
-	if e.Table != "" {
-		fmt.Fprintf(&b, " (table %q", e.Table)
-	} else {
-		b.WriteString(" (")
-	}
-	if len(e.Families) > 0 {
-		fmt.Fprintf(&b, ", managed families %q", e.Families)
-	}
-	if e.Reason != "" {
-		if e.Table != "" {
-			b.WriteString(", ")
-		}
-		if e.text.Redacts() && e.Table == "" {
-			// A parse failure's reason may quote a token of the query: a
-			// literal holding a key.
-			b.WriteString("the query could not be classified (the reason, which may quote it, is in SQLError.Reason)")
-		} else {
-			b.WriteString(e.Reason)
-		}
-	}
-	b.WriteString(", query " + e.text.KeyN(e.Query, 80) + ")")
-	b.WriteString(": read with ReadRows, or pass ttlclient.WithSQLAllowed() to accept expired cells")
-	return b.String()
-}
-
-func (e *SQLError) Unwrap() error { return e.Err }
+// when it could not be found), the managed families at risk (sorted), why
+// it could not be classified if it could not, and Err, ErrUnfilteredSQL or
+// ErrSQLUnknownTable. It is built beside the SQL classifier.
+type SQLError = sqlscan.Error
 
 // WithSQLAllowed lets PrepareStatement send queries that read managed
 // families, accepting that they return expired cells GC has not collected
@@ -130,13 +93,8 @@ func (c *Client) PrepareStatement(ctx context.Context, query string, paramTypes 
 // checkSQL refuses query unless every table it reads was opened by the
 // client and has no managed family.
 func (c *Client) checkSQL(query string, text keytext.Text) error {
-	f := c.sql.Check(query)
-	if f == nil {
-		return nil
+	if f := c.sql.Check(query); f != nil {
+		return f.Refusal(query, text)
 	}
-	err := ErrUnfilteredSQL
-	if f.Unknown {
-		err = ErrSQLUnknownTable
-	}
-	return &SQLError{Query: query, Table: f.Table, Families: f.Families, Reason: f.Reason, Err: err, text: text}
+	return nil
 }

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -63,3 +65,44 @@ const DefaultProfileID = "default"
 func Transactional(ap *btapb.AppProfile) bool {
 	return ap.GetSingleClusterRouting().GetAllowTransactionalWrites() && ap.GetDataBoostIsolationReadOnly() == nil
 }
+
+// ProfileError (ttlclient.ProfileError) is a call an app profile does not allow: the profile, the
+// call, and the fix. It wraps ErrTransactionsNotAllowed or
+// ErrReadOnlyProfile and the server's error, and its GRPCStatus keeps the
+// server's code (FailedPrecondition). Open returns one, with no server
+// error, for a profile it read that cannot serve the schema (see Open).
+type ProfileError struct {
+	Profile string // the app profile's ID; "" is the instance's default profile
+	Call    string // what was refused: "CheckAndMutateRow", "ReadModifyWriteRow", "MutateRow", "MutateRows"; "Open" for Open's check
+	Err     error  // ErrTransactionsNotAllowed or ErrReadOnlyProfile
+	Server  error  // the server's error; nil from Open's check
+}
+
+func (e *ProfileError) Error() string {
+	profile := fmt.Sprintf("app profile %q", e.Profile)
+	if e.Profile == "" {
+		profile = "the client's app profile (the instance's default unless one was set)"
+	}
+	fix := "send writes through a standard profile"
+	if errors.Is(e.Err, ErrTransactionsNotAllowed) {
+		fix = "give the client a profile with single-cluster routing and allow_transactional_writes for its single-row transactions " +
+			"(Expire, time-to-idle refreshes, cell moves, conditional mutations): ttlclient.ClientConfig.TransactionalAppProfile, " +
+			"or ttlclient.WithTransactionalClient on Wrap"
+	}
+	msg := fmt.Sprintf("%v (%s, %s): %s (docs/design.md#app-profiles)", e.Err, e.Call, profile, fix)
+	if e.Server != nil {
+		msg += "; the server said: " + status.Convert(e.Server).Message()
+	}
+	return msg
+}
+
+func (e *ProfileError) Unwrap() []error {
+	if e.Server == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Server}
+}
+
+// GRPCStatus is the server's code (FailedPrecondition, the registry's for
+// both sentinels) with the error's message and an ErrorInfo reason.
+func (e *ProfileError) GRPCStatus() *status.Status { return Status(e.Err, e.Error()) }
