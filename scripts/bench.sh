@@ -174,7 +174,7 @@ HOW
   fi
   echo "### bttl's own work before the RPC, 10 cells, the mutation built once outside the loop"
   echo
-  echo "\`BenchmarkTableAPIBuild\`: what \`Apply\` does before its RPC on each path (\`impl=ttl\`: a built \`ttlclient.Mutation\`'s first \`Apply\`; \`impl=ttl-again\`, in runs after issue 30: one applied again, its cells built anew; \`impl=api\`: a built \`*bigtable.Mutation\` through \`Table.API()\`), without the caller's build or the server (\`docs/bench/tableapi-build.txt\`):"
+  echo "\`BenchmarkTableAPIBuild\`: what \`Apply\` does before its RPC with a \`ttlclient.Mutation\` already built (\`impl=ttl\`: a fresh one each time; \`impl=ttl-again\`: the same one applied again; both stamp its changes and build the \`bigtable.Mutation\` sent with the client's own \`Set\`, so the client's build of those cells is included), without the caller's build or the server (\`docs/bench/tableapi-build.txt\`). \`Table.API()\`'s writes have no build of bttl's: they are rewritten on the wire."
   echo
   echo '\`\`\`sh'
   echo "$TABLEAPI_BUILD_CMD"
@@ -290,6 +290,9 @@ PROF
   echo
   # Measured by hand (changestream/expiry's benchmarks; the command is in the notes).
   cat scripts/benchmarks-notes-expiry.md
+  echo
+  # Measured by hand (BenchmarkSessions; the command is in the notes).
+  cat scripts/benchmarks-notes-sessions.md
   cat <<PROF
 
 ## Earlier measurements

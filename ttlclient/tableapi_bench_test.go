@@ -96,14 +96,14 @@ func BenchmarkTableAPIApplyBulk(b *testing.B) {
 	})
 }
 
-// BenchmarkTableAPIBuild: the work before the RPC only, so the pair
-// compares bttl's own cost (reading the client's mutation, then the shared
-// write path) without the client's mutation construction or the server.
-// impl=ttl is a Mutation's first Apply, which sends its records in place:
-// the mutations are built in batches with the timer stopped.
-// impl=ttl-again is a Mutation applied again, whose cells are built anew
-// (a sent request is never written again); impl=api a *bigtable.Mutation
-// built once outside the loop, whose operations are sent as they are.
+// BenchmarkTableAPIBuild: the work before the RPC only, without the
+// caller's build of the Mutation or the server: stamping its changes and
+// building the bigtable.Mutation sent with the client's own methods (the
+// client's build of those cells included). impl=ttl builds a fresh
+// Mutation each time (made in batches with the timer stopped),
+// impl=ttl-again the same one again: nothing is kept from one Apply to the
+// next, so the two should cost the same. Table.API's writes have no
+// build of bttl's (they are rewritten on the wire).
 func BenchmarkTableAPIBuild(b *testing.B) {
 	forEachStrategy(b, func(b *testing.B, s benchStrategy) {
 		e := newBenchEnv(b, s)
