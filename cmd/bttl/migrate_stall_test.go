@@ -8,13 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-
-	bttestharness "github.com/bttl/bttl/bttest_harness"
 )
 
 // A move whose predicate does not match is followed by a read of the
@@ -61,17 +57,8 @@ func TestMigrateWriteThatGetsNoAnswerFailsWithinStall(t *testing.T) {
 // and the stalled call.
 func migrateAgainstStalledServer(t *testing.T, stalled string, opts ...grpc.ServerOption) {
 	t.Helper()
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: opts})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	ac, dc, addr := newServerWith(t, opts...)
 	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ac.Close() })
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dc.Close() })
 	createLegacy(t, ac)
 	now := time.Now().Add(-time.Second)
 	loadRealTimestamps(t, dc, "legacy", "f", 3, 2, now)
@@ -87,7 +74,7 @@ func migrateAgainstStalledServer(t *testing.T, stalled string, opts ...grpc.Serv
 		"-from", "real", "-ttl", "30d", "-stall", "1s"}, switchedAt(now)...), strings.NewReader(""), &out, &errb)
 	elapsed := time.Since(start)
 	assert.Equal(t, exitError, code, errb.String())
-	assert.Contains(t, errb.String(), h.Addr, "names the endpoint")
+	assert.Contains(t, errb.String(), addr, "names the endpoint")
 	assert.Contains(t, errb.String(), stalled)
 	assert.Less(t, elapsed, 10*time.Second)
 }

@@ -6,15 +6,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	bttestharness "github.com/bttl/bttl/bttest_harness"
 )
 
 // A rerun of a shard's audit that stops right after claiming the report's
@@ -35,21 +32,7 @@ func TestAuditReportClaimHidesEarlierReportAtOnce(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{
-		ServerOptions: []grpc.ServerOption{grpc.UnaryInterceptor(failSecond)},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
-	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ac.Close() })
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dc.Close() })
-	addr := h.Addr
+	ac, dc, addr := newServerWith(t, grpc.UnaryInterceptor(failSecond))
 
 	loadHashedClicks(t, ac, dc, 10)
 	schema := writeFile(t, "s.yaml", "tables: {events: {clicks: {strategy: default-expiry, ttl: 48h}}}\n")

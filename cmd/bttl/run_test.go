@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigtable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 
 	"github.com/bttl/bttl/audit"
 	bttestharness "github.com/bttl/bttl/bttest_harness"
@@ -43,8 +44,15 @@ func writeFile(t *testing.T, name, content string) string {
 // command dials it through BIGTABLE_EMULATOR_HOST.
 func newServer(t *testing.T) (*bigtable.AdminClient, *bigtable.Client, string) {
 	t.Helper()
+	return newServerWith(t)
+}
+
+// newServerWith is newServer on a server with opts (interceptors that
+// stall, fail or record calls).
+func newServerWith(t *testing.T, opts ...grpc.ServerOption) (*bigtable.AdminClient, *bigtable.Client, string) {
+	t.Helper()
 	t.Setenv("BIGTABLE_EMULATOR_HOST", "")
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{})
+	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: opts})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)

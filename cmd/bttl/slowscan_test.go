@@ -34,17 +34,8 @@ func scanServer(t *testing.T, rows int) (addr string, deadlines func() []time.Ti
 		}
 		return handler(srv, ss)
 	}
-	h, err := bttestharness.StartWithConfig(context.Background(), bttestharness.Config{ServerOptions: []grpc.ServerOption{grpc.ChainStreamInterceptor(record)}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	t.Setenv("BIGTABLE_EMULATOR_HOST", h.Addr)
+	ac, dc, addr := newServerWith(t, grpc.ChainStreamInterceptor(record))
 	ctx := context.Background()
-	ac, err := bigtable.NewAdminClient(ctx, "p", "i")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ac.Close() })
-	dc, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dc.Close() })
 	require.NoError(t, ac.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "events", ColumnFamilies: map[string]bigtable.Family{
 		"doc": {GCPolicy: bigtable.MaxVersionsPolicy(2)}, "clicks": {GCPolicy: bigtable.MaxAgePolicy(72 * time.Hour)},
 	}}))
@@ -55,7 +46,7 @@ func scanServer(t *testing.T, rows int) (addr string, deadlines func() []time.Ti
 		m.Set("clicks", "n", bigtable.Now().TruncateToMilliseconds(), []byte("v"))
 		require.NoError(t, tbl.Apply(ctx, fmt.Sprintf("row%03d", i), m))
 	}
-	return h.Addr, func() []time.Time {
+	return addr, func() []time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]time.Time(nil), seen...)
