@@ -32,8 +32,11 @@ type TableRecorder interface {
 	// sent; added is the time the library spent before the RPC (caller's
 	// path).
 	Write(added time.Duration)
-	// CellWritten: one cell set in family. ttl is the cell's TTL on an age
-	// family, 0 on sequence and unmanaged families (caller's path).
+	// CellWritten: one cell set in family, counted as the request is sent
+	// (once per call or bulk row, not per retry), not as the server
+	// confirms it: a conditional mutation counts the cells of both
+	// branches, whichever the predicate picks. ttl is the cell's TTL on an
+	// age family, 0 on sequence and unmanaged families (caller's path).
 	CellWritten(family string, kind strategy.Kind, ttl time.Duration)
 	// Refused: a guardrail refused a call; reason is RefusalReason of the
 	// error (caller's path).
