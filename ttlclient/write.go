@@ -326,8 +326,8 @@ func (o *observer) cellSlow(p *strategy.Policy, op *rules.Op, ts, now bigtable.T
 	case p.Kind() != strategy.KindOneSecond && p.Kind() != strategy.KindDefaultExpiry:
 	case op.Intent == rules.IntentTTL:
 		ttl = op.CellIntent().TTL
-		if limit, clamps := p.TTLCap(); clamps && ttl > limit {
-			ttl = limit // written with the cap (strategy.Policy.WriteTimestamp)
+		if capped, err := p.CapTTL(ttl); err == nil {
+			ttl = capped // written with the cap when the family clamps (strategy.Policy.WriteTimestamp)
 		}
 	default:
 		// Exact up to time.Duration's range (292 years), the most a
